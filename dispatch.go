@@ -1,0 +1,325 @@
+package workerpool
+
+import (
+	"time"
+
+	"github.com/gammazero/deque"
+)
+
+// The dispatcher is the pool's one coordinating goroutine. It owns the
+// waiting queue, the worker count, the idle clock and the pause and stop
+// state: they live in the dispatcher struct, which no other goroutine can
+// reach. It receives tasks from taskQueue and hands them to workers over
+// workerQueue, starting a worker when none is ready and fewer than the
+// maximum exist, and queueing the task otherwise. While the queue is not
+// empty, new tasks join its back and workers are fed from its front.
+//
+// Once stopping is closed it stops receiving: for StopWait it drains the
+// queue to the workers, for Stop (or a Stop that cuts a StopWait short) it
+// drops the queue and closes abandoned. Then it sends one nil per worker,
+// waits for the last one to exit and closes stopped.
+type dispatcher struct {
+	p *WorkerPool
+
+	queue   deque.Deque[func()] // accepted tasks waiting for a worker
+	pushed  uint64              // tasks ever pushed to queue
+	popped  uint64              // tasks ever popped from queue
+	handed  uint64              // tasks handed to workers; equals count.completed once all have finished
+	workers int                 // live workers
+
+	// idle retires workers: it ticks every idle timeout while workers
+	// exist, and sawTask says whether a task came in since the last tick.
+	idle    *time.Ticker
+	sawTask bool
+
+	// pauses are the Pause calls in effect, oldest first; only the first
+	// is active. pauses[0].barrier is a position in the push sequence:
+	// tasks pushed before it still run, later ones are held.
+	pauses   []*pauseRequest
+	watching bool // watchIdle is set: waiting for the active pause's barrier
+}
+
+// A pauseRequest is one Pause call.
+type pauseRequest struct {
+	end            <-chan struct{} // the caller's ctx.Done(): the pause lasts until it is closed
+	barrier        uint64          // dispatcher.pushed when the request arrived
+	barrierReached chan struct{}   // closed by dispatch once every earlier task finished; Pause returns
+	reached        bool            // barrierReached is closed (dispatch only)
+}
+
+func newDispatcher(p *WorkerPool) *dispatcher {
+	d := &dispatcher{p: p}
+	if p.idleTimeout > 0 {
+		d.idle = time.NewTicker(p.idleTimeout)
+		d.idle.Stop() // runs only while workers exist
+	}
+	return d
+}
+
+// run is the dispatcher goroutine.
+func (d *dispatcher) run() {
+	for d.step() {
+	}
+	d.stop()
+}
+
+// step hands the queue's front task to a worker if it can do so at once,
+// and otherwise waits for one event and handles it. It returns false once
+// the pool is stopping.
+func (d *dispatcher) step() bool {
+	if d.canDispatchQueued() && d.offer(d.queue.Front()) {
+		d.pop()
+	} else if !d.await() {
+		return false
+	}
+	d.advancePauses()
+	return true
+}
+
+// await waits for one event and handles it. It returns false when stopping
+// is closed.
+func (d *dispatcher) await() bool {
+	var (
+		toWorker chan<- func() // nil (never ready) unless the front task may run
+		front    func()
+	)
+	if d.canDispatchQueued() {
+		toWorker, front = d.p.workerQueue, d.queue.Front()
+	}
+	select {
+	case task := <-d.p.taskQueue:
+		d.accept(task)
+	case toWorker <- front:
+		d.handed++
+		d.pop()
+	case <-d.tick():
+		d.retireIfIdle()
+	case req := <-d.p.pauseRequests:
+		d.addPause(req)
+	case <-d.workerFinished():
+	case <-d.activePauseEnd():
+	case <-d.p.stopping:
+		return false
+	}
+	return true
+}
+
+// accept takes a task just received from taskQueue.
+func (d *dispatcher) accept(task func()) {
+	d.p.count.submitted.Add(1)
+	d.sawTask = true
+	if d.queue.Len() == 0 && len(d.pauses) == 0 && d.offer(task) {
+		return
+	}
+	d.push(task)
+}
+
+// offer gives task to a ready worker, or to a new one if fewer than the
+// maximum exist. It reports false, without blocking, if neither is possible.
+func (d *dispatcher) offer(task func()) bool {
+	select {
+	case d.p.workerQueue <- task:
+		d.handed++
+		return true
+	default:
+	}
+	if d.workers == d.p.maxWorkers {
+		return false
+	}
+	d.startWorker(task)
+	return true
+}
+
+func (d *dispatcher) startWorker(task func()) {
+	d.handed++
+	d.workers++
+	d.p.workers.Store(int64(d.workers))
+	if d.workers == 1 && d.idle != nil {
+		d.idle.Reset(d.p.idleTimeout)
+		d.sawTask = true
+	}
+	d.p.liveWorkers.Add(1)
+	go d.p.worker(task)
+}
+
+func (d *dispatcher) push(task func()) {
+	d.queue.PushBack(task)
+	d.pushed++
+	d.p.waiting.Store(int64(d.queue.Len()))
+}
+
+func (d *dispatcher) pop() {
+	d.queue.PopFront()
+	d.popped++
+	d.p.waiting.Store(int64(d.queue.Len()))
+}
+
+// canDispatchQueued reports whether the queue's front task may go to a
+// worker now: the queue is not empty and no active pause holds the task.
+func (d *dispatcher) canDispatchQueued() bool {
+	if d.queue.Len() == 0 {
+		return false
+	}
+	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
+}
+
+func (d *dispatcher) tick() <-chan time.Time {
+	if d.idle == nil || d.workers == 0 {
+		return nil
+	}
+	return d.idle.C
+}
+
+// retireIfIdle runs on every idle tick. If no task came in during the whole
+// period since the last tick and nothing queued can run, it retires one
+// ready worker; a busy worker is never retired.
+func (d *dispatcher) retireIfIdle() {
+	if !d.sawTask && !d.canDispatchQueued() {
+		select {
+		case d.p.workerQueue <- nil:
+			d.workerRetired()
+		default:
+		}
+	}
+	d.sawTask = false
+}
+
+func (d *dispatcher) workerRetired() {
+	d.workers--
+	d.p.workers.Store(int64(d.workers))
+	if d.workers == 0 && d.idle != nil {
+		d.idle.Stop()
+	}
+}
+
+func (d *dispatcher) addPause(req *pauseRequest) {
+	req.barrier = d.pushed
+	d.pauses = append(d.pauses, req)
+	d.p.paused.Store(true)
+}
+
+// workerFinished is ready when a worker finished a task while dispatch waits
+// for the active pause's barrier.
+func (d *dispatcher) workerFinished() <-chan struct{} {
+	if !d.watching {
+		return nil
+	}
+	return d.p.workerIdle
+}
+
+// activePauseEnd is the active pause's ctx.Done() once its barrier is
+// reached, and nil before.
+func (d *dispatcher) activePauseEnd() <-chan struct{} {
+	if len(d.pauses) == 0 || !d.pauses[0].reached {
+		return nil
+	}
+	return d.pauses[0].end
+}
+
+// advancePauses releases the active pause's caller once its barrier is
+// reached, and ends the pause once its context is done too, making the next
+// one active.
+func (d *dispatcher) advancePauses() {
+	if len(d.pauses) == 0 {
+		return
+	}
+	for len(d.pauses) > 0 {
+		active := d.pauses[0]
+		if !active.reached {
+			if !d.barrierReached(active) {
+				return
+			}
+			active.reached = true
+			close(active.barrierReached)
+		}
+		if !isClosed(active.end) {
+			return
+		}
+		d.pauses[0] = nil
+		d.pauses = d.pauses[1:]
+	}
+	d.pauses = nil
+	d.p.paused.Store(false)
+}
+
+// barrierReached reports whether every task that came before req has
+// finished: all were taken from the queue, and every task handed to a
+// worker has completed. Until then it keeps watchIdle set, so that a worker
+// finishing a task wakes dispatch to check again.
+func (d *dispatcher) barrierReached(req *pauseRequest) bool {
+	if d.popped < req.barrier {
+		return false
+	}
+	// Set watchIdle before loading completed, and workers add to completed
+	// before loading watchIdle: one of the two always sees the other.
+	d.setWatching(true)
+	if d.p.count.completed.Load() != d.handed {
+		return false
+	}
+	d.setWatching(false)
+	return true
+}
+
+func (d *dispatcher) setWatching(on bool) {
+	if d.watching != on {
+		d.watching = on
+		d.p.watchIdle.Store(on)
+	}
+}
+
+// stop runs once stopping is closed: every pause ends, the queue is drained
+// (StopWait) or dropped (Stop), and every worker is told to exit.
+func (d *dispatcher) stop() {
+	d.pauses = nil
+	d.setWatching(false)
+	d.p.paused.Store(false)
+	if !isClosed(d.p.abandon) {
+		d.drain()
+	}
+	if d.queue.Len() > 0 { // Stop came first, or cut the drain short
+		d.abandonQueue()
+	}
+	d.retireAll()
+	if d.idle != nil {
+		d.idle.Stop()
+	}
+	close(d.p.stopped)
+}
+
+// drain hands every queued task to a worker, unless Stop asks to abandon
+// them first.
+func (d *dispatcher) drain() {
+	for d.queue.Len() > 0 {
+		front := d.queue.Front()
+		if d.offer(front) {
+			d.pop()
+			continue
+		}
+		select {
+		case d.p.workerQueue <- front:
+			d.handed++
+			d.pop()
+		case <-d.p.abandon:
+			return
+		}
+	}
+}
+
+// abandonQueue drops the queued tasks, releasing their closures at once, and
+// closes abandoned so that DoWait callers whose task never started return.
+func (d *dispatcher) abandonQueue() {
+	d.p.count.abandoned.Add(uint64(d.queue.Len()))
+	d.queue = deque.Deque[func()]{}
+	d.p.waiting.Store(0)
+	close(d.p.abandoned)
+}
+
+// retireAll sends one nil per worker, each taken as soon as that worker
+// finishes its task, then waits for every worker goroutine to return.
+func (d *dispatcher) retireAll() {
+	for d.workers > 0 {
+		d.p.workerQueue <- nil
+		d.workerRetired()
+	}
+	d.p.liveWorkers.Wait()
+}

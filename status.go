@@ -1,0 +1,121 @@
+package workerpool
+
+import "strconv"
+
+// State is the life-cycle stage of a WorkerPool.
+type State int
+
+const (
+	// StateRunning: the pool accepts tasks and runs them.
+	StateRunning State = iota
+	// StatePaused: at least one Pause is in effect; the pool accepts tasks
+	// and holds those submitted after the Pause until it ends.
+	StatePaused
+	// StateStopping: Stop or StopWait has begun; new tasks are rejected.
+	StateStopping
+	// StateStopped: every pool goroutine has exited.
+	StateStopped
+)
+
+// String returns the state's name in lower case, such as "running".
+func (s State) String() string {
+	switch s {
+	case StateRunning:
+		return "running"
+	case StatePaused:
+		return "paused"
+	case StateStopping:
+		return "stopping"
+	case StateStopped:
+		return "stopped"
+	}
+	return "State(" + strconv.Itoa(int(s)) + ")"
+}
+
+// Status is a snapshot of a WorkerPool, returned by [WorkerPool.Status].
+//
+// While the pool runs, each field is read on its own from counters that the
+// pool's goroutines update as they go, so fields can be a moment apart; for
+// example a task that SubmitWait has just seen finish may not be counted in
+// Completed yet. Once the pool is stopped the snapshot is exact and
+//
+//	Submitted == Completed + Abandoned
+//
+// with Workers, Busy and Waiting all zero.
+type Status struct {
+	State      State
+	MaxWorkers int // the limit given to New (at least 1)
+	Workers    int // live worker goroutines
+	Busy       int // workers running a task
+	Waiting    int // tasks in the waiting queue, as WaitingQueueSize reports
+
+	Submitted uint64 // tasks accepted since New
+	Completed uint64 // tasks that returned, panicked or called runtime.Goexit
+	Panicked  uint64 // tasks whose panic the panic handler took (also counted in Completed)
+	Abandoned uint64 // accepted tasks that Stop dropped before they started
+}
+
+// Size returns the maximum number of workers, as given to New (at least 1).
+// It never blocks.
+func (p *WorkerPool) Size() int {
+	return p.maxWorkers
+}
+
+// WaitingQueueSize returns the number of accepted tasks waiting for a worker:
+// tasks queued because every worker was busy, or held by a Pause. It counts
+// user tasks only, never the pool's own bookkeeping, and is 0 once Stop or
+// StopWait has returned. It never blocks.
+func (p *WorkerPool) WaitingQueueSize() int {
+	return int(p.waiting.Load())
+}
+
+// Stopped reports whether Stop or StopWait has been called. It returns true
+// from the moment stopping begins, before the pool has finished stopping,
+// and never blocks.
+func (p *WorkerPool) Stopped() bool {
+	return isClosed(p.stopping)
+}
+
+// Status returns a snapshot of the pool's state and counters. It never
+// blocks, and is safe to call at any time, including during Pause, StopWait
+// and after the pool stopped. See [Status] for how consistent it is.
+func (p *WorkerPool) Status() Status {
+	// Completed is read before started: both only grow and started is
+	// bumped first, so the difference never goes below zero.
+	completed := p.count.completed.Load()
+	busy := int(p.count.started.Load() - completed)
+	workers := int(p.workers.Load())
+	return Status{
+		State:      p.state(),
+		MaxWorkers: p.maxWorkers,
+		Workers:    workers,
+		Busy:       min(busy, workers),
+		Waiting:    p.WaitingQueueSize(),
+		Submitted:  p.count.submitted.Load(),
+		Completed:  completed,
+		Panicked:   p.count.panicked.Load(),
+		Abandoned:  p.count.abandoned.Load(),
+	}
+}
+
+func (p *WorkerPool) state() State {
+	switch {
+	case isClosed(p.stopped):
+		return StateStopped
+	case isClosed(p.stopping):
+		return StateStopping
+	case p.paused.Load():
+		return StatePaused
+	}
+	return StateRunning
+}
+
+// isClosed reports, without blocking, whether a signal channel is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,222 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrStopped reports that work was submitted after Stop or StopWait, or that
+// Stop abandoned a task DoWait was waiting for.
+var ErrStopped = errors.New("workerpool: pool stopped")
+
+// The values Submit and SubmitWait panic with; both wrap ErrStopped.
+var (
+	errSubmitStopped     = fmt.Errorf("%w: Submit called after Stop", ErrStopped)
+	errSubmitWaitStopped = fmt.Errorf("%w: SubmitWait task not run", ErrStopped)
+)
+
+// A WorkerPool runs submitted tasks on at most maxWorkers goroutines. It is
+// safe for concurrent use. The zero value is not usable; New starts a
+// dispatcher goroutine, so call Stop or StopWait when the pool is no longer
+// needed.
+type WorkerPool struct {
+	maxWorkers   int
+	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
+	panicHandler func(recovered any) // nil: a task's panic crashes the program
+
+	// taskQueue carries tasks from Submit, Do and SubmitWait to dispatch.
+	// Unbuffered on purpose: dispatch does the queueing, and a send that
+	// completes is the moment a task is accepted. Never closed: submitters
+	// select on it and on stopping.
+	taskQueue chan func()
+	// workerQueue hands tasks from dispatch to idle workers. Only dispatch
+	// sends; a nil func tells the receiving worker to return. Never closed.
+	workerQueue chan func()
+	// pauseRequests carries Pause calls to dispatch. Never closed: Pause
+	// selects on it and on stopping.
+	pauseRequests chan *pauseRequest
+	// workerIdle wakes dispatch while a Pause waits for running tasks to
+	// finish: a worker that finishes a task while watchIdle is set sends
+	// without blocking. Buffered (1), never closed; a stale wake-up is
+	// harmless because dispatch re-checks the counters.
+	workerIdle chan struct{}
+	watchIdle  atomic.Bool
+
+	stopOnce    sync.Once
+	abandonOnce sync.Once
+	stopping    chan struct{} // closed by the first Stop or StopWait: submits are rejected from then on
+	abandon     chan struct{} // closed by the first Stop: dispatch drops queued tasks, even during a StopWait
+	abandoned   chan struct{} // closed by dispatch if Stop dropped queued tasks: DoWait callers give up on theirs
+	stopped     chan struct{} // closed by dispatch after the last worker exited
+
+	waiters sync.Pool // idle *waiter values for DoWait
+
+	// liveWorkers counts worker goroutines: dispatch adds one per worker it
+	// starts and waits for zero before closing stopped. A worker that dies
+	// in runtime.Goexit hands its count to its replacement.
+	liveWorkers sync.WaitGroup
+
+	// Published by dispatch for observers; no other goroutine writes them.
+	workers atomic.Int64 // live workers
+	waiting atomic.Int64 // user tasks in the waiting queue
+	paused  atomic.Bool  // a Pause is in effect
+	count   counters
+}
+
+// counters are the totals behind Status. Only dispatch writes submitted and
+// abandoned; workers write started, completed and panicked.
+type counters struct {
+	submitted atomic.Uint64
+	started   atomic.Uint64
+	completed atomic.Uint64
+	panicked  atomic.Uint64
+	abandoned atomic.Uint64
+}
+
+// New creates a pool that runs tasks on at most maxWorkers goroutines and
+// starts its dispatcher. A maxWorkers below 1 means 1. Workers start only as
+// tasks arrive and retire after an idle period (see WithIdleTimeout). Call
+// Stop or StopWait to release the dispatcher once the pool is not needed.
+func New(maxWorkers int, options ...Option) *WorkerPool {
+	cfg := newConfig(options)
+	p := &WorkerPool{
+		maxWorkers:    max(maxWorkers, 1),
+		idleTimeout:   cfg.idleTimeout,
+		panicHandler:  cfg.panicHandler,
+		taskQueue:     make(chan func()),
+		workerQueue:   make(chan func()),
+		pauseRequests: make(chan *pauseRequest),
+		workerIdle:    make(chan struct{}, 1),
+		stopping:      make(chan struct{}),
+		abandon:       make(chan struct{}),
+		abandoned:     make(chan struct{}),
+		stopped:       make(chan struct{}),
+	}
+	go newDispatcher(p).run()
+	return p
+}
+
+// Submit queues task to run on a worker and returns at once: it never waits
+// for a worker, however busy the pool is. Tasks start in the order they were
+// submitted. A nil task is ignored.
+//
+// Submit panics with an error wrapping ErrStopped once Stop or StopWait has
+// been called, including from a task that is still running during StopWait;
+// use Do to get the error instead. Safe for concurrent use.
+func (p *WorkerPool) Submit(task func()) {
+	if p.Do(task) != nil {
+		panic(errSubmitStopped)
+	}
+}
+
+// Do queues task like Submit, and returns ErrStopped instead of panicking
+// when Stop or StopWait has been called. A Do that races with Stop either
+// is accepted, and then the task runs exactly once or Stop abandons it, or
+// returns ErrStopped. A nil task is ignored and Do returns nil. Safe for
+// concurrent use.
+func (p *WorkerPool) Do(task func()) error {
+	if task == nil {
+		return nil
+	}
+	if isClosed(p.stopping) {
+		return ErrStopped
+	}
+	select {
+	case p.taskQueue <- task:
+		return nil
+	case <-p.stopping:
+		return ErrStopped
+	}
+}
+
+// DoWait queues task and waits until it has finished running: returned,
+// called runtime.Goexit, or panicked and the panic handler returned. It
+// returns ErrStopped at once when the pool is stopped, and as soon as Stop
+// abandons task before it starts; with StopWait, task runs first. A nil
+// task is ignored and DoWait returns nil.
+//
+// DoWait called from inside a task waits forever if every worker is busy
+// (always, with one worker), until an external Stop abandons the task.
+// Safe for concurrent use.
+func (p *WorkerPool) DoWait(task func()) error {
+	if task == nil {
+		return nil
+	}
+	w := newWaiter(p, task)
+	if err := p.Do(w.run); err != nil {
+		w.recycle()
+		return err
+	}
+	return w.wait()
+}
+
+// SubmitWait queues task and waits until it has finished running, like
+// DoWait, and panics with an error wrapping ErrStopped where DoWait would
+// return it: when the pool is stopped, or Stop abandons task before it
+// starts. The same deadlock as DoWait's applies to calls from inside a task.
+// Safe for concurrent use.
+func (p *WorkerPool) SubmitWait(task func()) {
+	if p.DoWait(task) != nil {
+		panic(errSubmitWaitStopped)
+	}
+}
+
+// Pause is a barrier that then holds the pool. It returns once every task
+// submitted before the call has finished; tasks submitted after it are
+// accepted and queued, and wait until ctx is done. A Pause made while
+// another is in effect waits for that one to end, then for its own barrier.
+// ctx bounds only how long the pool stays paused: Pause waits for the
+// barrier even if ctx is already done.
+//
+// Stop and StopWait end every pause: a waiting Pause returns as soon as
+// stopping begins, and StopWait then runs the held tasks. On a stopped pool
+// Pause returns at once. Pause called from inside a task waits forever
+// while that task keeps its worker busy, until an external Stop or StopWait.
+// Pause panics if ctx is nil. Safe for concurrent use.
+func (p *WorkerPool) Pause(ctx context.Context) {
+	if ctx == nil {
+		panic("workerpool: Pause called with a nil context")
+	}
+	req := &pauseRequest{end: ctx.Done(), barrierReached: make(chan struct{})}
+	select {
+	case p.pauseRequests <- req:
+	case <-p.stopping:
+		return
+	}
+	select {
+	case <-req.barrierReached:
+	case <-p.stopping:
+	}
+}
+
+// Stop stops the pool: new tasks are rejected, tasks already running finish,
+// and queued tasks are abandoned (counted in Status.Abandoned and released
+// at once, so whatever they captured can be collected). It returns when the
+// dispatcher and every worker have exited; no task starts after that.
+//
+// Stop is idempotent and safe to call concurrently with itself, StopWait
+// and every other method; each caller returns only once the pool has fully
+// stopped. Called during a StopWait, Stop abandons the tasks StopWait has
+// not yet started. Calling Stop from inside a task deadlocks.
+func (p *WorkerPool) Stop() {
+	// abandon first: dispatch checks it once it sees stopping.
+	p.abandonOnce.Do(func() { close(p.abandon) })
+	p.stopOnce.Do(func() { close(p.stopping) })
+	<-p.stopped
+}
+
+// StopWait stops the pool after running every accepted task: new tasks are
+// rejected, then queued and held tasks run to the end, then every worker
+// exits. A task's effects happen before StopWait returns.
+//
+// StopWait is idempotent and safe to call concurrently with itself, Stop and
+// every other method; each caller returns only once the pool has fully
+// stopped. Calling StopWait from inside a task deadlocks.
+func (p *WorkerPool) StopWait() {
+	p.stopOnce.Do(func() { close(p.stopping) })
+	<-p.stopped
+}
