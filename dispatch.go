@@ -16,16 +16,17 @@ import (
 //
 // Once stopping is closed it stops receiving: for StopWait it drains the
 // queue to the workers, for Stop (or a Stop that cuts a StopWait short) it
-// drops the queue and closes abandoned. Then it sends one nil per worker,
+// drops the queue and answers the DoWait calls whose task it dropped. Then it sends one nil per worker,
 // waits for the last one to exit and closes stopped.
 type dispatcher struct {
 	p *WorkerPool
 
-	queue   deque.Deque[func()] // accepted tasks waiting for a worker
-	pushed  uint64              // tasks ever pushed to queue
-	popped  uint64              // tasks ever popped from queue
-	handed  uint64              // tasks handed to workers; equals count.completed once all have finished
-	workers int                 // live workers
+	queue   deque.Deque[func()]  // accepted tasks waiting for a worker
+	waiters deque.Deque[*waiter] // the DoWait calls whose task is in queue, in queue order
+	pushed  uint64               // tasks ever pushed to queue
+	popped  uint64               // tasks ever popped from queue
+	handed  uint64               // tasks handed to workers; equals count.completed once all have finished
+	workers int                  // live workers
 
 	// idle retires workers: it ticks every idle timeout while workers
 	// exist, and sawTask says whether a task came in since the last tick.
@@ -89,6 +90,8 @@ func (d *dispatcher) await() bool {
 	select {
 	case task := <-d.p.taskQueue:
 		d.accept(task)
+	case w := <-d.p.waitQueue:
+		d.acceptWaiter(w)
 	case toWorker <- front:
 		d.handed++
 		d.pop()
@@ -104,14 +107,25 @@ func (d *dispatcher) await() bool {
 	return true
 }
 
-// accept takes a task just received from taskQueue.
-func (d *dispatcher) accept(task func()) {
+// accept takes a task just received from taskQueue. It reports whether the
+// task went straight to a worker rather than into the queue.
+func (d *dispatcher) accept(task func()) (handed bool) {
 	d.p.count.submitted.Add(1)
 	d.sawTask = true
 	if d.queue.Len() == 0 && len(d.pauses) == 0 && d.offer(task) {
-		return
+		return true
 	}
 	d.push(task)
+	return false
+}
+
+// acceptWaiter takes a DoWait call. If its task is queued, dispatch keeps w
+// until the task leaves the queue, to answer it if Stop drops the task.
+func (d *dispatcher) acceptWaiter(w *waiter) {
+	if !d.accept(w.run) {
+		w.position = d.pushed - 1
+		d.waiters.PushBack(w)
+	}
 }
 
 // offer gives task to a ready worker, or to a new one if fewer than the
@@ -150,6 +164,9 @@ func (d *dispatcher) push(task func()) {
 
 func (d *dispatcher) pop() {
 	d.queue.PopFront()
+	if d.waiters.Len() > 0 && d.waiters.Front().position == d.popped {
+		d.waiters.PopFront() // its task is on a worker now
+	}
 	d.popped++
 	d.p.waiting.Store(int64(d.queue.Len()))
 }
@@ -305,13 +322,15 @@ func (d *dispatcher) drain() {
 	}
 }
 
-// abandonQueue drops the queued tasks, releasing their closures at once, and
-// closes abandoned so that DoWait callers whose task never started return.
+// abandonQueue drops the queued tasks, releasing their closures at once,
+// and answers the DoWait calls waiting for them.
 func (d *dispatcher) abandonQueue() {
 	d.p.count.abandoned.Add(uint64(d.queue.Len()))
 	d.queue = deque.Deque[func()]{}
 	d.p.waiting.Store(0)
-	close(d.p.abandoned)
+	for w := range d.waiters.IterPopFront() {
+		w.drop()
+	}
 }
 
 // retireAll sends one nil per worker, each taken as soon as that worker

@@ -1,7 +1,5 @@
 package workerpool
 
-import "sync/atomic"
-
 // worker runs task, then each task it receives from workerQueue, and returns
 // when it receives nil. dispatch starts it with its first task.
 func (p *WorkerPool) worker(task func()) {
@@ -57,41 +55,34 @@ func (p *WorkerPool) recoverPanic() {
 	}
 }
 
-// A waiter is the task DoWait submits: it runs the caller's task and then
-// signals done. Each pool reuses its waiters through WorkerPool.waiters, so
-// DoWait does not allocate. The cache is per pool, not global, because a
-// waiter's channel belongs to the synctest bubble (if any) that made it.
+// A waiter carries one DoWait call. DoWait sends it to dispatch on
+// waitQueue; dispatch queues w.run like any task and also keeps w, so that
+// it can answer w itself if Stop drops the task. Exactly one party sends on
+// done: the worker after running the task, or dispatch after dropping it.
+// Each pool reuses its waiters through WorkerPool.waiters, so DoWait does not
+// allocate; the cache is per pool, not global, because a waiter's channel
+// belongs to the synctest bubble (if any) that made it.
 type waiter struct {
-	pool  *WorkerPool
-	task  func()
-	run   func()        // w.execute, bound once
-	state atomic.Int32  // waiterQueued, then waiterRunning or waiterAbandoned
-	done  chan struct{} // buffered (1): execute sends once task has finished
+	pool     *WorkerPool
+	task     func()
+	run      func()        // w.execute, bound once
+	position uint64        // dispatch only: w.run's place in the push sequence
+	err      error         // written before done is sent: nil, or ErrStopped if dropped
+	done     chan struct{} // buffered (1)
 }
 
-const (
-	waiterQueued int32 = iota
-	waiterRunning
-	waiterAbandoned
-)
-
-func newWaiter(p *WorkerPool, task func()) *waiter {
+func (p *WorkerPool) newWaiter(task func()) *waiter {
 	w, _ := p.waiters.Get().(*waiter)
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
 		w.run = w.execute
 	}
-	w.pool, w.task = p, task
-	w.state.Store(waiterQueued)
+	w.pool, w.task, w.err = p, task, nil
 	return w
 }
 
-// execute runs on a worker. If DoWait already gave the task up (Stop
-// abandoned the queue), the task does not run.
+// execute runs on a worker.
 func (w *waiter) execute() {
-	if !w.state.CompareAndSwap(waiterQueued, waiterRunning) {
-		return
-	}
 	defer func() { w.done <- struct{}{} }()
 	if w.pool.panicHandler != nil {
 		// Recover here rather than in the worker, so that DoWait returns
@@ -101,31 +92,18 @@ func (w *waiter) execute() {
 	w.task()
 }
 
-// wait blocks until the task has finished, or until Stop abandoned it before
-// it started.
-func (w *waiter) wait() error {
-	select {
-	case <-w.done:
-	case <-w.pool.abandoned:
-		// Stop dropped the queue. The task has either started, and will
-		// finish because Stop waits for running tasks, or it never will.
-		// A task that Stop caught on its way to a worker is skipped there
-		// (the worker still counts it as completed).
-		if w.state.CompareAndSwap(waiterQueued, waiterAbandoned) {
-			// A worker may still hold w.run: never reuse w.
-			w.pool, w.task = nil, nil
-			return ErrStopped
-		}
-		<-w.done
-	}
-	w.recycle()
-	return nil
+// drop answers the DoWait call of a task that Stop abandoned.
+func (w *waiter) drop() {
+	w.err = ErrStopped
+	w.done <- struct{}{}
 }
 
-// recycle returns w to its pool's cache. Only call it once no worker can
-// run w.
-func (w *waiter) recycle() {
-	p := w.pool
-	w.pool, w.task = nil, nil
+// wait blocks until the task has finished or was dropped, then returns w to
+// its pool's cache: after done, no other goroutine refers to w.
+func (w *waiter) wait() error {
+	<-w.done
+	err, p := w.err, w.pool
+	w.pool, w.task, w.err = nil, nil, nil
 	p.waiters.Put(w)
+	return err
 }

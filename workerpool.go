@@ -36,6 +36,10 @@ type WorkerPool struct {
 	// workerQueue hands tasks from dispatch to idle workers. Only dispatch
 	// sends; a nil func tells the receiving worker to return. Never closed.
 	workerQueue chan func()
+	// waitQueue carries DoWait and SubmitWait calls to dispatch, which
+	// queues their task like any other and answers the call itself if Stop
+	// drops it. Unbuffered and never closed, like taskQueue.
+	waitQueue chan *waiter
 	// pauseRequests carries Pause calls to dispatch. Never closed: Pause
 	// selects on it and on stopping.
 	pauseRequests chan *pauseRequest
@@ -50,7 +54,6 @@ type WorkerPool struct {
 	abandonOnce sync.Once
 	stopping    chan struct{} // closed by the first Stop or StopWait: submits are rejected from then on
 	abandon     chan struct{} // closed by the first Stop: dispatch drops queued tasks, even during a StopWait
-	abandoned   chan struct{} // closed by dispatch if Stop dropped queued tasks: DoWait callers give up on theirs
 	stopped     chan struct{} // closed by dispatch after the last worker exited
 
 	waiters sync.Pool // idle *waiter values for DoWait
@@ -89,11 +92,11 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		panicHandler:  cfg.panicHandler,
 		taskQueue:     make(chan func()),
 		workerQueue:   make(chan func()),
+		waitQueue:     make(chan *waiter),
 		pauseRequests: make(chan *pauseRequest),
 		workerIdle:    make(chan struct{}, 1),
 		stopping:      make(chan struct{}),
 		abandon:       make(chan struct{}),
-		abandoned:     make(chan struct{}),
 		stopped:       make(chan struct{}),
 	}
 	go newDispatcher(p).run()
@@ -122,11 +125,18 @@ func (p *WorkerPool) Do(task func()) error {
 	if task == nil {
 		return nil
 	}
+	return send(p, p.taskQueue, task)
+}
+
+// send delivers v to dispatch on queue, or returns ErrStopped once stopping
+// has begun. A Do that starts after Stop is always rejected; one that races
+// with Stop is accepted exactly when its send completes.
+func send[T any](p *WorkerPool, queue chan<- T, v T) error {
 	if isClosed(p.stopping) {
 		return ErrStopped
 	}
 	select {
-	case p.taskQueue <- task:
+	case queue <- v:
 		return nil
 	case <-p.stopping:
 		return ErrStopped
@@ -146,9 +156,9 @@ func (p *WorkerPool) DoWait(task func()) error {
 	if task == nil {
 		return nil
 	}
-	w := newWaiter(p, task)
-	if err := p.Do(w.run); err != nil {
-		w.recycle()
+	w := p.newWaiter(task)
+	if err := send(p, p.waitQueue, w); err != nil {
+		p.waiters.Put(w)
 		return err
 	}
 	return w.wait()

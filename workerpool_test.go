@@ -95,8 +95,8 @@ func (m *concurrencyMeter) wrap(body func()) func() {
 				break
 			}
 		}
+		defer m.running.Add(-1) // also when body panics or exits
 		body()
-		m.running.Add(-1)
 	}
 }
 
@@ -543,33 +543,43 @@ func TestDoWaitReturnsAfterGoexit(t *testing.T) {
 	})
 }
 
-func TestWaitersAreNotReusedWhileAWorkerMayHoldThem(t *testing.T) {
-	// Stop races DoWait tasks on their way to workers; a waiter given up by
-	// DoWait must never run a later DoWait's task.
+func TestDoWaitRacingStopIsAnsweredTruthfully(t *testing.T) {
+	// Stop races DoWait calls whose tasks are queued, on their way to a
+	// worker, or running. Each call must say truthfully whether its task
+	// ran, reused waiters must never mix tasks up, and a dropped task must
+	// be counted as abandoned, not completed.
 	for round := range 50 {
 		p := New(2)
-		var wrong atomic.Int64
+		var ran, wrong, okCalls atomic.Int64
 		var callers sync.WaitGroup
 		for c := range 4 {
 			callers.Go(func() {
 				for i := 0; ; i++ {
-					mine := [2]int{c, i}
+					var didRun bool
 					err := p.DoWait(func() {
-						if mine != [2]int{c, i} {
-							wrong.Add(1)
-						}
+						didRun = true
+						ran.Add(1)
+						_ = [2]int{c, i}
 					})
 					if err != nil {
+						assert.ErrorIs(t, err, ErrStopped)
+						assert.False(t, didRun, "round %d: DoWait said ErrStopped but its task ran", round)
 						return
 					}
+					if !didRun {
+						wrong.Add(1)
+					}
+					okCalls.Add(1)
 				}
 			})
 		}
 		runtime.Gosched()
 		p.Stop()
 		callers.Wait()
-		assert.Zero(t, wrong.Load(), "round %d", round)
-		requireStoppedClean(t, p)
+		assert.Zero(t, wrong.Load(), "round %d: DoWait returned nil but its task did not run", round)
+		assert.Equal(t, okCalls.Load(), ran.Load(), "round %d: tasks run", round)
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(ran.Load()), s.Completed, "round %d: completed", round)
 	}
 }
 
@@ -1100,3 +1110,153 @@ func TestStateString(t *testing.T) {
 }
 
 var errTest = errors.New("test")
+
+// --- fuzzing ---
+
+// FuzzPool decodes data into a pool size and a sequence of operations, runs
+// them in a synctest bubble, ends with Stop or StopWait, and checks the
+// contract's invariants: bounded concurrency, FIFO starts, accounting,
+// every waiter answered and no goroutine left behind (the bubble's check).
+func FuzzPool(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 1})
+	f.Add([]byte{1, 0x08, 0x10, 3, 0, 0, 2, 4, 5, 0})
+	f.Add([]byte{3, 3, 0, 1, 2, 7, 0x0f, 6, 4, 5, 1})
+	f.Add([]byte{2, 0x30, 0x30, 3, 3, 2, 2, 1, 1, 6, 4, 4, 5, 0})
+	f.Add([]byte{0, 7, 0x17, 3, 0, 2, 6, 6, 6, 6, 4, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 || len(data) > 256 {
+			return
+		}
+		synctest.Test(t, func(t *testing.T) { runOps(t, data) })
+	})
+}
+
+type fuzzRun struct {
+	t        *testing.T
+	p        *WorkerPool
+	size     int
+	meter    concurrencyMeter
+	order    recorder // start order of tasks submitted by the test goroutine
+	nextID   int
+	accepted atomic.Int64 // tasks accepted, including children and waits
+	waitErrs atomic.Int64 // DoWait calls whose task Stop dropped
+	ran      atomic.Int64 // every task body that ran
+	panics   atomic.Int64 // panics the handler took
+	handled  atomic.Int64
+	cancels  []context.CancelFunc
+	pending  sync.WaitGroup // SubmitWait and Pause callers
+	stopped  atomic.Bool    // Stop (not StopWait) was called: waits may fail
+}
+
+func runOps(t *testing.T, data []byte) {
+	r := &fuzzRun{t: t, size: 1 + int(data[0]%4)}
+	idle := []time.Duration{time.Second, -1, 10 * time.Millisecond, DefaultIdleTimeout}[data[0]/4%4]
+	r.p = New(r.size, WithIdleTimeout(idle), WithPanicHandler(func(any) { r.handled.Add(1) }))
+	for _, b := range data[1 : len(data)-1] {
+		r.do(b%8, int(b/8))
+	}
+	if data[len(data)-1]%2 == 0 {
+		r.stopped.Store(true)
+		r.p.Stop()
+	} else {
+		r.p.StopWait()
+	}
+	r.pending.Wait()
+	r.check(data[len(data)-1]%2 != 0)
+}
+
+func (r *fuzzRun) do(op byte, arg int) {
+	p := r.p
+	switch op {
+	case 0: // a task that takes arg ms of fake time
+		id := r.nextID
+		r.nextID++
+		r.submit(r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) }))
+	case 1: // a task that submits a child task from inside
+		r.submit(func() {
+			if p.Do(r.body(func() {})) == nil {
+				r.accepted.Add(1)
+			}
+		})
+	case 2: // DoWait from another goroutine, accepted before the next op
+		r.accepted.Add(1)
+		r.pending.Go(func() {
+			if err := p.DoWait(r.body(func() {})); err != nil {
+				assert.ErrorIs(r.t, err, ErrStopped)
+				assert.True(r.t, r.stopped.Load(), "DoWait failed without Stop")
+				r.waitErrs.Add(1)
+			}
+		})
+		synctest.Wait()
+	case 3: // Pause until a later cancel (or stop), registered before the next op
+		ctx, cancel := context.WithCancel(context.Background())
+		r.cancels = append(r.cancels, cancel)
+		r.pending.Go(func() { p.Pause(ctx) })
+		synctest.Wait()
+	case 4: // end the oldest pause
+		if len(r.cancels) > 0 {
+			r.cancels[0]()
+			r.cancels = r.cancels[1:]
+		}
+	case 5: // observe
+		s := p.Status()
+		assert.LessOrEqual(r.t, s.Busy, s.Workers, "busy <= workers")
+		assert.LessOrEqual(r.t, s.Workers, r.size, "workers <= size")
+		assert.GreaterOrEqual(r.t, s.Waiting, 0, "waiting >= 0")
+		assert.GreaterOrEqual(r.t, s.Submitted, s.Completed+s.Abandoned, "submitted >= completed + abandoned")
+	case 6: // let fake time pass
+		time.Sleep(time.Duration(arg) * 100 * time.Millisecond)
+	case 7: // a task that panics or calls runtime.Goexit
+		if arg%2 == 0 {
+			r.submit(func() { r.panics.Add(1); panic(arg) })
+		} else {
+			r.submit(runtime.Goexit)
+		}
+	}
+}
+
+// body wraps a task so that the run counts and meters it.
+func (r *fuzzRun) body(task func()) func() {
+	return r.meter.wrap(func() {
+		r.ran.Add(1)
+		task()
+	})
+}
+
+func (r *fuzzRun) submit(task func()) {
+	r.p.Submit(r.body(task))
+	r.accepted.Add(1)
+}
+
+func (r *fuzzRun) check(stopWait bool) {
+	t := r.t
+	for _, cancel := range r.cancels {
+		cancel()
+	}
+	s := requireStoppedClean(t, r.p)
+	assert.Equal(t, uint64(r.accepted.Load()), s.Submitted, "submitted")
+	assert.Equal(t, r.panics.Load(), r.handled.Load(), "panics handled")
+	assert.Equal(t, uint64(r.handled.Load()), s.Panicked, "panicked")
+	assert.LessOrEqual(t, r.meter.peak.Load(), int64(r.size), "peak concurrency")
+	if stopWait {
+		assert.Zero(t, s.Abandoned, "StopWait abandoned tasks")
+		assert.Equal(t, r.accepted.Load(), r.ran.Load(), "StopWait ran every accepted task")
+		assert.Zero(t, r.waitErrs.Load(), "DoWait failed under StopWait")
+	} else {
+		assert.Equal(t, s.Submitted-s.Abandoned, uint64(r.ran.Load()), "tasks run under Stop")
+		assert.LessOrEqual(t, uint64(r.waitErrs.Load()), s.Abandoned, "failed DoWaits were abandoned")
+	}
+	if r.size == 1 {
+		order := r.order.order()
+		assert.True(t, sortedInts(order), "FIFO start order %v", order)
+	}
+}
+
+func sortedInts(s []int) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i] < s[i-1] {
+			return false
+		}
+	}
+	return true
+}
