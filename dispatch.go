@@ -9,15 +9,20 @@ import (
 // The dispatcher is the pool's one coordinating goroutine. It owns the
 // waiting queue, the worker count, the idle clock and the pause and stop
 // state: they live in the dispatcher struct, which no other goroutine can
-// reach. It receives tasks from taskQueue and hands them to workers over
-// workerQueue, starting a worker when none is ready and fewer than the
-// maximum exist, and queueing the task otherwise. While the queue is not
-// empty, new tasks join its back and workers are fed from its front.
+// reach. It receives tasks from taskQueue (and DoWait calls from waitQueue)
+// and hands them to workers over workerQueue, starting a worker when none is
+// ready and fewer than the maximum exist, and queueing the task otherwise.
+// While the queue is not empty, new tasks join its back and workers are fed
+// from its front.
 //
-// Once stopping is closed it stops receiving: for StopWait it drains the
-// queue to the workers, for Stop (or a Stop that cuts a StopWait short) it
-// drops the queue and answers the DoWait calls whose task it dropped. Then it sends one nil per worker,
-// waits for the last one to exit and closes stopped.
+// Once stopping is closed it stops receiving. For StopWait it drains the
+// queue to the workers; for Stop, or a Stop that cuts a StopWait short, it
+// drops the queue and answers the DoWait calls whose task it dropped. Then
+// it sends one nil per worker and closes stopped once the last worker has
+// taken its nil. Hand-offs made by closing a channel: stopping (Stop and
+// StopWait to submitters, Pause callers and dispatch), abandon (Stop to
+// dispatch), stopped (dispatch to Stop and StopWait callers) and each
+// pause's barrierReached (dispatch to one Pause caller).
 type dispatcher struct {
 	p *WorkerPool
 
@@ -152,7 +157,6 @@ func (d *dispatcher) startWorker(task func()) {
 		d.idle.Reset(d.p.idleTimeout)
 		d.sawTask = true
 	}
-	d.p.liveWorkers.Add(1)
 	go d.p.worker(task)
 }
 
@@ -333,12 +337,11 @@ func (d *dispatcher) abandonQueue() {
 	}
 }
 
-// retireAll sends one nil per worker, each taken as soon as that worker
-// finishes its task, then waits for every worker goroutine to return.
+// retireAll sends one nil per worker. Each send completes when a worker,
+// done with its task, takes the nil; that worker then only returns.
 func (d *dispatcher) retireAll() {
 	for d.workers > 0 {
 		d.p.workerQueue <- nil
 		d.workerRetired()
 	}
-	d.p.liveWorkers.Wait()
 }

@@ -10,9 +10,7 @@ func (p *WorkerPool) worker(task func()) {
 			// goroutine takes this worker's place, so the worker count
 			// dispatch keeps stays true.
 			go p.replacementWorker()
-			return
 		}
-		p.liveWorkers.Done()
 	}()
 	for task != nil {
 		p.run(task)

@@ -54,14 +54,9 @@ type WorkerPool struct {
 	abandonOnce sync.Once
 	stopping    chan struct{} // closed by the first Stop or StopWait: submits are rejected from then on
 	abandon     chan struct{} // closed by the first Stop: dispatch drops queued tasks, even during a StopWait
-	stopped     chan struct{} // closed by dispatch after the last worker exited
+	stopped     chan struct{} // closed by dispatch once the last worker took its nil and returned
 
 	waiters sync.Pool // idle *waiter values for DoWait
-
-	// liveWorkers counts worker goroutines: dispatch adds one per worker it
-	// starts and waits for zero before closing stopped. A worker that dies
-	// in runtime.Goexit hands its count to its replacement.
-	liveWorkers sync.WaitGroup
 
 	// Published by dispatch for observers; no other goroutine writes them.
 	workers atomic.Int64 // live workers

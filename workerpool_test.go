@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -583,6 +582,20 @@ func TestDoWaitRacingStopIsAnsweredTruthfully(t *testing.T) {
 	}
 }
 
+func TestDoWaitWorksInSuccessiveBubbles(t *testing.T) {
+	// A waiter's channel belongs to the bubble that made it; waiters must
+	// never travel from one bubble's pool to another's.
+	for range 3 {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(2)
+			defer p.Stop()
+			for range 10 {
+				require.NoError(t, p.DoWait(func() {}))
+			}
+		})
+	}
+}
+
 // --- 5. panics and Goexit ---
 
 func TestPanicHandlerRecoversAndWorkerGoesOn(t *testing.T) {
@@ -1109,8 +1122,6 @@ func TestStateString(t *testing.T) {
 	}
 }
 
-var errTest = errors.New("test")
-
 // --- fuzzing ---
 
 // FuzzPool decodes data into a pool size and a sequence of operations, runs
@@ -1259,4 +1270,63 @@ func sortedInts(s []int) bool {
 		}
 	}
 	return true
+}
+
+// --- benchmarks ---
+
+// Benchmarks measure pool overhead: tasks do nothing, and the task func is
+// made once so that only the pool's own allocations are counted.
+
+func BenchmarkSubmit(b *testing.B) {
+	for _, workers := range []int{1, 4, 64, 1024} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			p, wg := New(workers), new(sync.WaitGroup)
+			defer p.StopWait()
+			task := wg.Done
+			b.ReportAllocs()
+			for b.Loop() {
+				wg.Add(1)
+				p.Submit(task)
+			}
+			wg.Wait()
+		})
+	}
+}
+
+func BenchmarkSubmitWait(b *testing.B) {
+	p := New(4)
+	defer p.StopWait()
+	task := func() {}
+	b.ReportAllocs()
+	for b.Loop() {
+		p.SubmitWait(task)
+	}
+}
+
+func BenchmarkSubmitConcurrent(b *testing.B) {
+	const submitters, workers = 8, 8
+	p, wg := New(workers), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.SetParallelism((submitters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			wg.Add(1)
+			p.Submit(task)
+		}
+	})
+	wg.Wait()
+}
+
+// BenchmarkGoroutinePerTask is the baseline: no pool, one goroutine a task.
+func BenchmarkGoroutinePerTask(b *testing.B) {
+	wg := new(sync.WaitGroup)
+	task := wg.Done
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(1)
+		go task()
+	}
+	wg.Wait()
 }
