@@ -9,13 +9,14 @@ import (
 // The dispatcher is the pool's one coordinating goroutine. It owns the
 // waiting queue, the worker count, the idle clock and the pause and stop
 // state: they live in the dispatcher struct, which no other goroutine can
-// reach. It receives tasks from taskQueue (and DoWait calls from waitQueue)
+// reach. It receives tasks from taskQueue (and DoWait calls from requests)
 // and hands them to workers over workerQueue, starting a worker when none is
 // ready and fewer than the maximum exist, and queueing the task otherwise.
 // While the queue is not empty, new tasks join its back and workers are fed
 // from its front.
 //
-// Once stopping is closed it stops receiving. For StopWait it drains the
+// Stop and StopWait close stopping and then send nil on taskQueue; when
+// dispatch takes that nil it stops receiving. For StopWait it drains the
 // queue to the workers; for Stop, or a Stop that cuts a StopWait short, it
 // drops the queue and answers the DoWait calls whose task it dropped. Then
 // it sends one nil per worker and closes stopped once the last worker has
@@ -33,9 +34,10 @@ type dispatcher struct {
 	handed  uint64               // tasks handed to workers; equals count.completed once all have finished
 	workers int                  // live workers
 
-	// idle retires workers: it ticks every idle timeout while workers
-	// exist, and sawTask says whether a task came in since the last tick.
-	idle    *time.Ticker
+	// idle retires workers: armed while workers exist, it fires once per
+	// idle timeout (sending an idleTick request), and sawTask says whether
+	// a task came in since the last tick. nil when retirement is disabled.
+	idle    *time.Timer
 	sawTask bool
 
 	// pauses are the Pause calls in effect, oldest first; only the first
@@ -56,8 +58,8 @@ type pauseRequest struct {
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p}
 	if p.idleTimeout > 0 {
-		d.idle = time.NewTicker(p.idleTimeout)
-		d.idle.Stop() // runs only while workers exist
+		d.idle = time.AfterFunc(p.idleTimeout, p.idleTicked)
+		d.idle.Stop() // armed only while workers exist
 	}
 	return d
 }
@@ -94,22 +96,30 @@ func (d *dispatcher) await() bool {
 	}
 	select {
 	case task := <-d.p.taskQueue:
+		if task == nil { // sent by the first Stop or StopWait
+			return false
+		}
 		d.accept(task)
-	case w := <-d.p.waitQueue:
-		d.acceptWaiter(w)
+	case req := <-d.p.requests:
+		d.handle(req)
 	case toWorker <- front:
 		d.handed++
 		d.pop()
-	case <-d.tick():
-		d.retireIfIdle()
-	case req := <-d.p.pauseRequests:
-		d.addPause(req)
 	case <-d.workerFinished():
 	case <-d.activePauseEnd():
-	case <-d.p.stopping:
-		return false
 	}
 	return true
+}
+
+func (d *dispatcher) handle(req request) {
+	switch {
+	case req.wait != nil:
+		d.acceptWaiter(req.wait)
+	case req.pause != nil:
+		d.addPause(req.pause)
+	case req.idleTick:
+		d.retireIfIdle()
+	}
 }
 
 // accept takes a task just received from taskQueue. It reports whether the
@@ -155,7 +165,6 @@ func (d *dispatcher) startWorker(task func()) {
 	d.p.workers.Store(int64(d.workers))
 	if d.workers == 1 && d.idle != nil {
 		d.idle.Reset(d.p.idleTimeout)
-		d.sawTask = true
 	}
 	go d.p.worker(task)
 }
@@ -184,16 +193,21 @@ func (d *dispatcher) canDispatchQueued() bool {
 	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
 }
 
-func (d *dispatcher) tick() <-chan time.Time {
-	if d.idle == nil || d.workers == 0 {
-		return nil
+// idleTicked is the idle timer's func, run in a goroutine of the timer's
+// own. It waits until dispatch takes the tick, or until stopping, when
+// ticks no longer matter. A tick that was already on its way when dispatch
+// stopped or reset the timer is harmless: it only starts a new period.
+func (p *WorkerPool) idleTicked() {
+	select {
+	case p.requests <- request{idleTick: true}:
+	case <-p.stopping:
 	}
-	return d.idle.C
 }
 
 // retireIfIdle runs on every idle tick. If no task came in during the whole
 // period since the last tick and nothing queued can run, it retires one
-// ready worker; a busy worker is never retired.
+// ready worker; a busy worker is never retired. The timer is re-armed while
+// workers remain.
 func (d *dispatcher) retireIfIdle() {
 	if !d.sawTask && !d.canDispatchQueued() {
 		select {
@@ -203,6 +217,9 @@ func (d *dispatcher) retireIfIdle() {
 		}
 	}
 	d.sawTask = false
+	if d.workers > 0 && d.idle != nil {
+		d.idle.Reset(d.p.idleTimeout)
+	}
 }
 
 func (d *dispatcher) workerRetired() {

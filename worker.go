@@ -54,7 +54,7 @@ func (p *WorkerPool) recoverPanic() {
 }
 
 // A waiter carries one DoWait call. DoWait sends it to dispatch on
-// waitQueue; dispatch queues w.run like any task and also keeps w, so that
+// requests; dispatch queues w.run like any task and also keeps w, so that
 // it can answer w itself if Stop drops the task. Exactly one party sends on
 // done: the worker after running the task, or dispatch after dropping it.
 // Each pool reuses its waiters through WorkerPool.waiters, so DoWait does not

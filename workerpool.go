@@ -28,21 +28,18 @@ type WorkerPool struct {
 	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
 	panicHandler func(recovered any) // nil: a task's panic crashes the program
 
-	// taskQueue carries tasks from Submit, Do and SubmitWait to dispatch.
-	// Unbuffered on purpose: dispatch does the queueing, and a send that
-	// completes is the moment a task is accepted. Never closed: submitters
-	// select on it and on stopping.
+	// taskQueue carries tasks from Submit and Do to dispatch. Unbuffered on
+	// purpose: dispatch does the queueing, and a send that completes is the
+	// moment a task is accepted. The first Stop or StopWait sends one nil
+	// after closing stopping: dispatch stops receiving when it takes it.
+	// Never closed: submitters select on it and on stopping.
 	taskQueue chan func()
+	// requests carries DoWait and Pause calls, and idle timer ticks, to
+	// dispatch. Unbuffered and never closed, like taskQueue.
+	requests chan request
 	// workerQueue hands tasks from dispatch to idle workers. Only dispatch
 	// sends; a nil func tells the receiving worker to return. Never closed.
 	workerQueue chan func()
-	// waitQueue carries DoWait and SubmitWait calls to dispatch, which
-	// queues their task like any other and answers the call itself if Stop
-	// drops it. Unbuffered and never closed, like taskQueue.
-	waitQueue chan *waiter
-	// pauseRequests carries Pause calls to dispatch. Never closed: Pause
-	// selects on it and on stopping.
-	pauseRequests chan *pauseRequest
 	// workerIdle wakes dispatch while a Pause waits for running tasks to
 	// finish: a worker that finishes a task while watchIdle is set sends
 	// without blocking. Buffered (1), never closed; a stale wake-up is
@@ -52,7 +49,7 @@ type WorkerPool struct {
 
 	stopOnce    sync.Once
 	abandonOnce sync.Once
-	stopping    chan struct{} // closed by the first Stop or StopWait: submits are rejected from then on
+	stopping    chan struct{} // closed by the first Stop or StopWait: submits, DoWait and Pause calls are rejected from then on
 	abandon     chan struct{} // closed by the first Stop: dispatch drops queued tasks, even during a StopWait
 	stopped     chan struct{} // closed by dispatch once the last worker took its nil and returned
 
@@ -63,6 +60,14 @@ type WorkerPool struct {
 	waiting atomic.Int64 // user tasks in the waiting queue
 	paused  atomic.Bool  // a Pause is in effect
 	count   counters
+}
+
+// A request asks dispatch for something other than queueing a plain task;
+// exactly one field is set.
+type request struct {
+	wait     *waiter       // a DoWait call
+	pause    *pauseRequest // a Pause call
+	idleTick bool          // the idle timer fired
 }
 
 // counters are the totals behind Status. Only dispatch writes submitted and
@@ -82,17 +87,16 @@ type counters struct {
 func New(maxWorkers int, options ...Option) *WorkerPool {
 	cfg := newConfig(options)
 	p := &WorkerPool{
-		maxWorkers:    max(maxWorkers, 1),
-		idleTimeout:   cfg.idleTimeout,
-		panicHandler:  cfg.panicHandler,
-		taskQueue:     make(chan func()),
-		workerQueue:   make(chan func()),
-		waitQueue:     make(chan *waiter),
-		pauseRequests: make(chan *pauseRequest),
-		workerIdle:    make(chan struct{}, 1),
-		stopping:      make(chan struct{}),
-		abandon:       make(chan struct{}),
-		stopped:       make(chan struct{}),
+		maxWorkers:   max(maxWorkers, 1),
+		idleTimeout:  cfg.idleTimeout,
+		panicHandler: cfg.panicHandler,
+		taskQueue:    make(chan func()),
+		requests:     make(chan request),
+		workerQueue:  make(chan func()),
+		workerIdle:   make(chan struct{}, 1),
+		stopping:     make(chan struct{}),
+		abandon:      make(chan struct{}),
+		stopped:      make(chan struct{}),
 	}
 	go newDispatcher(p).run()
 	return p
@@ -124,11 +128,16 @@ func (p *WorkerPool) Do(task func()) error {
 }
 
 // send delivers v to dispatch on queue, or returns ErrStopped once stopping
-// has begun. A Do that starts after Stop is always rejected; one that races
-// with Stop is accepted exactly when its send completes.
+// has begun. A call that starts after Stop is always rejected; one that
+// races with Stop is accepted exactly when its send completes.
 func send[T any](p *WorkerPool, queue chan<- T, v T) error {
 	if isClosed(p.stopping) {
 		return ErrStopped
+	}
+	select {
+	case queue <- v: // fast path: dispatch is already waiting
+		return nil
+	default:
 	}
 	select {
 	case queue <- v:
@@ -152,7 +161,7 @@ func (p *WorkerPool) DoWait(task func()) error {
 		return nil
 	}
 	w := p.newWaiter(task)
-	if err := send(p, p.waitQueue, w); err != nil {
+	if err := send(p, p.requests, request{wait: w}); err != nil {
 		p.waiters.Put(w)
 		return err
 	}
@@ -187,9 +196,7 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 		panic("workerpool: Pause called with a nil context")
 	}
 	req := &pauseRequest{end: ctx.Done(), barrierReached: make(chan struct{})}
-	select {
-	case p.pauseRequests <- req:
-	case <-p.stopping:
+	if send(p, p.requests, request{pause: req}) != nil {
 		return
 	}
 	select {
@@ -208,10 +215,9 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 // stopped. Called during a StopWait, Stop abandons the tasks StopWait has
 // not yet started. Calling Stop from inside a task deadlocks.
 func (p *WorkerPool) Stop() {
-	// abandon first: dispatch checks it once it sees stopping.
+	// abandon first: dispatch checks it when it begins to stop.
 	p.abandonOnce.Do(func() { close(p.abandon) })
-	p.stopOnce.Do(func() { close(p.stopping) })
-	<-p.stopped
+	p.stop()
 }
 
 // StopWait stops the pool after running every accepted task: new tasks are
@@ -222,6 +228,15 @@ func (p *WorkerPool) Stop() {
 // every other method; each caller returns only once the pool has fully
 // stopped. Calling StopWait from inside a task deadlocks.
 func (p *WorkerPool) StopWait() {
-	p.stopOnce.Do(func() { close(p.stopping) })
+	p.stop()
+}
+
+// stop rejects new submits, tells dispatch to stop (it always receives
+// taskQueue while running, so the nil arrives promptly) and waits for it.
+func (p *WorkerPool) stop() {
+	p.stopOnce.Do(func() {
+		close(p.stopping)
+		p.taskQueue <- nil
+	})
 	<-p.stopped
 }
