@@ -73,7 +73,7 @@ func (d *dispatcher) run() {
 
 // step hands the queue's front task to a worker if it can do so at once,
 // and otherwise waits for one event and handles it. It returns false once
-// the pool is stopping.
+// dispatch has taken Stop's nil.
 func (d *dispatcher) step() bool {
 	if d.canDispatchQueued() && d.offer(d.queue.Front()) {
 		d.pop()
@@ -84,8 +84,8 @@ func (d *dispatcher) step() bool {
 	return true
 }
 
-// await waits for one event and handles it. It returns false when stopping
-// is closed.
+// await waits for one event and handles it. It returns false when the
+// event is Stop's nil on taskQueue.
 func (d *dispatcher) await() bool {
 	var (
 		toWorker chan<- func() // nil (never ready) unless the front task may run
@@ -194,9 +194,10 @@ func (d *dispatcher) canDispatchQueued() bool {
 }
 
 // idleTicked is the idle timer's func, run in a goroutine of the timer's
-// own. It waits until dispatch takes the tick, or until stopping, when
-// ticks no longer matter. A tick that was already on its way when dispatch
-// stopped or reset the timer is harmless: it only starts a new period.
+// own. It waits until dispatch takes the tick, or until stopping is closed
+// (then it returns at once, before dispatch has stopped the workers). A tick
+// already on its way when dispatch stopped or reset the timer is harmless:
+// it only starts a new period.
 func (p *WorkerPool) idleTicked() {
 	select {
 	case p.requests <- request{idleTick: true}:

@@ -31,7 +31,7 @@ func main() {
 		})
 	}
 	s := p.Status()
-	fmt.Printf("submitted 20 jobs: %d workers, %d waiting\n", s.Workers, s.Waiting)
+	fmt.Printf("snapshot after submitting 20 jobs: %d workers, about %d waiting\n", s.Workers, s.Waiting)
 
 	// Synchronous: SubmitWait returns once the task has run, behind the
 	// jobs already queued.
