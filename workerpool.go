@@ -51,7 +51,7 @@ type WorkerPool struct {
 	abandonOnce sync.Once
 	stopping    chan struct{} // closed by the first Stop or StopWait: submits, DoWait and Pause calls are rejected from then on
 	abandon     chan struct{} // closed by the first Stop: dispatch drops queued tasks, even during a StopWait
-	stopped     chan struct{} // closed by dispatch once the last worker took its nil and returned
+	stopped     chan struct{} // closed by dispatch once the last worker took its nil; no pool code runs after it but returns
 
 	waiters sync.Pool // idle *waiter values for DoWait
 
