@@ -1,0 +1,265 @@
+// Command benchmarks compares workerpool with the pools its users would
+// otherwise pick, one scenario and library per child process, and writes a
+// Markdown report and a chart.
+//
+//	cd benchmarks && go run . -o RESULTS.md
+//
+// See README.md for the method and how to read the results.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"runtime/trace"
+	"strings"
+	"time"
+)
+
+type options struct {
+	out       string
+	chart     string
+	scenarios []scenario
+	libraries []library
+	reps      int
+	timeout   time.Duration
+	config
+}
+
+func main() {
+	log := func(err error) {
+		fmt.Fprintln(os.Stderr, "benchmarks:", err)
+		os.Exit(1)
+	}
+	var (
+		out       = flag.String("o", "RESULTS.md", "write the Markdown report to this `file`")
+		chart     = flag.String("chart", "", "write the chart to this SVG `file` (default: chart.svg beside -o)")
+		scenarioF = flag.String("scenarios", ids(scenarios), "comma-separated `list` of scenarios")
+		poolF     = flag.String("pools", names(libraries), "comma-separated `list` of pools")
+		reps      = flag.Int("reps", 5, "measured repetitions of each scenario and pool, after one warm-up")
+		scale     = flag.Float64("scale", 1, "multiply every scenario's task count by this `factor`")
+		timeout   = flag.Duration("timeout", 5*time.Minute, "give up on a child process after this long")
+		childF    = flag.String("child", "", "internal: run one `scenario/pool` in this process and print its result")
+		spinF     = flag.Int("spin", 0, "internal: spin rounds per µs of CPU")
+		cpuprof   = flag.String("cpuprofile", "", "with -child: write a CPU profile of the run to this `file`")
+		tracef    = flag.String("trace", "", "with -child: write an execution trace of the run to this `file`")
+	)
+	flag.Parse()
+	if *scale <= 0 || *reps < 1 {
+		log(errors.New("-scale must be > 0 and -reps >= 1"))
+	}
+	if *childF != "" {
+		if err := runChild(*childF, config{scale: *scale, spin: *spinF, cpuProfile: *cpuprof, trace: *tracef}); err != nil {
+			log(err)
+		}
+		return
+	}
+	o := options{out: *out, chart: *chart, reps: *reps, timeout: *timeout, config: config{scale: *scale}}
+	if o.chart == "" {
+		o.chart = filepath.Join(filepath.Dir(o.out), "chart.svg")
+	}
+	var err error
+	if o.scenarios, err = pick(*scenarioF, findScenario); err != nil {
+		log(err)
+	}
+	if o.libraries, err = pick(*poolF, findLibrary); err != nil {
+		log(err)
+	}
+	if err := runParent(o); err != nil {
+		log(err)
+	}
+}
+
+func pick[T any](list string, find func(string) (T, error)) ([]T, error) {
+	var picked []T
+	for name := range strings.SplitSeq(list, ",") {
+		v, err := find(strings.TrimSpace(name))
+		if err != nil {
+			return nil, err
+		}
+		picked = append(picked, v)
+	}
+	return picked, nil
+}
+
+func ids(ss []scenario) string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.id)
+	}
+	return strings.Join(out, ",")
+}
+
+func names(ls []library) string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.name)
+	}
+	return strings.Join(out, ",")
+}
+
+// runChild runs one scenario with one library and prints the result as JSON.
+// It fails if a task did not run or a goroutine outlived the pool.
+func runChild(spec string, c config) error {
+	sid, lname, ok := strings.Cut(spec, "/")
+	if !ok {
+		return fmt.Errorf("-child wants scenario/pool, got %q", spec)
+	}
+	s, err := findScenario(sid)
+	if err != nil {
+		return err
+	}
+	lib, err := findLibrary(lname)
+	if err != nil {
+		return err
+	}
+	if ok, why := s.applies(lib); !ok {
+		return errors.New(why)
+	}
+	stop, err := startDiagnostics(c)
+	if err != nil {
+		return err
+	}
+	base := runtime.NumGoroutine()
+	p := lib.open(s.workers())
+	r := s.run(&c, p, s.size(c.scale))
+	p.Close()
+	if err := stop(); err != nil {
+		return err
+	}
+	if n := awaitGoroutines(base, 10*time.Second); n > base {
+		return fmt.Errorf("%s/%s: %d goroutines still running after Close", sid, lname, n-base)
+	}
+	return json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// startDiagnostics starts the CPU profile and execution trace that c asks
+// for; stop ends them and closes their files.
+func startDiagnostics(c config) (stop func() error, err error) {
+	var stops []func() error
+	stop = func() error {
+		var errs []error
+		for _, s := range stops {
+			errs = append(errs, s())
+		}
+		return errors.Join(errs...)
+	}
+	start := func(name string, begin func(io.Writer) error, end func()) error {
+		if name == "" {
+			return nil
+		}
+		f, err := os.Create(name)
+		if err != nil {
+			return err
+		}
+		if err := begin(f); err != nil {
+			f.Close()
+			return err
+		}
+		stops = append(stops, func() error { end(); return f.Close() })
+		return nil
+	}
+	if err := start(c.cpuProfile, pprof.StartCPUProfile, pprof.StopCPUProfile); err != nil {
+		return nil, errors.Join(err, stop())
+	}
+	if err := start(c.trace, trace.Start, trace.Stop); err != nil {
+		return nil, errors.Join(err, stop())
+	}
+	return stop, nil
+}
+
+// A run is every measurement of the suite, in the order the report shows it.
+type run struct {
+	options
+	started   time.Time
+	elapsed   time.Duration
+	machine   machine
+	loadAfter string
+	samples   map[string]map[string][]result // scenario id -> library name -> results
+	failures  []string
+}
+
+// runParent runs the plan: for each scenario, a warm-up of every library, then
+// reps rounds that each run every library once (A B C A B C …), every run in
+// a fresh child process.
+func runParent(o options) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	o.spin = calibrateSpin()
+	r := &run{options: o, started: time.Now(), machine: describeMachine(), samples: map[string]map[string][]result{}}
+	for _, s := range o.scenarios {
+		r.samples[s.id] = map[string][]result{}
+		for rep := 0; rep <= o.reps; rep++ { // rep 0 is the warm-up
+			for _, lib := range o.libraries {
+				if ok, _ := s.applies(lib); !ok {
+					continue
+				}
+				res, err := r.child(exe, s, lib)
+				if err != nil {
+					r.failures = append(r.failures, err.Error())
+					fmt.Fprintln(os.Stderr, "FAIL", err)
+					continue
+				}
+				label := "warm-up"
+				if rep > 0 {
+					label = fmt.Sprintf("rep %d/%d", rep, o.reps)
+					r.samples[s.id][lib.name] = append(r.samples[s.id][lib.name], res)
+				}
+				fmt.Fprintf(os.Stderr, "%-3s %-10s %-9s %10.1f ns/task\n", s.id, lib.name, label, res.Wall/float64(res.Tasks))
+			}
+		}
+	}
+	r.elapsed = time.Since(r.started)
+	r.loadAfter = loadAverage()
+	if err := writeFile(o.out, r.writeReport); err != nil {
+		return err
+	}
+	if err := writeFile(o.chart, r.writeChart); err != nil {
+		return err
+	}
+	if len(r.failures) > 0 {
+		return fmt.Errorf("%d runs failed; see %s", len(r.failures), o.out)
+	}
+	return nil
+}
+
+func (r *run) child(exe string, s scenario, lib library) (result, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, exe,
+		"-child", s.id+"/"+lib.name,
+		"-scale", fmt.Sprint(r.scale),
+		"-spin", fmt.Sprint(r.spin))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return result{}, fmt.Errorf("%s/%s: %v: %s", s.id, lib.name, err, strings.TrimSpace(stderr.String()))
+	}
+	var res result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+		return result{}, fmt.Errorf("%s/%s: bad output %q: %v", s.id, lib.name, stdout.String(), err)
+	}
+	return res, nil
+}
+
+func writeFile(name string, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(name, buf.Bytes(), 0o644)
+}

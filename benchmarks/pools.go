@@ -1,0 +1,218 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/alitto/pond/v2"
+	"github.com/e86d9661/workerpool"
+	gammazero "github.com/gammazero/workerpool"
+	"github.com/panjf2000/ants/v2"
+	conc "github.com/sourcegraph/conc/pool"
+	"golang.org/x/sync/errgroup"
+)
+
+// A task is one unit of work in the form each library takes, built once per
+// run so that no adapter allocates per task: libraries that take func() get
+// fn, errgroup gets fnErr.
+type task struct {
+	fn    func()
+	fnErr func() error
+}
+
+func newTask(fn func()) *task {
+	return &task{fn: fn, fnErr: func() error { fn(); return nil }}
+}
+
+// A pool is one library adapted to the scenarios. Submit and SubmitWait are
+// called as each scenario says; SubmitWait only ever by one goroutine at a time.
+type pool interface {
+	// Submit hands t to the pool. Libraries that queue return at once; the
+	// others block until a worker takes t.
+	Submit(t *task)
+	// SubmitWait returns once t has run.
+	SubmitWait(t *task)
+	// Close waits for every submitted task and releases the pool's goroutines.
+	Close()
+}
+
+// A library is one contestant of the suite.
+type library struct {
+	name   string
+	queues bool   // Submit returns at once while every worker is busy
+	note   string // how its contract differs, shown in the report
+	open   func(workers int) pool
+}
+
+var libraries = []library{
+	{"ours", true, "queues; Submit never blocks", openOurs},
+	{"gammazero", true, "queues; Submit never blocks", openGammazero},
+	{"pond", true, "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait()", openPond},
+	{"ants", false, "Submit blocks while every worker is busy; SubmitWait by adapter", openAnts},
+	{"conc", false, "Go blocks while every goroutine is busy; SubmitWait by adapter", openConc},
+	{"errgroup", false, "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", openErrgroup},
+	{"semaphore", false, "baseline: a buffered channel bounds a goroutine per task", openSemaphore},
+	{"goroutine", false, "baseline: a goroutine per task, no bound", openGoroutine},
+}
+
+func findLibrary(name string) (library, error) {
+	for _, l := range libraries {
+		if l.name == name {
+			return l, nil
+		}
+	}
+	return library{}, fmt.Errorf("unknown pool %q", name)
+}
+
+// ours and gammazero share one API.
+type workerPool interface {
+	Submit(func())
+	SubmitWait(func())
+	StopWait()
+}
+
+type sameAPI struct{ p workerPool }
+
+func (a sameAPI) Submit(t *task)     { a.p.Submit(t.fn) }
+func (a sameAPI) SubmitWait(t *task) { a.p.SubmitWait(t.fn) }
+func (a sameAPI) Close()             { a.p.StopWait() }
+
+func openOurs(workers int) pool      { return sameAPI{workerpool.New(workers)} }
+func openGammazero(workers int) pool { return sameAPI{gammazero.New(workers)} }
+
+type pondPool struct{ p pond.Pool }
+
+func openPond(workers int) pool { return pondPool{pond.NewPool(workers)} }
+
+func (a pondPool) Submit(t *task) {
+	if err := a.p.Go(t.fn); err != nil {
+		panic(err)
+	}
+}
+func (a pondPool) SubmitWait(t *task) {
+	if err := a.p.Submit(t.fn).Wait(); err != nil {
+		panic(err)
+	}
+}
+func (a pondPool) Close() { a.p.StopAndWait() }
+
+// signal gives SubmitWait to the libraries that have none: one wrapper, built
+// once, runs the current task and signals a reused channel, so the adapter
+// adds no allocation. It relies on SubmitWait never being called concurrently.
+type signal struct {
+	current *task
+	done    chan struct{}
+	wrapped *task
+}
+
+func newSignal() *signal {
+	s := &signal{done: make(chan struct{}, 1)}
+	s.wrapped = newTask(func() {
+		s.current.fn()
+		s.done <- struct{}{}
+	})
+	return s
+}
+
+// roundTrip submits t through submit and waits for it.
+func (s *signal) roundTrip(t *task, submit func(*task)) {
+	s.current = t
+	submit(s.wrapped)
+	<-s.done
+}
+
+type antsPool struct {
+	p *ants.Pool
+	*signal
+}
+
+func openAnts(workers int) pool {
+	p, err := ants.NewPool(workers)
+	if err != nil {
+		panic(err)
+	}
+	return antsPool{p, newSignal()}
+}
+
+func (a antsPool) Submit(t *task) {
+	if err := a.p.Submit(t.fn); err != nil {
+		panic(err)
+	}
+}
+func (a antsPool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
+func (a antsPool) Close() {
+	if err := a.p.ReleaseTimeout(time.Minute); err != nil {
+		panic(err)
+	}
+}
+
+type concPool struct {
+	p *conc.Pool
+	*signal
+}
+
+func openConc(workers int) pool {
+	return concPool{conc.New().WithMaxGoroutines(workers), newSignal()}
+}
+
+func (a concPool) Submit(t *task)     { a.p.Go(t.fn) }
+func (a concPool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
+func (a concPool) Close()             { a.p.Wait() }
+
+type errgroupPool struct {
+	g *errgroup.Group
+	*signal
+}
+
+func openErrgroup(workers int) pool {
+	g := new(errgroup.Group)
+	g.SetLimit(workers)
+	return errgroupPool{g, newSignal()}
+}
+
+func (a errgroupPool) Submit(t *task)     { a.g.Go(t.fnErr) }
+func (a errgroupPool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
+func (a errgroupPool) Close() {
+	if err := a.g.Wait(); err != nil {
+		panic(err)
+	}
+}
+
+// semaphorePool is the hand-written bound: a goroutine per task, at most
+// cap(slots) at once.
+type semaphorePool struct {
+	slots   chan struct{}
+	running *sync.WaitGroup
+	*signal
+}
+
+func openSemaphore(workers int) pool {
+	return semaphorePool{make(chan struct{}, workers), new(sync.WaitGroup), newSignal()}
+}
+
+func (a semaphorePool) Submit(t *task) {
+	a.slots <- struct{}{}
+	a.running.Add(1)
+	go func() {
+		defer a.running.Done()
+		t.fn()
+		<-a.slots
+	}()
+}
+func (a semaphorePool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
+func (a semaphorePool) Close()             { a.running.Wait() }
+
+// goroutinePool starts a goroutine per task and ignores the worker count.
+type goroutinePool struct {
+	running *sync.WaitGroup
+	*signal
+}
+
+func openGoroutine(int) pool { return goroutinePool{new(sync.WaitGroup), newSignal()} }
+
+func (a goroutinePool) Submit(t *task) {
+	a.running.Go(t.fn)
+}
+func (a goroutinePool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
+func (a goroutinePool) Close()             { a.running.Wait() }

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// A summary is what the report shows of one scenario and library: medians
+// over the repetitions, per task.
+type summary struct {
+	runs          int
+	ns            float64 // wall time per task
+	nsMin, nsMax  float64
+	cpu           float64 // process CPU time per task
+	allocs, bytes float64
+	p50, p99      float64 // f only
+	queued        float64 // g only: live heap bytes per queued task
+}
+
+func summarize(rs []result) (summary, bool) {
+	if len(rs) == 0 {
+		return summary{}, false
+	}
+	per := func(f func(result) float64) []float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r) / float64(r.Tasks)
+		}
+		return v
+	}
+	ns := per(func(r result) float64 { return r.Wall })
+	return summary{
+		runs:   len(rs),
+		ns:     median(ns),
+		nsMin:  slices.Min(ns),
+		nsMax:  slices.Max(ns),
+		cpu:    median(per(func(r result) float64 { return r.CPU })),
+		allocs: median(per(func(r result) float64 { return r.Mallocs })),
+		bytes:  median(per(func(r result) float64 { return r.Bytes })),
+		p50:    median(field(rs, func(r result) float64 { return r.P50 })),
+		p99:    median(field(rs, func(r result) float64 { return r.P99 })),
+		queued: median(field(rs, func(r result) float64 { return r.Queued })),
+	}, true
+}
+
+func field(rs []result, f func(result) float64) []float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	return v
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+func (r *run) summary(sid, lib string) (summary, bool) {
+	return summarize(r.samples[sid][lib])
+}
+
+// ratio is lib's median ns/task over base's, or NaN when either is missing.
+func (r *run) ratio(sid, lib, base string) float64 {
+	a, ok1 := r.summary(sid, lib)
+	b, ok2 := r.summary(sid, base)
+	if !ok1 || !ok2 || b.ns == 0 {
+		return math.NaN()
+	}
+	return a.ns / b.ns
+}
+
+func fmtRatio(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.2fx", x)
+}
+
+func fmtNs(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("%.0f", x)
+	case x >= 10:
+		return fmt.Sprintf("%.1f", x)
+	default:
+		return fmt.Sprintf("%.2f", x)
+	}
+}
+
+// writeReport writes the Markdown report.
+func (r *run) writeReport(w io.Writer) error {
+	p := &printer{w: w}
+	m := r.machine
+	p.f("# Benchmark results\n\n")
+	p.f("Written by `go run . %s` in `benchmarks/`. Absolute numbers depend on the machine; compare the ratios, which come from one run.\n\n", strings.Join(os.Args[1:], " "))
+	p.f("| | |\n|---|---|\n")
+	p.f("| Date | %s |\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
+	p.f("| Go | %s %s |\n", m.goVersion, m.platform)
+	p.f("| CPU | %s, %d logical CPUs, GOMAXPROCS %d |\n", m.cpu, m.numCPU, m.gomaxprocs)
+	p.f("| Load average (1, 5, 15 min) | before: %s; after: %s |\n", m.loadBefore, r.loadAfter)
+	p.f("| Method | %d measured runs per scenario and pool after one warm-up, interleaved across pools, each in a fresh process; scale %g; %s in all |\n\n",
+		r.reps, r.scale, r.elapsed.Round(time.Second))
+	p.f("![ns per task, one panel per scenario](%s)\n\n", relative(r.out, r.chart))
+	r.writeTargets(p)
+	r.writeMatrix(p, "ns per task (median)", "Wall time from the first submit until the last task finished, divided by the task count (g: Submit time per queued task).",
+		func(sid, lib string) string {
+			s, ok := r.summary(sid, lib)
+			if !ok {
+				return "–"
+			}
+			return fmtNs(s.ns)
+		})
+	r.writeMatrix(p, "Ratio to this library", "Median ns/task divided by this library's in the same run: below 1.00x is faster than this library.",
+		func(sid, lib string) string { return fmtRatio(r.ratio(sid, lib, "ours")) })
+	r.writeMatrix(p, "Ratio to gammazero/workerpool", "Median ns/task divided by gammazero/workerpool's in the same run.",
+		func(sid, lib string) string { return fmtRatio(r.ratio(sid, lib, "gammazero")) })
+	p.f("## Scenarios\n\n")
+	for _, s := range r.scenarios {
+		r.writeScenario(p, s)
+	}
+	if len(r.failures) > 0 {
+		p.f("## Failed runs\n\n")
+		for _, f := range r.failures {
+			p.f("- `%s`\n", strings.ReplaceAll(f, "\n", " "))
+		}
+		p.f("\n")
+	}
+	return p.err
+}
+
+// writeTargets checks this library against the targets of the performance
+// issue, where the run has the numbers.
+func (r *run) writeTargets(p *printer) {
+	type target struct {
+		what  string
+		value func() (float64, bool)
+		show  func(float64) string
+		limit float64
+	}
+	vsGammazero := func(sid string) func() (float64, bool) {
+		return func() (float64, bool) {
+			x := r.ratio(sid, "ours", "gammazero")
+			return x, !math.IsNaN(x)
+		}
+	}
+	of := func(sid string, f func(summary) float64) func() (float64, bool) {
+		return func() (float64, bool) {
+			s, ok := r.summary(sid, "ours")
+			return f(s), ok
+		}
+	}
+	worst := func() (float64, bool) {
+		x, any := 0.0, false
+		for _, s := range r.scenarios {
+			if v := r.ratio(s.id, "ours", "gammazero"); !math.IsNaN(v) {
+				x, any = max(x, v), true
+			}
+		}
+		return x, any
+	}
+	targets := []target{
+		{"a: ns/task vs gammazero", vsGammazero("a"), fmtRatio, 0.8},
+		{"e: ns/task vs gammazero", vsGammazero("e"), fmtRatio, 0.7},
+		{"f: ns/task vs gammazero", vsGammazero("f"), fmtRatio, 0.8},
+		{"worst scenario vs gammazero", worst, fmtRatio, 1.0},
+		{"g: live heap bytes per queued task", of("g", func(s summary) float64 { return s.queued }), func(x float64) string { return fmt.Sprintf("%.2f B", x) }, 8.5},
+		{"a: allocs per Submit", of("a", func(s summary) float64 { return s.allocs }), func(x float64) string { return fmt.Sprintf("%.4f", x) }, 0.01},
+		{"f: allocs per SubmitWait", of("f", func(s summary) float64 { return s.allocs }), func(x float64) string { return fmt.Sprintf("%.4f", x) }, 1},
+	}
+	p.f("## Targets for this library\n\n| target | limit | measured | met |\n|---|---|---|---|\n")
+	for _, t := range targets {
+		v, ok := t.value()
+		if !ok {
+			continue
+		}
+		met := "yes"
+		if v > t.limit {
+			met = "**no**"
+		}
+		p.f("| %s | ≤ %s | %s | %s |\n", t.what, t.show(t.limit), t.show(v), met)
+	}
+	p.f("\nAllocation counts include the run's fixed costs (pool start, queue growth) spread over its tasks, so 0 reads as < 0.01.\n\n")
+}
+
+func (r *run) writeMatrix(p *printer, title, caption string, cell func(sid, lib string) string) {
+	p.f("## %s\n\n%s\n\n| scenario |", title, caption)
+	for _, l := range r.libraries {
+		p.f(" %s |", l.name)
+	}
+	p.f("\n|---|%s\n", strings.Repeat("---:|", len(r.libraries)))
+	for _, s := range r.scenarios {
+		p.f("| %s |", s.id)
+		for _, l := range r.libraries {
+			p.f(" %s |", cell(s.id, l.name))
+		}
+		p.f("\n")
+	}
+	p.f("\n")
+}
+
+func (r *run) writeScenario(p *printer, s scenario) {
+	p.f("### %s: %s\n\n", s.id, s.title)
+	extra := ""
+	switch s.id {
+	case "f":
+		extra = " p50 ns | p99 ns |"
+	case "g":
+		extra = " live B per queued task |"
+	}
+	p.f("| pool | contract | ns/task median (min–max) | vs ours | vs gammazero | CPU ns/task | allocs/task | B/task |%s\n", extra)
+	p.f("|---|---|---:|---:|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", strings.Count(extra, "|")))
+	for _, l := range r.libraries {
+		if ok, why := s.applies(l); !ok {
+			p.f("| %s | %s | %s | | | | | |%s\n", l.name, l.note, why, strings.Repeat(" |", strings.Count(extra, "|")))
+			continue
+		}
+		sm, ok := r.summary(s.id, l.name)
+		if !ok {
+			p.f("| %s | %s | failed | | | | | |%s\n", l.name, l.note, strings.Repeat(" |", strings.Count(extra, "|")))
+			continue
+		}
+		p.f("| %s | %s | %s (%s–%s) | %s | %s | %s | %.2f | %.1f |", l.name, l.note,
+			fmtNs(sm.ns), fmtNs(sm.nsMin), fmtNs(sm.nsMax),
+			fmtRatio(r.ratio(s.id, l.name, "ours")), fmtRatio(r.ratio(s.id, l.name, "gammazero")),
+			fmtNs(sm.cpu), sm.allocs, sm.bytes)
+		switch s.id {
+		case "f":
+			p.f(" %s | %s |", fmtNs(sm.p50), fmtNs(sm.p99))
+		case "g":
+			p.f(" %.2f |", sm.queued)
+		}
+		p.f("\n")
+	}
+	p.f("\n")
+}
+
+// relative names target as seen from the directory of from.
+func relative(from, target string) string {
+	rel, err := filepath.Rel(filepath.Dir(from), target)
+	if err != nil {
+		return target
+	}
+	return filepath.ToSlash(rel)
+}
+
+// printer keeps the first write error.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) f(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
