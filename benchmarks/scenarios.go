@@ -58,13 +58,13 @@ func (s scenario) size(scale float64) int {
 // A result is what one child process measured for one scenario and library.
 type result struct {
 	Tasks   int     `json:"tasks"`
-	Wall    float64 `json:"wall_ns"`    // from the first submit until the last task finished (g: the last submit returned)
-	CPU     float64 `json:"cpu_ns"`     // user+system CPU time of the process over Wall
-	Mallocs float64 `json:"mallocs"`    // heap allocations over Wall
-	Bytes   float64 `json:"bytes"`      // heap bytes allocated over Wall
-	P50     float64 `json:"p50_ns"`     // f: round-trip latency
-	P99     float64 `json:"p99_ns"`     // f: round-trip latency
-	Queued  float64 `json:"queued_b"`   // g: live heap bytes per queued task
+	Wall    float64 `json:"wall_ns"`  // from the first submit until the last task finished (g: the last submit returned)
+	CPU     float64 `json:"cpu_ns"`   // user+system CPU time of the process over Wall
+	Mallocs float64 `json:"mallocs"`  // heap allocations over Wall
+	Bytes   float64 `json:"bytes"`    // heap bytes allocated over Wall
+	P50     float64 `json:"p50_ns"`   // f: round-trip latency
+	P99     float64 `json:"p99_ns"`   // f: round-trip latency
+	Queued  float64 `json:"queued_b"` // g: live heap bytes per queued task
 }
 
 // config is what every child gets from the parent.
