@@ -9,21 +9,21 @@ import (
 // The dispatcher is the pool's one coordinating goroutine. It owns the
 // waiting queue, the worker count, the idle clock and the pause and stop
 // state: they live in the dispatcher struct, which no other goroutine can
-// reach. It receives tasks from taskQueue (and DoWait calls from requests)
-// and hands them to workers over workerQueue, starting a worker when none is
-// ready and fewer than the maximum exist, and queueing the task otherwise.
-// While the queue is not empty, new tasks join its back and workers are fed
-// from its front.
+// reach. It receives tasks and requests from taskQueue and hands tasks to
+// workers over workerQueue, starting a worker when none is ready and fewer
+// than the maximum exist, and queueing the task otherwise. While the queue
+// is not empty, new tasks join its back and workers are fed from its front.
 //
-// Stop and StopWait close stopping and then send nil on taskQueue; when
-// dispatch takes that nil it stops receiving. For StopWait it drains the
-// queue to the workers; for Stop, or a Stop that cuts a StopWait short, it
-// drops the queue and answers the DoWait calls whose task it dropped. Then
-// it sends one nil per worker and closes stopped once the last worker has
-// taken its nil. Hand-offs made by closing a channel: stopping (Stop and
-// StopWait to submitters, Pause callers and dispatch), abandon (Stop to
-// dispatch), stopped (dispatch to Stop and StopWait callers) and each
-// pause's barrierReached (dispatch to one Pause caller).
+// Stop and StopWait close stopping and then send the empty message on
+// taskQueue. When dispatch takes it, it admits the sends still in flight
+// (their tasks only join the queue) and stops receiving. For StopWait it
+// drains the queue to the workers; for Stop, or a Stop that cuts a StopWait
+// short, it drops the queue and answers the DoWait calls whose task it
+// dropped. Then it sends one nil per worker and closes stopped once the
+// last worker has taken its nil. Hand-offs made by closing a channel:
+// stopping (Stop and StopWait to submitters, Pause callers and dispatch),
+// abandon (Stop to dispatch), stopped (dispatch to Stop and StopWait
+// callers) and each pause's barrierReached (dispatch to one Pause caller).
 type dispatcher struct {
 	p *WorkerPool
 
@@ -31,7 +31,7 @@ type dispatcher struct {
 	waiters deque.Deque[*waiter] // the DoWait calls whose task is in queue, in queue order
 	pushed  uint64               // tasks ever pushed to queue
 	popped  uint64               // tasks ever popped from queue
-	handed  uint64               // tasks handed to workers; equals count.completed once all have finished
+	handed  uint64               // tasks handed to workers (published in counted.handed); equals ran.completed once all have finished
 	workers int                  // live workers
 
 	// idle retires workers: armed while workers exist, it fires once per
@@ -43,6 +43,8 @@ type dispatcher struct {
 	// pauses are the Pause calls in effect, oldest first; only the first
 	// is active. pauses[0].barrier is a position in the push sequence:
 	// tasks pushed before it still run, later ones are held.
+	stopping bool // Stop's message was taken: late tasks only join the queue
+
 	pauses   []*pauseRequest
 	watching bool // watchIdle is set: waiting for the active pause's barrier
 }
@@ -71,22 +73,56 @@ func (d *dispatcher) run() {
 	d.stop()
 }
 
-// step hands the queue's front task to a worker if it can do so at once,
-// and otherwise waits for one event and handles it. It returns false once
-// dispatch has taken Stop's nil.
+// step does what it can without blocking: it hands the queue's front task
+// to a worker and takes one message that is waiting. Only when neither was
+// possible does it block in await. Polls are cheap (an unbuffered channel
+// with no one waiting is seen without taking its lock), so under load
+// dispatch mostly avoids a select over several channels. It returns false
+// once dispatch has taken Stop's empty message.
 func (d *dispatcher) step() bool {
-	if d.canDispatchQueued() && d.offer(d.queue.Front()) {
+	handed := d.canDispatchQueued() && d.offer(d.queue.Front())
+	if handed {
 		d.pop()
-	} else if !d.await() {
-		return false
+	}
+	select {
+	case m := <-d.p.taskQueue:
+		if !d.receive(m) {
+			return false
+		}
+	default:
+		if !handed && !d.await() {
+			return false
+		}
 	}
 	d.advancePauses()
 	return true
 }
 
 // await waits for one event and handles it. It returns false when the
-// event is Stop's nil on taskQueue.
+// event is Stop's empty message. With no pause in effect it waits on the
+// fewest channels it can: while the queue is empty only on taskQueue.
 func (d *dispatcher) await() bool {
+	switch {
+	case len(d.pauses) > 0:
+		return d.awaitPaused()
+	case d.queue.Len() == 0:
+		return d.receive(<-d.p.taskQueue)
+	}
+	select {
+	case m := <-d.p.taskQueue:
+		return d.receive(m)
+	case d.p.workerQueue <- d.queue.Front():
+		d.handedOne()
+		d.pop()
+	}
+	return true
+}
+
+// awaitPaused is await while a Pause is in effect: only tasks from before
+// the active pause's barrier go to workers, and dispatch also wakes when a
+// worker finishes (while it waits for the barrier) and when the active
+// pause ends.
+func (d *dispatcher) awaitPaused() bool {
 	var (
 		toWorker chan<- func() // nil (never ready) unless the front task may run
 		front    func()
@@ -95,15 +131,10 @@ func (d *dispatcher) await() bool {
 		toWorker, front = d.p.workerQueue, d.queue.Front()
 	}
 	select {
-	case task := <-d.p.taskQueue:
-		if task == nil { // sent by the first Stop or StopWait
-			return false
-		}
-		d.accept(task)
-	case req := <-d.p.requests:
-		d.handle(req)
+	case m := <-d.p.taskQueue:
+		return d.receive(m)
 	case toWorker <- front:
-		d.handed++
+		d.handedOne()
 		d.pop()
 	case <-d.workerFinished():
 	case <-d.activePauseEnd():
@@ -111,7 +142,21 @@ func (d *dispatcher) await() bool {
 	return true
 }
 
-func (d *dispatcher) handle(req request) {
+// receive handles one message from taskQueue. It returns false for Stop's
+// empty message.
+func (d *dispatcher) receive(m message) bool {
+	switch {
+	case m.task != nil:
+		d.accept(m.task)
+	case m.req != nil:
+		d.handle(m.req)
+	default:
+		return false
+	}
+	return true
+}
+
+func (d *dispatcher) handle(req *request) {
 	switch {
 	case req.wait != nil:
 		d.acceptWaiter(req.wait)
@@ -122,12 +167,10 @@ func (d *dispatcher) handle(req request) {
 	}
 }
 
-// accept takes a task just received from taskQueue. It reports whether the
-// task went straight to a worker rather than into the queue.
 func (d *dispatcher) accept(task func()) (handed bool) {
-	d.p.count.submitted.Add(1)
+	d.p.counted.submitted.Add(1)
 	d.sawTask = true
-	if d.queue.Len() == 0 && len(d.pauses) == 0 && d.offer(task) {
+	if d.queue.Len() == 0 && len(d.pauses) == 0 && !d.stopping && d.offer(task) {
 		return true
 	}
 	d.push(task)
@@ -148,7 +191,7 @@ func (d *dispatcher) acceptWaiter(w *waiter) {
 func (d *dispatcher) offer(task func()) bool {
 	select {
 	case d.p.workerQueue <- task:
-		d.handed++
+		d.handedOne()
 		return true
 	default:
 	}
@@ -160,13 +203,19 @@ func (d *dispatcher) offer(task func()) bool {
 }
 
 func (d *dispatcher) startWorker(task func()) {
-	d.handed++
+	d.handedOne()
 	d.workers++
 	d.p.workers.Store(int64(d.workers))
 	if d.workers == 1 && d.idle != nil {
 		d.idle.Reset(d.p.idleTimeout)
 	}
 	go d.p.worker(task)
+}
+
+// handedOne records that a worker took a task.
+func (d *dispatcher) handedOne() {
+	d.handed++
+	d.p.counted.handed.Store(d.handed)
 }
 
 func (d *dispatcher) push(task func()) {
@@ -193,6 +242,9 @@ func (d *dispatcher) canDispatchQueued() bool {
 	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
 }
 
+// idleTick is the request the idle timer sends; dispatch only reads it.
+var idleTick = request{idleTick: true}
+
 // idleTicked is the idle timer's func, run in a goroutine of the timer's
 // own. It waits until dispatch takes the tick, or until stopping is closed
 // (then it returns at once, before dispatch has stopped the workers). A tick
@@ -200,7 +252,7 @@ func (d *dispatcher) canDispatchQueued() bool {
 // it only starts a new period.
 func (p *WorkerPool) idleTicked() {
 	select {
-	case p.requests <- request{idleTick: true}:
+	case p.taskQueue <- message{req: &idleTick}:
 	case <-p.stopping:
 	}
 }
@@ -292,7 +344,7 @@ func (d *dispatcher) barrierReached(req *pauseRequest) bool {
 	// Set watchIdle before loading completed, and workers add to completed
 	// before loading watchIdle: one of the two always sees the other.
 	d.setWatching(true)
-	if d.p.count.completed.Load() != d.handed {
+	if d.p.ran.completed.Load() != d.handed {
 		return false
 	}
 	d.setWatching(false)
@@ -309,6 +361,7 @@ func (d *dispatcher) setWatching(on bool) {
 // stop runs once stopping is closed: every pause ends, the queue is drained
 // (StopWait) or dropped (Stop), and every worker is told to exit.
 func (d *dispatcher) stop() {
+	d.admitStragglers()
 	d.pauses = nil
 	d.setWatching(false)
 	d.p.paused.Store(false)
@@ -327,6 +380,22 @@ func (d *dispatcher) stop() {
 
 // drain hands every queued task to a worker, unless Stop asks to abandon
 // them first.
+// admitStragglers accepts the tasks and requests of the sends that began
+// before stopping was closed. Every send counts itself in p.sending before
+// it checks stopping, so once sending reads zero no send is in flight and
+// none can begin; the last sender out wakes dispatch on sendersGone. Their
+// tasks join the queue, so StopWait runs them and Stop abandons them.
+func (d *dispatcher) admitStragglers() {
+	d.stopping = true
+	for d.p.sending.Load() > 0 {
+		select {
+		case m := <-d.p.taskQueue:
+			d.receive(m) // never the stop message: Stop sends only one
+		case <-d.p.sendersGone:
+		}
+	}
+}
+
 func (d *dispatcher) drain() {
 	for d.queue.Len() > 0 {
 		front := d.queue.Front()
@@ -336,7 +405,7 @@ func (d *dispatcher) drain() {
 		}
 		select {
 		case d.p.workerQueue <- front:
-			d.handed++
+			d.handedOne()
 			d.pop()
 		case <-d.p.abandon:
 			return
@@ -347,7 +416,7 @@ func (d *dispatcher) drain() {
 // abandonQueue drops the queued tasks, releasing their closures at once,
 // and answers the DoWait calls waiting for them.
 func (d *dispatcher) abandonQueue() {
-	d.p.count.abandoned.Add(uint64(d.queue.Len()))
+	d.p.counted.abandoned.Add(uint64(d.queue.Len()))
 	d.queue = deque.Deque[func()]{}
 	d.p.waiting.Store(0)
 	for w := range d.waiters.IterPopFront() {

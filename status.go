@@ -80,21 +80,22 @@ func (p *WorkerPool) Stopped() bool {
 // blocks, and is safe to call at any time, including during Pause, StopWait
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
-	// Completed is read before started: both only grow and started is
-	// bumped first, so the difference never goes below zero.
-	completed := p.count.completed.Load()
-	busy := int(p.count.started.Load() - completed)
+	// Completed is read before handed: both only grow. Dispatch publishes
+	// handed just after the hand-off, so a fast task can be counted
+	// completed first; busy is clamped to [0, workers].
+	completed := p.ran.completed.Load()
+	busy := int64(p.counted.handed.Load() - completed)
 	workers := int(p.workers.Load())
 	return Status{
 		State:      p.state(),
 		MaxWorkers: p.maxWorkers,
 		Workers:    workers,
-		Busy:       min(busy, workers),
+		Busy:       int(min(max(busy, 0), int64(workers))),
 		Waiting:    p.WaitingQueueSize(),
-		Submitted:  p.count.submitted.Load(),
+		Submitted:  p.counted.submitted.Load(),
 		Completed:  completed,
-		Panicked:   p.count.panicked.Load(),
-		Abandoned:  p.count.abandoned.Load(),
+		Panicked:   p.ran.panicked.Load(),
+		Abandoned:  p.counted.abandoned.Load(),
 	}
 }
 

@@ -25,7 +25,6 @@ func (p *WorkerPool) replacementWorker() {
 // run runs one task and counts it. The deferred calls also run when the task
 // panics or calls runtime.Goexit.
 func (p *WorkerPool) run(task func()) {
-	p.count.started.Add(1)
 	defer p.finished()
 	if p.panicHandler != nil {
 		defer p.recoverPanic()
@@ -34,7 +33,7 @@ func (p *WorkerPool) run(task func()) {
 }
 
 func (p *WorkerPool) finished() {
-	p.count.completed.Add(1)
+	p.ran.completed.Add(1)
 	if p.watchIdle.Load() {
 		select {
 		case p.workerIdle <- struct{}{}:
@@ -48,13 +47,13 @@ func (p *WorkerPool) finished() {
 // panicking frames unwind.
 func (p *WorkerPool) recoverPanic() {
 	if r := recover(); r != nil {
-		p.count.panicked.Add(1)
+		p.ran.panicked.Add(1)
 		p.panicHandler(r)
 	}
 }
 
-// A waiter carries one DoWait call. DoWait sends it to dispatch on
-// requests; dispatch queues w.run like any task and also keeps w, so that
+// A waiter carries one DoWait call. DoWait sends its request to dispatch
+// on taskQueue; dispatch queues w.run like any task and also keeps w, so that
 // it can answer w itself if Stop drops the task. Exactly one party sends on
 // done: the worker after running the task, or dispatch after dropping it.
 // Each pool reuses its waiters through WorkerPool.waiters, so DoWait does not
@@ -64,6 +63,7 @@ type waiter struct {
 	pool     *WorkerPool
 	task     func()
 	run      func()        // w.execute, bound once
+	request  request       // {wait: w}, set once
 	position uint64        // dispatch only: w.run's place in the push sequence
 	err      error         // written before done is sent: nil, or ErrStopped if dropped
 	done     chan struct{} // buffered (1)
@@ -74,6 +74,7 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
 		w.run = w.execute
+		w.request.wait = w
 	}
 	w.pool, w.task, w.err = p, task, nil
 	return w

@@ -28,15 +28,13 @@ type WorkerPool struct {
 	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
 	panicHandler func(recovered any) // nil: a task's panic crashes the program
 
-	// taskQueue carries tasks from Submit and Do to dispatch. Unbuffered on
+	// taskQueue carries every message to dispatch: tasks from Submit and
+	// Do, DoWait and Pause calls, and idle timer ticks. Unbuffered on
 	// purpose: dispatch does the queueing, and a send that completes is the
-	// moment a task is accepted. The first Stop or StopWait sends one nil
-	// after closing stopping: dispatch stops receiving when it takes it.
-	// Never closed: submitters select on it and on stopping.
-	taskQueue chan func()
-	// requests carries DoWait and Pause calls, and idle timer ticks, to
-	// dispatch. Unbuffered and never closed, like taskQueue.
-	requests chan request
+	// moment a task is accepted. The first Stop or StopWait sends one empty
+	// message after closing stopping: dispatch then takes the sends still
+	// in flight (see send) and stops receiving. Never closed.
+	taskQueue chan message
 	// workerQueue hands tasks from dispatch to idle workers. Only dispatch
 	// sends; a nil func tells the receiving worker to return. Never closed.
 	workerQueue chan func()
@@ -46,6 +44,11 @@ type WorkerPool struct {
 	// harmless because dispatch re-checks the counters.
 	workerIdle chan struct{}
 	watchIdle  atomic.Bool
+	// sendersGone wakes dispatch while it admits the sends in flight at
+	// stop: the last caller to leave send once stopping is closed sends
+	// without blocking. Buffered (1), never closed; a stale wake-up is
+	// harmless because dispatch re-reads sending.
+	sendersGone chan struct{}
 
 	stopOnce    sync.Once
 	abandonOnce sync.Once
@@ -55,11 +58,36 @@ type WorkerPool struct {
 
 	waiters sync.Pool // idle *waiter values for DoWait
 
+	// The fields below are written while tasks flow. Each group sits on its
+	// own cache lines so that a write by one side does not evict what the
+	// other sides read or write.
+
+	_ cacheLinePad
+	// sending counts the calls inside send: between their stopping check
+	// and the end of their send. Dispatch reads it only while stopping.
+	sending atomic.Int64
+
+	_ cacheLinePad
 	// Published by dispatch for observers; no other goroutine writes them.
 	workers atomic.Int64 // live workers
 	waiting atomic.Int64 // user tasks in the waiting queue
 	paused  atomic.Bool  // a Pause is in effect
-	count   counters
+	counted dispatchCounters
+
+	_   cacheLinePad
+	ran workerCounters
+	_   cacheLinePad
+}
+
+// cacheLinePad keeps the fields before and after it off each other's cache
+// lines (128 bytes: two 64-byte lines, as adjacent-line prefetch pairs them).
+type cacheLinePad [128]byte
+
+// A message is what travels on taskQueue: a task, or a request for
+// something else. Both nil is the stop signal.
+type message struct {
+	task func()
+	req  *request
 }
 
 // A request asks dispatch for something other than queueing a plain task;
@@ -70,14 +98,17 @@ type request struct {
 	idleTick bool          // the idle timer fired
 }
 
-// counters are the totals behind Status. Only dispatch writes submitted and
-// abandoned; workers write started, completed and panicked.
-type counters struct {
-	submitted atomic.Uint64
-	started   atomic.Uint64
-	completed atomic.Uint64
+// dispatchCounters are the totals behind Status that dispatch writes.
+type dispatchCounters struct {
+	submitted atomic.Uint64 // tasks accepted
+	handed    atomic.Uint64 // tasks handed to workers
+	abandoned atomic.Uint64 // tasks Stop dropped from the queue
+}
+
+// workerCounters are the totals behind Status that workers write.
+type workerCounters struct {
+	completed atomic.Uint64 // tasks that returned or panicked
 	panicked  atomic.Uint64
-	abandoned atomic.Uint64
 }
 
 // New creates a pool that runs tasks on at most maxWorkers goroutines and
@@ -90,10 +121,10 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		maxWorkers:   max(maxWorkers, 1),
 		idleTimeout:  cfg.idleTimeout,
 		panicHandler: cfg.panicHandler,
-		taskQueue:    make(chan func()),
-		requests:     make(chan request),
+		taskQueue:    make(chan message),
 		workerQueue:  make(chan func()),
 		workerIdle:   make(chan struct{}, 1),
+		sendersGone:  make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
 		abandon:      make(chan struct{}),
 		stopped:      make(chan struct{}),
@@ -124,26 +155,46 @@ func (p *WorkerPool) Do(task func()) error {
 	if task == nil {
 		return nil
 	}
-	return send(p, p.taskQueue, task)
+	return send(p, message{task: task})
 }
 
-// send delivers v to dispatch on queue, or returns ErrStopped once stopping
-// has begun. A call that starts after Stop is always rejected; one that
-// races with Stop is accepted exactly when its send completes.
-func send[T any](p *WorkerPool, queue chan<- T, v T) error {
+// send delivers m to dispatch on taskQueue, or returns ErrStopped once
+// stopping has begun. A call that starts after Stop is always rejected; one
+// that races with Stop is accepted exactly when its send completes.
+//
+// The send is a plain channel send, not a select with stopping: a caller
+// counts itself in sending before it checks stopping, and dispatch, once
+// stopping is closed, keeps receiving until sending is zero (see
+// dispatcher.admitStragglers). So a send that began before Stop always
+// completes, and none can begin after.
+func send(p *WorkerPool, m message) error {
+	if err := p.beginSend(); err != nil {
+		return err
+	}
+	p.taskQueue <- m
+	p.endSend()
+	return nil
+}
+
+// beginSend counts the caller in sending, then rejects it if stopping has
+// begun.
+func (p *WorkerPool) beginSend() error {
+	p.sending.Add(1)
 	if isClosed(p.stopping) {
+		p.endSend()
 		return ErrStopped
 	}
-	select {
-	case queue <- v: // fast path: dispatch is already waiting
-		return nil
-	default:
-	}
-	select {
-	case queue <- v:
-		return nil
-	case <-p.stopping:
-		return ErrStopped
+	return nil
+}
+
+// endSend uncounts the caller; the last one out while stopping wakes
+// dispatch, which may be waiting for it in admitStragglers.
+func (p *WorkerPool) endSend() {
+	if p.sending.Add(-1) == 0 && isClosed(p.stopping) {
+		select {
+		case p.sendersGone <- struct{}{}:
+		default: // a wake-up is already pending
+		}
 	}
 }
 
@@ -161,7 +212,7 @@ func (p *WorkerPool) DoWait(task func()) error {
 		return nil
 	}
 	w := p.newWaiter(task)
-	if err := send(p, p.requests, request{wait: w}); err != nil {
+	if err := send(p, message{req: &w.request}); err != nil {
 		p.waiters.Put(w)
 		return err
 	}
@@ -196,7 +247,7 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 		panic("workerpool: Pause called with a nil context")
 	}
 	req := &pauseRequest{end: ctx.Done(), barrierReached: make(chan struct{})}
-	if send(p, p.requests, request{pause: req}) != nil {
+	if send(p, message{req: &request{pause: req}}) != nil {
 		return
 	}
 	select {
@@ -236,7 +287,7 @@ func (p *WorkerPool) StopWait() {
 func (p *WorkerPool) stop() {
 	p.stopOnce.Do(func() {
 		close(p.stopping)
-		p.taskQueue <- nil
+		p.taskQueue <- message{}
 	})
 	<-p.stopped
 }

@@ -272,6 +272,84 @@ func TestAdmissionRacingStopIsLinearizable(t *testing.T) {
 	}
 }
 
+// A call that has begun its send when Stop begins is neither stranded nor
+// lost: dispatch admits it before stopping. Inside a bubble, a caller left
+// blocked on taskQueue fails the test at once as a deadlock.
+func TestCallsInFlightAtStopAllReturn(t *testing.T) {
+	for round := range 40 {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1 + round%3)
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel() // each Pause ends as soon as its barrier is reached
+			var ran, doneOK, waitedOK atomic.Int64
+			var callers sync.WaitGroup
+			for c := range 6 {
+				callers.Go(func() {
+					for !p.Stopped() {
+						switch c % 3 {
+						case 0:
+							if p.Do(func() { ran.Add(1) }) == nil {
+								doneOK.Add(1)
+							}
+						case 1:
+							if p.DoWait(func() { ran.Add(1) }) == nil {
+								waitedOK.Add(1)
+							}
+						case 2:
+							p.Pause(ctx)
+						}
+					}
+				})
+			}
+			runtime.Gosched()
+			if round%2 == 0 {
+				p.StopWait()
+			} else {
+				p.Stop()
+			}
+			callers.Wait()
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(ran.Load()), s.Completed, "round %d: completed", round)
+			assert.GreaterOrEqual(t, s.Submitted, uint64(doneOK.Load()+waitedOK.Load()), "round %d: every accepted call counted", round)
+			if round%2 == 0 {
+				assert.Equal(t, s.Submitted, s.Completed, "round %d: StopWait runs every accepted task", round)
+			}
+		})
+	}
+}
+
+// A send that passed its stopping check before Stop began, but reaches
+// taskQueue only after dispatch took Stop's message, is still admitted and
+// run: dispatch waits for it instead of stranding it.
+func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
+	for _, stop := range []string{"Stop", "StopWait"} {
+		t.Run(stop, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1)
+				require.NoError(t, p.beginSend(), "the straggler passes its check")
+				stopped := make(chan struct{})
+				go func() {
+					defer close(stopped)
+					if stop == "Stop" {
+						p.Stop()
+					} else {
+						p.StopWait()
+					}
+				}()
+				synctest.Wait()
+				assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
+				ran := false
+				p.taskQueue <- message{task: func() { ran = true }}
+				p.endSend()
+				<-stopped
+				s := requireStoppedClean(t, p)
+				assert.Equal(t, uint64(1), s.Submitted, "the straggler's task is accepted")
+				assert.Equal(t, stop == "StopWait", ran, "run by StopWait, abandoned by Stop")
+			})
+		})
+	}
+}
+
 // submitOrRecover calls Submit and reports whether it was accepted; a
 // rejection must be a panic with an error wrapping ErrStopped.
 func submitOrRecover(t *testing.T, p *WorkerPool, task func()) (accepted bool) {
