@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every scenario runs with every library it applies to at a tiny scale, in
+// this process: every task runs, the numbers are sane, and no goroutine
+// outlives Close.
+func TestEveryScenarioWithEveryLibrary(t *testing.T) {
+	c := &config{scale: 0.0005, spin: 10}
+	for _, s := range scenarios {
+		for _, lib := range libraries {
+			t.Run(s.id+"/"+lib.name, func(t *testing.T) {
+				ok, why := s.applies(lib)
+				if !ok {
+					assert.True(t, s.queued && !lib.queues, "only queue scenarios are skipped")
+					assert.NotEmpty(t, why)
+					return
+				}
+				base := runtime.NumGoroutine()
+				p := lib.open(s.workers())
+				n := s.size(c.scale)
+				if s.id == "g" {
+					n = 20_000 // enough queued tasks to stand out from heap noise
+				}
+				r := s.run(c, p, n)
+				p.Close()
+				assert.Equal(t, n, r.Tasks)
+				assert.Positive(t, r.Wall)
+				assert.LessOrEqual(t, awaitGoroutines(base, 10*time.Second), base, "goroutines left after Close")
+				switch s.id {
+				case "f":
+					assert.Positive(t, r.P50)
+					assert.GreaterOrEqual(t, r.P99, r.P50)
+				case "g":
+					assert.Positive(t, r.Queued, "queued tasks hold heap")
+				}
+			})
+		}
+	}
+}
+
+func TestScenarioSizeNeverZero(t *testing.T) {
+	s, err := findScenario("a")
+	require.NoError(t, err)
+	assert.Equal(t, 1_000_000, s.size(1))
+	assert.Equal(t, 10_000, s.size(0.01))
+	assert.Equal(t, 1, s.size(1e-12))
+}
+
+func TestUnknownNamesAreErrors(t *testing.T) {
+	_, err := pick("a,zz", findScenario)
+	assert.ErrorContains(t, err, `unknown scenario "zz"`)
+	_, err = pick("ours,nope", findLibrary)
+	assert.ErrorContains(t, err, `unknown pool "nope"`)
+	assert.Error(t, runChild("a", config{scale: 1}), "child spec without a pool")
+	assert.ErrorContains(t, runChild("g/ants", config{scale: 1}), "n/a")
+}
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+}
+
+// The report and the chart come out of made-up samples with the sections,
+// ratios and the n/a rows they promise.
+func TestReportAndChart(t *testing.T) {
+	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
+	sc := func(id string) scenario { s, err := findScenario(id); require.NoError(t, err); return s }
+	r := &run{
+		options: options{out: "out/RESULTS.md", chart: "out/chart.svg", reps: 2,
+			scenarios: []scenario{sc("a"), sc("g")},
+			libraries: []library{lib("ours"), lib("gammazero"), lib("conc")},
+			config:    config{scale: 1}},
+		started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
+		machine: machine{goVersion: "go1.x", cpu: "test cpu", numCPU: 2, gomaxprocs: 2},
+		samples: map[string]map[string][]result{
+			"a": {
+				"ours":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 3000}},
+				"gammazero": {{Tasks: 10, Wall: 4000}, {Tasks: 10, Wall: 4000}},
+				"conc":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 1000}},
+			},
+			"g": {
+				"ours":      {{Tasks: 10, Wall: 500, Queued: 8.4}},
+				"gammazero": {{Tasks: 10, Wall: 500, Queued: 8.4}},
+			},
+		},
+	}
+	var report bytes.Buffer
+	require.NoError(t, r.writeReport(&report))
+	md := report.String()
+	assert.Contains(t, md, "![ns per task, one panel per scenario](chart.svg)")
+	assert.Contains(t, md, "| a: ns/task vs gammazero | ≤ 0.80x | 0.50x | yes |")
+	assert.Contains(t, md, "| g: live heap bytes per queued task | ≤ 8.50 B | 8.40 B | yes |")
+	assert.Contains(t, md, "| a | 200 | 400 | 100 |", "medians")
+	assert.Contains(t, md, "| ours | queues; Submit never blocks | 200 (100–300) | 1.00x | 0.50x |")
+	assert.Contains(t, md, "| conc | "+lib("conc").note+" | n/a:")
+	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## Ratio to this library", "## Ratio to gammazero/workerpool", "### a: ", "### g: "} {
+		assert.Contains(t, md, "\n"+h)
+	}
+
+	var chart bytes.Buffer
+	require.NoError(t, r.writeChart(&chart))
+	assert.Contains(t, chart.String(), "<svg")
+	assert.Contains(t, chart.String(), "gammazero")
+}
