@@ -2,12 +2,12 @@ package main
 
 import (
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgsvg"
@@ -53,6 +53,9 @@ func (r *run) panel(s scenario) (*plot.Plot, error) {
 	p.Title.Text = fmt.Sprintf("%s: %s", s.id, s.title)
 	p.Title.TextStyle.Font.Size = vg.Points(8)
 	p.Y.Label.Text = "ns per task (median)"
+	if s.queued {
+		p.Y.Label.Text = "Submit ns per queued task (median)"
+	}
 	p.Y.Min = 0
 	labels := make([]string, len(r.libraries))
 	top := 0.0
@@ -67,15 +70,33 @@ func (r *run) panel(s scenario) (*plot.Plot, error) {
 			return nil, err
 		}
 		bar.XMin = float64(i)
-		bar.Color = plotutil.Color(i)
+		bar.Color = colorOf(lib.name)
 		bar.LineStyle.Width = 0
 		p.Add(bar)
 		top = max(top, sm.ns)
 	}
 	p.NominalX(labels...)
+	p.X.Min, p.X.Max = -0.5, float64(len(labels))-0.5 // every label, bars or not
 	p.X.Tick.Label.Rotation = math.Pi / 4
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YCenter
 	p.Y.Max = top * 1.1
 	return p, nil
+}
+
+// palette gives each library of the suite its own colour (Tableau 10).
+var palette = []color.RGBA{
+	{0x4e, 0x79, 0xa7, 0xff}, {0xf2, 0x8e, 0x2b, 0xff}, {0x59, 0xa1, 0x4f, 0xff}, {0xe1, 0x57, 0x59, 0xff},
+	{0x76, 0xb7, 0xb2, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0x9c, 0x75, 0x5f, 0xff},
+}
+
+// colorOf is name's colour: by its place in the suite, so that it is the
+// same whichever pools a run selects.
+func colorOf(name string) color.Color {
+	for i, l := range libraries {
+		if l.name == name {
+			return palette[i%len(palette)]
+		}
+	}
+	return color.Black
 }

@@ -109,7 +109,7 @@ func (r *run) writeReport(w io.Writer) error {
 	p.f("| Date | %s |\n", r.started.UTC().Format("2006-01-02 15:04 MST"))
 	p.f("| Go | %s %s |\n", m.goVersion, m.platform)
 	p.f("| CPU | %s, %d logical CPUs, GOMAXPROCS %d |\n", m.cpu, m.numCPU, m.gomaxprocs)
-	p.f("| Load average (1, 5, 15 min) | before: %s; after: %s |\n", m.loadBefore, r.loadAfter)
+	p.f("| Load average (1, 5, 15 min) | before: %s; after: %s (the suite's own runs keep up to GOMAXPROCS CPUs busy) |\n", m.loadBefore, r.loadAfter)
 	p.f("| Method | %d measured runs per scenario and pool after one warm-up, interleaved across pools, each in a fresh process; scale %g; %s in all |\n\n",
 		r.reps, r.scale, r.elapsed.Round(time.Second))
 	p.f("![ns per task, one panel per scenario](%s)\n\n", relative(r.out, r.chart))
