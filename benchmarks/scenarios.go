@@ -94,8 +94,6 @@ func sleep(_ *config, done func()) func() {
 	}
 }
 
-var spinSink uint64
-
 // spinWork burns CPU for n rounds of a xorshift generator.
 func spinWork(n int) {
 	x := uint64(88172645463325252)
@@ -104,9 +102,7 @@ func spinWork(n int) {
 		x ^= x >> 7
 		x ^= x << 17
 	}
-	if x == 0 { // never true; keeps the loop from being optimised away
-		spinSink++
-	}
+	runtime.KeepAlive(x) // a use of x: keeps the loop from being optimised away
 }
 
 // calibrateSpin returns the number of spinWork rounds that take about 1 µs.
