@@ -167,6 +167,9 @@ func (d *dispatcher) handle(req *request) {
 	}
 }
 
+// accept takes a task just received from taskQueue. It reports whether the
+// task went straight to a worker rather than into the queue; once dispatch
+// is stopping, late tasks always go into the queue.
 func (d *dispatcher) accept(task func()) (handed bool) {
 	d.p.counted.submitted.Add(1)
 	d.sawTask = true
