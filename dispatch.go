@@ -27,12 +27,12 @@ import (
 type dispatcher struct {
 	p *WorkerPool
 
-	queue   deque.Deque[func()]  // accepted tasks waiting for a worker
-	waiters deque.Deque[*waiter] // the DoWait calls whose task is in queue, in queue order
-	pushed  uint64               // tasks ever pushed to queue
-	popped  uint64               // tasks ever popped from queue
-	handed  uint64               // tasks handed to workers (published in counted.handed); equals ran.completed once all have finished
-	workers int                  // live workers
+	queue   deque.Deque[func()]       // accepted tasks waiting for a worker
+	tracked deque.Deque[trackedEntry] // the tracked tasks in queue, in queue order
+	pushed  uint64                    // tasks ever pushed to queue
+	popped  uint64                    // tasks ever popped from queue
+	handed  uint64                    // tasks handed to workers (published in counted.handed); equals ran.finished once all have come back
+	workers int                       // live workers
 
 	// idle retires workers: armed while workers exist, it fires once per
 	// idle timeout (sending an idleTick request), and sawTask says whether
@@ -47,6 +47,12 @@ type dispatcher struct {
 
 	pauses   []*pauseRequest
 	watching bool // watchIdle is set: waiting for the active pause's barrier
+}
+
+// A trackedEntry is a tracked task in the queue and its place there.
+type trackedEntry struct {
+	position uint64 // the task's place in the push sequence
+	task     tracked
 }
 
 // A pauseRequest is one Pause call.
@@ -80,6 +86,7 @@ func (d *dispatcher) run() {
 // dispatch mostly avoids a select over several channels. It returns false
 // once dispatch has taken Stop's empty message.
 func (d *dispatcher) step() bool {
+	d.skipCanceledFront()
 	handed := d.canDispatchQueued() && d.offer(d.queue.Front())
 	if handed {
 		d.pop()
@@ -112,8 +119,7 @@ func (d *dispatcher) await() bool {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case d.p.workerQueue <- d.queue.Front():
-		d.handedOne()
-		d.pop()
+		d.handedFront()
 	}
 	return true
 }
@@ -134,8 +140,7 @@ func (d *dispatcher) awaitPaused() bool {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case toWorker <- front:
-		d.handedOne()
-		d.pop()
+		d.handedFront()
 	case <-d.workerFinished():
 	case <-d.activePauseEnd():
 	}
@@ -158,8 +163,8 @@ func (d *dispatcher) receive(m message) bool {
 
 func (d *dispatcher) handle(req *request) {
 	switch {
-	case req.wait != nil:
-		d.acceptWaiter(req.wait)
+	case req.tracked != nil:
+		d.acceptTracked(req.tracked)
 	case req.pause != nil:
 		d.addPause(req.pause)
 	case req.idleTick:
@@ -180,12 +185,18 @@ func (d *dispatcher) accept(task func()) (handed bool) {
 	return false
 }
 
-// acceptWaiter takes a DoWait call. If its task is queued, dispatch keeps w
-// until the task leaves the queue, to answer it if Stop drops the task.
-func (d *dispatcher) acceptWaiter(w *waiter) {
-	if !d.accept(w.run) {
-		w.position = d.pushed - 1
-		d.waiters.PushBack(w)
+// acceptTracked takes a DoWait call or a Task. One already canceled is
+// counted and skipped. If its task is queued, dispatch keeps t until the
+// task leaves the queue, to skip it if it is canceled meanwhile and to
+// answer it if stop drops it.
+func (d *dispatcher) acceptTracked(t tracked) {
+	if t.skip() {
+		d.p.counted.submitted.Add(1)
+		d.p.counted.canceled.Add(1)
+		return
+	}
+	if !d.accept(t.runner()) {
+		d.tracked.PushBack(trackedEntry{position: d.pushed - 1, task: t})
 	}
 }
 
@@ -221,6 +232,12 @@ func (d *dispatcher) handedOne() {
 	d.p.counted.handed.Store(d.handed)
 }
 
+// handedFront records that a worker took the queue's front task.
+func (d *dispatcher) handedFront() {
+	d.handedOne()
+	d.pop()
+}
+
 func (d *dispatcher) push(task func()) {
 	d.queue.PushBack(task)
 	d.pushed++
@@ -229,11 +246,26 @@ func (d *dispatcher) push(task func()) {
 
 func (d *dispatcher) pop() {
 	d.queue.PopFront()
-	if d.waiters.Len() > 0 && d.waiters.Front().position == d.popped {
-		d.waiters.PopFront() // its task is on a worker now
+	if d.frontIsTracked() {
+		d.tracked.PopFront() // its task is on a worker, or skipped, now
 	}
 	d.popped++
 	d.p.waiting.Store(int64(d.queue.Len()))
+}
+
+// frontIsTracked reports whether the queue's front task is a tracked one.
+func (d *dispatcher) frontIsTracked() bool {
+	return d.tracked.Len() > 0 && d.tracked.Front().position == d.popped
+}
+
+// skipCanceledFront drops the canceled tracked tasks at the front of the
+// queue, so that they never take a worker. A task canceled further back is
+// dropped when it reaches the front; its caller has been answered already.
+func (d *dispatcher) skipCanceledFront() {
+	for d.frontIsTracked() && d.tracked.Front().task.skip() {
+		d.pop()
+		d.p.counted.canceled.Add(1)
+	}
 }
 
 // canDispatchQueued reports whether the queue's front task may go to a
@@ -344,10 +376,10 @@ func (d *dispatcher) barrierReached(req *pauseRequest) bool {
 	if d.popped < req.barrier {
 		return false
 	}
-	// Set watchIdle before loading completed, and workers add to completed
+	// Set watchIdle before loading finished, and workers add to finished
 	// before loading watchIdle: one of the two always sees the other.
 	d.setWatching(true)
-	if d.p.ran.completed.Load() != d.handed {
+	if d.p.ran.finished.Load() != d.handed {
 		return false
 	}
 	d.setWatching(false)
@@ -381,8 +413,6 @@ func (d *dispatcher) stop() {
 	close(d.p.stopped)
 }
 
-// drain hands every queued task to a worker, unless Stop asks to abandon
-// them first.
 // admitStragglers accepts the tasks and requests of the sends that began
 // before stopping was closed. Every send counts itself in p.sending before
 // it checks stopping, so once sending reads zero no send is in flight and
@@ -399,8 +429,10 @@ func (d *dispatcher) admitStragglers() {
 	}
 }
 
+// drain hands every queued task to a worker, unless Stop asks to abandon
+// them first (Stop, or a Shutdown that gives up waiting).
 func (d *dispatcher) drain() {
-	for d.queue.Len() > 0 {
+	for d.skipCanceledFront(); d.queue.Len() > 0; d.skipCanceledFront() {
 		front := d.queue.Front()
 		if d.offer(front) {
 			d.pop()
@@ -408,8 +440,7 @@ func (d *dispatcher) drain() {
 		}
 		select {
 		case d.p.workerQueue <- front:
-			d.handedOne()
-			d.pop()
+			d.handedFront()
 		case <-d.p.abandon:
 			return
 		}
@@ -417,14 +448,19 @@ func (d *dispatcher) drain() {
 }
 
 // abandonQueue drops the queued tasks, releasing their closures at once,
-// and answers the DoWait calls waiting for them.
+// and answers the callers of the tracked ones. A tracked task that was
+// canceled before it was dropped counts as canceled.
 func (d *dispatcher) abandonQueue() {
-	d.p.counted.abandoned.Add(uint64(d.queue.Len()))
+	abandoned := uint64(d.queue.Len())
 	d.queue = deque.Deque[func()]{}
 	d.p.waiting.Store(0)
-	for w := range d.waiters.IterPopFront() {
-		w.drop()
+	for e := range d.tracked.IterPopFront() {
+		if e.task.abandon() {
+			abandoned--
+			d.p.counted.canceled.Add(1)
+		}
 	}
+	d.p.counted.abandoned.Add(abandoned)
 }
 
 // retireAll sends one nil per worker. Each send completes when a worker,

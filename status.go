@@ -39,7 +39,7 @@ func (s State) String() string {
 // example a task that SubmitWait has just seen finish may not be counted in
 // Completed yet. Once the pool is stopped the snapshot is exact and
 //
-//	Submitted == Completed + Abandoned
+//	Submitted == Completed + Abandoned + Canceled
 //
 // with Workers, Busy and Waiting all zero.
 type Status struct {
@@ -51,8 +51,9 @@ type Status struct {
 
 	Submitted uint64 // tasks accepted since New
 	Completed uint64 // tasks that returned, panicked or called runtime.Goexit
-	Panicked  uint64 // tasks whose panic the panic handler took (also counted in Completed)
-	Abandoned uint64 // accepted tasks that Stop dropped before they started
+	Panicked  uint64 // tasks whose panic was recovered, by the panic handler or as a Task's *PanicError (also counted in Completed)
+	Abandoned uint64 // accepted tasks that Stop or Shutdown dropped before they started
+	Canceled  uint64 // Tasks and Group tasks skipped because their context was done before they started
 }
 
 // Size returns the maximum number of workers, as given to New (at least 1).
@@ -80,11 +81,13 @@ func (p *WorkerPool) Stopped() bool {
 // blocks, and is safe to call at any time, including during Pause, StopWait
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
-	// Completed is read before handed: both only grow. Dispatch publishes
+	// finished is read before handed: both only grow. Dispatch publishes
 	// handed just after the hand-off, so a fast task can be counted
-	// completed first; busy is clamped to [0, workers].
-	completed := p.ran.completed.Load()
-	busy := int64(p.counted.handed.Load() - completed)
+	// finished first; busy is clamped to [0, workers]. A task a worker is
+	// skipping at this moment may be missing from Completed or Canceled.
+	finished := p.ran.finished.Load()
+	skipped := p.ran.skipped.Load()
+	busy := int64(p.counted.handed.Load() - finished)
 	workers := int(p.workers.Load())
 	return Status{
 		State:      p.state(),
@@ -93,9 +96,10 @@ func (p *WorkerPool) Status() Status {
 		Busy:       int(min(max(busy, 0), int64(workers))),
 		Waiting:    p.WaitingQueueSize(),
 		Submitted:  p.counted.submitted.Load(),
-		Completed:  completed,
+		Completed:  finished - min(skipped, finished),
 		Panicked:   p.ran.panicked.Load(),
 		Abandoned:  p.counted.abandoned.Load(),
+		Canceled:   skipped + p.counted.canceled.Load(),
 	}
 }
 

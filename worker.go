@@ -33,7 +33,7 @@ func (p *WorkerPool) run(task func()) {
 }
 
 func (p *WorkerPool) finished() {
-	p.ran.completed.Add(1)
+	p.ran.finished.Add(1)
 	if p.watchIdle.Load() {
 		select {
 		case p.workerIdle <- struct{}{}:
@@ -53,20 +53,20 @@ func (p *WorkerPool) recoverPanic() {
 }
 
 // A waiter carries one DoWait call. DoWait sends its request to dispatch
-// on taskQueue; dispatch queues w.run like any task and also keeps w, so that
-// it can answer w itself if Stop drops the task. Exactly one party sends on
-// done: the worker after running the task, or dispatch after dropping it.
+// on taskQueue; dispatch queues w.run like any task and also keeps w (it is
+// tracked), so that it can answer w itself if Stop drops the task. Exactly
+// one party sends on done: the worker after running the task, or dispatch
+// after dropping it.
 // Each pool reuses its waiters through WorkerPool.waiters, so DoWait does not
 // allocate; the cache is per pool, not global, because a waiter's channel
 // belongs to the synctest bubble (if any) that made it.
 type waiter struct {
-	pool     *WorkerPool
-	task     func()
-	run      func()        // w.execute, bound once
-	request  request       // {wait: w}, set once
-	position uint64        // dispatch only: w.run's place in the push sequence
-	err      error         // written before done is sent: nil, or ErrStopped if dropped
-	done     chan struct{} // buffered (1)
+	pool    *WorkerPool
+	task    func()
+	run     func()        // w.execute, bound once
+	request request       // {tracked: w}, set once
+	err     error         // written before done is sent: nil, or ErrStopped if dropped
+	done    chan struct{} // buffered (1)
 }
 
 func (p *WorkerPool) newWaiter(task func()) *waiter {
@@ -74,7 +74,7 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
 		w.run = w.execute
-		w.request.wait = w
+		w.request.tracked = w
 	}
 	w.pool, w.task, w.err = p, task, nil
 	return w
@@ -91,10 +91,16 @@ func (w *waiter) execute() {
 	w.task()
 }
 
-// drop answers the DoWait call of a task that Stop abandoned.
-func (w *waiter) drop() {
+func (w *waiter) runner() func() { return w.run }
+
+// skip is always false: a DoWait task cannot be canceled.
+func (w *waiter) skip() bool { return false }
+
+// abandon answers the DoWait call of a task that Stop dropped.
+func (w *waiter) abandon() (canceled bool) {
 	w.err = ErrStopped
 	w.done <- struct{}{}
+	return false
 }
 
 // wait blocks until the task has finished or was dropped, then returns w to

@@ -53,10 +53,12 @@ type WorkerPool struct {
 	stopOnce    sync.Once
 	abandonOnce sync.Once
 	stopping    chan struct{} // closed by the first Stop or StopWait: submits, DoWait and Pause calls are rejected from then on
-	abandon     chan struct{} // closed by the first Stop: dispatch drops queued tasks, even during a StopWait
+	abandon     chan struct{} // closed by the first Stop, or a Shutdown that gives up: dispatch drops queued tasks, even during a StopWait
 	stopped     chan struct{} // closed by dispatch once the last worker took its nil; no pool code runs after it but returns
 
-	waiters sync.Pool // idle *waiter values for DoWait
+	waiters  sync.Pool // idle *waiter values for DoWait
+	taskRuns sync.Pool // idle *taskRun values for Go, Call and Group.Go
+	live     liveTasks // the contexts of running Tasks, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
 	// own cache lines so that a write by one side does not evict what the
@@ -93,22 +95,41 @@ type message struct {
 // A request asks dispatch for something other than queueing a plain task;
 // exactly one field is set.
 type request struct {
-	wait     *waiter       // a DoWait call
+	tracked  tracked       // a DoWait call or a Task
 	pause    *pauseRequest // a Pause call
 	idleTick bool          // the idle timer fired
+}
+
+// A tracked task is one whose caller waits for its outcome: a DoWait call
+// or a Task. Dispatch keeps it while its func is in the queue, so that it
+// can skip it once it is canceled and answer its caller if the task is
+// abandoned.
+type tracked interface {
+	// runner is the func that dispatch queues and a worker runs.
+	runner() func()
+	// skip reports whether the task must not start because it was canceled
+	// while it waited; the caller has then been answered. Dispatch calls it
+	// before the task leaves the queue. It never blocks.
+	skip() bool
+	// abandon answers the caller of a task that stop dropped from the
+	// queue. It reports true if the task counts as canceled rather than
+	// abandoned: it was canceled before it was dropped. It never blocks.
+	abandon() (canceled bool)
 }
 
 // dispatchCounters are the totals behind Status that dispatch writes.
 type dispatchCounters struct {
 	submitted atomic.Uint64 // tasks accepted
 	handed    atomic.Uint64 // tasks handed to workers
-	abandoned atomic.Uint64 // tasks Stop dropped from the queue
+	abandoned atomic.Uint64 // tasks stop dropped from the queue
+	canceled  atomic.Uint64 // tasks dispatch skipped because they were canceled
 }
 
 // workerCounters are the totals behind Status that workers write.
 type workerCounters struct {
-	completed atomic.Uint64 // tasks that returned or panicked
-	panicked  atomic.Uint64
+	finished atomic.Uint64 // tasks that came back from a worker: ran, or were skipped there
+	skipped  atomic.Uint64 // of finished, the canceled ones a worker skipped without running
+	panicked atomic.Uint64
 }
 
 // New creates a pool that runs tasks on at most maxWorkers goroutines and
@@ -282,12 +303,52 @@ func (p *WorkerPool) StopWait() {
 	p.stop()
 }
 
-// stop rejects new submits, tells dispatch to stop (it always receives
-// taskQueue while running, so the nil arrives promptly) and waits for it.
+// Shutdown stops the pool like StopWait, but only as long as ctx allows:
+// new tasks are rejected, and queued tasks keep running until ctx is done.
+// Then Shutdown gives up waiting: the rest of the queue is abandoned, as
+// Stop does, and the contexts of running Tasks, Futures and Group tasks are
+// canceled (with a cause wrapping ErrStopped). Shutdown returns once every
+// pool goroutine has exited: nil if every accepted task ran, and ctx's
+// error if Shutdown gave up. Plain tasks from Submit and SubmitWait cannot
+// be canceled, so Shutdown waits for the running ones to return even after
+// ctx is done, as http.Server.Shutdown waits for its handlers.
+//
+// With a ctx that is never done Shutdown is StopWait; with one that is done
+// already it abandons the queue and cancels running tasks at once. Shutdown
+// is safe to call concurrently with Stop, StopWait, itself and every other
+// method; a Stop during a Shutdown abandons the queue at once, without
+// canceling running tasks. Calling Shutdown from inside a task deadlocks.
+// Shutdown panics if ctx is nil.
+func (p *WorkerPool) Shutdown(ctx context.Context) error {
+	if ctx == nil {
+		panic("workerpool: Shutdown called with a nil context")
+	}
+	p.beginStop()
+	select {
+	case <-p.stopped:
+		return nil
+	case <-ctx.Done():
+	}
+	if isClosed(p.stopped) { // both were ready
+		return nil
+	}
+	p.abandonOnce.Do(func() { close(p.abandon) })
+	p.live.cutAll()
+	<-p.stopped
+	return ctx.Err()
+}
+
+// stop stops the pool and waits until every pool goroutine has exited.
 func (p *WorkerPool) stop() {
+	p.beginStop()
+	<-p.stopped
+}
+
+// beginStop rejects new submits and tells dispatch to stop, once. It
+// always receives taskQueue while running, so the message arrives promptly.
+func (p *WorkerPool) beginStop() {
 	p.stopOnce.Do(func() {
 		close(p.stopping)
 		p.taskQueue <- message{}
 	})
-	<-p.stopped
 }

@@ -109,7 +109,7 @@ func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	assert.Equal(t, 0, s.Busy, "busy")
 	assert.Equal(t, 0, s.Waiting, "waiting")
 	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
-	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned, "submitted == completed + abandoned")
+	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled, "submitted == completed + abandoned + canceled")
 	assert.True(t, p.Stopped(), "Stopped")
 	return s
 }
@@ -1292,7 +1292,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		assert.LessOrEqual(r.t, s.Busy, s.Workers, "busy <= workers")
 		assert.LessOrEqual(r.t, s.Workers, r.size, "workers <= size")
 		assert.GreaterOrEqual(r.t, s.Waiting, 0, "waiting >= 0")
-		assert.GreaterOrEqual(r.t, s.Submitted, s.Completed+s.Abandoned, "submitted >= completed + abandoned")
+		assert.GreaterOrEqual(r.t, s.Submitted, s.Completed+s.Abandoned+s.Canceled, "submitted >= completed + abandoned + canceled")
 	case 6: // let fake time pass
 		time.Sleep(time.Duration(arg) * 100 * time.Millisecond)
 	case 7: // a task that panics or calls runtime.Goexit

@@ -1,0 +1,166 @@
+package workerpool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// errShutdownCut is the cause of the context cancellation a Shutdown that
+// gives up waiting sends to running tasks.
+var errShutdownCut = fmt.Errorf("%w: Shutdown gave up waiting", ErrStopped)
+
+// taskContext is the context a Task's fn receives: the caller's ctx, also
+// canceled by Task.Cancel, by a Shutdown that gives up waiting, and once fn
+// has returned (or will never run).
+//
+// Behind it is an ordinary cancelable context, made from the caller's ctx
+// by context.WithCancelCause when fn first needs it: when fn calls Done, or
+// Err or Value after a cancellation. So a fn that never looks at its
+// context costs no allocation for it, and contexts that fn derives from it
+// are ordinary children of a standard context: context.WithCancel(ctx)
+// inside fn starts no goroutine.
+type taskContext struct {
+	parent context.Context // the caller's ctx; set before the Task is submitted
+	pool   *WorkerPool
+
+	mu          sync.Mutex              // guards the fields below
+	inner       context.Context         // nil until fn needs it
+	cancelInner context.CancelCauseFunc // cancels inner
+	cause       error                   // why the task was canceled before inner was made
+	live        bool                    // inner is in pool.live
+}
+
+// Deadline returns the caller's ctx's deadline.
+func (c *taskContext) Deadline() (time.Time, bool) { return c.parent.Deadline() }
+
+// Done returns the channel the inner context closes when it is canceled.
+func (c *taskContext) Done() <-chan struct{} { return c.get(true).Done() }
+
+// Err returns nil until the task is canceled in any way, and then the
+// inner context's error, which never changes after.
+func (c *taskContext) Err() error {
+	if ctx := c.get(false); ctx != nil {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Value returns the caller's ctx's value for key (once the inner context
+// exists, through it, so that the context package finds it).
+func (c *taskContext) Value(key any) any {
+	if ctx := c.get(false); ctx != nil {
+		return ctx.Value(key)
+	}
+	return c.parent.Value(key)
+}
+
+// String names the context for debugging, as the context package does.
+func (c *taskContext) String() string {
+	return fmt.Sprintf("%v.WithWorkerpoolTask", c.parent)
+}
+
+// get returns the inner context, making it first if needed: always when
+// need is set, and otherwise once something canceled the task. It returns
+// nil while there is no inner context and nothing canceled the task.
+func (c *taskContext) get(need bool) context.Context {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.inner == nil {
+		if !need && c.cause == nil && !c.pool.live.isCut() && c.parent.Err() == nil {
+			return nil
+		}
+		c.makeInner()
+	}
+	return c.inner
+}
+
+// makeInner makes the inner context, canceled at once if the task was
+// canceled before, and otherwise registered in pool.live, so that a
+// Shutdown that gives up can cancel it. c.mu is held.
+func (c *taskContext) makeInner() {
+	c.inner, c.cancelInner = context.WithCancelCause(c.parent)
+	switch {
+	case c.cause != nil:
+		c.cancelInner(c.cause)
+	case c.pool.live.add(c):
+		c.live = true
+	default: // the pool was cut
+		c.cancelInner(errShutdownCut)
+	}
+}
+
+// cancel cancels the context with cause, unless it is canceled already.
+func (c *taskContext) cancel(cause error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelLocked(cause)
+}
+
+func (c *taskContext) cancelLocked(cause error) {
+	switch {
+	case c.inner != nil:
+		c.cancelInner(cause)
+	case c.cause == nil:
+		c.cause = cause
+	}
+}
+
+// release runs once the task settled: it cancels the context, which frees
+// the inner one from the caller's ctx, and takes it out of pool.live.
+func (c *taskContext) release() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cancelLocked(context.Canceled)
+	if c.live {
+		c.pool.live.remove(c)
+		c.live = false
+	}
+}
+
+// liveTasks holds the inner contexts of the tasks that are running, for a
+// Shutdown that gives up waiting: it cancels them all at once (cut). A task
+// that has not made its inner context yet finds the pool cut when it does.
+// Lock order: a taskContext's mu, then liveTasks.mu.
+type liveTasks struct {
+	mu   sync.Mutex
+	cut  atomic.Bool               // set once, under mu, by cutAll
+	ctxs map[*taskContext]struct{} // guarded by mu
+}
+
+func (l *liveTasks) isCut() bool { return l.cut.Load() }
+
+// add registers c, or reports false if the pool was cut.
+func (l *liveTasks) add(c *taskContext) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut.Load() {
+		return false
+	}
+	if l.ctxs == nil {
+		l.ctxs = make(map[*taskContext]struct{})
+	}
+	l.ctxs[c] = struct{}{}
+	return true
+}
+
+func (l *liveTasks) remove(c *taskContext) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.ctxs, c)
+}
+
+// cutAll cancels every registered context and makes later ones start
+// canceled. It takes no taskContext lock while it holds l.mu.
+func (l *liveTasks) cutAll() {
+	l.mu.Lock()
+	l.cut.Store(true)
+	ctxs := l.ctxs
+	l.ctxs = nil
+	l.mu.Unlock()
+	for c := range ctxs {
+		c.cancel(errShutdownCut)
+	}
+}

@@ -1,0 +1,323 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+)
+
+// ErrGoexit is the error a Task or Group reports for a fn that called
+// runtime.Goexit (as t.FailNow does) instead of returning.
+var ErrGoexit = errors.New("workerpool: task called runtime.Goexit")
+
+// A PanicError is the error a Task or Group reports for a fn that panicked.
+// Handles always recover their fn's panics: the caller gets the panic as
+// this error, and the pool's panic handler is not called.
+type PanicError struct {
+	Value any    // what fn panicked with
+	Stack []byte // the panicking goroutine's stack, taken before it unwound: it shows fn's frames
+}
+
+// Error returns "workerpool: task panicked: " and the panic value.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("workerpool: task panicked: %v", e.Value)
+}
+
+// Unwrap returns the panic value if it is an error, and nil otherwise, so
+// that errors.Is and errors.As see through a panic(err).
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// A Task is the handle of one fn queued by [WorkerPool.Go]: wait for its
+// error, watch for its end, or cancel it. Its methods are safe for
+// concurrent use and may be called any number of times.
+type Task struct {
+	pool  *WorkerPool
+	body  taskBody    // what runs; nil once t settled
+	ctx   taskContext // what fn receives
+	group *Group      // the group t belongs to, or nil
+
+	// state moves once, from taskQueued: to taskStarted by the worker that
+	// takes t, or to taskCanceled by whoever settles t before it starts
+	// (Cancel, the caller's ctx, dispatch, a rejected submit).
+	state atomic.Uint32
+	ran   bool          // fn was called; written by the worker before it calls fn
+	err   error         // t's outcome; written once, before done is closed
+	done  chan struct{} // closed by settle; nil for group tasks, whose group is told instead
+
+	watchOnce sync.Once                   // Done starts watching the caller's ctx once
+	unwatch   atomic.Pointer[func() bool] // stops that watch; set by Done's first call
+}
+
+const (
+	taskQueued uint32 = iota
+	taskStarted
+	taskCanceled
+)
+
+// A taskBody is what a Task runs: fn for Go and Group.Go, a Future for Call.
+type taskBody interface {
+	call(ctx context.Context) error
+}
+
+// funcBody is the body of Go and Group.Go.
+type funcBody func(ctx context.Context) error
+
+func (f funcBody) call(ctx context.Context) error { return f(ctx) }
+
+// Go queues fn to run on a worker, like Submit, and returns its handle. It
+// never blocks. fn receives a context that is canceled when ctx is, when
+// the handle's Cancel is called, when a Shutdown gives up waiting, and once
+// fn has returned.
+//
+// If ctx is done before fn starts (a deadline covers the time in the queue
+// as well as the run), or Cancel is called first, fn never runs: the task is
+// skipped without taking a worker and counted in Status.Canceled. A panic in
+// fn is recovered and reported as a *PanicError; the pool's panic handler is
+// not called. On a stopped pool fn never runs and Wait reports ErrStopped.
+//
+// Go panics if ctx or fn is nil. Safe for concurrent use.
+func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error) *Task {
+	mustHave(ctx, fn != nil, "Go")
+	t := &Task{done: make(chan struct{})}
+	t.init(p, ctx, funcBody(fn))
+	p.submitTask(t)
+	return t
+}
+
+// mustHave panics, naming the method, if ctx is nil or there is no fn.
+func mustHave(ctx context.Context, haveFn bool, method string) {
+	switch {
+	case ctx == nil:
+		panic("workerpool: " + method + " called with a nil context")
+	case !haveFn:
+		panic("workerpool: " + method + " called with a nil func")
+	}
+}
+
+func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
+	t.pool, t.body = p, body
+	t.ctx.parent, t.ctx.pool = ctx, p
+}
+
+// submitTask sends t to dispatch, or settles it with ErrStopped if the pool
+// is stopping.
+func (p *WorkerPool) submitTask(t *Task) {
+	r := p.newTaskRun(t)
+	if send(p, message{req: &r.request}) != nil {
+		r.release()
+		t.cancelQueued(ErrStopped)
+	}
+}
+
+// Wait blocks until fn has returned, or until it is certain that fn will
+// never run, and returns:
+//   - fn's error, once fn returned;
+//   - a *PanicError if fn panicked, ErrGoexit if it called runtime.Goexit;
+//   - ctx's error if ctx was done before fn started, context.Canceled if
+//     Cancel was called before fn started; Wait returns as soon as that
+//     happens, even while the task is still queued;
+//   - ErrStopped if the pool was stopped before fn started: Go was called
+//     on a stopped pool, or Stop or Shutdown abandoned the task.
+//
+// Every Wait returns once the pool has stopped.
+func (t *Task) Wait() error {
+	callerDone := t.ctx.parent.Done()
+	if callerDone == nil { // ctx can never be canceled
+		<-t.done
+		return t.err
+	}
+	select {
+	case <-t.done:
+	case <-callerDone:
+		t.cancelQueued(t.ctx.parent.Err())
+		<-t.done
+	}
+	return t.err
+}
+
+// Done returns a channel that is closed when Wait would return. It never
+// blocks. The first call with a cancelable ctx makes the task watch ctx
+// while it is queued, so that the channel closes as soon as ctx is done.
+func (t *Task) Done() <-chan struct{} {
+	t.watchOnce.Do(t.watchCaller)
+	return t.done
+}
+
+// Cancel skips fn if it has not started yet: Wait then returns
+// context.Canceled at once, and the queued task never takes a worker. If fn
+// is running, Cancel cancels its context and Wait returns what fn returns.
+// Once fn has finished, Cancel does nothing. It never blocks.
+func (t *Task) Cancel() {
+	if !t.cancelQueued(context.Canceled) {
+		t.ctx.cancel(context.Canceled)
+	}
+}
+
+// cancelQueued settles t with err if fn has not started, and reports
+// whether it did.
+func (t *Task) cancelQueued(err error) bool {
+	if !t.state.CompareAndSwap(taskQueued, taskCanceled) {
+		return false
+	}
+	t.settle(err)
+	return true
+}
+
+// cancelIfCallerDone settles t with its caller's ctx error if that ctx is
+// done and fn has not started.
+func (t *Task) cancelIfCallerDone() {
+	if err := t.ctx.parent.Err(); err != nil {
+		t.cancelQueued(err)
+	}
+}
+
+// watchCaller makes the caller's ctx settle t while it is queued. Wait
+// watches ctx itself; Done needs this, as a channel cannot watch.
+func (t *Task) watchCaller() {
+	if t.ctx.parent.Done() == nil {
+		return
+	}
+	stop := context.AfterFunc(t.ctx.parent, t.cancelIfCallerDone)
+	t.unwatch.Store(&stop)
+	if isClosed(t.done) { // settle ran before the Store, so it missed it
+		stop()
+	}
+}
+
+// settle records t's outcome, releases fn and its context, and tells
+// whoever waits: Wait and Done callers, or t's group. Exactly one party
+// calls it: the one that moved t out of taskQueued.
+func (t *Task) settle(err error) {
+	t.err = err
+	t.body = nil
+	t.ctx.release()
+	if t.done != nil {
+		close(t.done)
+		if stop := t.unwatch.Load(); stop != nil {
+			(*stop)()
+		}
+	}
+	if t.group != nil {
+		t.group.settled(t.ran, err)
+	}
+}
+
+// run runs on a worker. A task canceled after dispatch handed it out, or
+// whose context or group is done by now, is skipped.
+func (t *Task) run() {
+	if !t.state.CompareAndSwap(taskQueued, taskStarted) {
+		t.pool.ran.skipped.Add(1)
+		return
+	}
+	if err := t.startErr(); err != nil {
+		t.pool.ran.skipped.Add(1)
+		t.settle(err)
+		return
+	}
+	t.call()
+}
+
+// startErr says why t must not start after all, or nil. For a group task it
+// also counts t as running in its group.
+func (t *Task) startErr() error {
+	if err := t.ctx.Err(); err != nil {
+		return err
+	}
+	if t.group != nil {
+		if err := t.group.start(); err != nil {
+			return err
+		}
+	}
+	t.ran = true
+	return nil
+}
+
+// call runs fn and settles t with its outcome, which is ErrGoexit unless fn
+// returns or panics. The deferred func runs on return, panic and Goexit.
+func (t *Task) call() {
+	err := ErrGoexit
+	defer func() {
+		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
+			err = &PanicError{Value: r, Stack: debug.Stack()}
+			t.pool.ran.panicked.Add(1)
+		}
+		t.settle(err)
+	}()
+	err = t.body.call(&t.ctx)
+}
+
+// skipQueued is dispatch's check on a queued task: it settles t if its
+// caller's ctx is done, and reports whether t is canceled.
+func (t *Task) skipQueued() bool {
+	t.cancelIfCallerDone()
+	return t.state.Load() == taskCanceled
+}
+
+// abandon settles a queued t that stop dropped, with ErrStopped. A task
+// whose caller's ctx was done first, or that was already canceled, counts
+// as canceled instead.
+func (t *Task) abandon() (canceled bool) {
+	if t.skipQueued() {
+		return true
+	}
+	return !t.cancelQueued(ErrStopped)
+}
+
+// A taskRun carries a Task through the pool: it is the tracked value that
+// dispatch keeps and its run func is what a worker calls. Each pool reuses
+// its taskRuns through WorkerPool.taskRuns, so that Go allocates only the
+// Task and its channel. A taskRun goes back to the cache as soon as the
+// pool is done with it: when a worker starts it, or dispatch skips or
+// abandons it.
+type taskRun struct {
+	task    *Task
+	run     func()  // r.execute, bound once
+	request request // {tracked: r}, set once
+}
+
+func (p *WorkerPool) newTaskRun(t *Task) *taskRun {
+	r, _ := p.taskRuns.Get().(*taskRun)
+	if r == nil {
+		r = new(taskRun)
+		r.run = r.execute
+		r.request.tracked = r
+	}
+	r.task = t
+	return r
+}
+
+func (r *taskRun) release() {
+	p := r.task.pool
+	r.task = nil
+	p.taskRuns.Put(r)
+}
+
+func (r *taskRun) runner() func() { return r.run }
+
+// execute runs on a worker.
+func (r *taskRun) execute() {
+	t := r.task
+	r.release()
+	t.run()
+}
+
+func (r *taskRun) skip() bool {
+	t := r.task
+	if !t.skipQueued() {
+		return false
+	}
+	r.release()
+	return true
+}
+
+func (r *taskRun) abandon() (canceled bool) {
+	t := r.task
+	r.release()
+	return t.abandon()
+}

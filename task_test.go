@@ -1,0 +1,770 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests for Go, Call, Group and Shutdown. Helpers live in workerpool_test.go.
+
+var errTask = errors.New("task failed")
+
+// blockOneWorker fills a one-worker pool with a task that holds the worker
+// until the returned gate opens.
+func blockOneWorker(t *testing.T, p *WorkerPool) gate {
+	t.Helper()
+	g := newGate()
+	p.Submit(g.task())
+	synctest.Wait()
+	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
+	return g
+}
+
+// isDone reports, without blocking, whether a handle's Done channel is closed.
+func isDone(c <-chan struct{}) bool { return isClosed(c) }
+
+// --- Task: outcomes ---
+
+func TestGoReturnsFnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		ok := p.Go(t.Context(), func(context.Context) error { return nil })
+		failed := p.Go(t.Context(), func(context.Context) error { return errTask })
+		assert.NoError(t, ok.Wait(), "Wait of a task that returned nil")
+		assert.Same(t, errTask, failed.Wait(), "Wait of a task that failed")
+		assert.Same(t, errTask, failed.Wait(), "a second Wait")
+		assert.True(t, isDone(failed.Done()), "Done closed after Wait")
+	})
+}
+
+func TestTaskEffectsHappenBeforeWaitReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		n := 0
+		require.NoError(t, p.Go(t.Context(), func(context.Context) error { n = 42; return nil }).Wait())
+		assert.Equal(t, 42, n, "write made by fn") // -race checks the happens-before
+	})
+}
+
+type ctxKey struct{}
+
+func TestTaskContextCarriesCallerValuesAndDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ctx, cancel := context.WithTimeout(context.WithValue(t.Context(), ctxKey{}, "v"), time.Minute)
+		defer cancel()
+		want, _ := ctx.Deadline()
+		err := p.Go(ctx, func(ctx context.Context) error {
+			assert.Equal(t, "v", ctx.Value(ctxKey{}), "value")
+			deadline, ok := ctx.Deadline()
+			assert.True(t, ok, "has a deadline")
+			assert.Equal(t, want, deadline, "deadline")
+			assert.NoError(t, ctx.Err(), "Err of a live task")
+			assert.False(t, isClosed(ctx.Done()), "Done of a live task")
+			return nil
+		}).Wait()
+		assert.NoError(t, err)
+	})
+}
+
+func panickingFn(context.Context) error { panic("boom") }
+
+func TestPanicInTaskIsPanicErrorWithTheTaskFrame(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var handled atomic.Int64
+		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
+		err := p.Go(t.Context(), panickingFn).Wait()
+		var pe *PanicError
+		require.ErrorAs(t, err, &pe, "Wait's error")
+		assert.Equal(t, "boom", pe.Value, "panic value")
+		assert.Contains(t, string(pe.Stack), "workerpool.panickingFn", "stack shows the task's frame")
+		assert.Equal(t, "workerpool: task panicked: boom", pe.Error(), "message")
+		assert.Nil(t, pe.Unwrap(), "Unwrap of a non-error value")
+		require.NoError(t, p.Go(t.Context(), func(context.Context) error { return nil }).Wait(), "the worker goes on")
+		p.StopWait()
+		assert.Zero(t, handled.Load(), "the pool's panic handler is not called for handles")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Panicked, "panicked")
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+	})
+}
+
+func TestPanicWithErrorUnwrapsToIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1) // no handler: handles recover anyway
+		defer p.Stop()
+		err := p.Go(t.Context(), func(context.Context) error { panic(errTask) }).Wait()
+		assert.ErrorIs(t, err, errTask, "errors.Is through the PanicError")
+	})
+}
+
+func TestGoexitInTaskIsErrGoexitAndKeepsTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		err := p.Go(t.Context(), func(context.Context) error { runtime.Goexit(); return nil }).Wait()
+		assert.Same(t, ErrGoexit, err, "Wait after Goexit")
+		assert.NoError(t, p.Go(t.Context(), func(context.Context) error { return nil }).Wait(), "next task runs")
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Workers, "workers after Goexit")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+	})
+}
+
+// --- Task: cancellation ---
+
+func TestCancelOnQueuedTaskSkipsItWithoutAWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		var ran atomic.Bool
+		task := p.Go(t.Context(), func(context.Context) error { ran.Store(true); return nil })
+		synctest.Wait()
+		require.Equal(t, 1, p.WaitingQueueSize(), "queued")
+		task.Cancel()
+		assert.Same(t, context.Canceled, task.Wait(), "Wait returns at once, the worker still busy")
+		assert.True(t, isDone(task.Done()), "Done")
+		task.Cancel() // a second Cancel does nothing
+		blocker.open()
+		p.StopWait()
+		assert.False(t, ran.Load(), "fn ran")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+		assert.Equal(t, uint64(1), s.Completed, "completed: the blocker only")
+		assert.Equal(t, uint64(1), p.counted.handed.Load(), "tasks handed to a worker: the blocker only")
+	})
+}
+
+func TestDeadlineThatExpiresInTheQueueSkipsTheTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		var ran atomic.Int64
+		fn := func(context.Context) error { ran.Add(1); return nil }
+		waited, watched := p.Go(ctx, fn), p.Go(ctx, fn)
+		done := watched.Done()
+		start := time.Now()
+		assert.Equal(t, context.DeadlineExceeded, waited.Wait(), "Wait, while the worker is still busy")
+		assert.Equal(t, time.Second, time.Since(start), "Wait returned at the deadline")
+		synctest.Wait()
+		assert.True(t, isDone(done), "Done closed at the deadline")
+		assert.Equal(t, context.DeadlineExceeded, watched.Wait(), "Wait of the watched task")
+		blocker.open()
+		p.StopWait()
+		assert.Zero(t, ran.Load(), "fn ran")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Canceled, "canceled")
+		assert.Equal(t, uint64(1), p.counted.handed.Load(), "tasks handed to a worker: the blocker only")
+	})
+}
+
+func TestGoWithDoneContextNeverRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		var ran atomic.Bool
+		err := p.Go(ctx, func(context.Context) error { ran.Store(true); return nil }).Wait()
+		assert.Same(t, context.Canceled, err, "Wait")
+		p.StopWait()
+		assert.False(t, ran.Load(), "fn ran")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+		assert.Zero(t, s.Workers, "no worker was started for it")
+	})
+}
+
+func TestCallerCancelWhileRunningCancelsFnContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		started := newGate()
+		task := p.Go(ctx, func(ctx context.Context) error {
+			started.open()
+			<-ctx.Done()
+			return fmt.Errorf("fn saw: %w", ctx.Err())
+		})
+		started.wait()
+		cancel()
+		err := task.Wait()
+		assert.ErrorIs(t, err, context.Canceled, "fn's error")
+		assert.EqualError(t, err, "fn saw: context canceled")
+	})
+}
+
+func TestCancelWhileRunningCancelsFnContextAndWaitsForFn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		started := newGate()
+		var child context.Context
+		task := p.Go(t.Context(), func(ctx context.Context) error {
+			var cancel context.CancelFunc
+			child, cancel = context.WithCancel(ctx)
+			defer cancel()
+			started.open()
+			<-child.Done()
+			return errTask
+		})
+		started.wait()
+		task.Cancel()
+		assert.Same(t, errTask, task.Wait(), "Wait returns what fn returned")
+		assert.Same(t, context.Canceled, context.Cause(child), "cause seen by a context derived inside fn")
+	})
+}
+
+func TestTaskContextIsCanceledOnceFnReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		var looked, ignored context.Context
+		require.NoError(t, p.Go(t.Context(), func(ctx context.Context) error {
+			looked = ctx
+			_ = ctx.Done() // fn looks at its context
+			return nil
+		}).Wait())
+		require.NoError(t, p.Go(t.Context(), func(ctx context.Context) error { ignored = ctx; return nil }).Wait())
+		for name, ctx := range map[string]context.Context{"looked at": looked, "ignored": ignored} {
+			assert.Same(t, context.Canceled, ctx.Err(), "Err of a context fn %s", name)
+			assert.True(t, isClosed(ctx.Done()), "Done of a context fn %s", name)
+		}
+	})
+}
+
+// TestTaskCanceledAfterHandOffIsSkippedByTheWorker drives the worker side of
+// the race between Cancel and the hand-off directly: a worker that takes a
+// task canceled after dispatch checked it skips it and counts it.
+func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		var ran atomic.Bool
+		canceled := &Task{done: make(chan struct{})}
+		canceled.init(p, t.Context(), funcBody(func(context.Context) error { ran.Store(true); return nil }))
+		canceled.Cancel()
+		canceled.run() // as the worker would
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		late := &Task{done: make(chan struct{})}
+		late.init(p, ctx, funcBody(func(context.Context) error { ran.Store(true); return nil }))
+		late.run() // its ctx ended after dispatch checked it
+		assert.False(t, ran.Load(), "fn ran")
+		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
+		assert.Same(t, context.Canceled, late.Wait(), "Wait of the task whose ctx ended")
+		assert.Equal(t, uint64(2), p.ran.skipped.Load(), "skipped by a worker")
+	})
+}
+
+// --- Task: stop ---
+
+func TestGoAfterStopReportsErrStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		p.Stop()
+		var ran atomic.Bool
+		task := p.Go(t.Context(), func(context.Context) error { ran.Store(true); return nil })
+		assert.Same(t, ErrStopped, task.Wait(), "Wait")
+		assert.True(t, isDone(task.Done()), "Done")
+		assert.False(t, ran.Load(), "fn ran")
+		assert.Zero(t, p.Status().Submitted, "submitted")
+	})
+}
+
+func TestStopAbandonsQueuedTasksAndAnswersTheirHandles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		tasks := make([]*Task, 3)
+		for i := range tasks {
+			tasks[i] = p.Go(t.Context(), func(context.Context) error { return nil })
+		}
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		for i, task := range tasks {
+			assert.Same(t, ErrStopped, task.Wait(), "Wait of task %d, before the running task ends", i)
+		}
+		blocker.open()
+		<-stopped
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Abandoned, "abandoned")
+	})
+}
+
+func TestStopWaitRunsQueuedTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		var ran atomic.Int64
+		tasks := make([]*Task, 3)
+		for i := range tasks {
+			tasks[i] = p.Go(t.Context(), func(context.Context) error { ran.Add(1); return nil })
+		}
+		go blocker.open()
+		p.StopWait()
+		for _, task := range tasks {
+			assert.NoError(t, task.Wait())
+		}
+		assert.Equal(t, int64(3), ran.Load(), "ran")
+		requireStoppedClean(t, p)
+	})
+}
+
+// A canceled task that Stop later drops counts as canceled, not abandoned.
+func TestStopCountsCanceledQueuedTasksAsCanceled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		ctx, cancel := context.WithCancel(t.Context())
+		waited := p.Go(ctx, func(context.Context) error { return nil })
+		unwatched := p.Go(ctx, func(context.Context) error { return nil })
+		canceled := p.Go(t.Context(), func(context.Context) error { return nil })
+		canceled.Cancel()
+		cancel()
+		assert.Same(t, context.Canceled, waited.Wait())
+		go blocker.open()
+		p.Stop()
+		assert.Same(t, context.Canceled, unwatched.Wait(), "a task no one watched")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Canceled, "canceled")
+		assert.Zero(t, s.Abandoned, "abandoned")
+	})
+}
+
+// TestHandlesRacingStopAllReturn runs under the real scheduler: handles made,
+// canceled and waited for from many goroutines while the pool stops. Every
+// Wait returns, and the accounting balances.
+func TestHandlesRacingStopAllReturn(t *testing.T) {
+	for round := range 20 {
+		p := New(3)
+		var wg sync.WaitGroup
+		var ran, errs atomic.Int64
+		for i := range 8 {
+			wg.Go(func() {
+				for j := range 50 {
+					ctx, cancel := context.WithCancel(context.Background())
+					task := p.Go(ctx, func(context.Context) error { ran.Add(1); return nil })
+					switch (i + j) % 4 {
+					case 1:
+						task.Cancel()
+					case 2:
+						cancel()
+					case 3:
+						<-task.Done()
+					}
+					if task.Wait() != nil {
+						errs.Add(1)
+					}
+					cancel()
+				}
+			})
+		}
+		switch round % 3 {
+		case 0:
+			p.Stop()
+		case 1:
+			p.StopWait()
+		case 2:
+			_ = p.Shutdown(context.Background())
+		}
+		wg.Wait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(ran.Load()), s.Completed, "completed == fns run")
+		assert.Equal(t, int64(8*50), ran.Load()+errs.Load(), "every handle ran or reported why not")
+	}
+}
+
+// --- Call and Future ---
+
+func TestCallReturnsTypedValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		f := Call(t.Context(), p, func(context.Context) (string, error) { return "answer", nil })
+		v, err := f.Wait()
+		assert.NoError(t, err)
+		assert.Equal(t, "answer", v, "value")
+		assert.True(t, isDone(f.Done()), "Done")
+		failed := Call(t.Context(), p, func(context.Context) (int, error) { return 7, errTask })
+		n, err := failed.Wait()
+		assert.Same(t, errTask, err)
+		assert.Equal(t, 7, n, "value returned with the error")
+	})
+}
+
+func TestCanceledFutureHasZeroValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		f := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
+		f.Cancel()
+		n, err := f.Wait()
+		assert.Same(t, context.Canceled, err)
+		assert.Zero(t, n, "value")
+		blocker.open()
+		p.StopWait()
+	})
+}
+
+// --- argument checks ---
+
+func TestHandleConstructorsRejectNilArguments(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		fn := func(context.Context) error { return nil }
+		call := func(context.Context) (int, error) { return 0, nil }
+		nilCtx := context.Context(nil)
+		assert.PanicsWithValue(t, "workerpool: Go called with a nil context", func() { p.Go(nilCtx, fn) })
+		assert.PanicsWithValue(t, "workerpool: Go called with a nil func", func() { p.Go(t.Context(), nil) })
+		assert.PanicsWithValue(t, "workerpool: Call called with a nil context", func() { Call(nilCtx, p, call) })
+		assert.PanicsWithValue(t, "workerpool: Call called with a nil func", func() { Call[int](t.Context(), p, nil) })
+		assert.PanicsWithValue(t, "workerpool: Call called with a nil pool", func() { Call(t.Context(), nil, call) })
+		assert.PanicsWithValue(t, "workerpool: Group called with a nil context", func() { p.Group(nilCtx) })
+		assert.PanicsWithValue(t, "workerpool: Group.Go called with a nil func", func() { p.Group(t.Context()).Go(nil) })
+		assert.PanicsWithValue(t, "workerpool: Group.SetLimit(0) would never run a task", func() { p.Group(t.Context()).SetLimit(0) })
+		assert.PanicsWithValue(t, "workerpool: Shutdown called with a nil context", func() { _ = p.Shutdown(nilCtx) })
+		assert.Zero(t, p.Status().Submitted, "nothing was submitted")
+	})
+}
+
+// --- Shutdown ---
+
+func TestShutdownThatFinishesInTimeReturnsNil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		var ran atomic.Int64
+		tasks := make([]*Task, 10)
+		for i := range tasks {
+			tasks[i] = p.Go(t.Context(), func(context.Context) error {
+				time.Sleep(time.Second)
+				ran.Add(1)
+				return nil
+			})
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		start := time.Now()
+		assert.NoError(t, p.Shutdown(ctx), "Shutdown")
+		assert.Equal(t, 5*time.Second, time.Since(start), "ten 1s tasks on two workers")
+		for _, task := range tasks {
+			assert.NoError(t, task.Wait())
+		}
+		assert.Equal(t, int64(10), ran.Load(), "ran")
+		requireStoppedClean(t, p)
+		assert.Same(t, ErrStopped, p.Do(func() {}), "Do after Shutdown")
+	})
+}
+
+func TestShutdownThatGivesUpAbandonsQueueAndCancelsRunningTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3)
+		plain := newGate()
+		p.Submit(plain.task()) // cannot be canceled: Shutdown waits for it
+		looking := p.Go(t.Context(), func(ctx context.Context) error {
+			<-ctx.Done()
+			return context.Cause(ctx)
+		})
+		var errAfterCut error
+		notLooking := p.Go(t.Context(), func(ctx context.Context) error {
+			time.Sleep(2 * time.Second) // past the cut, without looking at ctx
+			errAfterCut = ctx.Err()
+			return nil
+		})
+		synctest.Wait()
+		queued := []*Task{
+			p.Go(t.Context(), func(context.Context) error { return nil }),
+			p.Go(t.Context(), func(context.Context) error { return nil }),
+		}
+		p.Submit(func() {})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		shutdown := make(chan error)
+		go func() { shutdown <- p.Shutdown(ctx) }()
+
+		assert.ErrorIs(t, looking.Wait(), ErrStopped, "cause seen by a running task")
+		assert.Equal(t, time.Second, time.Since(start), "running task canceled at the deadline")
+		for i, task := range queued {
+			assert.Same(t, ErrStopped, task.Wait(), "queued task %d", i)
+		}
+		assert.NoError(t, notLooking.Wait())
+		assert.Same(t, context.Canceled, errAfterCut, "Err seen after the cut by a task that had not looked")
+		plain.open()
+		assert.Equal(t, context.DeadlineExceeded, <-shutdown, "Shutdown")
+		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown waited for the running tasks")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Abandoned, "abandoned: two handles and a plain task")
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+	})
+}
+
+func TestShutdownWithDoneContextCutsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		running := p.Go(t.Context(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+		queued := p.Go(t.Context(), func(context.Context) error { return nil })
+		synctest.Wait()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		assert.Same(t, context.Canceled, p.Shutdown(ctx), "Shutdown")
+		assert.Same(t, context.Canceled, running.Wait(), "running task")
+		assert.Same(t, ErrStopped, queued.Wait(), "queued task")
+		requireStoppedClean(t, p)
+	})
+}
+
+func TestShutdownIsSafeWithStopAndItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		blocker := newGate()
+		p.Submit(blocker.task())
+		for range 5 {
+			p.Go(t.Context(), func(context.Context) error { return nil })
+		}
+		var wg sync.WaitGroup
+		results := make(chan error, 3)
+		for range 3 {
+			wg.Go(func() { results <- p.Shutdown(t.Context()) })
+		}
+		wg.Go(p.StopWait)
+		wg.Go(p.Stop)
+		synctest.Wait()
+		blocker.open()
+		wg.Wait()
+		close(results)
+		for err := range results {
+			assert.NoError(t, err, "Shutdown")
+		}
+		requireStoppedClean(t, p)
+	})
+}
+
+// --- Group ---
+
+func TestGroupFirstErrorCancelsTheOtherThousandTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		g := p.Group(t.Context())
+		var started, returned atomic.Int64
+		allQueued := newGate()
+		for i := range 1000 {
+			g.Go(func(ctx context.Context) error {
+				started.Add(1)
+				defer returned.Add(1)
+				if i == 3 {
+					allQueued.wait()
+					return errTask
+				}
+				<-ctx.Done() // running tasks see the cancellation
+				return ctx.Err()
+			})
+		}
+		allQueued.open()
+		assert.Same(t, errTask, g.Wait(), "Wait returns the first error")
+		assert.Equal(t, int64(4), started.Load(), "tasks that started: one per worker")
+		assert.Equal(t, started.Load(), returned.Load(), "every started task returned before Wait did")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(996), s.Canceled, "queued group tasks were skipped")
+		assert.Equal(t, uint64(4), s.Completed, "completed")
+	})
+}
+
+// A worker asks the group before it calls fn; once the group's context is
+// done the answer is no, decided under the group's lock, so that Wait never
+// returns while a task it did not count is starting.
+func TestGroupRefusesToStartTasksOnceCanceled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		g := p.Group(ctx)
+		require.NoError(t, g.start(), "start while live")
+		cancel()
+		assert.Same(t, context.Canceled, g.start(), "start once canceled")
+		assert.Equal(t, 1, g.running, "running")
+	})
+}
+
+func TestGroupWithoutErrorsRunsEveryTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		var ran atomic.Int64
+		for range 100 {
+			g.Go(func(context.Context) error { time.Sleep(time.Millisecond); ran.Add(1); return nil })
+		}
+		assert.NoError(t, g.Wait())
+		assert.Equal(t, int64(100), ran.Load(), "ran")
+		assert.NoError(t, p.Group(t.Context()).Wait(), "Wait of an empty group")
+	})
+}
+
+func TestGroupSetLimitCapsItsShareAndNeverBlocksThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.SetLimit(2)
+		var meter concurrencyMeter
+		release := newGate()
+		for range 20 {
+			g.Go(func(context.Context) error { meter.wrap(release.wait)(); return nil })
+		}
+		synctest.Wait()
+		assert.Equal(t, int64(2), meter.running.Load(), "group tasks running")
+		assert.Zero(t, p.WaitingQueueSize(), "held tasks wait in the group, not in the pool")
+		require.NoError(t, p.DoWait(func() {}), "the pool's other users are not blocked")
+		g.SetLimit(3) // raising the limit releases a held task at once
+		synctest.Wait()
+		assert.Equal(t, int64(3), meter.running.Load(), "group tasks running after SetLimit(3)")
+		release.open()
+		assert.NoError(t, g.Wait())
+		assert.Equal(t, int64(3), meter.peak.Load(), "peak group concurrency")
+	})
+}
+
+func TestGroupNegativeLimitMeansNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.SetLimit(1)
+		g.SetLimit(-1)
+		var meter concurrencyMeter
+		release := newGate()
+		for range 4 {
+			g.Go(func(context.Context) error { meter.wrap(release.wait)(); return nil })
+		}
+		synctest.Wait()
+		assert.Equal(t, int64(4), meter.running.Load(), "group tasks running")
+		release.open()
+		assert.NoError(t, g.Wait())
+	})
+}
+
+func TestGroupPanicIsPanicError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.Go(panickingFn)
+		var pe *PanicError
+		require.ErrorAs(t, g.Wait(), &pe)
+		assert.Contains(t, string(pe.Stack), "workerpool.panickingFn", "stack")
+	})
+}
+
+func TestGroupGoexitIsErrGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil })
+		assert.Same(t, ErrGoexit, g.Wait())
+	})
+}
+
+func TestGroupParentCancelSkipsQueuedTasksAndWaitReportsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		ctx, cancel := context.WithCancel(t.Context())
+		g := p.Group(ctx)
+		g.SetLimit(2)
+		var ran atomic.Int64
+		for range 5 { // two queued in the pool, three held in the group
+			g.Go(func(context.Context) error { ran.Add(1); return nil })
+		}
+		cancel()
+		assert.Same(t, context.Canceled, g.Wait(), "Wait returns while the pool is still busy")
+		blocker.open()
+		p.StopWait()
+		assert.Zero(t, ran.Load(), "ran")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Canceled, "canceled: the two in the pool; held ones never reached it")
+	})
+}
+
+func TestGroupGoAfterWaitIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		require.NoError(t, g.Wait())
+		var ran atomic.Bool
+		g.Go(func(context.Context) error { ran.Store(true); return nil })
+		assert.Same(t, context.Canceled, g.Wait(), "Wait after a skipped Go")
+		assert.False(t, ran.Load(), "fn ran")
+	})
+}
+
+func TestGroupOnStoppingPoolReportsErrStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		g := p.Group(t.Context())
+		g.SetLimit(1)
+		for range 3 { // one in the pool, two held
+			g.Go(func(context.Context) error { return nil })
+		}
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		assert.Same(t, ErrStopped, g.Wait(), "Wait")
+		blocker.open()
+		<-stopped
+		requireStoppedClean(t, p)
+		stoppedGroup := p.Group(t.Context())
+		stoppedGroup.Go(func(context.Context) error { return nil })
+		assert.Same(t, ErrStopped, stoppedGroup.Wait(), "Wait of a group made after stop")
+	})
+}
+
+// --- accounting with every kind of task ---
+
+func TestAccountingBalancesWithHandles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		blockers := []gate{newGate(), newGate()}
+		for _, b := range blockers {
+			p.Submit(b.task())
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		for i := range 12 {
+			switch i % 4 {
+			case 0:
+				p.Go(ctx, func(context.Context) error { return nil })
+			case 1:
+				p.Go(t.Context(), func(context.Context) error { return nil }).Cancel()
+			case 2:
+				p.Submit(func() {})
+			case 3:
+				Call(t.Context(), p, func(context.Context) (int, error) { return i, nil })
+			}
+		}
+		cancel()
+		go func() { blockers[0].open(); blockers[1].open() }()
+		p.Stop()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(14), s.Submitted, "submitted")
+		assert.Equal(t, uint64(6), s.Canceled, "canceled: the ctx ones and the Cancel ones")
+	})
+}
