@@ -20,8 +20,7 @@ func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context
 	}
 	mustHave(ctx, fn != nil, "Call")
 	f := &Future[T]{fn: fn}
-	f.task.done = make(chan struct{})
-	f.task.init(p, ctx, f)
+	f.task.init(p, ctx, f, nil)
 	p.submitTask(&f.task)
 	return f
 }

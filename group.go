@@ -119,8 +119,7 @@ func (g *Group) Wait() error {
 // submit gives fn to the pool as a task of the group.
 func (g *Group) submit(fn func(context.Context) error) {
 	t := new(Task)
-	t.init(g.pool, g.ctx, funcBody(fn))
-	t.group = g
+	t.init(g.pool, g.ctx, funcBody(fn), g)
 	g.pool.submitTask(t)
 }
 

@@ -46,12 +46,18 @@ type Task struct {
 	// takes t, or to taskCanceled by whoever settles t before it starts
 	// (Cancel, the caller's ctx, dispatch, a rejected submit).
 	state atomic.Uint32
-	ran   bool          // fn was called; written by the worker before it calls fn
-	err   error         // t's outcome; written once, before done is closed
-	done  chan struct{} // closed by settle; nil for group tasks, whose group is told instead
+	ran   bool  // fn was called; written by the worker before it calls fn
+	err   error // t's outcome; written once, by settle
+	// finished is done once err is set; Wait waits on it. Handles (Go and
+	// Call) add 1 when they are made; a group task does not use it, as
+	// settle tells its group instead.
+	finished sync.WaitGroup
 
-	watchOnce sync.Once                   // Done starts watching the caller's ctx once
-	unwatch   atomic.Pointer[func() bool] // stops that watch; set by Done's first call
+	mu       sync.Mutex    // guards the fields below
+	settled  bool          // settle has run
+	done     chan struct{} // made by the first Done call; closed by settle (at once if it ran already)
+	watching bool          // Done watches the caller's ctx; unwatch stops that
+	unwatch  func() bool
 }
 
 const (
@@ -84,8 +90,8 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // Go panics if ctx or fn is nil. Safe for concurrent use.
 func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error) *Task {
 	mustHave(ctx, fn != nil, "Go")
-	t := &Task{done: make(chan struct{})}
-	t.init(p, ctx, funcBody(fn))
+	t := new(Task)
+	t.init(p, ctx, funcBody(fn), nil)
 	p.submitTask(t)
 	return t
 }
@@ -100,9 +106,14 @@ func mustHave(ctx context.Context, haveFn bool, method string) {
 	}
 }
 
-func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
-	t.pool, t.body = p, body
+// init readies t to run body with ctx on p, as a task of group, or as a
+// handle if group is nil.
+func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody, group *Group) {
+	t.pool, t.body, t.group = p, body, group
 	t.ctx.parent, t.ctx.pool = ctx, p
+	if group == nil {
+		t.finished.Add(1)
+	}
 }
 
 // submitTask sends t to dispatch, or settles it with ErrStopped if the pool
@@ -127,17 +138,14 @@ func (p *WorkerPool) submitTask(t *Task) {
 //
 // Every Wait returns once the pool has stopped.
 func (t *Task) Wait() error {
-	callerDone := t.ctx.parent.Done()
-	if callerDone == nil { // ctx can never be canceled
-		<-t.done
-		return t.err
+	if callerDone := t.ctx.parent.Done(); callerDone != nil {
+		select {
+		case <-t.doneChan(false):
+		case <-callerDone:
+			t.cancelQueued(t.ctx.parent.Err())
+		}
 	}
-	select {
-	case <-t.done:
-	case <-callerDone:
-		t.cancelQueued(t.ctx.parent.Err())
-		<-t.done
-	}
+	t.finished.Wait()
 	return t.err
 }
 
@@ -145,7 +153,25 @@ func (t *Task) Wait() error {
 // blocks. The first call with a cancelable ctx makes the task watch ctx
 // while it is queued, so that the channel closes as soon as ctx is done.
 func (t *Task) Done() <-chan struct{} {
-	t.watchOnce.Do(t.watchCaller)
+	return t.doneChan(true)
+}
+
+// doneChan returns t's done channel, made on first use so that a caller
+// who only calls Wait with an uncancelable ctx never pays for it. With
+// watch set, it also starts watching the caller's ctx, once.
+func (t *Task) doneChan(watch bool) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done == nil {
+		t.done = make(chan struct{})
+		if t.settled {
+			close(t.done)
+		}
+	}
+	if watch && !t.watching && !t.settled {
+		t.watching = true
+		t.watchCaller()
+	}
 	return t.done
 }
 
@@ -178,15 +204,11 @@ func (t *Task) cancelIfCallerDone() {
 }
 
 // watchCaller makes the caller's ctx settle t while it is queued. Wait
-// watches ctx itself; Done needs this, as a channel cannot watch.
+// watches ctx itself; Done needs this, as a channel cannot watch. t.mu is
+// held; the watch runs in a goroutine of its own.
 func (t *Task) watchCaller() {
-	if t.ctx.parent.Done() == nil {
-		return
-	}
-	stop := context.AfterFunc(t.ctx.parent, t.cancelIfCallerDone)
-	t.unwatch.Store(&stop)
-	if isClosed(t.done) { // settle ran before the Store, so it missed it
-		stop()
+	if t.ctx.parent.Done() != nil {
+		t.unwatch = context.AfterFunc(t.ctx.parent, t.cancelIfCallerDone)
 	}
 }
 
@@ -197,15 +219,21 @@ func (t *Task) settle(err error) {
 	t.err = err
 	t.body = nil
 	t.ctx.release()
-	if t.done != nil {
-		close(t.done)
-		if stop := t.unwatch.Load(); stop != nil {
-			(*stop)()
-		}
-	}
 	if t.group != nil {
 		t.group.settled(t.ran, err)
+		return
 	}
+	t.mu.Lock()
+	t.settled = true
+	done, unwatch := t.done, t.unwatch
+	t.mu.Unlock()
+	if done != nil {
+		close(done)
+	}
+	if unwatch != nil {
+		unwatch()
+	}
+	t.finished.Done()
 }
 
 // run runs on a worker. A task canceled after dispatch handed it out, or

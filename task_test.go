@@ -256,14 +256,14 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		var ran atomic.Bool
-		canceled := &Task{done: make(chan struct{})}
-		canceled.init(p, t.Context(), funcBody(func(context.Context) error { ran.Store(true); return nil }))
+		canceled := new(Task)
+		canceled.init(p, t.Context(), funcBody(func(context.Context) error { ran.Store(true); return nil }), nil)
 		canceled.Cancel()
 		canceled.run() // as the worker would
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		late := &Task{done: make(chan struct{})}
-		late.init(p, ctx, funcBody(func(context.Context) error { ran.Store(true); return nil }))
+		late := new(Task)
+		late.init(p, ctx, funcBody(func(context.Context) error { ran.Store(true); return nil }), nil)
 		late.run() // its ctx ended after dispatch checked it
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
@@ -766,5 +766,95 @@ func TestAccountingBalancesWithHandles(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(14), s.Submitted, "submitted")
 		assert.Equal(t, uint64(6), s.Canceled, "canceled: the ctx ones and the Cancel ones")
+	})
+}
+
+func TestGoAndWaitAllocateAtMostTwice(t *testing.T) {
+	p := New(4)
+	defer p.Stop()
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	allocs := testing.AllocsPerRun(1000, func() { _ = p.Go(ctx, fn).Wait() })
+	assert.LessOrEqual(t, allocs, 2.0, "allocations per Go and Wait: the Task and its channel")
+}
+
+// --- benchmarks ---
+
+// BenchmarkGoWait is the Task round trip, to compare with SubmitWait's.
+// "ctx-used" has a cancelable caller ctx and a fn that calls ctx.Done, which
+// makes the task's context for real.
+func BenchmarkGoWait(b *testing.B) {
+	p := New(4)
+	defer p.StopWait()
+	b.Run("ctx-unused", func(b *testing.B) {
+		ctx := context.Background()
+		fn := func(context.Context) error { return nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Go(ctx, fn).Wait()
+		}
+	})
+	b.Run("ctx-used", func(b *testing.B) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		fn := func(ctx context.Context) error { _ = ctx.Done(); return nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Go(ctx, fn).Wait()
+		}
+	})
+}
+
+func BenchmarkCallWait(b *testing.B) {
+	p := New(4)
+	defer p.StopWait()
+	ctx := context.Background()
+	fn := func(context.Context) (int, error) { return 1, nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		_, _ = Call(ctx, p, fn).Wait()
+	}
+}
+
+// BenchmarkGroup runs groups of 1,000 no-op tasks; "submit" is the same
+// work as plain Submits and a WaitGroup, for scale.
+func BenchmarkGroup(b *testing.B) {
+	const tasks = 1000
+	p := New(4)
+	defer p.StopWait()
+	b.Run("tasks=1000", func(b *testing.B) {
+		fn := func(context.Context) error { return nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			g := p.Group(context.Background())
+			for range tasks {
+				g.Go(fn)
+			}
+			_ = g.Wait()
+		}
+	})
+	b.Run("tasks=1000/limit=2", func(b *testing.B) {
+		fn := func(context.Context) error { return nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			g := p.Group(context.Background())
+			g.SetLimit(2)
+			for range tasks {
+				g.Go(fn)
+			}
+			_ = g.Wait()
+		}
+	})
+	b.Run("submit=1000", func(b *testing.B) {
+		wg := new(sync.WaitGroup)
+		task := wg.Done
+		b.ReportAllocs()
+		for b.Loop() {
+			wg.Add(tasks)
+			for range tasks {
+				p.Submit(task)
+			}
+			wg.Wait()
+		}
 	})
 }
