@@ -82,8 +82,11 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // fn has returned.
 //
 // If ctx is done before fn starts (a deadline covers the time in the queue
-// as well as the run), or Cancel is called first, fn never runs: the task is
-// skipped without taking a worker and counted in Status.Canceled. A panic in
+// as well as the run), or Cancel is called first, fn never runs and the
+// task is counted in Status.Canceled: dispatch drops it when it reaches the
+// front of the queue, without taking a worker. (One canceled at the very
+// moment dispatch hands it out is skipped by the worker that took it,
+// without calling fn.) A panic in
 // fn is recovered and reported as a *PanicError; the pool's panic handler is
 // not called. On a stopped pool fn never runs and Wait reports ErrStopped.
 //
