@@ -2,8 +2,13 @@ package workerpool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/e86d9661/workerpool"
 )
@@ -83,4 +88,107 @@ func ExampleWorkerPool_Status() {
 	// recovered: oops
 	// stopped 6 6 1 0
 	// workers: 0 waiting: 0
+}
+
+func ExampleWorkerPool_Go() {
+	p := workerpool.New(2)
+	defer p.StopWait()
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // covers queue wait and run
+	defer cancel()
+	task := p.Go(ctx, func(context.Context) error {
+		return errors.New("disk full")
+	})
+	fmt.Println(task.Wait())
+
+	// A panic comes back as an error, with the task's stack.
+	var pe *workerpool.PanicError
+	err := p.Go(ctx, func(context.Context) error { panic("bug") }).Wait()
+	fmt.Println(errors.As(err, &pe), pe.Value)
+	// Output:
+	// disk full
+	// true bug
+}
+
+// Fan out over the pool and stop at the first error: the failing task
+// cancels the group's context, queued tasks are skipped, and running ones
+// see the cancellation.
+func ExampleWorkerPool_Group() {
+	p := workerpool.New(4)
+	defer p.StopWait()
+
+	check := func(ctx context.Context, name string) error {
+		if name == "c.txt" {
+			return fmt.Errorf("check %s: checksum mismatch", name)
+		}
+		select {
+		case <-ctx.Done(): // another task failed: give up early
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond): // stands in for real work
+			return nil
+		}
+	}
+
+	g := p.Group(context.Background())
+	g.SetLimit(2) // at most two of the pool's four workers for this group
+	for _, name := range []string{"a.txt", "b.txt", "c.txt", "d.txt", "e.txt"} {
+		g.Go(func(ctx context.Context) error { return check(ctx, name) })
+	}
+	fmt.Println(g.Wait())
+	// Output: check c.txt: checksum mismatch
+}
+
+// Typed results, collected in submission order whatever order the tasks
+// finish in.
+func ExampleCall() {
+	p := workerpool.New(3)
+	defer p.StopWait()
+
+	words := []string{"pool", "dispatcher", "worker", "deque"}
+	futures := make([]*workerpool.Future[int], len(words))
+	for i, w := range words {
+		futures[i] = workerpool.Call(context.Background(), p, func(context.Context) (int, error) {
+			return len(w), nil
+		})
+	}
+	for i, f := range futures {
+		n, err := f.Wait()
+		fmt.Println(words[i], n, err)
+	}
+	// Output:
+	// pool 4 <nil>
+	// dispatcher 10 <nil>
+	// worker 6 <nil>
+	// deque 5 <nil>
+}
+
+// Graceful program exit: on SIGINT or SIGTERM, stop taking work and give the
+// queued and running tasks 10 seconds, then cancel what is left. See also
+// examples/shutdown.
+func ExampleWorkerPool_Shutdown() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	// Tasks get a context the signal does not cancel, so that Shutdown can
+	// let them finish; if the budget runs out, Shutdown cancels them.
+	work := context.Background()
+	p := workerpool.New(4)
+	for range 8 {
+		p.Go(work, func(ctx context.Context) error {
+			time.Sleep(time.Millisecond) // stands in for real work that watches ctx
+			return nil
+		})
+	}
+
+	stop()       // stands in for the signal here: calling stop also ends ctx
+	<-ctx.Done() // a real program serves until a signal arrives
+
+	budget, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(budget); err != nil {
+		fmt.Println("shutdown cut short:", err) // the queue was dropped, running tasks canceled
+	}
+	s := p.Status()
+	fmt.Println(s.Submitted, s.Completed+s.Abandoned+s.Canceled)
+	// Output: 8 8
 }
