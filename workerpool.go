@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// ErrStopped reports that work was submitted after Stop or StopWait, or that
-// Stop abandoned a task DoWait was waiting for.
+// ErrStopped reports that work was submitted after Stop, StopWait or
+// Shutdown began, or that a task someone waits for (with DoWait, a Task, a
+// Future or a Group) was abandoned before it started.
 var ErrStopped = errors.New("workerpool: pool stopped")
 
 // The values Submit and SubmitWait panic with; both wrap ErrStopped.
@@ -21,8 +22,8 @@ var (
 
 // A WorkerPool runs submitted tasks on at most maxWorkers goroutines. It is
 // safe for concurrent use. The zero value is not usable; New starts a
-// dispatcher goroutine, so call Stop or StopWait when the pool is no longer
-// needed.
+// dispatcher goroutine, so call Stop, StopWait or Shutdown when the pool is
+// no longer needed.
 type WorkerPool struct {
 	maxWorkers   int
 	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
