@@ -55,7 +55,7 @@ type Task struct {
 
 	mu       sync.Mutex    // guards the fields below
 	settled  bool          // settle has run
-	done     chan struct{} // made by the first Done call; closed by settle (at once if it ran already)
+	done     chan struct{} // made on first use, by Done or a Wait with a cancelable ctx; closed by settle
 	watching bool          // Done watches the caller's ctx; unwatch stops that
 	unwatch  func() bool
 }
