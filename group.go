@@ -23,7 +23,7 @@ type Group struct {
 	cancel context.CancelCauseFunc
 
 	mu      sync.Mutex
-	changed sync.Cond // on mu; broadcast when a task settles and when ctx is done
+	changed sync.Cond // on mu; broadcast when settledAll may have become true
 	limit   int       // the most tasks in the pool at once; 0: no limit
 	inPool  int       // tasks given to the pool and not settled yet
 	running int       // of inPool, the tasks whose fn is running
@@ -104,7 +104,7 @@ func (g *Group) SetLimit(n int) {
 // the pool reaches them.
 func (g *Group) Wait() error {
 	g.mu.Lock()
-	for g.running > 0 || g.ctx.Err() == nil && (g.inPool > 0 || g.held.Len() > 0) {
+	for !g.settledAll() {
 		g.changed.Wait()
 	}
 	if g.inPool > 0 { // skipped, or about to be
@@ -114,6 +114,13 @@ func (g *Group) Wait() error {
 	g.mu.Unlock()
 	g.cancel(err)
 	return err
+}
+
+// settledAll reports whether Wait may return: no task is running, and no
+// other task will start, as none is left or the group's context is done.
+// g.mu is held.
+func (g *Group) settledAll() bool {
+	return g.running == 0 && (g.inPool == 0 && g.held.Len() == 0 || g.ctx.Err() != nil)
 }
 
 // submit gives fn to the pool as a task of the group.
@@ -154,7 +161,9 @@ func (g *Group) settled(ran bool, err error) {
 	first := err != nil && g.err == nil
 	g.record(err)
 	next := g.takeHeld()
-	g.changed.Broadcast()
+	if g.settledAll() {
+		g.changed.Broadcast()
+	}
 	g.mu.Unlock()
 	if first {
 		g.cancel(err)
