@@ -53,7 +53,7 @@ func (r *run) panel(s scenario) (*plot.Plot, error) {
 	p.Title.Text = fmt.Sprintf("%s: %s", s.id, s.title)
 	p.Title.TextStyle.Font.Size = vg.Points(8)
 	p.Y.Label.Text = "ns per task (median)"
-	if s.queued {
+	if s.needs == "queue" {
 		p.Y.Label.Text = "Submit ns per queued task (median)"
 	}
 	p.Y.Min = 0

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -15,14 +16,19 @@ import (
 
 // A task is one unit of work in the form each library takes, built once per
 // run so that no adapter allocates per task: libraries that take func() get
-// fn, errgroup gets fnErr.
+// fn, errgroup gets fnErr, and task handles and groups get fnCtx.
 type task struct {
 	fn    func()
 	fnErr func() error
+	fnCtx func(context.Context) error
 }
 
 func newTask(fn func()) *task {
-	return &task{fn: fn, fnErr: func() error { fn(); return nil }}
+	return &task{
+		fn:    fn,
+		fnErr: func() error { fn(); return nil },
+		fnCtx: func(context.Context) error { fn(); return nil },
+	}
 }
 
 // A pool is one library adapted to the scenarios. Submit and SubmitWait are
@@ -37,23 +43,38 @@ type pool interface {
 	Close()
 }
 
+// A handlePool has task handles that report an error: GoWait runs t.fnCtx
+// through one and returns what its Wait returns.
+type handlePool interface {
+	GoWait(t *task) error
+}
+
+// A groupPool has errgroup-style groups: Group runs t.fnCtx n times as one
+// group, at most the pool's worker count at once, and returns the first
+// error.
+type groupPool interface {
+	Group(t *task, n int) error
+}
+
 // A library is one contestant of the suite.
 type library struct {
-	name   string
-	queues bool   // Submit returns at once while every worker is busy
-	note   string // how its contract differs, shown in the report
-	open   func(workers int) pool
+	name    string
+	queues  bool   // Submit returns at once while every worker is busy
+	handles bool   // its pool is a handlePool
+	groups  bool   // its pool is a groupPool
+	note    string // how its contract differs, shown in the report
+	open    func(workers int) pool
 }
 
 var libraries = []library{
-	{"ours", true, "queues; Submit never blocks", openOurs},
-	{"gammazero", true, "queues; Submit never blocks", openGammazero},
-	{"pond", true, "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait()", openPond},
-	{"ants", false, "Submit blocks while every worker is busy; SubmitWait by adapter", openAnts},
-	{"conc", false, "Go blocks while every goroutine is busy; SubmitWait by adapter", openConc},
-	{"errgroup", false, "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", openErrgroup},
-	{"semaphore", false, "baseline: a buffered channel bounds a goroutine per task", openSemaphore},
-	{"goroutine", false, "baseline: a goroutine per task, no bound", openGoroutine},
+	{"ours", true, true, true, "queues; Submit never blocks; Go returns a Task; Group on the pool", openOurs},
+	{"gammazero", true, false, false, "queues; Submit never blocks", openGammazero},
+	{"pond", true, true, true, "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait(); groups on the pool", openPond},
+	{"ants", false, false, false, "Submit blocks while every worker is busy; SubmitWait by adapter", openAnts},
+	{"conc", false, false, true, "Go blocks while every goroutine is busy; SubmitWait by adapter; a ContextPool per group", openConc},
+	{"errgroup", false, false, true, "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", openErrgroup},
+	{"semaphore", false, false, false, "baseline: a buffered channel bounds a goroutine per task", openSemaphore},
+	{"goroutine", false, false, false, "baseline: a goroutine per task, no bound", openGoroutine},
 }
 
 func findLibrary(name string) (library, error) {
@@ -78,8 +99,28 @@ func (a sameAPI) Submit(t *task)     { a.p.Submit(t.fn) }
 func (a sameAPI) SubmitWait(t *task) { a.p.SubmitWait(t.fn) }
 func (a sameAPI) Close()             { a.p.StopWait() }
 
-func openOurs(workers int) pool      { return sameAPI{workerpool.New(workers)} }
 func openGammazero(workers int) pool { return sameAPI{gammazero.New(workers)} }
+
+// oursPool adds this library's Tasks and Groups to the shared API.
+type oursPool struct {
+	sameAPI
+	wp *workerpool.WorkerPool
+}
+
+func openOurs(workers int) pool {
+	wp := workerpool.New(workers)
+	return oursPool{sameAPI{wp}, wp}
+}
+
+func (a oursPool) GoWait(t *task) error { return a.wp.Go(context.Background(), t.fnCtx).Wait() }
+
+func (a oursPool) Group(t *task, n int) error {
+	g := a.wp.Group(context.Background())
+	for range n {
+		g.Go(t.fnCtx)
+	}
+	return g.Wait()
+}
 
 type pondPool struct{ p pond.Pool }
 
@@ -96,6 +137,18 @@ func (a pondPool) SubmitWait(t *task) {
 	}
 }
 func (a pondPool) Close() { a.p.StopAndWait() }
+
+func (a pondPool) GoWait(t *task) error { return a.p.SubmitErr(t.fnErr).Wait() }
+
+func (a pondPool) Group(t *task, n int) error {
+	g := a.p.NewGroup()
+	ctx := g.Context()
+	call := func() error { return t.fnCtx(ctx) }
+	for range n {
+		g.SubmitErr(call)
+	}
+	return g.Wait()
+}
 
 // signal gives SubmitWait to the libraries that have none: one wrapper, built
 // once, runs the current task and signals a reused channel, so the adapter
@@ -148,12 +201,21 @@ func (a antsPool) Close() {
 }
 
 type concPool struct {
-	p *conc.Pool
+	p       *conc.Pool
+	workers int
 	*signal
 }
 
 func openConc(workers int) pool {
-	return concPool{conc.New().WithMaxGoroutines(workers), newSignal()}
+	return concPool{conc.New().WithMaxGoroutines(workers), workers, newSignal()}
+}
+
+func (a concPool) Group(t *task, n int) error {
+	g := conc.New().WithContext(context.Background()).WithCancelOnError().WithFirstError().WithMaxGoroutines(a.workers)
+	for range n {
+		g.Go(t.fnCtx)
+	}
+	return g.Wait()
 }
 
 func (a concPool) Submit(t *task)     { a.p.Go(t.fn) }
@@ -161,14 +223,25 @@ func (a concPool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
 func (a concPool) Close()             { a.p.Wait() }
 
 type errgroupPool struct {
-	g *errgroup.Group
+	g       *errgroup.Group
+	workers int
 	*signal
 }
 
 func openErrgroup(workers int) pool {
 	g := new(errgroup.Group)
 	g.SetLimit(workers)
-	return errgroupPool{g, newSignal()}
+	return errgroupPool{g, workers, newSignal()}
+}
+
+func (a errgroupPool) Group(t *task, n int) error {
+	g, ctx := errgroup.WithContext(context.Background())
+	g.SetLimit(a.workers)
+	call := func() error { return t.fnCtx(ctx) }
+	for range n {
+		g.Go(call)
+	}
+	return g.Wait()
 }
 
 func (a errgroupPool) Submit(t *task)     { a.g.Go(t.fnErr) }

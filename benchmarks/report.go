@@ -214,7 +214,7 @@ func (r *run) writeScenario(p *printer, s scenario) {
 	p.f("### %s: %s\n\n", s.id, s.title)
 	extra := ""
 	switch s.id {
-	case "f":
+	case "f", "h":
 		extra = " p50 ns | p99 ns |"
 	case "g":
 		extra = " live B per queued task |"
@@ -236,7 +236,7 @@ func (r *run) writeScenario(p *printer, s scenario) {
 			fmtRatio(r.ratio(s.id, l.name, "ours")), fmtRatio(r.ratio(s.id, l.name, "gammazero")),
 			fmtNs(sm.cpu), sm.allocs, sm.bytes)
 		switch s.id {
-		case "f":
+		case "f", "h":
 			p.f(" %s | %s |", fmtNs(sm.p50), fmtNs(sm.p99))
 		case "g":
 			p.f(" %.2f |", sm.queued)

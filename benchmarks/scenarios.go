@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,21 +15,23 @@ import (
 type scenario struct {
 	id      string
 	title   string
-	tasks   int  // at scale 1
-	queued  bool // needs a Submit that queues (skipped for blocking libraries)
+	tasks   int    // at scale 1
+	needs   string // what the library must have: "queue", "handles", "groups", or "" for nothing
 	workers func() int
 	run     func(c *config, p pool, n int) result
 }
 
 var scenarios = []scenario{
-	{"a", "1,000,000 no-op tasks, one submitter, 4 workers", 1_000_000, false, fixed(4), runBatch(noop)},
-	{"b", "1,000,000 no-op tasks, one submitter, 1,000 workers", 1_000_000, false, fixed(1000), runBatch(noop)},
-	{"c", "1,000,000 tasks of ~1 µs CPU, workers = GOMAXPROCS", 1_000_000, false, gomaxprocs, runBatch(spin)},
-	{"d1", "100,000 tasks sleeping 1 ms, 1,000 workers", 100_000, false, fixed(1000), runBatch(sleep)},
-	{"d2", "100,000 tasks sleeping 1 ms, 10,000 workers", 100_000, false, fixed(10_000), runBatch(sleep)},
-	{"e", "8 submitters x 125,000 no-op tasks, 8 workers", 1_000_000, false, fixed(8), runContended},
-	{"f", "200,000 sequential SubmitWait round trips, 4 workers", 200_000, false, fixed(4), runRoundTrips},
-	{"g", "1,000,000 tasks queued behind one blocked worker", 1_000_000, true, fixed(1), runQueued},
+	{"a", "1,000,000 no-op tasks, one submitter, 4 workers", 1_000_000, "", fixed(4), runBatch(noop)},
+	{"b", "1,000,000 no-op tasks, one submitter, 1,000 workers", 1_000_000, "", fixed(1000), runBatch(noop)},
+	{"c", "1,000,000 tasks of ~1 µs CPU, workers = GOMAXPROCS", 1_000_000, "", gomaxprocs, runBatch(spin)},
+	{"d1", "100,000 tasks sleeping 1 ms, 1,000 workers", 100_000, "", fixed(1000), runBatch(sleep)},
+	{"d2", "100,000 tasks sleeping 1 ms, 10,000 workers", 100_000, "", fixed(10_000), runBatch(sleep)},
+	{"e", "8 submitters x 125,000 no-op tasks, 8 workers", 1_000_000, "", fixed(8), runContended},
+	{"f", "200,000 sequential SubmitWait round trips, 4 workers", 200_000, "", fixed(4), runRoundTrips},
+	{"g", "1,000,000 tasks queued behind one blocked worker", 1_000_000, "queue", fixed(1), runQueued},
+	{"h", "200,000 sequential round trips through a task handle that returns an error, 4 workers", 200_000, "handles", fixed(4), runHandleRoundTrips},
+	{"i", "1,000 groups of 1,000 no-op tasks returning an error (errgroup semantics), 4 workers", 1_000_000, "groups", fixed(4), runGroups},
 }
 
 func fixed(n int) func() int { return func() int { return n } }
@@ -45,8 +48,13 @@ func findScenario(id string) (scenario, error) {
 
 // applies reports whether lib can run s, and why not.
 func (s scenario) applies(lib library) (bool, string) {
-	if s.queued && !lib.queues {
+	switch {
+	case s.needs == "queue" && !lib.queues:
 		return false, "n/a: has no queue (Submit blocks, or every task gets a goroutine)"
+	case s.needs == "handles" && !lib.handles:
+		return false, "n/a: has no task handle that returns an error"
+	case s.needs == "groups" && !lib.groups:
+		return false, "n/a: has no group with a first error"
 	}
 	return true, ""
 }
@@ -155,13 +163,29 @@ func runContended(_ *config, p pool, n int) result {
 
 // runRoundTrips makes n sequential SubmitWait calls and records each latency.
 func runRoundTrips(_ *config, p pool, n int) result {
+	return roundTrips(n, func(t *task) { p.SubmitWait(t) })
+}
+
+// runHandleRoundTrips makes n sequential round trips through the pool's
+// task handles, each returning an error, and records each latency.
+func runHandleRoundTrips(_ *config, p pool, n int) result {
+	h := p.(handlePool)
+	return roundTrips(n, func(t *task) {
+		if err := h.GoWait(t); err != nil {
+			panic(err)
+		}
+	})
+}
+
+// roundTrips runs n sequential round trips and records each latency.
+func roundTrips(n int, roundTrip func(*task)) result {
 	latencies := make([]time.Duration, n)
 	ran := 0
 	t := newTask(func() { ran++ })
 	r := measure(n, func() {
 		for i := range n {
 			start := time.Now()
-			p.SubmitWait(t)
+			roundTrip(t)
 			latencies[i] = time.Since(start)
 		}
 	})
@@ -171,6 +195,26 @@ func runRoundTrips(_ *config, p pool, n int) result {
 	slices.Sort(latencies)
 	r.P50 = float64(latencies[n*50/100])
 	r.P99 = float64(latencies[min(n-1, n*99/100)])
+	return r
+}
+
+// runGroups runs n tasks as groups of groupSize, one group after another,
+// each waited for before the next starts.
+func runGroups(_ *config, p pool, n int) result {
+	const groupSize = 1000
+	g := p.(groupPool)
+	var ran atomic.Int64
+	t := newTask(func() { ran.Add(1) })
+	r := measure(n, func() {
+		for left := n; left > 0; left -= groupSize {
+			if err := g.Group(t, min(left, groupSize)); err != nil {
+				panic(err)
+			}
+		}
+	})
+	if int(ran.Load()) != n {
+		panic(fmt.Sprintf("%d of %d group tasks ran", ran.Load(), n))
+	}
 	return r
 }
 
