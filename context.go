@@ -120,40 +120,46 @@ func (c *taskContext) release() {
 	}
 }
 
-// liveTasks holds the inner contexts of the tasks that are running, for a
-// Shutdown that gives up waiting: it cancels them all at once (cut). A task
+// A cancelable is a context of running tasks that a Shutdown that gives up
+// cancels: a Task's inner context, or a Group's.
+type cancelable interface {
+	cancel(cause error)
+}
+
+// liveTasks holds the contexts of the tasks that are running, for a
+// Shutdown that gives up waiting: it cancels them all at once (cut). A Task
 // that has not made its inner context yet finds the pool cut when it does.
-// Lock order: a taskContext's mu, then liveTasks.mu.
+// Lock order: a taskContext's or Group's mu, then liveTasks.mu.
 type liveTasks struct {
 	mu   sync.Mutex
-	cut  atomic.Bool               // set once, under mu, by cutAll
-	ctxs map[*taskContext]struct{} // guarded by mu
+	cut  atomic.Bool             // set once, under mu, by cutAll
+	ctxs map[cancelable]struct{} // guarded by mu
 }
 
 func (l *liveTasks) isCut() bool { return l.cut.Load() }
 
 // add registers c, or reports false if the pool was cut.
-func (l *liveTasks) add(c *taskContext) bool {
+func (l *liveTasks) add(c cancelable) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cut.Load() {
 		return false
 	}
 	if l.ctxs == nil {
-		l.ctxs = make(map[*taskContext]struct{})
+		l.ctxs = make(map[cancelable]struct{})
 	}
 	l.ctxs[c] = struct{}{}
 	return true
 }
 
-func (l *liveTasks) remove(c *taskContext) {
+func (l *liveTasks) remove(c cancelable) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.ctxs, c)
 }
 
 // cutAll cancels every registered context and makes later ones start
-// canceled. It takes no taskContext lock while it holds l.mu.
+// canceled. It holds no other lock while it cancels.
 func (l *liveTasks) cutAll() {
 	l.mu.Lock()
 	l.cut.Store(true)

@@ -20,7 +20,7 @@ func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context
 	}
 	mustHave(ctx, fn != nil, "Call")
 	f := &Future[T]{fn: fn}
-	f.task.init(p, ctx, f, nil)
+	f.task.init(p, ctx, f)
 	p.submitTask(&f.task)
 	return f
 }

@@ -18,9 +18,9 @@ import (
 // SetLimit wait in the group, not in the pool, so they never hold a worker
 // or delay other users of the pool.
 type Group struct {
-	pool   *WorkerPool
-	ctx    context.Context // what every fn receives; canceled by the first error, by Wait, or by the parent
-	cancel context.CancelCauseFunc
+	pool      *WorkerPool
+	ctx       context.Context // what every fn receives; canceled by the first error, by Wait, by the parent, or by a Shutdown that gives up
+	cancelCtx context.CancelCauseFunc
 
 	mu      sync.Mutex
 	changed sync.Cond // on mu; broadcast when settledAll may have become true
@@ -28,17 +28,19 @@ type Group struct {
 	inPool  int       // tasks given to the pool and not settled yet
 	running int       // of inPool, the tasks whose fn is running
 	err     error     // the first error
+	live    bool      // g is in pool.live: from its first task until Wait returns
 	// held are the tasks Go held back because of limit, oldest first.
 	held deque.Deque[func(context.Context) error]
 }
 
 // Group returns a new, empty group of tasks that run on p. Its context is
 // derived from ctx; it is canceled when a task returns the first error,
-// when Wait returns, and when ctx is done. Group panics if ctx is nil.
+// when Wait returns, when ctx is done, and when a Shutdown of p gives up
+// waiting. Group panics if ctx is nil.
 func (p *WorkerPool) Group(ctx context.Context) *Group {
 	mustHave(ctx, true, "Group")
 	g := &Group{pool: p}
-	g.ctx, g.cancel = context.WithCancelCause(ctx)
+	g.ctx, g.cancelCtx = context.WithCancelCause(ctx)
 	g.changed.L = &g.mu
 	context.AfterFunc(g.ctx, g.canceled)
 	return g
@@ -50,9 +52,10 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 // (ErrGoexit) makes that error the group's if it is the first, and cancels
 // the group's context.
 //
-// Once the group's context is done (after the first error, after Wait, or
-// when the parent is done), Go skips fn, and Wait reports the context's
-// error unless an earlier error came first. On a stopped pool fn never runs
+// Once the group's context is done (after the first error, after Wait,
+// when the parent is done, or when a Shutdown gives up), Go skips fn, and
+// Wait reports the cause of that cancellation (see context.Cause) unless an
+// earlier error came first. On a stopped pool fn never runs
 // and the group's error becomes ErrStopped. Go panics if fn is nil.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	if fn == nil {
@@ -61,7 +64,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	g.mu.Lock()
 	switch {
 	case g.ctx.Err() != nil:
-		g.record(g.ctx.Err())
+		g.record(g.canceledBy())
 		g.mu.Unlock()
 		return
 	case g.limit > 0 && g.inPool >= g.limit:
@@ -69,7 +72,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		g.mu.Unlock()
 		return
 	}
-	g.inPool++
+	g.addInPool()
 	g.mu.Unlock()
 	g.submit(fn)
 }
@@ -78,7 +81,9 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 // running, at once; Go holds the others in the group until a slot frees. A
 // negative n removes the limit. Raising the limit releases held tasks at
 // once. The limit is a share of the pool: the pool's own size still
-// applies. SetLimit panics if n is 0, which would never run a task.
+// applies. Held tasks have not reached the pool: once it stops taking tasks
+// (Stop, StopWait or Shutdown) they are dropped, and Wait reports
+// ErrStopped. SetLimit panics if n is 0, which would never run a task.
 func (g *Group) SetLimit(n int) {
 	if n == 0 {
 		panic("workerpool: Group.SetLimit(0) would never run a task")
@@ -99,7 +104,9 @@ func (g *Group) SetLimit(n int) {
 // until every other task has started too, or will never start because the
 // group's context is done. It then cancels the group's context and returns
 // the first error: from a task, or, if tasks were skipped and no task
-// failed, the context's error. Tasks that were skipped may still sit in the
+// failed, the cause of the context's cancellation. Call Wait once the
+// tasks are given: until it returns, the group stays known to the pool, for
+// a Shutdown that gives up and cancels it. Tasks that were skipped may still sit in the
 // pool's queue when Wait returns; they are counted in Status.Canceled once
 // the pool reaches them.
 func (g *Group) Wait() error {
@@ -108,12 +115,35 @@ func (g *Group) Wait() error {
 		g.changed.Wait()
 	}
 	if g.inPool > 0 { // skipped, or about to be
-		g.record(g.ctx.Err())
+		g.record(g.canceledBy())
 	}
 	err := g.err
+	if g.live {
+		g.pool.live.remove(g)
+		g.live = false
+	}
 	g.mu.Unlock()
 	g.cancel(err)
 	return err
+}
+
+// cancel cancels the group's context with cause, unless it is canceled
+// already. A Shutdown that gives up calls it while g is in pool.live.
+func (g *Group) cancel(cause error) { g.cancelCtx(cause) }
+
+// addInPool counts one more task given to the pool. The group's first
+// task puts g in pool.live until Wait returns, so that a Shutdown that
+// gives up cancels g's context; if the pool was cut already, that happens
+// at once. g.mu is held.
+func (g *Group) addInPool() {
+	if !g.live {
+		if g.pool.live.add(g) {
+			g.live = true
+		} else {
+			g.cancelCtx(errShutdownCut)
+		}
+	}
+	g.inPool++
 }
 
 // settledAll reports whether Wait may return: no task is running, and no
@@ -123,11 +153,13 @@ func (g *Group) settledAll() bool {
 	return g.running == 0 && (g.inPool == 0 && g.held.Len() == 0 || g.ctx.Err() != nil)
 }
 
-// submit gives fn to the pool as a task of the group.
+// submit gives fn, already counted in inPool, to the pool as a task of
+// the group.
 func (g *Group) submit(fn func(context.Context) error) {
-	t := new(Task)
-	t.init(g.pool, g.ctx, funcBody(fn), g)
-	g.pool.submitTask(t)
+	t := g.pool.newGroupTask(g, fn)
+	if send(g.pool, message{req: &t.request}) != nil {
+		t.settle(ErrStopped, false)
+	}
 }
 
 // start runs on a worker just before fn: it counts the task as running, or
@@ -136,8 +168,8 @@ func (g *Group) submit(fn func(context.Context) error) {
 func (g *Group) start() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if err := g.ctx.Err(); err != nil {
-		return err
+	if g.ctx.Err() != nil {
+		return g.canceledBy()
 	}
 	g.running++
 	return nil
@@ -185,7 +217,7 @@ func (g *Group) takeHeld() func(context.Context) error {
 		g.dropHeld(ErrStopped)
 		return nil
 	}
-	g.inPool++
+	g.addInPool()
 	return g.held.PopFront()
 }
 
@@ -194,7 +226,7 @@ func (g *Group) takeHeld() func(context.Context) error {
 func (g *Group) canceled() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.dropHeld(g.ctx.Err())
+	g.dropHeld(g.canceledBy())
 	g.changed.Broadcast()
 }
 
@@ -207,9 +239,85 @@ func (g *Group) dropHeld(why error) {
 	}
 }
 
+// canceledBy is the error that skipped tasks report once the group's
+// context is done: the cause of its cancellation, such as the first error,
+// the parent's cause, or one wrapping ErrStopped from a Shutdown that gave
+// up.
+func (g *Group) canceledBy() error { return context.Cause(g.ctx) }
+
 // record keeps err as the group's error if it is the first. g.mu is held.
 func (g *Group) record(err error) {
 	if g.err == nil {
 		g.err = err
 	}
+}
+
+// A groupTask carries one fn of a Group through the pool: it is the tracked
+// value that dispatch keeps while the task is queued, and its run func is
+// what a worker calls. The pool reuses groupTasks through
+// WorkerPool.groupTasks, so that Group.Go does not allocate; one goes back
+// to the cache as soon as it settled. No claim is needed: while queued only
+// dispatch touches it, and once handed out only its worker does.
+type groupTask struct {
+	group   *Group
+	fn      func(ctx context.Context) error
+	run     func()  // t.execute, bound once
+	request request // {tracked: t}, set once
+}
+
+func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error) *groupTask {
+	t, _ := p.groupTasks.Get().(*groupTask)
+	if t == nil {
+		t = new(groupTask)
+		t.run = t.execute
+		t.request.tracked = t
+	}
+	t.group, t.fn = g, fn
+	return t
+}
+
+func (t *groupTask) runner() func() { return t.run }
+
+// skip drops a queued task whose group is canceled.
+func (t *groupTask) skip() bool {
+	if t.group.ctx.Err() == nil {
+		return false
+	}
+	t.settle(t.group.canceledBy(), false)
+	return true
+}
+
+// abandon settles a task that stop dropped: with ErrStopped, or with the
+// group's context error if that was done first (the task then counts as
+// canceled).
+func (t *groupTask) abandon() (canceled bool) {
+	canceled = t.group.ctx.Err() != nil
+	err := ErrStopped
+	if canceled {
+		err = t.group.canceledBy()
+	}
+	t.settle(err, false)
+	return canceled
+}
+
+// execute runs on a worker: fn runs unless the group is canceled by now.
+func (t *groupTask) execute() {
+	g := t.group
+	if err := g.start(); err != nil {
+		g.pool.ran.skipped.Add(1)
+		t.settle(err, false)
+		return
+	}
+	g.pool.call(g.ctx, funcBody(t.fn), t.settleRan)
+}
+
+func (t *groupTask) settleRan(err error) { t.settle(err, true) }
+
+// settle returns t to the cache and tells its group; ran says whether fn
+// was called.
+func (t *groupTask) settle(err error, ran bool) {
+	g := t.group
+	t.group, t.fn = nil, nil
+	g.pool.groupTasks.Put(t)
+	g.settled(ran, err)
 }

@@ -37,21 +37,16 @@ func (e *PanicError) Unwrap() error {
 // error, watch for its end, or cancel it. Its methods are safe for
 // concurrent use and may be called any number of times.
 type Task struct {
-	pool  *WorkerPool
-	body  taskBody    // what runs; nil once t settled
-	ctx   taskContext // what fn receives
-	group *Group      // the group t belongs to, or nil
+	pool *WorkerPool
+	body taskBody    // what runs; nil once t settled
+	ctx  taskContext // what fn receives
 
 	// state moves once, from taskQueued: to taskStarted by the worker that
 	// takes t, or to taskCanceled by whoever settles t before it starts
 	// (Cancel, the caller's ctx, dispatch, a rejected submit).
-	state atomic.Uint32
-	ran   bool  // fn was called; written by the worker before it calls fn
-	err   error // t's outcome; written once, by settle
-	// finished is done once err is set; Wait waits on it. Handles (Go and
-	// Call) add 1 when they are made; a group task does not use it, as
-	// settle tells its group instead.
-	finished sync.WaitGroup
+	state    atomic.Uint32
+	err      error          // t's outcome; written once, by settle
+	finished sync.WaitGroup // done once err is set; Wait waits on it
 
 	mu       sync.Mutex    // guards the fields below
 	settled  bool          // settle has run
@@ -66,7 +61,7 @@ const (
 	taskCanceled
 )
 
-// A taskBody is what a Task runs: fn for Go and Group.Go, a Future for Call.
+// A taskBody is what a task runs: fn for Go and Group.Go, a Future for Call.
 type taskBody interface {
 	call(ctx context.Context) error
 }
@@ -94,7 +89,7 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error) *Task {
 	mustHave(ctx, fn != nil, "Go")
 	t := new(Task)
-	t.init(p, ctx, funcBody(fn), nil)
+	t.init(p, ctx, funcBody(fn))
 	p.submitTask(t)
 	return t
 }
@@ -109,14 +104,11 @@ func mustHave(ctx context.Context, haveFn bool, method string) {
 	}
 }
 
-// init readies t to run body with ctx on p, as a task of group, or as a
-// handle if group is nil.
-func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody, group *Group) {
-	t.pool, t.body, t.group = p, body, group
+// init readies t to run body with ctx on p.
+func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
+	t.pool, t.body = p, body
 	t.ctx.parent, t.ctx.pool = ctx, p
-	if group == nil {
-		t.finished.Add(1)
-	}
+	t.finished.Add(1)
 }
 
 // submitTask sends t to dispatch, or settles it with ErrStopped if the pool
@@ -216,16 +208,12 @@ func (t *Task) watchCaller() {
 }
 
 // settle records t's outcome, releases fn and its context, and tells
-// whoever waits: Wait and Done callers, or t's group. Exactly one party
-// calls it: the one that moved t out of taskQueued.
+// whoever waits, through Wait and Done. Exactly one party calls it: the one
+// that moved t out of taskQueued.
 func (t *Task) settle(err error) {
 	t.err = err
 	t.body = nil
 	t.ctx.release()
-	if t.group != nil {
-		t.group.settled(t.ran, err)
-		return
-	}
 	t.mu.Lock()
 	t.settled = true
 	done, unwatch := t.done, t.unwatch
@@ -240,47 +228,33 @@ func (t *Task) settle(err error) {
 }
 
 // run runs on a worker. A task canceled after dispatch handed it out, or
-// whose context or group is done by now, is skipped.
+// whose context is done by now, is skipped.
 func (t *Task) run() {
 	if !t.state.CompareAndSwap(taskQueued, taskStarted) {
 		t.pool.ran.skipped.Add(1)
 		return
 	}
-	if err := t.startErr(); err != nil {
+	if err := t.ctx.Err(); err != nil {
 		t.pool.ran.skipped.Add(1)
 		t.settle(err)
 		return
 	}
-	t.call()
+	t.pool.call(&t.ctx, t.body, t.settle)
 }
 
-// startErr says why t must not start after all, or nil. For a group task it
-// also counts t as running in its group.
-func (t *Task) startErr() error {
-	if err := t.ctx.Err(); err != nil {
-		return err
-	}
-	if t.group != nil {
-		if err := t.group.start(); err != nil {
-			return err
-		}
-	}
-	t.ran = true
-	return nil
-}
-
-// call runs fn and settles t with its outcome, which is ErrGoexit unless fn
-// returns or panics. The deferred func runs on return, panic and Goexit.
-func (t *Task) call() {
+// call runs body with ctx and passes its outcome to settle: body's error, a
+// *PanicError if it panicked, or ErrGoexit if it called runtime.Goexit. The
+// deferred func runs in all three cases.
+func (p *WorkerPool) call(ctx context.Context, body taskBody, settle func(error)) {
 	err := ErrGoexit
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			err = &PanicError{Value: r, Stack: debug.Stack()}
-			t.pool.ran.panicked.Add(1)
+			p.ran.panicked.Add(1)
 		}
-		t.settle(err)
+		settle(err)
 	}()
-	err = t.body.call(&t.ctx)
+	err = body.call(ctx)
 }
 
 // skipQueued is dispatch's check on a queued task: it settles t if its

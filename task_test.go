@@ -259,13 +259,13 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		defer p.Stop()
 		var ran atomic.Bool
 		canceled := new(Task)
-		canceled.init(p, t.Context(), funcBody(func(context.Context) error { ran.Store(true); return nil }), nil)
+		canceled.init(p, t.Context(), funcBody(func(context.Context) error { ran.Store(true); return nil }))
 		canceled.Cancel()
 		canceled.run() // as the worker would
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		late := new(Task)
-		late.init(p, ctx, funcBody(func(context.Context) error { ran.Store(true); return nil }), nil)
+		late.init(p, ctx, funcBody(func(context.Context) error { ran.Store(true); return nil }))
 		late.run() // its ctx ended after dispatch checked it
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
@@ -514,6 +514,42 @@ func TestShutdownThatGivesUpAbandonsQueueAndCancelsRunningTasks(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(3), s.Abandoned, "abandoned: two handles and a plain task")
 		assert.Equal(t, uint64(3), s.Completed, "completed")
+	})
+}
+
+func TestShutdownThatGivesUpCancelsRunningGroupTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		g := p.Group(t.Context())
+		for range 3 { // two run, one waits in the queue
+			g.Go(func(ctx context.Context) error {
+				<-ctx.Done()
+				return context.Cause(ctx)
+			})
+		}
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		assert.Equal(t, context.DeadlineExceeded, p.Shutdown(ctx), "Shutdown")
+		assert.ErrorIs(t, g.Wait(), ErrStopped, "the group's first error")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+	})
+}
+
+// Tasks that looked at their context, and groups, are listed for a Shutdown
+// that might give up; they leave the list when they end.
+func TestLiveListEmptiesWhenTasksAndGroupsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		require.NoError(t, p.Go(t.Context(), func(ctx context.Context) error { _ = ctx.Done(); return nil }).Wait())
+		g := p.Group(t.Context())
+		g.Go(func(context.Context) error { return nil })
+		require.NoError(t, g.Wait())
+		p.live.mu.Lock()
+		defer p.live.mu.Unlock()
+		assert.Empty(t, p.live.ctxs, "contexts still listed")
 	})
 }
 

@@ -57,9 +57,10 @@ type WorkerPool struct {
 	abandon     chan struct{} // closed by the first Stop, or a Shutdown that gives up: dispatch drops queued tasks, even during a StopWait
 	stopped     chan struct{} // closed by dispatch once the last worker took its nil; no pool code runs after it but returns
 
-	waiters  sync.Pool // idle *waiter values for DoWait
-	taskRuns sync.Pool // idle *taskRun values for Go, Call and Group.Go
-	live     liveTasks // the contexts of running Tasks, for a Shutdown that gives up
+	waiters    sync.Pool // idle *waiter values for DoWait
+	taskRuns   sync.Pool // idle *taskRun values for Go and Call
+	groupTasks sync.Pool // idle *groupTask values for Group.Go
+	live       liveTasks // the contexts of running Tasks and Groups, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
 	// own cache lines so that a write by one side does not evict what the

@@ -1239,6 +1239,7 @@ type fuzzRun struct {
 	pending  sync.WaitGroup // SubmitWait, Pause and Task.Wait callers
 	stopped  atomic.Bool    // Stop or Shutdown (not StopWait) was called: waits may fail
 	handles  atomic.Int64   // Tasks made
+	grouped  atomic.Int64   // Group.Go calls: each may or may not reach the pool
 }
 
 func runOps(t *testing.T, data []byte) {
@@ -1246,7 +1247,7 @@ func runOps(t *testing.T, data []byte) {
 	idle := []time.Duration{time.Second, -1, 10 * time.Millisecond, DefaultIdleTimeout}[data[0]/4%4]
 	r.p = New(r.size, WithIdleTimeout(idle), WithPanicHandler(func(any) { r.handled.Add(1) }))
 	for _, b := range data[1 : len(data)-1] {
-		r.do(b%9, int(b/9))
+		r.do(b%10, int(b/10))
 	}
 	last := data[len(data)-1]
 	switch last % 3 {
@@ -1317,7 +1318,41 @@ func (r *fuzzRun) do(op byte, arg int) {
 		}
 	case 8: // a Task that takes arg ms, canceled in one of four ways
 		r.goTask(arg)
+	case 9: // a Group of arg%5+1 tasks, maybe limited, maybe failing
+		r.group(arg)
 	}
+}
+
+// group runs a Group of arg%5+1 tasks that take arg ms each, limited to
+// arg%3 at once (0: no limit); with arg%4 == 0 the first one fails. A
+// goroutine waits for it and checks what Wait says.
+func (r *fuzzRun) group(arg int) {
+	g := r.p.Group(context.Background())
+	if arg%3 > 0 {
+		g.SetLimit(arg % 3)
+	}
+	for i := range arg%5 + 1 {
+		r.grouped.Add(1)
+		g.Go(func(ctx context.Context) error {
+			r.body(func() {})()
+			if i == 0 && arg%4 == 0 {
+				return errTask
+			}
+			select {
+			case <-time.After(time.Duration(arg) * time.Millisecond):
+				return nil
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			}
+		})
+	}
+	r.pending.Go(func() {
+		// ErrStopped is possible under StopWait too: tasks the limit held
+		// back had not reached the pool when it stopped taking tasks.
+		err := g.Wait()
+		assert.True(r.t, err == nil || errors.Is(err, errTask) || errors.Is(err, ErrStopped), "Group.Wait: %v", err)
+	})
+	synctest.Wait()
 }
 
 // goTask makes a Task whose fn sleeps arg ms and watches its context;
@@ -1381,12 +1416,13 @@ func (r *fuzzRun) check(stopWait bool) {
 		cancel()
 	}
 	s := requireStoppedClean(t, r.p)
-	assert.Equal(t, uint64(r.accepted.Load()), s.Submitted, "submitted")
+	assert.GreaterOrEqual(t, s.Submitted, uint64(r.accepted.Load()), "submitted")
+	assert.LessOrEqual(t, s.Submitted, uint64(r.accepted.Load()+r.grouped.Load()), "submitted")
 	assert.Equal(t, r.panics.Load(), r.handled.Load(), "panics handled")
 	assert.Equal(t, uint64(r.handled.Load()), s.Panicked, "panicked")
 	assert.LessOrEqual(t, r.meter.peak.Load(), int64(r.size), "peak concurrency")
 	assert.Equal(t, uint64(r.ran.Load()), s.Completed, "completed == task bodies run")
-	assert.LessOrEqual(t, s.Canceled, uint64(r.handles.Load()), "only Tasks are canceled")
+	assert.LessOrEqual(t, s.Canceled, uint64(r.handles.Load()+r.grouped.Load()), "only Tasks and group tasks are canceled")
 	if stopWait {
 		assert.Zero(t, s.Abandoned, "StopWait abandoned tasks")
 		assert.Zero(t, r.waitErrs.Load(), "DoWait failed under StopWait")
