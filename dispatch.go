@@ -40,11 +40,11 @@ type dispatcher struct {
 	idle    *time.Timer
 	sawTask bool
 
+	stopping bool // Stop's message was taken: late tasks only join the queue
+
 	// pauses are the Pause calls in effect, oldest first; only the first
 	// is active. pauses[0].barrier is a position in the push sequence:
 	// tasks pushed before it still run, later ones are held.
-	stopping bool // Stop's message was taken: late tasks only join the queue
-
 	pauses   []*pauseRequest
 	watching bool // watchIdle is set: waiting for the active pause's barrier
 }
@@ -185,10 +185,10 @@ func (d *dispatcher) accept(task func()) (handed bool) {
 	return false
 }
 
-// acceptTracked takes a DoWait call or a Task. One already canceled is
-// counted and skipped. If its task is queued, dispatch keeps t until the
-// task leaves the queue, to skip it if it is canceled meanwhile and to
-// answer it if stop drops it.
+// acceptTracked takes a DoWait call, a Task or a group task. One already
+// canceled is counted and skipped. If its task is queued, dispatch keeps t
+// until the task leaves the queue, to skip it if it is canceled meanwhile
+// and to answer it if stop drops it.
 func (d *dispatcher) acceptTracked(t tracked) {
 	if t.skip() {
 		d.p.counted.submitted.Add(1)

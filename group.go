@@ -55,8 +55,8 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 // Once the group's context is done (after the first error, after Wait,
 // when the parent is done, or when a Shutdown gives up), Go skips fn, and
 // Wait reports the cause of that cancellation (see context.Cause) unless an
-// earlier error came first. On a stopped pool fn never runs
-// and the group's error becomes ErrStopped. Go panics if fn is nil.
+// earlier error came first. On a stopped pool fn never runs and the group's
+// error becomes ErrStopped. Go panics if fn is nil.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	if fn == nil {
 		panic("workerpool: Group.Go called with a nil func")
@@ -106,9 +106,9 @@ func (g *Group) SetLimit(n int) {
 // the first error: from a task, or, if tasks were skipped and no task
 // failed, the cause of the context's cancellation. Call Wait once the
 // tasks are given: until it returns, the group stays known to the pool, for
-// a Shutdown that gives up and cancels it. Tasks that were skipped may still sit in the
-// pool's queue when Wait returns; they are counted in Status.Canceled once
-// the pool reaches them.
+// a Shutdown that gives up and cancels it. Tasks that were skipped may
+// still sit in the pool's queue when Wait returns; they are counted in
+// Status.Canceled once the pool reaches them.
 func (g *Group) Wait() error {
 	g.mu.Lock()
 	for !g.settledAll() {
@@ -140,7 +140,7 @@ func (g *Group) addInPool() {
 		if g.pool.live.add(g) {
 			g.live = true
 		} else {
-			g.cancelCtx(errShutdownCut)
+			g.cancel(errShutdownCut)
 		}
 	}
 	g.inPool++

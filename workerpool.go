@@ -30,11 +30,12 @@ type WorkerPool struct {
 	panicHandler func(recovered any) // nil: a task's panic crashes the program
 
 	// taskQueue carries every message to dispatch: tasks from Submit and
-	// Do, DoWait and Pause calls, and idle timer ticks. Unbuffered on
-	// purpose: dispatch does the queueing, and a send that completes is the
-	// moment a task is accepted. The first Stop or StopWait sends one empty
-	// message after closing stopping: dispatch then takes the sends still
-	// in flight (see send) and stops receiving. Never closed.
+	// Do; DoWait calls, Tasks and group tasks; Pause calls; and idle timer
+	// ticks. Unbuffered on purpose: dispatch does the queueing, and a send
+	// that completes is the moment a task is accepted. The first Stop,
+	// StopWait or Shutdown sends one empty message after closing stopping:
+	// dispatch then takes the sends still in flight (see send) and stops
+	// receiving. Never closed.
 	taskQueue chan message
 	// workerQueue hands tasks from dispatch to idle workers. Only dispatch
 	// sends; a nil func tells the receiving worker to return. Never closed.
@@ -97,13 +98,13 @@ type message struct {
 // A request asks dispatch for something other than queueing a plain task;
 // exactly one field is set.
 type request struct {
-	tracked  tracked       // a DoWait call or a Task
+	tracked  tracked       // a DoWait call, a Task or a group task
 	pause    *pauseRequest // a Pause call
 	idleTick bool          // the idle timer fired
 }
 
-// A tracked task is one whose caller waits for its outcome: a DoWait call
-// or a Task. Dispatch keeps it while its func is in the queue, so that it
+// A tracked task is one whose caller waits for its outcome: a DoWait call,
+// a Task or a group task. Dispatch keeps it while its func is in the queue, so that it
 // can skip it once it is canceled and answer its caller if the task is
 // abandoned.
 type tracked interface {
