@@ -7,6 +7,7 @@ replace github.com/e86d9661/workerpool => ../
 require (
 	github.com/alitto/pond/v2 v2.7.1
 	github.com/e86d9661/workerpool v0.0.0-00010101000000-000000000000
+	github.com/gammazero/deque v1.2.2
 	github.com/gammazero/workerpool v1.3.0
 	github.com/panjf2000/ants/v2 v2.12.1
 	github.com/sourcegraph/conc v0.3.0
@@ -21,7 +22,6 @@ require (
 	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
 	git.sr.ht/~sbinet/gg v0.7.0 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/gammazero/deque v1.2.2 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	go.uber.org/atomic v1.7.0 // indirect
 	go.uber.org/multierr v1.9.0 // indirect

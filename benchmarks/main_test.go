@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Every scenario runs with every library it applies to at a tiny scale, in
-// this process: every task runs, the numbers are sane, and no goroutine
-// outlives Close.
+// Every scenario runs with every library it applies to, the relay floor
+// included, at a tiny scale, in this process: every task runs (each
+// scenario returns only once all its tasks have run), the numbers are sane,
+// and no goroutine outlives Close.
 func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	c := &config{scale: 0.0005, spin: 10}
+	ran := map[string][]string{} // library -> the scenarios it ran
 	for _, s := range scenarios {
 		for _, lib := range libraries {
 			t.Run(s.id+"/"+lib.name, func(t *testing.T) {
@@ -24,6 +26,7 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 					assert.NotEmpty(t, why)
 					return
 				}
+				ran[lib.name] = append(ran[lib.name], s.id)
 				base := runtime.NumGoroutine()
 				p := lib.open(s.workers())
 				n := s.size(c.scale)
@@ -45,6 +48,9 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 			})
 		}
 	}
+	// The relay queues, so it runs g too; it has no handles or groups.
+	assert.Equal(t, []string{"a", "b", "c", "d1", "d2", "e", "f", "g"}, ran[floor])
+	assert.Equal(t, ran["gammazero"], ran[floor], "the relay runs what gammazero runs")
 }
 
 func TestScenarioSizeNeverZero(t *testing.T) {

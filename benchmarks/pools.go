@@ -68,6 +68,7 @@ type library struct {
 
 var libraries = []library{
 	{"ours", true, true, true, "queues; Submit never blocks; Go returns a Task; Group on the pool", openOurs},
+	{floor, true, false, false, "reference: the bare relay of this design's shape (two hand-offs per task, nothing else), not a usable pool; queues; SubmitWait by adapter", openRelay},
 	{"gammazero", true, false, false, "queues; Submit never blocks", openGammazero},
 	{"pond", true, true, true, "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait(); groups on the pool", openPond},
 	{"ants", false, false, false, "Submit blocks while every worker is busy; SubmitWait by adapter", openAnts},
@@ -76,6 +77,10 @@ var libraries = []library{
 	{"semaphore", false, false, false, "baseline: a buffered channel bounds a goroutine per task", openSemaphore},
 	{"goroutine", false, false, false, "baseline: a goroutine per task, no bound", openGoroutine},
 }
+
+// floor names the relay (relay.go), the reference every scenario is also
+// measured against: the bare relay of this library's shape.
+const floor = "relay"
 
 func findLibrary(name string) (library, error) {
 	for _, l := range libraries {
