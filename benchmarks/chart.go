@@ -16,6 +16,9 @@ import (
 // writeChart draws one panel per scenario with one bar per library: median
 // ns/task, each panel on its own linear scale. A library keeps its colour in
 // every panel; a missing bar means the scenario does not apply or failed.
+// The relay, a reference rather than a pool, is a grey bar with a dashed
+// outline, labelled "relay (floor)", and a dashed grey line across the panel
+// at its height.
 func (r *run) writeChart(w io.Writer) error {
 	const cols = 4
 	rows := (len(r.scenarios) + cols - 1) / cols
@@ -59,8 +62,12 @@ func (r *run) panel(s scenario) (*plot.Plot, error) {
 	p.Y.Min = 0
 	labels := make([]string, len(r.libraries))
 	top := 0.0
+	floorNs := math.NaN()
 	for i, lib := range r.libraries {
 		labels[i] = lib.name
+		if lib.name == floor {
+			labels[i] = floor + " (floor)"
+		}
 		sm, ok := r.summary(s.id, lib.name)
 		if !ok {
 			continue
@@ -72,11 +79,23 @@ func (r *run) panel(s scenario) (*plot.Plot, error) {
 		bar.XMin = float64(i)
 		bar.Color = colorOf(lib.name)
 		bar.LineStyle.Width = 0
+		if lib.name == floor {
+			bar.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+			floorNs = sm.ns
+		}
 		p.Add(bar)
 		top = max(top, sm.ns)
 	}
 	p.NominalX(labels...)
 	p.X.Min, p.X.Max = -0.5, float64(len(labels))-0.5 // every label, bars or not
+	if !math.IsNaN(floorNs) {
+		line, err := plotter.NewLine(plotter.XYs{{X: p.X.Min, Y: floorNs}, {X: p.X.Max, Y: floorNs}})
+		if err != nil {
+			return nil, err
+		}
+		line.LineStyle = draw.LineStyle{Color: floorGrey, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(3), vg.Points(3)}}
+		p.Add(line)
+	}
 	p.X.Tick.Label.Rotation = math.Pi / 4
 	p.X.Tick.Label.XAlign = draw.XRight
 	p.X.Tick.Label.YAlign = draw.YCenter
@@ -90,13 +109,25 @@ var palette = []color.RGBA{
 	{0x76, 0xb7, 0xb2, 0xff}, {0xed, 0xc9, 0x48, 0xff}, {0xb0, 0x7a, 0xa1, 0xff}, {0x9c, 0x75, 0x5f, 0xff},
 }
 
-// colorOf is name's colour: by its place in the suite, so that it is the
-// same whichever pools a run selects.
+// floorGrey is the relay's colour, outside the palette: it is a reference,
+// not a contestant.
+var floorGrey = color.RGBA{0xba, 0xb0, 0xac, 0xff}
+
+// colorOf is name's colour: by its place in the suite (the relay aside), so
+// that it is the same whichever pools a run selects.
 func colorOf(name string) color.Color {
-	for i, l := range libraries {
-		if l.name == name {
+	if name == floor {
+		return floorGrey
+	}
+	i := 0
+	for _, l := range libraries {
+		switch l.name {
+		case floor:
+			continue
+		case name:
 			return palette[i%len(palette)]
 		}
+		i++
 	}
 	return color.Black
 }

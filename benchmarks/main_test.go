@@ -82,8 +82,8 @@ func TestReportAndChart(t *testing.T) {
 	sc := func(id string) scenario { s, err := findScenario(id); require.NoError(t, err); return s }
 	r := &run{
 		options: options{out: "out/RESULTS.md", chart: "out/chart.svg", reps: 2,
-			scenarios: []scenario{sc("a"), sc("g")},
-			libraries: []library{lib("ours"), lib("gammazero"), lib("conc")},
+			scenarios: []scenario{sc("a"), sc("g"), sc("h")},
+			libraries: []library{lib("ours"), lib(floor), lib("gammazero"), lib("conc")},
 			config:    config{scale: 1}},
 		started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
 		machine: machine{goVersion: "go1.x", cpu: "test cpu", numCPU: 2, gomaxprocs: 2},
@@ -92,10 +92,15 @@ func TestReportAndChart(t *testing.T) {
 				"ours":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 3000}},
 				"gammazero": {{Tasks: 10, Wall: 4000}, {Tasks: 10, Wall: 4000}},
 				"conc":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 1000}},
+				floor:       {{Tasks: 10, Wall: 1600}, {Tasks: 10, Wall: 2400}},
 			},
 			"g": {
 				"ours":      {{Tasks: 10, Wall: 500, Queued: 8.4}},
 				"gammazero": {{Tasks: 10, Wall: 500, Queued: 8.4}},
+				floor:       {{Tasks: 10, Wall: 250, Queued: 8.4}},
+			},
+			"h": {
+				"ours": {{Tasks: 10, Wall: 5000, P50: 400, P99: 900}},
 			},
 		},
 	}
@@ -105,15 +110,24 @@ func TestReportAndChart(t *testing.T) {
 	assert.Contains(t, md, "![ns per task, one panel per scenario](chart.svg)")
 	assert.Contains(t, md, "| a: ns/task vs gammazero | ≤ 0.80x | 0.50x | yes |")
 	assert.Contains(t, md, "| g: live heap bytes per queued task | ≤ 8.50 B | 8.40 B | yes |")
-	assert.Contains(t, md, "| a | 200 | 400 | 100 |", "medians")
-	assert.Contains(t, md, "| ours | queues; Submit never blocks; Go returns a Task; Group on the pool | 200 (100–300) | 1.00x | 0.50x |")
+	assert.Contains(t, md, "| a: ns/task vs relay floor | ≤ 1.10x | 1.00x | yes |")
+	assert.Contains(t, md, "| g | 50.0 | 25.0 | 50.0 | – |", "medians")
+	assert.Contains(t, md, "| a | 200 | 200 | 400 | 100 |", "medians")
+	assert.Contains(t, md, "| ours | queues; Submit never blocks; Go returns a Task; Group on the pool | 200 (100–300) | 1.00x | 0.50x | 1.00x |")
+	assert.Contains(t, md, "| relay | "+lib(floor).note+" | 200 (160–240) | 1.00x | 0.50x | 1.00x |")
+	assert.Contains(t, md, "| ours | queues; Submit never blocks; Go returns a Task; Group on the pool | 50.0 (50.0–50.0) | 1.00x | 1.00x | 2.00x |", "g runs with the relay")
+	assert.Contains(t, md, "| ours | queues; Submit never blocks; Go returns a Task; Group on the pool | 500 (500–500) | 1.00x | n/a | n/a |", "h: no relay, no gammazero")
+	assert.Contains(t, md, "| relay | "+lib(floor).note+" | n/a:")
 	assert.Contains(t, md, "| conc | "+lib("conc").note+" | n/a:")
-	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## Ratio to this library", "## Ratio to gammazero/workerpool", "### a: ", "### g: "} {
+	assert.Contains(t, md, "| g | 2.00x | 1.00x | 2.00x | – |\n| h | n/a | n/a | n/a | n/a |\n", "the relay matrix: n/a where the relay cannot run")
+	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## Ratio to this library", "## Ratio to gammazero/workerpool", "## Ratio to the relay floor", "### a: ", "### g: ", "### h: "} {
 		assert.Contains(t, md, "\n"+h)
 	}
+	assert.Contains(t, md, "`relay` is a reference, not a usable pool")
 
 	var chart bytes.Buffer
 	require.NoError(t, r.writeChart(&chart))
 	assert.Contains(t, chart.String(), "<svg")
 	assert.Contains(t, chart.String(), "gammazero")
+	assert.Contains(t, chart.String(), "relay (floor)")
 }
