@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -117,56 +116,5 @@ func (c *taskContext) release() {
 	if c.live {
 		c.pool.live.remove(c)
 		c.live = false
-	}
-}
-
-// A cancelable is a context of running tasks that a Shutdown that gives up
-// cancels: a Task's inner context, or a Group's.
-type cancelable interface {
-	cancel(cause error)
-}
-
-// liveTasks holds the contexts of the tasks that are running, for a
-// Shutdown that gives up waiting: it cancels them all at once (cut). A Task
-// that has not made its inner context yet finds the pool cut when it does.
-// Lock order: a taskContext's or Group's mu, then liveTasks.mu.
-type liveTasks struct {
-	mu   sync.Mutex
-	cut  atomic.Bool             // set once, under mu, by cutAll
-	ctxs map[cancelable]struct{} // guarded by mu
-}
-
-func (l *liveTasks) isCut() bool { return l.cut.Load() }
-
-// add registers c, or reports false if the pool was cut.
-func (l *liveTasks) add(c cancelable) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cut.Load() {
-		return false
-	}
-	if l.ctxs == nil {
-		l.ctxs = make(map[cancelable]struct{})
-	}
-	l.ctxs[c] = struct{}{}
-	return true
-}
-
-func (l *liveTasks) remove(c cancelable) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.ctxs, c)
-}
-
-// cutAll cancels every registered context and makes later ones start
-// canceled. It holds no other lock while it cancels.
-func (l *liveTasks) cutAll() {
-	l.mu.Lock()
-	l.cut.Store(true)
-	ctxs := l.ctxs
-	l.ctxs = nil
-	l.mu.Unlock()
-	for c := range ctxs {
-		c.cancel(errShutdownCut)
 	}
 }

@@ -1,58 +1,76 @@
 package workerpool
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/gammazero/deque"
 )
 
 // The dispatcher is the pool's one coordinating goroutine. It owns the
-// waiting queue, the worker count, the idle clock and the pause and stop
-// state: they live in the dispatcher struct, which no other goroutine can
-// reach. It receives tasks and requests from taskQueue and hands tasks to
-// workers over workerQueue, starting a worker when none is ready and fewer
-// than the maximum exist, and queueing the task otherwise. While the queue
-// is not empty, new tasks join its back and workers are fed from its front.
+// waiting queue, the worker count, the idle clock and the pause state: they
+// live in the dispatcher struct, which no other goroutine can reach. It
+// takes messages from taskQueue (plain tasks, jobs, Pause calls, idle ticks)
+// and hands work to workers over workerQueue: to a ready worker, or to a new
+// one while fewer than the maximum exist, and otherwise to the back of the
+// queue. While the queue is not empty, new tasks join its back and workers
+// are fed from its front.
 //
-// Stop and StopWait close stopping and then send the empty message on
-// taskQueue. When dispatch takes it, it admits the sends still in flight
-// (their tasks only join the queue) and stops receiving. For StopWait it
-// drains the queue to the workers; for Stop, or a Stop that cuts a StopWait
-// short, it drops the queue and answers the DoWait calls whose task it
-// dropped. Then it sends one nil per worker and closes stopped once the
-// last worker has taken its nil. Hand-offs made by closing a channel:
-// stopping (Stop and StopWait to submitters, Pause callers and dispatch),
-// abandon (Stop to dispatch), stopped (dispatch to Stop and StopWait
-// callers) and each pause's barrierReached (dispatch to one Pause caller).
+// Stopping: the first Stop, StopWait or Shutdown closes stopping (no send
+// begins after that) and sends the empty message. When dispatch takes it, it
+// admits the sends still in flight (their tasks only join the queue) and
+// stops receiving. Unless abandoning is closed it then drains the queue to
+// the workers; it abandons whatever is left, sends each worker the zero
+// work, and closes stopped once the last worker has taken it. Stop callers
+// then wait for p.goroutines, so that no pool goroutine is left when they
+// return.
+//
+// Hand-offs made by closing a channel: stopping (the first stop call to
+// submitters, Pause callers, the idle clock and dispatch), abandoning (Stop,
+// or a Shutdown that gives up, to dispatch and the workers), stopped
+// (dispatch to stop callers and observers) and each pause's barrierReached
+// (dispatch to one Pause caller).
 type dispatcher struct {
 	p *WorkerPool
 
-	queue   deque.Deque[func()]       // accepted tasks waiting for a worker
-	tracked deque.Deque[trackedEntry] // the tracked tasks in queue, in queue order
-	pushed  uint64                    // tasks ever pushed to queue
-	popped  uint64                    // tasks ever popped from queue
-	handed  uint64                    // tasks handed to workers (published in counted.handed); equals ran.finished once all have come back
-	workers int                       // live workers
+	// queue holds the tasks waiting for a worker, oldest first; a nil
+	// entry stands for the next job in jobs. pushed and popped count the
+	// entries ever pushed and popped: pauses keep their place in it.
+	queue          deque.Deque[func()]
+	jobs           deque.Deque[*job]
+	pushed, popped uint64
+	dispatched     uint64 // work sent to workers, published in dispatchTotals
+	workers        int    // live workers, published in p.workers
 
-	// idle retires workers: armed while workers exist, it fires once per
-	// idle timeout (sending an idleTick request), and sawTask says whether
-	// a task came in since the last tick. nil when retirement is disabled.
-	idle    *time.Timer
-	sawTask bool
-
-	stopping bool // Stop's message was taken: late tasks only join the queue
+	// The idle clock retires workers: while workers exist, one goroutine
+	// at a time waits out an idle period on idle and sends an idleTick
+	// request; sawTask says whether a task came in since the last tick.
+	// idle is nil when retirement is disabled.
+	idle         *time.Timer
+	clockRunning bool
+	sawTask      bool
 
 	// pauses are the Pause calls in effect, oldest first; only the first
 	// is active. pauses[0].barrier is a position in the push sequence:
 	// tasks pushed before it still run, later ones are held.
 	pauses   []*pauseRequest
-	watching bool // watchIdle is set: waiting for the active pause's barrier
+	watching bool // wakeOnReturn is set: waiting for the active pause's barrier
 }
 
-// A trackedEntry is a tracked task in the queue and its place there.
-type trackedEntry struct {
-	position uint64 // the task's place in the push sequence
-	task     tracked
+// A message is what travels on taskQueue: a plain task, a job, or a
+// request for something else; exactly one field is set. All nil is the
+// stop signal.
+type message struct {
+	task func()
+	job  *job
+	req  *request
+}
+
+// A request asks dispatch for something other than running a task; exactly
+// one field is set.
+type request struct {
+	pause    *pauseRequest // a Pause call
+	idleTick bool          // an idle period passed
 }
 
 // A pauseRequest is one Pause call.
@@ -63,10 +81,30 @@ type pauseRequest struct {
 	reached        bool            // barrierReached is closed (dispatch only)
 }
 
+// dispatchTotals are the counters behind Status that dispatch writes, and
+// jobTotals the ones written by whoever settles a job.
+type dispatchTotals struct {
+	submitted  atomic.Uint64 // tasks accepted
+	dispatched atomic.Uint64 // work sent to workers
+	abandoned  atomic.Uint64 // plain tasks a stop dropped from the queue
+}
+
+type jobTotals struct {
+	canceled  atomic.Uint64 // jobs settled as canceled
+	abandoned atomic.Uint64 // jobs settled as abandoned
+}
+
+// workerTotals are the counters behind Status that workers write.
+type workerTotals struct {
+	returned atomic.Uint64 // work that came back from a worker: ran, or was skipped there
+	skipped  atomic.Uint64 // of returned, the jobs a worker found settled and did not run
+	panicked atomic.Uint64 // panics recovered, by the panic handler or into a *PanicError
+}
+
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p}
 	if p.idleTimeout > 0 {
-		d.idle = time.AfterFunc(p.idleTimeout, p.idleTicked)
+		d.idle = time.NewTimer(p.idleTimeout)
 		d.idle.Stop() // armed only while workers exist
 	}
 	return d
@@ -84,11 +122,11 @@ func (d *dispatcher) run() {
 // possible does it block in await. Polls are cheap (an unbuffered channel
 // with no one waiting is seen without taking its lock), so under load
 // dispatch mostly avoids a select over several channels. It returns false
-// once dispatch has taken Stop's empty message.
+// once dispatch has taken the stop message.
 func (d *dispatcher) step() bool {
-	d.skipCanceledFront()
-	handed := d.canDispatchQueued() && d.offer(d.queue.Front())
-	if handed {
+	d.dropSettledFront()
+	sent := d.canDispatchQueued() && d.offer(d.front())
+	if sent {
 		d.pop()
 	}
 	select {
@@ -97,7 +135,7 @@ func (d *dispatcher) step() bool {
 			return false
 		}
 	default:
-		if !handed && !d.await() {
+		if !sent && !d.await() {
 			return false
 		}
 	}
@@ -106,8 +144,8 @@ func (d *dispatcher) step() bool {
 }
 
 // await waits for one event and handles it. It returns false when the
-// event is Stop's empty message. With no pause in effect it waits on the
-// fewest channels it can: while the queue is empty only on taskQueue.
+// event is the stop message. With no pause in effect it waits on the fewest
+// channels it can: while the queue is empty only on taskQueue.
 func (d *dispatcher) await() bool {
 	switch {
 	case len(d.pauses) > 0:
@@ -118,41 +156,43 @@ func (d *dispatcher) await() bool {
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
-	case d.p.workerQueue <- d.queue.Front():
-		d.handedFront()
+	case d.p.workerQueue <- d.front():
+		d.sentFront()
 	}
 	return true
 }
 
 // awaitPaused is await while a Pause is in effect: only tasks from before
 // the active pause's barrier go to workers, and dispatch also wakes when a
-// worker finishes (while it waits for the barrier) and when the active
+// worker returns (while it waits for the barrier) and when the active
 // pause ends.
 func (d *dispatcher) awaitPaused() bool {
 	var (
-		toWorker chan<- func() // nil (never ready) unless the front task may run
-		front    func()
+		toWorker chan<- work // nil (never ready) unless the front task may go
+		front    work
 	)
 	if d.canDispatchQueued() {
-		toWorker, front = d.p.workerQueue, d.queue.Front()
+		toWorker, front = d.p.workerQueue, d.front()
 	}
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case toWorker <- front:
-		d.handedFront()
-	case <-d.workerFinished():
+		d.sentFront()
+	case <-d.workReturned():
 	case <-d.activePauseEnd():
 	}
 	return true
 }
 
-// receive handles one message from taskQueue. It returns false for Stop's
-// empty message.
+// receive handles one message from taskQueue. It returns false for the stop
+// message.
 func (d *dispatcher) receive(m message) bool {
 	switch {
 	case m.task != nil:
 		d.accept(m.task)
+	case m.job != nil:
+		d.acceptJob(m.job)
 	case m.req != nil:
 		d.handle(m.req)
 	default:
@@ -163,8 +203,6 @@ func (d *dispatcher) receive(m message) bool {
 
 func (d *dispatcher) handle(req *request) {
 	switch {
-	case req.tracked != nil:
-		d.acceptTracked(req.tracked)
 	case req.pause != nil:
 		d.addPause(req.pause)
 	case req.idleTick:
@@ -172,99 +210,129 @@ func (d *dispatcher) handle(req *request) {
 	}
 }
 
-// accept takes a task just received from taskQueue. It reports whether the
-// task went straight to a worker rather than into the queue; once dispatch
-// is stopping, late tasks always go into the queue.
-func (d *dispatcher) accept(task func()) (handed bool) {
-	d.p.counted.submitted.Add(1)
-	d.sawTask = true
-	if d.queue.Len() == 0 && len(d.pauses) == 0 && !d.stopping && d.offer(task) {
-		return true
-	}
-	d.push(task)
-	return false
-}
-
-// acceptTracked takes a DoWait call, a Task or a group task. One already
-// canceled is counted and skipped. If its task is queued, dispatch keeps t
-// until the task leaves the queue, to skip it if it is canceled meanwhile
-// and to answer it if stop drops it.
-func (d *dispatcher) acceptTracked(t tracked) {
-	if t.skip() {
-		d.p.counted.submitted.Add(1)
-		d.p.counted.canceled.Add(1)
+// accept takes a plain task: straight to a worker if it may start at once
+// and one can take it, or to the back of the queue.
+func (d *dispatcher) accept(task func()) {
+	d.countSubmitted()
+	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
 		return
 	}
-	if !d.accept(t.runner()) {
-		d.tracked.PushBack(trackedEntry{position: d.pushed - 1, task: t})
-	}
+	d.push(task)
 }
 
-// offer gives task to a ready worker, or to a new one if fewer than the
+// acceptJob takes a job as accept takes a plain task. A job whose context
+// is done already is settled at once and never takes a worker.
+func (d *dispatcher) acceptJob(j *job) {
+	d.countSubmitted()
+	if j.settleIfBlocked() {
+		j.owner.released()
+		return
+	}
+	if d.mayStartAtOnce() && d.offer(work{job: j}) {
+		return
+	}
+	d.pushJob(j)
+	// A group whose context ended while j was on its way cancels only its
+	// queued jobs; now that j is queued, look again.
+	j.settleIfBlocked()
+}
+
+func (d *dispatcher) countSubmitted() {
+	d.p.dispatchTotals.submitted.Add(1)
+	d.sawTask = true
+}
+
+// mayStartAtOnce reports whether a new task may skip the queue: nothing
+// waits before it and no pause holds it.
+func (d *dispatcher) mayStartAtOnce() bool {
+	return d.queue.Len() == 0 && len(d.pauses) == 0
+}
+
+// offer gives w to a ready worker, or to a new one if fewer than the
 // maximum exist. It reports false, without blocking, if neither is possible.
-func (d *dispatcher) offer(task func()) bool {
+func (d *dispatcher) offer(w work) bool {
 	select {
-	case d.p.workerQueue <- task:
-		d.handedOne()
+	case d.p.workerQueue <- w:
+		d.countDispatched()
 		return true
 	default:
 	}
 	if d.workers == d.p.maxWorkers {
 		return false
 	}
-	d.startWorker(task)
+	d.startWorker(w)
 	return true
 }
 
-func (d *dispatcher) startWorker(task func()) {
-	d.handedOne()
+func (d *dispatcher) startWorker(w work) {
+	d.countDispatched()
 	d.workers++
 	d.p.workers.Store(int64(d.workers))
-	if d.workers == 1 && d.idle != nil {
-		d.idle.Reset(d.p.idleTimeout)
+	d.armIdleClock()
+	d.p.goroutines.Go(func() { d.p.worker(w) })
+}
+
+func (d *dispatcher) countDispatched() {
+	d.dispatched++
+	d.p.dispatchTotals.dispatched.Store(d.dispatched)
+}
+
+// front is the queue's front task as work. The queue must not be empty.
+func (d *dispatcher) front() work {
+	if fn := d.queue.Front(); fn != nil {
+		return work{fn: fn}
 	}
-	go d.p.worker(task)
+	return work{job: d.jobs.Front()}
 }
 
-// handedOne records that a worker took a task.
-func (d *dispatcher) handedOne() {
-	d.handed++
-	d.p.counted.handed.Store(d.handed)
-}
-
-// handedFront records that a worker took the queue's front task.
-func (d *dispatcher) handedFront() {
-	d.handedOne()
+// sentFront records that a worker took the queue's front task.
+func (d *dispatcher) sentFront() {
+	d.countDispatched()
 	d.pop()
 }
 
 func (d *dispatcher) push(task func()) {
 	d.queue.PushBack(task)
 	d.pushed++
-	d.p.waiting.Store(int64(d.queue.Len()))
+	d.p.waiting.Add(1)
 }
 
+// pushJob queues j behind a nil entry; the move to queued counts it as
+// waiting. A job settled on its way is dropped.
+func (d *dispatcher) pushJob(j *job) {
+	if !j.enqueue() {
+		j.owner.released()
+		return
+	}
+	d.queue.PushBack(nil)
+	d.jobs.PushBack(j)
+	d.pushed++
+}
+
+// pop removes the front entry. A plain task stops counting as waiting
+// here; a job stops when it leaves the queued state (see job).
 func (d *dispatcher) pop() {
-	d.queue.PopFront()
-	if d.frontIsTracked() {
-		d.tracked.PopFront() // its task is on a worker, or skipped, now
+	if d.queue.PopFront() == nil {
+		d.jobs.PopFront()
+	} else {
+		d.p.waiting.Add(-1)
 	}
 	d.popped++
-	d.p.waiting.Store(int64(d.queue.Len()))
 }
 
-// frontIsTracked reports whether the queue's front task is a tracked one.
-func (d *dispatcher) frontIsTracked() bool {
-	return d.tracked.Len() > 0 && d.tracked.Front().position == d.popped
-}
-
-// skipCanceledFront drops the canceled tracked tasks at the front of the
-// queue, so that they never take a worker. A task canceled further back is
-// dropped when it reaches the front; its caller has been answered already.
-func (d *dispatcher) skipCanceledFront() {
-	for d.frontIsTracked() && d.tracked.Front().task.skip() {
+// dropSettledFront pops the jobs at the front of the queue that must not
+// start, so that they never take a worker: those already settled (canceled
+// by their caller) and those it settles now, whose context is done or which
+// the pool abandons. A job further back that is canceled stops counting as
+// waiting at once, and leaves the queue when it reaches the front.
+func (d *dispatcher) dropSettledFront() {
+	for d.queue.Len() > 0 && d.queue.Front() == nil {
+		j := d.jobs.Front()
+		if !j.settled() && !j.settleIfBlocked() {
+			return
+		}
 		d.pop()
-		d.p.counted.canceled.Add(1)
+		j.owner.released()
 	}
 }
 
@@ -277,45 +345,54 @@ func (d *dispatcher) canDispatchQueued() bool {
 	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
 }
 
-// idleTick is the request the idle timer sends; dispatch only reads it.
+// idleTick is the request the idle clock sends; dispatch only reads it.
 var idleTick = request{idleTick: true}
 
-// idleTicked is the idle timer's func, run in a goroutine of the timer's
-// own. It waits until dispatch takes the tick, or until stopping is closed
-// (then it returns at once, before dispatch has stopped the workers). A tick
-// already on its way when dispatch stopped or reset the timer is harmless:
-// it only starts a new period.
-func (p *WorkerPool) idleTicked() {
+// armIdleClock starts one idle period, unless retirement is disabled, no
+// worker exists, or a period is running.
+func (d *dispatcher) armIdleClock() {
+	if d.idle == nil || d.workers == 0 || d.clockRunning {
+		return
+	}
+	d.clockRunning = true
+	d.idle.Reset(d.p.idleTimeout)
+	d.p.goroutines.Go(d.awaitIdlePeriod)
+}
+
+// awaitIdlePeriod is the idle clock's goroutine, one per period: it sends
+// the idle tick once the period has passed. It returns at once when
+// stopping is closed; dispatch stops the timer as it stops.
+func (d *dispatcher) awaitIdlePeriod() {
 	select {
-	case p.taskQueue <- message{req: &idleTick}:
-	case <-p.stopping:
+	case <-d.idle.C:
+	case <-d.p.stopping:
+		return
+	}
+	select {
+	case d.p.taskQueue <- message{req: &idleTick}:
+	case <-d.p.stopping:
 	}
 }
 
 // retireIfIdle runs on every idle tick. If no task came in during the whole
-// period since the last tick and nothing queued can run, it retires one
-// ready worker; a busy worker is never retired. The timer is re-armed while
-// workers remain.
+// period and nothing queued can run, it retires one ready worker; a busy
+// worker is never retired. A new period starts while workers remain.
 func (d *dispatcher) retireIfIdle() {
+	d.clockRunning = false
 	if !d.sawTask && !d.canDispatchQueued() {
 		select {
-		case d.p.workerQueue <- nil:
+		case d.p.workerQueue <- work{}:
 			d.workerRetired()
 		default:
 		}
 	}
 	d.sawTask = false
-	if d.workers > 0 && d.idle != nil {
-		d.idle.Reset(d.p.idleTimeout)
-	}
+	d.armIdleClock()
 }
 
 func (d *dispatcher) workerRetired() {
 	d.workers--
 	d.p.workers.Store(int64(d.workers))
-	if d.workers == 0 && d.idle != nil {
-		d.idle.Stop()
-	}
 }
 
 func (d *dispatcher) addPause(req *pauseRequest) {
@@ -324,13 +401,13 @@ func (d *dispatcher) addPause(req *pauseRequest) {
 	d.p.paused.Store(true)
 }
 
-// workerFinished is ready when a worker finished a task while dispatch waits
+// workReturned is ready when a worker returned work while dispatch waits
 // for the active pause's barrier.
-func (d *dispatcher) workerFinished() <-chan struct{} {
+func (d *dispatcher) workReturned() <-chan struct{} {
 	if !d.watching {
 		return nil
 	}
-	return d.p.workerIdle
+	return d.p.workReturned
 }
 
 // activePauseEnd is the active pause's ctx.Done() once its barrier is
@@ -364,22 +441,22 @@ func (d *dispatcher) advancePauses() {
 		d.pauses[0] = nil
 		d.pauses = d.pauses[1:]
 	}
-	d.pauses = nil
-	d.p.paused.Store(false)
+	d.endPauses()
 }
 
 // barrierReached reports whether every task that came before req has
-// finished: all were taken from the queue, and every task handed to a
-// worker has completed. Until then it keeps watchIdle set, so that a worker
-// finishing a task wakes dispatch to check again.
+// finished: all were taken from the queue, and all work sent to workers
+// has come back. Until then it keeps wakeOnReturn set, so that a worker
+// returning work wakes dispatch to check again.
 func (d *dispatcher) barrierReached(req *pauseRequest) bool {
 	if d.popped < req.barrier {
 		return false
 	}
-	// Set watchIdle before loading finished, and workers add to finished
-	// before loading watchIdle: one of the two always sees the other.
+	// Set wakeOnReturn before loading returned, and workers add to
+	// returned before loading wakeOnReturn: one of the two always sees
+	// the other.
 	d.setWatching(true)
-	if d.p.ran.finished.Load() != d.handed {
+	if d.p.workerTotals.returned.Load() != d.dispatched {
 		return false
 	}
 	d.setWatching(false)
@@ -389,23 +466,26 @@ func (d *dispatcher) barrierReached(req *pauseRequest) bool {
 func (d *dispatcher) setWatching(on bool) {
 	if d.watching != on {
 		d.watching = on
-		d.p.watchIdle.Store(on)
+		d.p.wakeOnReturn.Store(on)
 	}
 }
 
-// stop runs once stopping is closed: every pause ends, the queue is drained
-// (StopWait) or dropped (Stop), and every worker is told to exit.
-func (d *dispatcher) stop() {
-	d.admitStragglers()
+func (d *dispatcher) endPauses() {
 	d.pauses = nil
 	d.setWatching(false)
 	d.p.paused.Store(false)
-	if !isClosed(d.p.abandon) {
+}
+
+// stop runs once dispatch took the stop message: every pause ends, the
+// queue is drained (StopWait) or abandoned (Stop), and every worker is told
+// to return.
+func (d *dispatcher) stop() {
+	d.admitStragglers()
+	d.endPauses()
+	if !isClosed(d.p.abandoning) {
 		d.drain()
 	}
-	if d.queue.Len() > 0 { // Stop came first, or cut the drain short
-		d.abandonQueue()
-	}
+	d.abandonQueue()
 	d.retireAll()
 	if d.idle != nil {
 		d.idle.Stop()
@@ -413,61 +493,77 @@ func (d *dispatcher) stop() {
 	close(d.p.stopped)
 }
 
-// admitStragglers accepts the tasks and requests of the sends that began
-// before stopping was closed. Every send counts itself in p.sending before
-// it checks stopping, so once sending reads zero no send is in flight and
-// none can begin; the last sender out wakes dispatch on sendersGone. Their
-// tasks join the queue, so StopWait runs them and Stop abandons them.
+// admitStragglers accepts the tasks of the sends that began before stopping
+// was closed. Every send counts itself in p.sending before it checks
+// stopping, so once sending reads zero no send is in flight and none can
+// begin; the last sender out wakes dispatch on sendersGone. Their tasks
+// join the queue, so StopWait runs them and Stop abandons them; their
+// Pause requests are dropped, as stopping ends every pause.
 func (d *dispatcher) admitStragglers() {
-	d.stopping = true
 	for d.p.sending.Load() > 0 {
 		select {
 		case m := <-d.p.taskQueue:
-			d.receive(m) // never the stop message: Stop sends only one
+			d.admitStraggler(m)
 		case <-d.p.sendersGone:
 		}
 	}
 }
 
-// drain hands every queued task to a worker, unless Stop asks to abandon
-// them first (Stop, or a Shutdown that gives up waiting).
+func (d *dispatcher) admitStraggler(m message) {
+	switch {
+	case m.task != nil:
+		d.countSubmitted()
+		d.push(m.task)
+	case m.job != nil:
+		d.countSubmitted()
+		d.pushJob(m.job)
+	}
+}
+
+// drain hands every queued task to a worker, unless abandoning is closed
+// first (Stop, or a Shutdown that gives up).
 func (d *dispatcher) drain() {
-	for d.skipCanceledFront(); d.queue.Len() > 0; d.skipCanceledFront() {
-		front := d.queue.Front()
+	for d.dropSettledFront(); d.queue.Len() > 0; d.dropSettledFront() {
+		front := d.front()
 		if d.offer(front) {
 			d.pop()
 			continue
 		}
 		select {
 		case d.p.workerQueue <- front:
-			d.handedFront()
-		case <-d.p.abandon:
+			d.sentFront()
+		case <-d.p.abandoning:
 			return
 		}
 	}
 }
 
-// abandonQueue drops the queued tasks, releasing their closures at once,
-// and answers the callers of the tracked ones. A tracked task that was
-// canceled before it was dropped counts as canceled.
+// abandonQueue drops what is left in the queue, releasing each closure as
+// it goes. Abandoning is closed whenever anything is left (drain returns
+// early only then), so each job settles: abandoned, and its caller learns
+// ErrStopped, or canceled if its own context ended first.
 func (d *dispatcher) abandonQueue() {
-	abandoned := uint64(d.queue.Len())
-	d.queue = deque.Deque[func()]{}
-	d.p.waiting.Store(0)
-	for e := range d.tracked.IterPopFront() {
-		if e.task.abandon() {
-			abandoned--
-			d.p.counted.canceled.Add(1)
+	for d.queue.Len() > 0 {
+		if d.queue.Front() != nil {
+			d.pop()
+			d.p.dispatchTotals.abandoned.Add(1)
+			continue
 		}
+		j := d.jobs.Front()
+		if !j.settleIfBlocked() {
+			j.settle(jobAbandoned, ErrStopped) // false if it was settled already
+		}
+		d.pop()
+		j.owner.released()
 	}
-	d.p.counted.abandoned.Add(abandoned)
+	d.queue, d.jobs = deque.Deque[func()]{}, deque.Deque[*job]{} // free the buffers too
 }
 
-// retireAll sends one nil per worker. Each send completes when a worker,
-// done with its task, takes the nil; that worker then only returns.
+// retireAll sends each worker the zero work. Each send completes when a
+// worker, done with its task, takes it; that worker then only returns.
 func (d *dispatcher) retireAll() {
 	for d.workers > 0 {
-		d.p.workerQueue <- nil
+		d.p.workerQueue <- work{}
 		d.workerRetired()
 	}
 }

@@ -3,6 +3,7 @@ package workerpool
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gammazero/deque"
 )
@@ -10,27 +11,28 @@ import (
 // A Group runs related tasks on a pool and reports the first error, with the
 // semantics of golang.org/x/sync/errgroup on a shared, bounded set of
 // workers. The first task to fail cancels the group's context: tasks still
-// queued are skipped, and running ones see the cancellation. Make one with
-// [WorkerPool.Group]; it is safe for concurrent use. The zero value is not
-// usable.
+// queued are canceled at once, and running ones see the cancellation. Make
+// one with [WorkerPool.Group]; it is safe for concurrent use. The zero value
+// is not usable.
 //
 // A Group never blocks: Go queues like Submit, and tasks held back by
 // SetLimit wait in the group, not in the pool, so they never hold a worker
-// or delay other users of the pool.
+// or delay other users of the pool. Once all its tasks have finished, the
+// pool keeps no reference to the group, whether Wait was called or not.
 type Group struct {
 	pool      *WorkerPool
 	ctx       context.Context // what every fn receives; canceled by the first error, by Wait, by the parent, or by a Shutdown that gives up
 	cancelCtx context.CancelCauseFunc
 
 	mu      sync.Mutex
-	changed sync.Cond // on mu; broadcast when settledAll may have become true
+	changed sync.Cond // on mu; broadcast when the group may have emptied
 	limit   int       // the most tasks in the pool at once; 0: no limit
-	inPool  int       // tasks given to the pool and not settled yet
-	running int       // of inPool, the tasks whose fn is running
-	err     error     // the first error
-	live    bool      // g is in pool.live: from its first task until Wait returns
-	// held are the tasks Go held back because of limit, oldest first.
-	held deque.Deque[func(context.Context) error]
+	// inPool are the tasks given to the pool and not settled yet, in no
+	// order; each knows its index.
+	inPool []*groupTask
+	held   deque.Deque[func(context.Context) error] // tasks Go held back because of limit, oldest first
+	err    error                                    // the first error
+	live   bool                                     // g is in pool.live: while it has tasks in the pool
 }
 
 // Group returns a new, empty group of tasks that run on p. Its context is
@@ -55,8 +57,10 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 // Once the group's context is done (after the first error, after Wait,
 // when the parent is done, or when a Shutdown gives up), Go skips fn, and
 // Wait reports the cause of that cancellation (see context.Cause) unless an
-// earlier error came first. On a stopped pool fn never runs and the group's
-// error becomes ErrStopped. Go panics if fn is nil.
+// earlier error came first. If the pool stops before fn starts (Go was
+// called on a stopping pool, fn was held back by the limit, or a stop
+// abandoned it), fn never runs and the group's error becomes ErrStopped
+// unless an earlier error came first. Go panics if fn is nil.
 func (g *Group) Go(fn func(ctx context.Context) error) {
 	if fn == nil {
 		panic("workerpool: Group.Go called with a nil func")
@@ -67,14 +71,14 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		g.record(g.canceledBy())
 		g.mu.Unlock()
 		return
-	case g.limit > 0 && g.inPool >= g.limit:
+	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(fn)
 		g.mu.Unlock()
 		return
 	}
-	g.addInPool()
+	t := g.add(fn)
 	g.mu.Unlock()
-	g.submit(fn)
+	g.submit(t)
 }
 
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
@@ -90,38 +94,32 @@ func (g *Group) SetLimit(n int) {
 	}
 	g.mu.Lock()
 	g.limit = max(n, 0)
-	var release []func(context.Context) error
-	for fn := g.takeHeld(); fn != nil; fn = g.takeHeld() {
-		release = append(release, fn)
+	var release []*groupTask
+	for t := g.takeHeld(); t != nil; t = g.takeHeld() {
+		release = append(release, t)
 	}
+	g.changedLocked()
 	g.mu.Unlock()
-	for _, fn := range release {
-		g.submit(fn)
+	for _, t := range release {
+		g.submit(t)
 	}
 }
 
-// Wait blocks until every task of the group that started has returned, and
-// until every other task has started too, or will never start because the
-// group's context is done. It then cancels the group's context and returns
-// the first error: from a task, or, if tasks were skipped and no task
-// failed, the cause of the context's cancellation. Call Wait once the
-// tasks are given: until it returns, the group stays known to the pool, for
-// a Shutdown that gives up and cancels it. Tasks that were skipped may
-// still sit in the pool's queue when Wait returns; they are counted in
-// Status.Canceled once the pool reaches them.
+// Wait blocks until every task given to the group has finished, or will
+// never start: canceled because the group's context is done, abandoned by a
+// stop of the pool, or dropped while held. It then cancels the group's
+// context and returns the first error: from a task, or, if tasks never
+// started and no task failed, why (the cause of the context's
+// cancellation, or ErrStopped). When Wait returns, the group's tasks that
+// never started are counted in the pool's Status, as canceled or
+// abandoned, and none is counted as waiting. Every Wait returns once the
+// pool has stopped.
 func (g *Group) Wait() error {
 	g.mu.Lock()
-	for !g.settledAll() {
+	for len(g.inPool) > 0 || g.held.Len() > 0 {
 		g.changed.Wait()
 	}
-	if g.inPool > 0 { // skipped, or about to be
-		g.record(g.canceledBy())
-	}
 	err := g.err
-	if g.live {
-		g.pool.live.remove(g)
-		g.live = false
-	}
 	g.mu.Unlock()
 	g.cancel(err)
 	return err
@@ -131,11 +129,14 @@ func (g *Group) Wait() error {
 // already. A Shutdown that gives up calls it while g is in pool.live.
 func (g *Group) cancel(cause error) { g.cancelCtx(cause) }
 
-// addInPool counts one more task given to the pool. The group's first
-// task puts g in pool.live until Wait returns, so that a Shutdown that
-// gives up cancels g's context; if the pool was cut already, that happens
-// at once. g.mu is held.
-func (g *Group) addInPool() {
+// add makes a task of fn and counts it as in the pool. While g has tasks in
+// the pool it is in pool.live, so that a Shutdown that gives up cancels
+// g's context; if the pool was cut already, that happens at once. g.mu is
+// held.
+func (g *Group) add(fn func(context.Context) error) *groupTask {
+	t := g.pool.newGroupTask(g, fn)
+	t.index = len(g.inPool)
+	g.inPool = append(g.inPool, t)
 	if !g.live {
 		if g.pool.live.add(g) {
 			g.live = true
@@ -143,60 +144,59 @@ func (g *Group) addInPool() {
 			g.cancel(errShutdownCut)
 		}
 	}
-	g.inPool++
+	return t
 }
 
-// settledAll reports whether Wait may return: no task is running, and no
-// other task will start, as none is left or the group's context is done.
-// g.mu is held.
-func (g *Group) settledAll() bool {
-	return g.running == 0 && (g.inPool == 0 && g.held.Len() == 0 || g.ctx.Err() != nil)
+// remove takes a settled task out of inPool. g.mu is held.
+func (g *Group) remove(t *groupTask) {
+	last := len(g.inPool) - 1
+	moved := g.inPool[last]
+	g.inPool[t.index], moved.index = moved, t.index
+	g.inPool[last] = nil
+	g.inPool = g.inPool[:last]
 }
 
-// submit gives fn, already counted in inPool, to the pool as a task of
-// the group.
-func (g *Group) submit(fn func(context.Context) error) {
-	t := g.pool.newGroupTask(g, fn)
-	if send(g.pool, message{req: &t.request}) != nil {
-		t.settle(ErrStopped, false)
+// changedLocked runs after tasks left the group: once none is in the pool,
+// g leaves pool.live, and once none is held either, Wait may return. g.mu
+// is held.
+func (g *Group) changedLocked() {
+	if len(g.inPool) > 0 {
+		return
+	}
+	if g.live {
+		g.pool.live.remove(g)
+		g.live = false
+	}
+	if g.held.Len() == 0 {
+		g.changed.Broadcast()
 	}
 }
 
-// start runs on a worker just before fn: it counts the task as running, or
-// returns the context's error if the group is canceled. Deciding under mu
-// means Wait never returns while a task it did not see is starting.
-func (g *Group) start() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.ctx.Err() != nil {
-		return g.canceledBy()
+// submit gives t to the pool; a pool that is stopping refuses it, and t
+// settles with ErrStopped.
+func (g *Group) submit(t *groupTask) {
+	if send(g.pool, message{job: &t.job}) != nil {
+		t.job.reject(ErrStopped)
+		t.released()
 	}
-	g.running++
-	return nil
 }
 
-// settled runs once per task given to the pool, when it settles; ran says
-// whether fn was called. The first error cancels the group; otherwise the
-// freed slot goes to a held task.
+// settled runs once per task given to the pool, when it settles. The first
+// error cancels the group; otherwise the freed slot goes to a held task.
 //
-// Dispatch calls it too, for a task it skips or abandons. It never blocks
-// there: dispatch skips a task only once the group's context is done, and
-// abandons one only while the pool stops, and in both cases no held task
-// is given to the pool, whose taskQueue dispatch would then have to
-// receive from itself.
-func (g *Group) settled(ran bool, err error) {
+// Dispatch calls it too, for a task it cancels or abandons. It never sends
+// there: such a task settles with an error, which is recorded before a
+// held task could be released, and a group with an error releases none.
+// Only a task that finished without error releases one, on its worker.
+func (g *Group) settled(t *groupTask, err error) {
 	g.mu.Lock()
-	g.inPool--
-	if ran {
-		g.running--
-	}
+	g.remove(t)
 	first := err != nil && g.err == nil
 	g.record(err)
 	next := g.takeHeld()
-	if g.settledAll() {
-		g.changed.Broadcast()
-	}
+	g.changedLocked()
 	g.mu.Unlock()
+	t.unref()
 	if first {
 		g.cancel(err)
 	}
@@ -205,29 +205,39 @@ func (g *Group) settled(ran bool, err error) {
 	}
 }
 
-// takeHeld returns the next held task if it may go to the pool now, counted
-// in inPool, or nil. While the group is canceled or failed nothing is
-// released, and while the pool stops the held tasks are dropped with
-// ErrStopped, as the pool would reject them. g.mu is held.
-func (g *Group) takeHeld() func(context.Context) error {
+// takeHeld returns a task for the next held fn if it may go to the pool
+// now, or nil. While the group is canceled or failed nothing is released,
+// and once the pool stops the held tasks are dropped with ErrStopped, as
+// the pool would refuse them. g.mu is held.
+func (g *Group) takeHeld() *groupTask {
 	switch {
-	case g.held.Len() == 0, g.limit > 0 && g.inPool >= g.limit, g.err != nil, g.ctx.Err() != nil:
+	case g.held.Len() == 0, g.limit > 0 && len(g.inPool) >= g.limit, g.err != nil, g.ctx.Err() != nil:
 		return nil
 	case g.pool.Stopped():
 		g.dropHeld(ErrStopped)
 		return nil
 	}
-	g.addInPool()
-	return g.held.PopFront()
+	return g.add(g.held.PopFront())
 }
 
 // canceled runs once the group's context is done: held tasks are dropped,
-// and Wait rechecks.
+// and queued ones are canceled at once, so that Status counts them before
+// Wait returns. Queued tasks that a stop is abandoning are left to it.
 func (g *Group) canceled() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.dropHeld(g.canceledBy())
-	g.changed.Broadcast()
+	why := g.canceledBy()
+	g.dropHeld(why)
+	if !isClosed(g.pool.abandoning) {
+		for i := len(g.inPool) - 1; i >= 0; i-- { // remove moves the last task to i
+			if t := g.inPool[i]; t.job.cancelQueued() {
+				g.record(why)
+				g.remove(t)
+				t.unref()
+			}
+		}
+	}
+	g.changedLocked()
 }
 
 // dropHeld drops the held tasks, which then never run, and records why.
@@ -252,72 +262,49 @@ func (g *Group) record(err error) {
 	}
 }
 
-// A groupTask carries one fn of a Group through the pool: it is the tracked
-// value that dispatch keeps while the task is queued, and its run func is
-// what a worker calls. The pool reuses groupTasks through
-// WorkerPool.groupTasks, so that Group.Go does not allocate; one goes back
-// to the cache as soon as it settled. No claim is needed: while queued only
-// dispatch touches it, and once handed out only its worker does.
+// A groupTask is the owner of one group fn's job. Both the group and the
+// pool hold it until each is done with it (refs); the last to let go puts
+// it back in WorkerPool.groupTasks, so that Group.Go does not allocate.
 type groupTask struct {
-	group   *Group
-	fn      func(ctx context.Context) error
-	run     func()  // t.execute, bound once
-	request request // {tracked: t}, set once
+	job   job
+	group *Group
+	fn    func(ctx context.Context) error
+	index int          // in group.inPool; guarded by group.mu
+	refs  atomic.Int32 // 2 from submit: the group's and the pool's
 }
 
 func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error) *groupTask {
 	t, _ := p.groupTasks.Get().(*groupTask)
 	if t == nil {
 		t = new(groupTask)
-		t.run = t.execute
-		t.request.tracked = t
+		t.job.init(p, t)
 	}
 	t.group, t.fn = g, fn
+	t.refs.Store(2)
+	t.job.state.Store(jobPending)
 	return t
 }
 
-func (t *groupTask) runner() func() { return t.run }
-
-// skip drops a queued task whose group is canceled.
-func (t *groupTask) skip() bool {
-	if t.group.ctx.Err() == nil {
-		return false
-	}
-	t.settle(t.group.canceledBy(), false)
-	return true
+func (t *groupTask) call() error {
+	return t.job.pool.callRecovering(t.group.ctx, funcBody(t.fn))
 }
 
-// abandon settles a task that stop dropped: with ErrStopped, or with the
-// group's context error if that was done first (the task then counts as
-// canceled).
-func (t *groupTask) abandon() (canceled bool) {
-	canceled = t.group.ctx.Err() != nil
-	err := ErrStopped
-	if canceled {
-		err = t.group.canceledBy()
+func (t *groupTask) canceled() error {
+	if t.group.ctx.Err() != nil {
+		return t.group.canceledBy()
 	}
-	t.settle(err, false)
-	return canceled
+	return nil
 }
 
-// execute runs on a worker: fn runs unless the group is canceled by now.
-func (t *groupTask) execute() {
-	g := t.group
-	if err := g.start(); err != nil {
-		g.pool.ran.skipped.Add(1)
-		t.settle(err, false)
-		return
+// settled tells the group; it drops the group's reference.
+func (t *groupTask) settled(err error, _ bool) { t.group.settled(t, err) }
+
+// released drops the pool's reference.
+func (t *groupTask) released() { t.unref() }
+
+func (t *groupTask) unref() {
+	if t.refs.Add(-1) == 0 {
+		t.group, t.fn = nil, nil
+		t.job.pool.groupTasks.Put(t)
 	}
-	g.pool.call(g.ctx, funcBody(t.fn), t.settleRan)
-}
-
-func (t *groupTask) settleRan(err error) { t.settle(err, true) }
-
-// settle returns t to the cache and tells its group; ran says whether fn
-// was called.
-func (t *groupTask) settle(err error, ran bool) {
-	g := t.group
-	t.group, t.fn = nil, nil
-	g.pool.groupTasks.Put(t)
-	g.settled(ran, err)
 }

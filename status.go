@@ -67,7 +67,7 @@ func (p *WorkerPool) Size() int {
 // user tasks only, never the pool's own bookkeeping, and is 0 once Stop or
 // StopWait has returned. It never blocks.
 func (p *WorkerPool) WaitingQueueSize() int {
-	return int(p.waiting.Load())
+	return int(max(p.waiting.Load(), 0))
 }
 
 // Stopped reports whether Stop or StopWait has been called. It returns true
@@ -81,13 +81,12 @@ func (p *WorkerPool) Stopped() bool {
 // blocks, and is safe to call at any time, including during Pause, StopWait
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
-	// finished is read before handed: both only grow. Dispatch publishes
-	// handed just after the hand-off, so a fast task can be counted
-	// finished first; busy is clamped to [0, workers]. A task a worker is
-	// skipping at this moment may be missing from Completed or Canceled.
-	finished := p.ran.finished.Load()
-	skipped := p.ran.skipped.Load()
-	busy := int64(p.counted.handed.Load() - finished)
+	// returned is read before dispatched: both only grow. Dispatch
+	// publishes dispatched just after the hand-off, so a fast task can
+	// come back first; busy is clamped to [0, workers].
+	returned := p.workerTotals.returned.Load()
+	skipped := p.workerTotals.skipped.Load()
+	busy := int64(p.dispatchTotals.dispatched.Load() - returned)
 	workers := int(p.workers.Load())
 	return Status{
 		State:      p.state(),
@@ -95,11 +94,11 @@ func (p *WorkerPool) Status() Status {
 		Workers:    workers,
 		Busy:       int(min(max(busy, 0), int64(workers))),
 		Waiting:    p.WaitingQueueSize(),
-		Submitted:  p.counted.submitted.Load(),
-		Completed:  finished - min(skipped, finished),
-		Panicked:   p.ran.panicked.Load(),
-		Abandoned:  p.counted.abandoned.Load(),
-		Canceled:   skipped + p.counted.canceled.Load(),
+		Submitted:  p.dispatchTotals.submitted.Load(),
+		Completed:  returned - min(skipped, returned),
+		Panicked:   p.workerTotals.panicked.Load(),
+		Abandoned:  p.dispatchTotals.abandoned.Load() + p.jobTotals.abandoned.Load(),
+		Canceled:   p.jobTotals.canceled.Load(),
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 )
 
 // ErrGoexit is the error a Task or Group reports for a fn that called
@@ -37,29 +36,22 @@ func (e *PanicError) Unwrap() error {
 // error, watch for its end, or cancel it. Its methods are safe for
 // concurrent use and may be called any number of times.
 type Task struct {
-	pool *WorkerPool
-	body taskBody    // what runs; nil once t settled
+	job  job         // carries the task through the pool; its state says whether it settled
+	body taskBody    // what runs; nil once the task settled
 	ctx  taskContext // what fn receives
 
-	// state moves once, from taskQueued: to taskStarted by the worker that
-	// takes t, or to taskCanceled by whoever settles t before it starts
-	// (Cancel, the caller's ctx, dispatch, a rejected submit).
-	state    atomic.Uint32
-	err      error          // t's outcome; written once, by settle
-	finished sync.WaitGroup // done once err is set; Wait waits on it
+	// The outcome: err is written once, by settled, before finished is
+	// done and done is closed. Wait waits on finished; done exists only
+	// once someone needs a channel.
+	err      error
+	finished sync.WaitGroup
 
-	mu       sync.Mutex    // guards the fields below
-	settled  bool          // settle has run
-	done     chan struct{} // made on first use, by Done or a Wait with a cancelable ctx; closed by settle
-	watching bool          // Done watches the caller's ctx; unwatch stops that
-	unwatch  func() bool
+	mu      sync.Mutex    // guards the fields below
+	done    chan struct{} // made on first use, by Done or a Wait with a cancelable ctx
+	closed  bool          // settled ran: a done made from now on is made closed
+	watched bool          // Done asked to watch the caller's ctx
+	unwatch func() bool   // stops that watch; nil if there is none
 }
-
-const (
-	taskQueued uint32 = iota
-	taskStarted
-	taskCanceled
-)
 
 // A taskBody is what a task runs: fn for Go and Group.Go, a Future for Call.
 type taskBody interface {
@@ -77,13 +69,15 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // fn has returned.
 //
 // If ctx is done before fn starts (a deadline covers the time in the queue
-// as well as the run), or Cancel is called first, fn never runs and the
-// task is counted in Status.Canceled: dispatch drops it when it reaches the
-// front of the queue, without taking a worker. (One canceled at the very
-// moment dispatch hands it out is skipped by the worker that took it,
-// without calling fn.) A panic in
-// fn is recovered and reported as a *PanicError; the pool's panic handler is
-// not called. On a stopped pool fn never runs and Wait reports ErrStopped.
+// as well as the run), or Cancel is called first, fn never runs: the task
+// is counted in Status.Canceled, and no longer in Status.Waiting, as soon
+// as Wait or Done reports it, and it never takes a worker (unless it was
+// canceled at the very moment dispatch handed it out: then the worker that
+// took it skips it). A panic in fn is recovered and reported as a
+// *PanicError; the pool's panic handler is not called. If the pool stops
+// before fn starts (Go was called on a stopped pool, or Stop or a Shutdown
+// that gave up abandoned the task), fn never runs and Wait reports
+// ErrStopped.
 //
 // Go panics if ctx or fn is nil. Safe for concurrent use.
 func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error) *Task {
@@ -106,7 +100,8 @@ func mustHave(ctx context.Context, haveFn bool, method string) {
 
 // init readies t to run body with ctx on p.
 func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
-	t.pool, t.body = p, body
+	t.job.init(p, t)
+	t.body = body
 	t.ctx.parent, t.ctx.pool = ctx, p
 	t.finished.Add(1)
 }
@@ -114,10 +109,8 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 // submitTask sends t to dispatch, or settles it with ErrStopped if the pool
 // is stopping.
 func (p *WorkerPool) submitTask(t *Task) {
-	r := p.newTaskRun(t)
-	if send(p, message{req: &r.request}) != nil {
-		r.release()
-		t.cancelQueued(ErrStopped)
+	if send(p, message{job: &t.job}) != nil {
+		t.job.reject(ErrStopped)
 	}
 }
 
@@ -128,8 +121,9 @@ func (p *WorkerPool) submitTask(t *Task) {
 //   - ctx's error if ctx was done before fn started, context.Canceled if
 //     Cancel was called before fn started; Wait returns as soon as that
 //     happens, even while the task is still queued;
-//   - ErrStopped if the pool was stopped before fn started: Go was called
-//     on a stopped pool, or Stop or Shutdown abandoned the task.
+//   - ErrStopped if the pool stopped before fn started: Go was called on a
+//     stopped pool, or Stop or a Shutdown that gave up abandoned the task,
+//     wherever it was.
 //
 // Every Wait returns once the pool has stopped.
 func (t *Task) Wait() error {
@@ -137,7 +131,7 @@ func (t *Task) Wait() error {
 		select {
 		case <-t.doneChan(false):
 		case <-callerDone:
-			t.cancelQueued(t.ctx.parent.Err())
+			t.cancelIfCallerDone()
 		}
 	}
 	t.finished.Wait()
@@ -159,13 +153,15 @@ func (t *Task) doneChan(watch bool) <-chan struct{} {
 	defer t.mu.Unlock()
 	if t.done == nil {
 		t.done = make(chan struct{})
-		if t.settled {
+		if t.closed {
 			close(t.done)
 		}
 	}
-	if watch && !t.watching && !t.settled {
-		t.watching = true
-		t.watchCaller()
+	if watch && !t.watched && !t.closed {
+		t.watched = true
+		if t.ctx.parent.Done() != nil {
+			t.unwatch = context.AfterFunc(t.ctx.parent, t.cancelIfCallerDone)
+		}
 	}
 	return t.done
 }
@@ -175,47 +171,34 @@ func (t *Task) doneChan(watch bool) <-chan struct{} {
 // is running, Cancel cancels its context and Wait returns what fn returns.
 // Once fn has finished, Cancel does nothing. It never blocks.
 func (t *Task) Cancel() {
-	if !t.cancelQueued(context.Canceled) {
+	if !t.job.settle(jobCanceled, context.Canceled) {
 		t.ctx.cancel(context.Canceled)
 	}
-}
-
-// cancelQueued settles t with err if fn has not started, and reports
-// whether it did.
-func (t *Task) cancelQueued(err error) bool {
-	if !t.state.CompareAndSwap(taskQueued, taskCanceled) {
-		return false
-	}
-	t.settle(err)
-	return true
 }
 
 // cancelIfCallerDone settles t with its caller's ctx error if that ctx is
 // done and fn has not started.
 func (t *Task) cancelIfCallerDone() {
 	if err := t.ctx.parent.Err(); err != nil {
-		t.cancelQueued(err)
+		t.job.settle(jobCanceled, err)
 	}
 }
 
-// watchCaller makes the caller's ctx settle t while it is queued. Wait
-// watches ctx itself; Done needs this, as a channel cannot watch. t.mu is
-// held; the watch runs in a goroutine of its own.
-func (t *Task) watchCaller() {
-	if t.ctx.parent.Done() != nil {
-		t.unwatch = context.AfterFunc(t.ctx.parent, t.cancelIfCallerDone)
-	}
+// call runs on the worker that started t.
+func (t *Task) call() error {
+	return t.job.pool.callRecovering(&t.ctx, t.body)
 }
 
-// settle records t's outcome, releases fn and its context, and tells
-// whoever waits, through Wait and Done. Exactly one party calls it: the one
-// that moved t out of taskQueued.
-func (t *Task) settle(err error) {
+func (t *Task) canceled() error { return t.ctx.parent.Err() }
+
+// settled records t's outcome, releases fn and its context, and tells
+// whoever waits, through Wait and Done.
+func (t *Task) settled(err error, _ bool) {
 	t.err = err
 	t.body = nil
 	t.ctx.release()
 	t.mu.Lock()
-	t.settled = true
+	t.closed = true
 	done, unwatch := t.done, t.unwatch
 	t.mu.Unlock()
 	if done != nil {
@@ -227,102 +210,18 @@ func (t *Task) settle(err error) {
 	t.finished.Done()
 }
 
-// run runs on a worker. A task canceled after dispatch handed it out, or
-// whose context is done by now, is skipped.
-func (t *Task) run() {
-	if !t.state.CompareAndSwap(taskQueued, taskStarted) {
-		t.pool.ran.skipped.Add(1)
-		return
-	}
-	if err := t.ctx.Err(); err != nil {
-		t.pool.ran.skipped.Add(1)
-		t.settle(err)
-		return
-	}
-	t.pool.call(&t.ctx, t.body, t.settle)
-}
+// released does nothing: a Task is never reused.
+func (t *Task) released() {}
 
-// call runs body with ctx and passes its outcome to settle: body's error, a
-// *PanicError if it panicked, or ErrGoexit if it called runtime.Goexit. The
-// deferred func runs in all three cases.
-func (p *WorkerPool) call(ctx context.Context, body taskBody, settle func(error)) {
-	err := ErrGoexit
+// callRecovering runs body with ctx and returns its error, or a
+// *PanicError if it panicked. A runtime.Goexit passes through; the job
+// reports it as ErrGoexit.
+func (p *WorkerPool) callRecovering(ctx context.Context, body taskBody) (err error) {
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			err = &PanicError{Value: r, Stack: debug.Stack()}
-			p.ran.panicked.Add(1)
+			p.workerTotals.panicked.Add(1)
 		}
-		settle(err)
 	}()
-	err = body.call(ctx)
-}
-
-// skipQueued is dispatch's check on a queued task: it settles t if its
-// caller's ctx is done, and reports whether t is canceled.
-func (t *Task) skipQueued() bool {
-	t.cancelIfCallerDone()
-	return t.state.Load() == taskCanceled
-}
-
-// abandon settles a queued t that stop dropped, with ErrStopped. A task
-// whose caller's ctx was done first, or that was already canceled, counts
-// as canceled instead.
-func (t *Task) abandon() (canceled bool) {
-	if t.skipQueued() {
-		return true
-	}
-	return !t.cancelQueued(ErrStopped)
-}
-
-// A taskRun carries a Task through the pool: it is the tracked value that
-// dispatch keeps and its run func is what a worker calls. Each pool reuses
-// its taskRuns through WorkerPool.taskRuns, so that Go allocates only the
-// Task and its channel. A taskRun goes back to the cache as soon as the
-// pool is done with it: when a worker starts it, or dispatch skips or
-// abandons it.
-type taskRun struct {
-	task    *Task
-	run     func()  // r.execute, bound once
-	request request // {tracked: r}, set once
-}
-
-func (p *WorkerPool) newTaskRun(t *Task) *taskRun {
-	r, _ := p.taskRuns.Get().(*taskRun)
-	if r == nil {
-		r = new(taskRun)
-		r.run = r.execute
-		r.request.tracked = r
-	}
-	r.task = t
-	return r
-}
-
-func (r *taskRun) release() {
-	p := r.task.pool
-	r.task = nil
-	p.taskRuns.Put(r)
-}
-
-func (r *taskRun) runner() func() { return r.run }
-
-// execute runs on a worker.
-func (r *taskRun) execute() {
-	t := r.task
-	r.release()
-	t.run()
-}
-
-func (r *taskRun) skip() bool {
-	t := r.task
-	if !t.skipQueued() {
-		return false
-	}
-	r.release()
-	return true
-}
-
-func (r *taskRun) abandon() (canceled bool) {
-	t := r.task
-	r.release()
-	return t.abandon()
+	return body.call(ctx)
 }

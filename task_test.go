@@ -146,7 +146,7 @@ func TestCancelOnQueuedTaskSkipsItWithoutAWorker(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Equal(t, uint64(2), s.Completed, "completed: the blocker and the task ahead")
-		assert.Equal(t, uint64(2), p.counted.handed.Load(), "tasks handed to a worker: not the canceled one")
+		assert.Equal(t, uint64(2), p.dispatchTotals.dispatched.Load(), "tasks handed to a worker: not the canceled one")
 	})
 }
 
@@ -172,7 +172,7 @@ func TestDeadlineThatExpiresInTheQueueSkipsTheTask(t *testing.T) {
 		assert.Zero(t, ran.Load(), "fn ran")
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Canceled, "canceled")
-		assert.Equal(t, uint64(2), p.counted.handed.Load(), "tasks handed to a worker: not the canceled ones")
+		assert.Equal(t, uint64(2), p.dispatchTotals.dispatched.Load(), "tasks handed to a worker: not the canceled ones")
 	})
 }
 
@@ -258,19 +258,21 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		var ran atomic.Bool
+		fn := funcBody(func(context.Context) error { ran.Store(true); return nil })
 		canceled := new(Task)
-		canceled.init(p, t.Context(), funcBody(func(context.Context) error { ran.Store(true); return nil }))
+		canceled.init(p, t.Context(), fn)
 		canceled.Cancel()
-		canceled.run() // as the worker would
+		canceled.job.work() // as the worker would
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		late := new(Task)
-		late.init(p, ctx, funcBody(func(context.Context) error { ran.Store(true); return nil }))
-		late.run() // its ctx ended after dispatch checked it
+		late.init(p, ctx, fn)
+		late.job.work() // its ctx ended after dispatch checked it
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
 		assert.Same(t, context.Canceled, late.Wait(), "Wait of the task whose ctx ended")
-		assert.Equal(t, uint64(2), p.ran.skipped.Load(), "skipped by a worker")
+		assert.Equal(t, uint64(2), p.workerTotals.skipped.Load(), "skipped by a worker")
+		assert.Equal(t, uint64(2), p.Status().Canceled, "canceled")
 	})
 }
 
@@ -568,13 +570,16 @@ func TestShutdownWithDoneContextCutsAtOnce(t *testing.T) {
 	})
 }
 
+// Shutdown, StopWait and Stop all at once: every caller returns once the
+// pool stopped, and because the Stop abandoned queued tasks, no Shutdown
+// reports success.
 func TestShutdownIsSafeWithStopAndItself(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		blocker := newGate()
-		p.Submit(blocker.task())
-		for range 5 {
-			p.Go(t.Context(), func(context.Context) error { return nil })
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		tasks := make([]*Task, 5)
+		for i := range tasks {
+			tasks[i] = p.Go(t.Context(), func(context.Context) error { return nil })
 		}
 		var wg sync.WaitGroup
 		results := make(chan error, 3)
@@ -588,9 +593,13 @@ func TestShutdownIsSafeWithStopAndItself(t *testing.T) {
 		wg.Wait()
 		close(results)
 		for err := range results {
-			assert.NoError(t, err, "Shutdown")
+			assert.ErrorIs(t, err, ErrStopped, "Shutdown after a Stop abandoned tasks")
 		}
-		requireStoppedClean(t, p)
+		for i, task := range tasks {
+			assert.Same(t, ErrStopped, task.Wait(), "task %d", i)
+		}
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(5), s.Abandoned, "abandoned")
 	})
 }
 
@@ -625,19 +634,24 @@ func TestGroupFirstErrorCancelsTheOtherThousandTasks(t *testing.T) {
 	})
 }
 
-// A worker asks the group before it calls fn; once the group's context is
-// done the answer is no, decided under the group's lock, so that Wait never
-// returns while a task it did not count is starting.
-func TestGroupRefusesToStartTasksOnceCanceled(t *testing.T) {
+// A worker checks the group before it calls fn: a task handed out just
+// before the group was canceled is settled, not run. (The group cancels
+// only the tasks it finds queued; this one was already on its way.)
+func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		ctx, cancel := context.WithCancel(t.Context())
 		g := p.Group(ctx)
-		require.NoError(t, g.start(), "start while live")
+		var ran atomic.Bool
+		g.mu.Lock()
+		task := g.add(func(context.Context) error { ran.Store(true); return nil })
+		g.mu.Unlock()
 		cancel()
-		assert.Same(t, context.Canceled, g.start(), "start once canceled")
-		assert.Equal(t, 1, g.running, "running")
+		synctest.Wait() // the group's cancel has run and left the pending task alone
+		task.job.work() // as the worker that took it would
+		assert.Same(t, context.Canceled, g.Wait(), "Wait")
+		assert.False(t, ran.Load(), "fn ran")
 	})
 }
 

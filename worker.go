@@ -1,20 +1,31 @@
 package workerpool
 
-// worker runs task, then each task it receives from workerQueue, and returns
-// when it receives nil. dispatch starts it with its first task.
-func (p *WorkerPool) worker(task func()) {
+// work is what a worker receives on workerQueue: a plain task (fn) or a job.
+// The zero work is the nil func that tells a worker to return.
+type work struct {
+	fn  func()
+	job *job
+}
+
+// stops reports whether w is the zero work.
+func (w work) stops() bool { return w.fn == nil && w.job == nil }
+
+// worker runs w, then each work it receives from workerQueue, and returns
+// when it receives the zero work. Dispatch starts it with its first work,
+// in p.goroutines.
+func (p *WorkerPool) worker(w work) {
 	defer func() {
-		if task != nil {
-			// task ended this goroutine with runtime.Goexit (or panicked
-			// with no handler, and the program is going down). A fresh
-			// goroutine takes this worker's place, so the worker count
-			// dispatch keeps stays true.
-			go p.replacementWorker()
+		if !w.stops() {
+			// The task ended this goroutine with runtime.Goexit (or
+			// panicked with no handler, and the program is going down).
+			// A fresh goroutine takes this worker's place, so the worker
+			// count dispatch keeps stays true.
+			p.goroutines.Go(p.replacementWorker)
 		}
 	}()
-	for task != nil {
-		p.run(task)
-		task = <-p.workerQueue
+	for !w.stops() {
+		p.do(w)
+		w = <-p.workerQueue
 	}
 }
 
@@ -22,24 +33,25 @@ func (p *WorkerPool) replacementWorker() {
 	p.worker(<-p.workerQueue)
 }
 
-// run runs one task and counts it. The deferred calls also run when the task
-// panics or calls runtime.Goexit.
-func (p *WorkerPool) run(task func()) {
-	defer p.finished()
+// do runs one work and counts it as returned; the deferred call also runs
+// when the task panics or calls runtime.Goexit.
+func (p *WorkerPool) do(w work) {
+	defer p.returned()
+	if w.job != nil {
+		w.job.work()
+		return
+	}
+	p.callPlain(w.fn)
+}
+
+// callPlain runs a func() task: a plain one, or a DoWait call's. With a
+// panic handler it recovers a panic and calls the handler; without one the
+// panic crashes the program.
+func (p *WorkerPool) callPlain(fn func()) {
 	if p.panicHandler != nil {
 		defer p.recoverPanic()
 	}
-	task()
-}
-
-func (p *WorkerPool) finished() {
-	p.ran.finished.Add(1)
-	if p.watchIdle.Load() {
-		select {
-		case p.workerIdle <- struct{}{}:
-		default:
-		}
-	}
+	fn()
 }
 
 // recoverPanic must be deferred directly: recover only stops a panic when
@@ -47,68 +59,19 @@ func (p *WorkerPool) finished() {
 // panicking frames unwind.
 func (p *WorkerPool) recoverPanic() {
 	if r := recover(); r != nil {
-		p.ran.panicked.Add(1)
+		p.workerTotals.panicked.Add(1)
 		p.panicHandler(r)
 	}
 }
 
-// A waiter carries one DoWait call. DoWait sends its request to dispatch
-// on taskQueue; dispatch queues w.run like any task and also keeps w (it is
-// tracked), so that it can answer w itself if Stop drops the task. Exactly
-// one party sends on done: the worker after running the task, or dispatch
-// after dropping it.
-// Each pool reuses its waiters through WorkerPool.waiters, so DoWait does not
-// allocate; the cache is per pool, not global, because a waiter's channel
-// belongs to the synctest bubble (if any) that made it.
-type waiter struct {
-	pool    *WorkerPool
-	task    func()
-	run     func()        // w.execute, bound once
-	request request       // {tracked: w}, set once
-	err     error         // written before done is sent: nil, or ErrStopped if dropped
-	done    chan struct{} // buffered (1)
-}
-
-func (p *WorkerPool) newWaiter(task func()) *waiter {
-	w, _ := p.waiters.Get().(*waiter)
-	if w == nil {
-		w = &waiter{done: make(chan struct{}, 1)}
-		w.run = w.execute
-		w.request.tracked = w
+// returned counts one work a worker is done with, and wakes dispatch if it
+// is waiting for running tasks to finish (see dispatcher.barrierReached).
+func (p *WorkerPool) returned() {
+	p.workerTotals.returned.Add(1)
+	if p.wakeOnReturn.Load() {
+		select {
+		case p.workReturned <- struct{}{}:
+		default: // a wake-up is already pending
+		}
 	}
-	w.pool, w.task, w.err = p, task, nil
-	return w
-}
-
-// execute runs on a worker.
-func (w *waiter) execute() {
-	defer func() { w.done <- struct{}{} }()
-	if w.pool.panicHandler != nil {
-		// Recover here rather than in the worker, so that DoWait returns
-		// only after the handler has.
-		defer w.pool.recoverPanic()
-	}
-	w.task()
-}
-
-func (w *waiter) runner() func() { return w.run }
-
-// skip is always false: a DoWait task cannot be canceled.
-func (w *waiter) skip() bool { return false }
-
-// abandon answers the DoWait call of a task that Stop dropped.
-func (w *waiter) abandon() (canceled bool) {
-	w.err = ErrStopped
-	w.done <- struct{}{}
-	return false
-}
-
-// wait blocks until the task has finished or was dropped, then returns w to
-// its pool's cache: after done, no other goroutine refers to w.
-func (w *waiter) wait() error {
-	<-w.done
-	err, p := w.err, w.pool
-	w.pool, w.task, w.err = nil, nil, nil
-	p.waiters.Put(w)
-	return err
 }

@@ -14,10 +14,12 @@ import (
 // Future or a Group) was abandoned before it started.
 var ErrStopped = errors.New("workerpool: pool stopped")
 
-// The values Submit and SubmitWait panic with; both wrap ErrStopped.
+// The values Submit and SubmitWait panic with, and the error Shutdown
+// returns when a Stop abandoned tasks; all wrap ErrStopped.
 var (
 	errSubmitStopped     = fmt.Errorf("%w: Submit called after Stop", ErrStopped)
 	errSubmitWaitStopped = fmt.Errorf("%w: SubmitWait task not run", ErrStopped)
+	errTasksAbandoned    = fmt.Errorf("%w: queued tasks were abandoned", ErrStopped)
 )
 
 // A WorkerPool runs submitted tasks on at most maxWorkers goroutines. It is
@@ -29,23 +31,24 @@ type WorkerPool struct {
 	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
 	panicHandler func(recovered any) // nil: a task's panic crashes the program
 
-	// taskQueue carries every message to dispatch: tasks from Submit and
-	// Do; DoWait calls, Tasks and group tasks; Pause calls; and idle timer
-	// ticks. Unbuffered on purpose: dispatch does the queueing, and a send
-	// that completes is the moment a task is accepted. The first Stop,
-	// StopWait or Shutdown sends one empty message after closing stopping:
-	// dispatch then takes the sends still in flight (see send) and stops
-	// receiving. Never closed.
+	// taskQueue carries every message to dispatch: plain tasks from Submit
+	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
+	// idle ticks. Unbuffered on purpose: dispatch does the queueing, and a
+	// send that completes is the moment a task is accepted. The first
+	// Stop, StopWait or Shutdown sends one empty message after closing
+	// stopping: dispatch then takes the sends still in flight (see send)
+	// and stops receiving. Never closed.
 	taskQueue chan message
-	// workerQueue hands tasks from dispatch to idle workers. Only dispatch
-	// sends; a nil func tells the receiving worker to return. Never closed.
-	workerQueue chan func()
-	// workerIdle wakes dispatch while a Pause waits for running tasks to
-	// finish: a worker that finishes a task while watchIdle is set sends
-	// without blocking. Buffered (1), never closed; a stale wake-up is
-	// harmless because dispatch re-checks the counters.
-	workerIdle chan struct{}
-	watchIdle  atomic.Bool
+	// workerQueue hands work from dispatch to idle workers. Only dispatch
+	// sends; the zero work tells the receiving worker to return. Never
+	// closed.
+	workerQueue chan work
+	// workReturned wakes dispatch while a Pause waits for running tasks
+	// to finish: a worker that returns work while wakeOnReturn is set
+	// sends without blocking. Buffered (1), never closed; a stale wake-up
+	// is harmless because dispatch re-checks the counters.
+	workReturned chan struct{}
+	wakeOnReturn atomic.Bool
 	// sendersGone wakes dispatch while it admits the sends in flight at
 	// stop: the last caller to leave send once stopping is closed sends
 	// without blocking. Buffered (1), never closed; a stale wake-up is
@@ -54,12 +57,12 @@ type WorkerPool struct {
 
 	stopOnce    sync.Once
 	abandonOnce sync.Once
-	stopping    chan struct{} // closed by the first Stop or StopWait: submits, DoWait and Pause calls are rejected from then on
-	abandon     chan struct{} // closed by the first Stop, or a Shutdown that gives up: dispatch drops queued tasks, even during a StopWait
-	stopped     chan struct{} // closed by dispatch once the last worker took its nil; no pool code runs after it but returns
+	stopping    chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
+	abandoning  chan struct{}  // closed by Stop, or by a Shutdown that gives up: queued tasks are abandoned, not run
+	stopped     chan struct{}  // closed by dispatch once every task ran or was abandoned and every worker took its zero work
+	goroutines  sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
 	waiters    sync.Pool // idle *waiter values for DoWait
-	taskRuns   sync.Pool // idle *taskRun values for Go and Call
 	groupTasks sync.Pool // idle *groupTask values for Group.Go
 	live       liveTasks // the contexts of running Tasks and Groups, for a Shutdown that gives up
 
@@ -73,72 +76,29 @@ type WorkerPool struct {
 	sending atomic.Int64
 
 	_ cacheLinePad
-	// Published by dispatch for observers; no other goroutine writes them.
-	workers atomic.Int64 // live workers
-	waiting atomic.Int64 // user tasks in the waiting queue
-	paused  atomic.Bool  // a Pause is in effect
-	counted dispatchCounters
+	// Published by dispatch for observers; waiting is also lowered by
+	// whoever takes a job out of the queued state, and jobTotals are
+	// written by whoever settles a job.
+	workers        atomic.Int64 // live workers
+	waiting        atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
+	paused         atomic.Bool  // a Pause is in effect
+	dispatchTotals dispatchTotals
+	jobTotals      jobTotals
 
-	_   cacheLinePad
-	ran workerCounters
-	_   cacheLinePad
+	_            cacheLinePad
+	workerTotals workerTotals
+	_            cacheLinePad
 }
 
 // cacheLinePad keeps the fields before and after it off each other's cache
 // lines (128 bytes: two 64-byte lines, as adjacent-line prefetch pairs them).
 type cacheLinePad [128]byte
 
-// A message is what travels on taskQueue: a task, or a request for
-// something else. Both nil is the stop signal.
-type message struct {
-	task func()
-	req  *request
-}
-
-// A request asks dispatch for something other than queueing a plain task;
-// exactly one field is set.
-type request struct {
-	tracked  tracked       // a DoWait call, a Task or a group task
-	pause    *pauseRequest // a Pause call
-	idleTick bool          // the idle timer fired
-}
-
-// A tracked task is one whose caller waits for its outcome: a DoWait call,
-// a Task or a group task. Dispatch keeps it while its func is in the queue, so that it
-// can skip it once it is canceled and answer its caller if the task is
-// abandoned.
-type tracked interface {
-	// runner is the func that dispatch queues and a worker runs.
-	runner() func()
-	// skip reports whether the task must not start because it was canceled
-	// while it waited; the caller has then been answered. Dispatch calls it
-	// before the task leaves the queue. It never blocks.
-	skip() bool
-	// abandon answers the caller of a task that stop dropped from the
-	// queue. It reports true if the task counts as canceled rather than
-	// abandoned: it was canceled before it was dropped. It never blocks.
-	abandon() (canceled bool)
-}
-
-// dispatchCounters are the totals behind Status that dispatch writes.
-type dispatchCounters struct {
-	submitted atomic.Uint64 // tasks accepted
-	handed    atomic.Uint64 // tasks handed to workers
-	abandoned atomic.Uint64 // tasks stop dropped from the queue
-	canceled  atomic.Uint64 // tasks dispatch skipped because they were canceled
-}
-
-// workerCounters are the totals behind Status that workers write.
-type workerCounters struct {
-	finished atomic.Uint64 // tasks that came back from a worker: ran, or were skipped there
-	skipped  atomic.Uint64 // of finished, the canceled ones a worker skipped without running
-	panicked atomic.Uint64
-}
-
 // New creates a pool that runs tasks on at most maxWorkers goroutines and
 // starts its dispatcher. A maxWorkers below 1 means 1. Workers start only as
 // tasks arrive and retire after an idle period (see WithIdleTimeout). Call
-// Stop or StopWait to release the dispatcher once the pool is not needed.
+// Stop, StopWait or Shutdown to release the dispatcher once the pool is not
+// needed.
 func New(maxWorkers int, options ...Option) *WorkerPool {
 	cfg := newConfig(options)
 	p := &WorkerPool{
@@ -146,14 +106,14 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		idleTimeout:  cfg.idleTimeout,
 		panicHandler: cfg.panicHandler,
 		taskQueue:    make(chan message),
-		workerQueue:  make(chan func()),
-		workerIdle:   make(chan struct{}, 1),
+		workerQueue:  make(chan work),
+		workReturned: make(chan struct{}, 1),
 		sendersGone:  make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
-		abandon:      make(chan struct{}),
+		abandoning:   make(chan struct{}),
 		stopped:      make(chan struct{}),
 	}
-	go newDispatcher(p).run()
+	p.goroutines.Go(newDispatcher(p).run)
 	return p
 }
 
@@ -161,9 +121,9 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // for a worker, however busy the pool is. Tasks start in the order they were
 // submitted. A nil task is ignored.
 //
-// Submit panics with an error wrapping ErrStopped once Stop or StopWait has
-// been called, including from a task that is still running during StopWait;
-// use Do to get the error instead. Safe for concurrent use.
+// Submit panics with an error wrapping ErrStopped once Stop, StopWait or
+// Shutdown has been called, including from a task that is still running
+// during StopWait; use Do to get the error instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	if p.Do(task) != nil {
 		panic(errSubmitStopped)
@@ -171,10 +131,10 @@ func (p *WorkerPool) Submit(task func()) {
 }
 
 // Do queues task like Submit, and returns ErrStopped instead of panicking
-// when Stop or StopWait has been called. A Do that races with Stop either
-// is accepted, and then the task runs exactly once or Stop abandons it, or
-// returns ErrStopped. A nil task is ignored and Do returns nil. Safe for
-// concurrent use.
+// once Stop, StopWait or Shutdown has been called. A Do that races with a
+// stop either is accepted, and then the task runs exactly once or the stop
+// abandons it, or returns ErrStopped. A nil task is ignored and Do returns
+// nil. Safe for concurrent use.
 func (p *WorkerPool) Do(task func()) error {
 	if task == nil {
 		return nil
@@ -183,13 +143,14 @@ func (p *WorkerPool) Do(task func()) error {
 }
 
 // send delivers m to dispatch on taskQueue, or returns ErrStopped once
-// stopping has begun. A call that starts after Stop is always rejected; one
-// that races with Stop is accepted exactly when its send completes.
+// stopping has begun. A call that starts after stopping began is always
+// rejected; one that races with it is accepted exactly when its send
+// completes.
 //
 // The send is a plain channel send, not a select with stopping: a caller
 // counts itself in sending before it checks stopping, and dispatch, once
 // stopping is closed, keeps receiving until sending is zero (see
-// dispatcher.admitStragglers). So a send that began before Stop always
+// dispatcher.admitStragglers). So a send that began before the stop always
 // completes, and none can begin after.
 func send(p *WorkerPool, m message) error {
 	if err := p.beginSend(); err != nil {
@@ -225,8 +186,8 @@ func (p *WorkerPool) endSend() {
 // DoWait queues task and waits until it has finished running: returned,
 // called runtime.Goexit, or panicked and the panic handler returned. It
 // returns ErrStopped at once when the pool is stopped, and as soon as Stop
-// abandons task before it starts; with StopWait, task runs first. A nil
-// task is ignored and DoWait returns nil.
+// or a Shutdown that gives up abandons task before it starts; with
+// StopWait, task runs first. A nil task is ignored and DoWait returns nil.
 //
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
@@ -236,8 +197,8 @@ func (p *WorkerPool) DoWait(task func()) error {
 		return nil
 	}
 	w := p.newWaiter(task)
-	if err := send(p, message{req: &w.request}); err != nil {
-		p.waiters.Put(w)
+	if err := send(p, message{job: &w.job}); err != nil {
+		w.recycle()
 		return err
 	}
 	return w.wait()
@@ -245,13 +206,69 @@ func (p *WorkerPool) DoWait(task func()) error {
 
 // SubmitWait queues task and waits until it has finished running, like
 // DoWait, and panics with an error wrapping ErrStopped where DoWait would
-// return it: when the pool is stopped, or Stop abandons task before it
+// return it: when the pool is stopped, or a stop abandons task before it
 // starts. The same deadlock as DoWait's applies to calls from inside a task.
 // Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
 	if p.DoWait(task) != nil {
 		panic(errSubmitWaitStopped)
 	}
+}
+
+// A waiter is the owner of a DoWait call's job. The pool side settles it
+// (the worker that ran the task, or dispatch or a worker abandoning it) by
+// sending on done, and that send is its last use of the waiter; DoWait then
+// reuses it through WorkerPool.waiters, so DoWait does not allocate. The
+// cache is per pool, not global, because done belongs to the synctest
+// bubble (if any) that made it.
+type waiter struct {
+	job  job
+	task func()
+	err  error         // written before done is sent: nil, or ErrStopped if abandoned
+	done chan struct{} // buffered (1)
+}
+
+func (p *WorkerPool) newWaiter(task func()) *waiter {
+	w, _ := p.waiters.Get().(*waiter)
+	if w == nil {
+		w = &waiter{done: make(chan struct{}, 1)}
+		w.job.init(p, w)
+	}
+	w.task = task
+	w.job.state.Store(jobPending)
+	return w
+}
+
+func (w *waiter) call() error {
+	w.job.pool.callPlain(w.task)
+	return nil
+}
+
+// canceled is always nil: a DoWait call cannot be canceled.
+func (w *waiter) canceled() error { return nil }
+
+// settled reports the outcome: DoWait returns nil once the task ran,
+// however it ended, and ErrStopped if it was abandoned.
+func (w *waiter) settled(err error, ran bool) {
+	if !ran {
+		w.err = err
+	}
+	w.done <- struct{}{}
+}
+
+func (w *waiter) released() {}
+
+// wait blocks until the job settled, then returns the waiter to the cache.
+func (w *waiter) wait() error {
+	<-w.done
+	err := w.err
+	w.recycle()
+	return err
+}
+
+func (w *waiter) recycle() {
+	w.task, w.err = nil, nil
+	w.job.pool.waiters.Put(w)
 }
 
 // Pause is a barrier that then holds the pool. It returns once every task
@@ -261,10 +278,10 @@ func (p *WorkerPool) SubmitWait(task func()) {
 // ctx bounds only how long the pool stays paused: Pause waits for the
 // barrier even if ctx is already done.
 //
-// Stop and StopWait end every pause: a waiting Pause returns as soon as
-// stopping begins, and StopWait then runs the held tasks. On a stopped pool
-// Pause returns at once. Pause called from inside a task waits forever
-// while that task keeps its worker busy, until an external Stop or StopWait.
+// Stop, StopWait and Shutdown end every pause: a waiting Pause returns as
+// soon as stopping begins, and StopWait then runs the held tasks. On a
+// stopped pool Pause returns at once. Pause called from inside a task waits
+// forever while that task keeps its worker busy, until an external stop.
 // Pause panics if ctx is nil. Safe for concurrent use.
 func (p *WorkerPool) Pause(ctx context.Context) {
 	if ctx == nil {
@@ -282,16 +299,17 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 
 // Stop stops the pool: new tasks are rejected, tasks already running finish,
 // and queued tasks are abandoned (counted in Status.Abandoned and released
-// at once, so whatever they captured can be collected). It returns when the
-// dispatcher and every worker have exited; no task starts after that.
+// at once, so whatever they captured can be collected; DoWait calls, Tasks
+// and groups learn ErrStopped). It returns when the dispatcher and every
+// worker have exited; no task starts after that.
 //
-// Stop is idempotent and safe to call concurrently with itself, StopWait
-// and every other method; each caller returns only once the pool has fully
-// stopped. Called during a StopWait, Stop abandons the tasks StopWait has
-// not yet started. Calling Stop from inside a task deadlocks.
+// Stop is idempotent and safe to call concurrently with itself, StopWait,
+// Shutdown and every other method; each caller returns only once the pool
+// has fully stopped. Called during a StopWait or Shutdown, Stop abandons
+// the tasks that have not started yet. Calling Stop from inside a task
+// deadlocks.
 func (p *WorkerPool) Stop() {
-	// abandon first: dispatch checks it when it begins to stop.
-	p.abandonOnce.Do(func() { close(p.abandon) })
+	p.abandonQueue() // first: then no queued task starts once stopping begins
 	p.stop()
 }
 
@@ -299,9 +317,9 @@ func (p *WorkerPool) Stop() {
 // rejected, then queued and held tasks run to the end, then every worker
 // exits. A task's effects happen before StopWait returns.
 //
-// StopWait is idempotent and safe to call concurrently with itself, Stop and
-// every other method; each caller returns only once the pool has fully
-// stopped. Calling StopWait from inside a task deadlocks.
+// StopWait is idempotent and safe to call concurrently with itself, Stop,
+// Shutdown and every other method; each caller returns only once the pool
+// has fully stopped. Calling StopWait from inside a task deadlocks.
 func (p *WorkerPool) StopWait() {
 	p.stop()
 }
@@ -309,49 +327,134 @@ func (p *WorkerPool) StopWait() {
 // Shutdown stops the pool like StopWait, but only as long as ctx allows:
 // new tasks are rejected, and queued tasks keep running until ctx is done.
 // Then Shutdown gives up waiting: the rest of the queue is abandoned, as
-// Stop does, and the contexts of running Tasks, Futures and Group tasks are
-// canceled (with a cause wrapping ErrStopped). Shutdown returns once every
-// pool goroutine has exited: nil if every accepted task ran, and ctx's
-// error if Shutdown gave up. Plain tasks from Submit and SubmitWait cannot
-// be canceled, so Shutdown waits for the running ones to return even after
-// ctx is done, as http.Server.Shutdown waits for its handlers.
+// Stop does, and the contexts of running Tasks, Futures and group tasks are
+// canceled (with a cause wrapping ErrStopped). Plain tasks from Submit and
+// DoWait cannot be canceled, so Shutdown waits for the running ones to
+// return even after ctx is done, as http.Server.Shutdown waits for its
+// handlers.
 //
-// With a ctx that is never done Shutdown is StopWait; with one that is done
-// already it abandons the queue and cancels running tasks at once. Shutdown
-// is safe to call concurrently with Stop, StopWait, itself and every other
-// method; a Stop during a Shutdown abandons the queue at once, without
-// canceling running tasks. Calling Shutdown from inside a task deadlocks.
-// Shutdown panics if ctx is nil.
+// Shutdown returns once every pool goroutine has exited: nil if no accepted
+// task was abandoned (each ran, or was canceled by its own context), ctx's
+// error if Shutdown gave up, and an error wrapping ErrStopped if a Stop
+// abandoned tasks. With a ctx that is never done Shutdown is StopWait; with
+// one that is done already it starts no queued task: it abandons the queue
+// and cancels running tasks at once.
+//
+// Shutdown is safe to call concurrently with Stop, StopWait, itself and
+// every other method; a Stop during a Shutdown abandons the queue at once,
+// without canceling running tasks. Calling Shutdown from inside a task
+// deadlocks. Shutdown panics if ctx is nil.
 func (p *WorkerPool) Shutdown(ctx context.Context) error {
 	if ctx == nil {
 		panic("workerpool: Shutdown called with a nil context")
 	}
+	gaveUp := ctx.Err() != nil
+	if gaveUp {
+		p.giveUp() // before stopping begins, as Stop does
+	}
 	p.beginStop()
-	select {
-	case <-p.stopped:
-		return nil
-	case <-ctx.Done():
+	if !gaveUp {
+		select {
+		case <-p.stopped:
+		case <-ctx.Done():
+			if gaveUp = !isClosed(p.stopped); gaveUp { // both may be ready
+				p.giveUp()
+			}
+		}
 	}
-	if isClosed(p.stopped) { // both were ready
-		return nil
+	p.awaitStopped()
+	switch {
+	case gaveUp:
+		return ctx.Err()
+	case p.Status().Abandoned > 0:
+		return errTasksAbandoned
 	}
-	p.abandonOnce.Do(func() { close(p.abandon) })
+	return nil
+}
+
+// giveUp ends a Shutdown's wait: the queue is abandoned and the contexts of
+// running Tasks and groups are canceled.
+func (p *WorkerPool) giveUp() {
+	p.abandonQueue()
 	p.live.cutAll()
-	<-p.stopped
-	return ctx.Err()
+}
+
+// abandonQueue makes dispatch abandon the queue rather than run it, once.
+func (p *WorkerPool) abandonQueue() {
+	p.abandonOnce.Do(func() { close(p.abandoning) })
 }
 
 // stop stops the pool and waits until every pool goroutine has exited.
 func (p *WorkerPool) stop() {
 	p.beginStop()
-	<-p.stopped
+	p.awaitStopped()
 }
 
-// beginStop rejects new submits and tells dispatch to stop, once. It
+// beginStop rejects new sends and tells dispatch to stop, once. Dispatch
 // always receives taskQueue while running, so the message arrives promptly.
 func (p *WorkerPool) beginStop() {
 	p.stopOnce.Do(func() {
 		close(p.stopping)
 		p.taskQueue <- message{}
 	})
+}
+
+// awaitStopped waits until dispatch has stopped the pool and then until
+// every pool goroutine has returned, so that no pool code runs when a stop
+// call returns.
+func (p *WorkerPool) awaitStopped() {
+	<-p.stopped
+	p.goroutines.Wait()
+}
+
+// liveTasks holds the contexts of the tasks that are running, for a
+// Shutdown that gives up waiting: it cancels them all at once (cut). A Task
+// that has not made its context yet finds the pool cut when it does, and a
+// Group that gives a task to the pool after the cut is canceled at once.
+// Lock order: a taskContext's or Group's mu, then liveTasks.mu.
+type liveTasks struct {
+	mu   sync.Mutex
+	cut  atomic.Bool             // set once, under mu, by cutAll
+	ctxs map[cancelable]struct{} // guarded by mu
+}
+
+// A cancelable is a context of running tasks that a Shutdown that gives up
+// cancels: a Task's inner context, or a Group's.
+type cancelable interface {
+	cancel(cause error)
+}
+
+func (l *liveTasks) isCut() bool { return l.cut.Load() }
+
+// add registers c, or reports false if the pool was cut.
+func (l *liveTasks) add(c cancelable) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut.Load() {
+		return false
+	}
+	if l.ctxs == nil {
+		l.ctxs = make(map[cancelable]struct{})
+	}
+	l.ctxs[c] = struct{}{}
+	return true
+}
+
+func (l *liveTasks) remove(c cancelable) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.ctxs, c)
+}
+
+// cutAll cancels every registered context and makes later ones start
+// canceled. It holds no other lock while it cancels.
+func (l *liveTasks) cutAll() {
+	l.mu.Lock()
+	l.cut.Store(true)
+	ctxs := l.ctxs
+	l.ctxs = nil
+	l.mu.Unlock()
+	for c := range ctxs {
+		c.cancel(errShutdownCut)
+	}
 }

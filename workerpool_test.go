@@ -38,7 +38,7 @@ func readyWorkers(p *WorkerPool) int {
 	n := 0
 	for {
 		select {
-		case p.workerQueue <- release.wait:
+		case p.workerQueue <- work{fn: release.wait}:
 			n++
 			continue
 		default:

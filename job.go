@@ -1,0 +1,179 @@
+package workerpool
+
+import "sync/atomic"
+
+// A job carries one task that someone waits for (a DoWait call, a Task or
+// Future, or a group task) from its submit to its outcome. It is the pool's
+// one carrier of such tasks: they all move through the same states, and
+// every move is a compare-and-swap on state, so exactly one party settles a
+// job, counts it in Status and tells its owner:
+//
+//	pending ──────────────┬──► started ──► finished
+//	   └──► queued ───────┘
+//	pending, queued ──► canceled | abandoned
+//
+// The states mean:
+//   - pending: accepted, or on its way to dispatch, and not in the waiting
+//     queue (dispatch may have handed it straight to a worker).
+//   - queued: in the waiting queue and counted in Status.Waiting, until it
+//     leaves this state; dispatch moves it here when it queues it.
+//   - started: the worker that took it called its func. finished: the func
+//     returned, panicked or called runtime.Goexit.
+//   - canceled: its context was done, or Cancel was called, before it
+//     started. The first to see that settles it: Cancel, the owner's Wait,
+//     dispatch, or the worker that took it.
+//   - abandoned: Stop, or a Shutdown that gave up, came before it started.
+//     Dispatch settles the queued jobs, a worker the one it took.
+//
+// Canceled, abandoned and finished are final. Whoever moves a job out of
+// queued takes it out of Status.Waiting at that moment, so a canceled task
+// stops counting as waiting before its Wait returns.
+type job struct {
+	state atomic.Uint32
+	pool  *WorkerPool
+	owner jobOwner // set once, when the job is made
+}
+
+// The states of a job.
+const (
+	jobPending uint32 = iota
+	jobQueued
+	jobStarted
+	jobFinished
+	jobCanceled
+	jobAbandoned
+)
+
+// A jobOwner is the caller's side of a job: a waiter (DoWait), a Task, or a
+// groupTask. A pooled owner is reused only once both the pool and the owner
+// are done with it.
+type jobOwner interface {
+	// call runs the task on a worker and returns its outcome.
+	call() error
+	// canceled returns why the task must not start any more (its
+	// context's error) or nil. It never blocks.
+	canceled() error
+	// settled receives the outcome, exactly once: what call returned, with
+	// ran set, or why the task never ran. It never blocks, and it is the
+	// settling party's last use of the job.
+	settled(err error, ran bool)
+	// released tells the owner that the pool holds no more reference to
+	// the job: the worker that ran or skipped it, or dispatch, which
+	// dropped it from the queue, is done with it.
+	released()
+}
+
+func (j *job) init(p *WorkerPool, owner jobOwner) {
+	j.pool, j.owner = p, owner
+}
+
+// enqueue moves a job that dispatch puts into the waiting queue from
+// pending to queued, and counts it as waiting. It reports false if the job
+// was settled on its way.
+func (j *job) enqueue() bool {
+	if !j.state.CompareAndSwap(jobPending, jobQueued) {
+		return false
+	}
+	j.pool.waiting.Add(1)
+	return true
+}
+
+// settled reports whether the job is canceled or abandoned. Only the pool
+// side asks, while the job is in its hands and so not started.
+func (j *job) settled() bool {
+	return j.state.Load() > jobFinished
+}
+
+// settle moves a job that has not started to canceled or abandoned (to),
+// counts it, and tells the owner why (err). It reports false, and does
+// nothing, if the job had started or was settled already.
+func (j *job) settle(to uint32, err error) bool {
+	if !j.leave(jobPending, to) && !j.leave(jobQueued, to) {
+		return false
+	}
+	j.owner.settled(err, false)
+	return true
+}
+
+// cancelQueued is settle for an owner that cancels its own queued jobs
+// under its own lock: it moves the job from queued to canceled and counts
+// it, but does not call the owner back.
+func (j *job) cancelQueued() bool {
+	return j.leave(jobQueued, jobCanceled)
+}
+
+// leave moves the job from a state before started to another, and does
+// the accounting that goes with the move.
+func (j *job) leave(from, to uint32) bool {
+	if !j.state.CompareAndSwap(from, to) {
+		return false
+	}
+	p := j.pool
+	if from == jobQueued {
+		p.waiting.Add(-1)
+	}
+	switch to {
+	case jobCanceled:
+		p.jobTotals.canceled.Add(1)
+	case jobAbandoned:
+		p.jobTotals.abandoned.Add(1)
+	}
+	return true
+}
+
+// settleIfBlocked settles a job that must not start any more, and reports
+// whether it did: canceled once its owner's context is done, abandoned once
+// the pool abandons its queue. A group context canceled by a Shutdown that
+// gave up counts as the pool stopping, not as a cancel.
+func (j *job) settleIfBlocked() bool {
+	if err := j.owner.canceled(); err != nil && err != errShutdownCut {
+		return j.settle(jobCanceled, err)
+	}
+	if isClosed(j.pool.abandoning) {
+		return j.settle(jobAbandoned, ErrStopped)
+	}
+	return false
+}
+
+// work runs on the worker that took the job: it starts the job and runs
+// its task, or skips it if it was settled or must not start.
+func (j *job) work() {
+	defer j.owner.released()
+	if j.settled() || j.settleIfBlocked() || !j.start() {
+		j.pool.workerTotals.skipped.Add(1)
+		return
+	}
+	j.run()
+}
+
+// start moves the job to started, and reports false if it was settled
+// meanwhile.
+func (j *job) start() bool {
+	if j.state.CompareAndSwap(jobPending, jobStarted) {
+		return true
+	}
+	if j.state.CompareAndSwap(jobQueued, jobStarted) {
+		j.pool.waiting.Add(-1)
+		return true
+	}
+	return false
+}
+
+// run calls the task and settles the job with its outcome. The deferred
+// call also runs when the task panics past the owner or calls
+// runtime.Goexit, which is then the outcome.
+func (j *job) run() {
+	err := ErrGoexit
+	defer func() {
+		j.state.Store(jobFinished)
+		j.owner.settled(err, true)
+	}()
+	err = j.owner.call()
+}
+
+// reject settles a job whose send was refused because the pool is
+// stopping. The job was never accepted, so it is not counted anywhere.
+func (j *job) reject(err error) {
+	j.state.Store(jobAbandoned)
+	j.owner.settled(err, false)
+}
