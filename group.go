@@ -71,6 +71,10 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 		g.record(g.canceledBy())
 		g.mu.Unlock()
 		return
+	case g.pool.Stopped():
+		g.record(ErrStopped)
+		g.mu.Unlock()
+		return
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(fn)
 		g.mu.Unlock()
@@ -182,7 +186,8 @@ func (g *Group) submit(t *groupTask) {
 }
 
 // settled runs once per task given to the pool, when it settles. The first
-// error cancels the group; otherwise the freed slot goes to a held task.
+// error cancels the group (see record); otherwise the freed slot goes to a
+// held task.
 //
 // Dispatch calls it too, for a task it cancels or abandons. It never sends
 // there: such a task settles with an error, which is recorded before a
@@ -191,15 +196,11 @@ func (g *Group) submit(t *groupTask) {
 func (g *Group) settled(t *groupTask, err error) {
 	g.mu.Lock()
 	g.remove(t)
-	first := err != nil && g.err == nil
 	g.record(err)
 	next := g.takeHeld()
 	g.changedLocked()
 	g.mu.Unlock()
 	t.unref()
-	if first {
-		g.cancel(err)
-	}
 	if next != nil {
 		g.submit(next)
 	}
@@ -255,10 +256,14 @@ func (g *Group) dropHeld(why error) {
 // up.
 func (g *Group) canceledBy() error { return context.Cause(g.ctx) }
 
-// record keeps err as the group's error if it is the first. g.mu is held.
+// record keeps err as the group's error if it is the first, and then
+// cancels the group's context with it, whatever its source: a task, a held
+// task dropped, or the pool refusing a task. So a failed group never keeps
+// a held task. g.mu is held; canceled runs later, in its own goroutine.
 func (g *Group) record(err error) {
-	if g.err == nil {
+	if err != nil && g.err == nil {
 		g.err = err
+		g.cancel(err)
 	}
 }
 

@@ -1,6 +1,9 @@
 package workerpool
 
-import "sync/atomic"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // A job carries one task that someone waits for (a DoWait call, a Task or
 // Future, or a group task) from its submit to its outcome. It is the pool's
@@ -123,13 +126,16 @@ func (j *job) leave(from, to uint32) bool {
 
 // settleIfBlocked settles a job that must not start any more, and reports
 // whether it did: canceled once its owner's context is done, abandoned once
-// the pool abandons its queue. A group context canceled by a Shutdown that
-// gave up counts as the pool stopping, not as a cancel.
+// the pool abandons its queue. An owner's context that the stop itself
+// ended (a group canceled by the cut of a Shutdown that gave up, or by a
+// task the stop abandoned) counts as the stop, not as a cancel.
 func (j *job) settleIfBlocked() bool {
-	if err := j.owner.canceled(); err != nil && err != errShutdownCut {
+	abandoning := isClosed(j.pool.abandoning)
+	err := j.owner.canceled()
+	switch {
+	case err != nil && !(abandoning && errors.Is(err, ErrStopped)):
 		return j.settle(jobCanceled, err)
-	}
-	if isClosed(j.pool.abandoning) {
+	case abandoning:
 		return j.settle(jobAbandoned, ErrStopped)
 	}
 	return false

@@ -1,0 +1,740 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+	"weak"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Regression tests for seven defects on the stop paths. Each test states the
+// wanted behaviour and failed on the code it was written against (commit
+// 2f7daf9); the few sub-cases that passed there are guards for the same path
+// and say so. The tests use only the public API (and the small helpers of
+// workerpool_test.go and task_test.go), so that they survive a rewrite of the
+// internals.
+
+// --- helpers ---
+
+// A stopMode is one way to stop a pool. Each call blocks until it returns.
+type stopMode struct {
+	name string
+	stop func(p *WorkerPool)
+}
+
+var stopModes = []stopMode{
+	{"Stop", (*WorkerPool).Stop},
+	{"StopWait", (*WorkerPool).StopWait},
+	{"Shutdown", func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
+	// A guard in the held-tasks test: the cut cancels the group's context.
+	{"ShutdownGivingUp", func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
+}
+
+// canceledContext returns a context that is done already.
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// waitGroupInBubble calls g.Wait in a goroutine and returns what it returns.
+// If Wait is still blocked once every other goroutine of the bubble is, the
+// test fails and giveUp (which must cancel the group's parent context) is
+// called, so that Wait returns and the bubble can end without a deadlock
+// panic. ok reports whether Wait returned by itself.
+func waitGroupInBubble(t *testing.T, g *Group, giveUp context.CancelFunc, what string) (err error, ok bool) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	synctest.Wait()
+	select {
+	case err := <-done:
+		return err, true
+	default:
+	}
+	t.Errorf("%s: Group.Wait still blocked after the pool stopped", what)
+	giveUp()
+	<-done
+	return nil, false
+}
+
+// noopFn is a task body that does nothing.
+func noopFn(context.Context) error { return nil }
+
+// --- 1. Group.Wait returns once the pool has stopped ---
+
+// Defect 1: Group.Wait returns once the pool has stopped, whatever happened to its held tasks.
+func TestGroupWaitReturnsAfterStopDropsHeldTasks(t *testing.T) {
+	// Today: while the pool stops, a freed slot drops the group's held task and
+	// records ErrStopped but leaves the group's context alive; a task the group
+	// then holds back (its limit lowered, one task still running) is never
+	// dropped, and Wait hangs. Wanted: Wait returns an error wrapping
+	// ErrStopped, and no held task runs.
+	for _, mode := range stopModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(2)
+				defer p.Stop()
+				parent, cancelParent := context.WithCancel(context.Background())
+				defer cancelParent()
+				g := p.Group(parent)
+				g.SetLimit(2)
+				first, second := newGate(), newGate()
+				var heldRan atomic.Int64
+				held := func(context.Context) error { heldRan.Add(1); return nil }
+				g.Go(func(context.Context) error { first.wait(); return nil })
+				g.Go(func(context.Context) error { second.wait(); return nil })
+				g.Go(held) // held back: the group is at its limit
+				synctest.Wait()
+				require.Equal(t, 2, p.Status().Busy, "the group's two running tasks")
+
+				stopped := make(chan struct{})
+				go func() { mode.stop(p); close(stopped) }()
+				synctest.Wait() // stopping has begun; the pool waits for the running tasks
+				first.open()    // a slot frees while the pool stops: the held task is dropped
+				synctest.Wait()
+				g.SetLimit(1)
+				g.Go(held) // held back again: one task still runs
+				second.open()
+				<-stopped
+				g.Go(held) // after the pool stopped
+
+				err, ok := waitGroupInBubble(t, g, cancelParent, mode.name)
+				if ok {
+					assert.ErrorIs(t, err, ErrStopped, "Wait")
+				}
+				assert.Zero(t, heldRan.Load(), "held tasks that ran")
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// Defect 1: Group.Wait returns after g.Go calls made on a stopped pool.
+func TestGroupWaitReturnsAfterGoOnStoppedPool(t *testing.T) {
+	// Several goroutines call g.Go at once on a stopped pool. Today: in a group
+	// whose held task the stop dropped (ErrStopped recorded, context alive), one
+	// Go can be held back behind another that is being rejected, and is never
+	// dropped. Wanted: Wait returns an error wrapping ErrStopped, whatever the
+	// group did before.
+	// The first three cases are guards: the first rejected Go cancels the
+	// group there, which drops what it holds.
+	cases := []struct {
+		name   string
+		before func(t *testing.T, p *WorkerPool, g *Group) // runs before the pool stops
+	}{
+		{
+			name:   "fresh group",
+			before: func(*testing.T, *WorkerPool, *Group) {},
+		},
+		{
+			name:   "fresh group with a limit",
+			before: func(_ *testing.T, _ *WorkerPool, g *Group) { g.SetLimit(1) },
+		},
+		{
+			name: "earlier tasks finished, with a limit",
+			before: func(_ *testing.T, _ *WorkerPool, g *Group) {
+				g.SetLimit(1)
+				for range 3 {
+					g.Go(noopFn)
+				}
+				synctest.Wait()
+			},
+		},
+		{
+			// The stop drops a held task while one of the group's tasks
+			// runs: the group records ErrStopped but is not canceled.
+			name: "held tasks dropped by the stop",
+			before: func(t *testing.T, p *WorkerPool, g *Group) {
+				g.SetLimit(1)
+				running := newGate()
+				g.Go(func(context.Context) error { running.wait(); return nil })
+				g.Go(noopFn) // held
+				synctest.Wait()
+				require.Equal(t, 1, p.Status().Busy, "the group's running task")
+				go func() { synctest.Wait(); running.open() }()
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const rounds = 100
+			for round := range rounds {
+				failed := false
+				synctest.Test(t, func(t *testing.T) {
+					p := New(2)
+					parent, cancelParent := context.WithCancel(context.Background())
+					defer cancelParent()
+					g := p.Group(parent)
+					c.before(t, p, g)
+					p.StopWait()
+					var ran atomic.Int64
+					var callers sync.WaitGroup
+					for range 4 {
+						callers.Go(func() {
+							for range 20 {
+								g.Go(func(context.Context) error { ran.Add(1); return nil })
+							}
+						})
+					}
+					callers.Wait()
+					err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
+					if ok {
+						assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
+					}
+					assert.Zero(t, ran.Load(), "round %d: tasks run after the pool stopped", round)
+					failed = t.Failed()
+				})
+				if failed {
+					return
+				}
+			}
+		})
+	}
+}
+
+// Defect 1: Group.Wait returns when g.Go races StopWait.
+func TestGroupWaitReturnsWhenGoRacesStopWait(t *testing.T) {
+	// Goroutines keep calling Go on a group with a limit while StopWait runs,
+	// and a little after. Wanted: Wait returns every time once StopWait and the
+	// callers have returned. Inside a bubble a hang is seen at once.
+	const rounds = 300
+	for round := range rounds {
+		failed := false
+		synctest.Test(t, func(t *testing.T) {
+			p := New(2)
+			parent, cancelParent := context.WithCancel(context.Background())
+			defer cancelParent()
+			g := p.Group(parent)
+			g.SetLimit(1)
+			var callers sync.WaitGroup
+			for range 3 {
+				callers.Go(func() {
+					for !p.Stopped() {
+						g.Go(noopFn)
+						runtime.Gosched() // with one CPU, let StopWait run
+					}
+					for range 3 {
+						g.Go(noopFn)
+					}
+				})
+			}
+			for range 20 {
+				g.Go(noopFn)
+			}
+			p.StopWait()
+			callers.Wait()
+			err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
+			if ok { // the callers' last Go calls came after the stop
+				assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
+			}
+			requireStoppedClean(t, p)
+			failed = t.Failed()
+		})
+		if failed {
+			return
+		}
+	}
+}
+
+// --- 2. the pool does not keep finished groups ---
+
+// Defect 2: the pool keeps no reference to a group whose tasks have all finished.
+func TestGroupNeverWaitedIsCollectedOnceItsTasksFinish(t *testing.T) {
+	// Today the pool keeps every group in its live set until Wait is called.
+	// Wanted: a group nobody waits for is collected, while the pool still runs,
+	// once its tasks have finished. The parent is context.Background(), which
+	// keeps no reference to its children.
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		var ran atomic.Int64
+		ref := func() weak.Pointer[Group] {
+			g := p.Group(context.Background())
+			for range 3 {
+				g.Go(func(context.Context) error { ran.Add(1); return nil })
+			}
+			return weak.Make(g)
+		}()
+		synctest.Wait()
+		require.Equal(t, int64(3), ran.Load(), "the group's tasks ran")
+		for range 3 {
+			runtime.GC()
+		}
+		assert.True(t, ref.Value() == nil, "a finished group nobody waits for is still reachable")
+		assert.Equal(t, StateRunning, p.Status().State, "the pool still runs")
+	})
+}
+
+// --- 3. a task that never started because the pool stopped is abandoned ---
+
+// Defect 3: tasks queued when the pool stops report ErrStopped and count as Abandoned, not Canceled.
+func TestTasksQueuedAtStopAreAbandonedNotCanceled(t *testing.T) {
+	// Tasks, Futures and group tasks are queued behind a busy worker when the
+	// pool stops (Stop, or a Shutdown that gives up at once or at its deadline).
+	// Wanted: each handle reports an error wrapping ErrStopped, the group's Wait
+	// too, and Status counts every one in Abandoned and none in Canceled.
+	// (Queued Tasks and Futures were already right; the group tasks after the
+	// first were counted Canceled: the first one's ErrStopped, or the cut,
+	// canceled their group.)
+	modes := []struct {
+		name string
+		stop func(p *WorkerPool) error
+	}{
+		{"Stop", func(p *WorkerPool) error { p.Stop(); return nil }},
+		{"ShutdownGivingUpAtOnce", func(p *WorkerPool) error { return p.Shutdown(canceledContext()) }},
+		{"ShutdownGivingUpAtDeadline", func(p *WorkerPool) error {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			return p.Shutdown(ctx)
+		}},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1)
+				blocker := blockOneWorker(t, p)
+				var ran atomic.Int64
+				fn := func(context.Context) error { ran.Add(1); return nil }
+				tasks := []*Task{p.Go(t.Context(), fn), p.Go(t.Context(), fn)}
+				futures := []*Future[int]{
+					Call(t.Context(), p, func(context.Context) (int, error) { ran.Add(1); return 1, nil }),
+					Call(t.Context(), p, func(context.Context) (int, error) { ran.Add(1); return 2, nil }),
+				}
+				g := p.Group(context.Background())
+				for range 3 {
+					g.Go(fn)
+				}
+				synctest.Wait()
+				require.Equal(t, 7, p.WaitingQueueSize(), "queued behind the busy worker")
+
+				stopped := make(chan error, 1)
+				go func() { stopped <- mode.stop(p) }()
+				synctest.Wait()
+				time.Sleep(2 * time.Second) // past a Shutdown deadline (the bubble's clock)
+				blocker.open()
+				<-stopped
+
+				for i, task := range tasks {
+					assert.ErrorIs(t, task.Wait(), ErrStopped, "Task %d", i)
+				}
+				for i, f := range futures {
+					_, err := f.Wait()
+					assert.ErrorIs(t, err, ErrStopped, "Future %d", i)
+				}
+				assert.ErrorIs(t, g.Wait(), ErrStopped, "Group.Wait")
+				assert.Zero(t, ran.Load(), "queued tasks that ran")
+				s := requireStoppedClean(t, p)
+				assert.Equal(t, uint64(7), s.Abandoned, "abandoned: 2 Tasks, 2 Futures, 3 group tasks")
+				assert.Zero(t, s.Canceled, "canceled")
+			})
+		})
+	}
+}
+
+// Defect 3: a task that a Shutdown cuts before its fn started reports ErrStopped and counts as Abandoned.
+func TestTasksCutByShutdownBeforeStartReportErrStopped(t *testing.T) {
+	// A Shutdown gives up (a task cancels its ctx) while it drains a queue of
+	// Tasks and Futures onto the workers, so some are handed out around the cut.
+	// Wanted: every handle reports its fn's result (nil) or, if fn never ran, an
+	// error wrapping ErrStopped, never context.Canceled; nothing is counted in
+	// Status.Canceled, and Abandoned counts the handles whose fn never ran.
+	// Races need real scheduling: many rounds, outside a bubble.
+	const rounds, handles = 100, 200
+	badRounds := 0
+	var firstBad string
+	for round := range rounds {
+		p := New(4)
+		blocker := newGate()
+		for range 4 {
+			p.Submit(blocker.task())
+		}
+		ctx, giveUp := context.WithCancel(context.Background())
+		var ran atomic.Int64
+		count := func() {
+			if ran.Add(1) == handles/4 {
+				giveUp() // Shutdown gives up in the middle of its drain
+			}
+		}
+		tasks := make([]*Task, 0, handles/2)
+		futures := make([]*Future[int], 0, handles/2)
+		for i := range handles {
+			if i%2 == 0 {
+				tasks = append(tasks, p.Go(context.Background(), func(context.Context) error { count(); return nil }))
+			} else {
+				futures = append(futures, Call(context.Background(), p, func(context.Context) (int, error) { count(); return i, nil }))
+			}
+		}
+		shutdown := make(chan error, 1)
+		go func() { shutdown <- p.Shutdown(ctx) }()
+		blocker.open()
+		shutdownErr := <-shutdown
+		giveUp()
+		if shutdownErr != nil { // nil only if the drain won the race with the cut
+			assert.ErrorIs(t, shutdownErr, context.Canceled, "round %d: Shutdown gave up", round)
+		}
+
+		var errs []string
+		for i, task := range tasks {
+			if err := task.Wait(); err != nil && !errors.Is(err, ErrStopped) {
+				errs = append(errs, fmt.Sprintf("Task %d: %v", i, err))
+			}
+		}
+		for i, f := range futures {
+			if _, err := f.Wait(); err != nil && !errors.Is(err, ErrStopped) {
+				errs = append(errs, fmt.Sprintf("Future %d: %v", i, err))
+			}
+		}
+		s := p.Status()
+		notRun := uint64(handles) - uint64(ran.Load())
+		if len(errs) > 0 || s.Canceled != 0 || s.Abandoned != notRun {
+			badRounds++
+			if firstBad == "" {
+				firstBad = fmt.Sprintf("round %d: Canceled %d, Abandoned %d (want %d, the handles whose fn never ran); handles with other errors: %v",
+					round, s.Canceled, s.Abandoned, notRun, errs)
+			}
+		}
+	}
+	assert.Zero(t, badRounds, "rounds (of %d) where a handle not started at the cut was not reported as stopped; first: %s", rounds, firstBad)
+}
+
+// --- 4. Shutdown reports a concurrent Stop's abandonment ---
+
+// Defect 4: Shutdown returns nil only if every accepted task ran.
+func TestShutdownReportsTasksAStopAbandoned(t *testing.T) {
+	// Wanted: when a Stop abandoned tasks, during or before the Shutdown, it
+	// returns an error wrapping ErrStopped (a Shutdown that itself gives up may
+	// return its context's error).
+	cases := []struct {
+		name     string
+		doneCtx  bool
+		shutdown func(t *testing.T, p *WorkerPool, blocker gate) error
+	}{
+		{"Stop during Shutdown", false, func(t *testing.T, p *WorkerPool, blocker gate) error {
+			shutdown := make(chan error, 1)
+			go func() { shutdown <- p.Shutdown(t.Context()) }()
+			synctest.Wait() // Shutdown drains, waiting for the busy worker
+			go p.Stop()
+			synctest.Wait() // Stop abandoned the queue
+			blocker.open()
+			return <-shutdown
+		}},
+		{"Stop before Shutdown", false, func(t *testing.T, p *WorkerPool, blocker gate) error {
+			go func() { synctest.Wait(); blocker.open() }()
+			p.Stop()
+			return p.Shutdown(t.Context())
+		}},
+		{"Stop before a Shutdown with a done context", true, func(t *testing.T, p *WorkerPool, blocker gate) error {
+			go func() { synctest.Wait(); blocker.open() }()
+			p.Stop()
+			return p.Shutdown(canceledContext())
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1)
+				blocker := blockOneWorker(t, p)
+				var ran atomic.Int64
+				for range 3 {
+					p.Submit(func() { ran.Add(1) })
+				}
+				err := c.shutdown(t, p, blocker)
+				s := requireStoppedClean(t, p)
+				require.Equal(t, uint64(3), s.Abandoned, "abandoned by Stop")
+				assert.Zero(t, ran.Load(), "queued tasks that ran")
+				if c.doneCtx { // Shutdown gave up too: its context's error will do
+					assert.True(t, errors.Is(err, ErrStopped) || errors.Is(err, context.Canceled),
+						"Shutdown returned %v, want an error wrapping ErrStopped or context.Canceled", err)
+				} else {
+					assert.ErrorIs(t, err, ErrStopped, "Shutdown after tasks were abandoned")
+				}
+			})
+		})
+	}
+}
+
+// --- 5. no pool goroutine runs once a stop returns ---
+
+// poolPackageFrame is how a stack dump names a function of this package.
+const poolPackageFrame = "github.com/e86d9661/workerpool."
+
+// poolGoroutines returns, by goroutine id, the stack of every goroutine but
+// the caller that has a frame of this package ("created by" lines name the
+// creator, not a frame, and are ignored). buf must be large enough.
+func poolGoroutines(buf []byte) map[string]string {
+	n := runtime.Stack(buf, true)
+	dump := string(buf[:n])
+	found := map[string]string{}
+	for i, block := range strings.Split(dump, "\n\n") {
+		if i == 0 {
+			continue // runtime.Stack puts the calling goroutine first
+		}
+		lines := strings.Split(block, "\n")
+		header := lines[0] // "goroutine 42 [chan receive]:"
+		for _, line := range lines[1:] {
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "created by ") {
+				continue
+			}
+			if strings.HasPrefix(line, poolPackageFrame) {
+				id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
+				found[id] = block
+				break
+			}
+		}
+	}
+	return found
+}
+
+// poolFrame returns the name of the innermost frame of this package in a
+// goroutine's stack, without its arguments.
+func poolFrame(block string) string {
+	for _, line := range strings.Split(block, "\n") {
+		if strings.HasPrefix(line, poolPackageFrame) {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, poolPackageFrame), "(0x")
+			return strings.TrimSuffix(strings.TrimSuffix(name, "(...)"), "()")
+		}
+	}
+	return ""
+}
+
+// Defect 5: no pool goroutine is still running when Stop, StopWait or Shutdown returns.
+func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
+	// Wanted: when the call returns, no function of this package is on any
+	// goroutine's stack. The stack dump is taken right after the call returns,
+	// with no polling and no sleeping. Pools of several workers whose tasks just
+	// ran; in the idle-timer case a timer may be firing. Real scheduling: many
+	// rounds, outside a bubble.
+	buf := make([]byte, 1<<20)
+	cases := []struct {
+		name string
+		opts []Option
+		stop func(p *WorkerPool)
+	}{
+		{"Stop", nil, (*WorkerPool).Stop},
+		{"StopWait", nil, (*WorkerPool).StopWait},
+		{"Shutdown", nil, func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
+		{"StopWithIdleTimerFiring", []Option{WithIdleTimeout(time.Microsecond)}, (*WorkerPool).Stop},
+	}
+	const rounds = 400
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Not ours: the parent test's goroutine, and whatever other
+			// tests left behind.
+			before := poolGoroutines(buf)
+			bad := 0
+			var first string
+			seen := map[string]int{}
+			for range rounds {
+				p := New(4, c.opts...)
+				for range 8 {
+					p.Submit(func() {})
+				}
+				require.NoError(t, p.DoWait(func() {}))
+				c.stop(p)
+				left := poolGoroutines(buf)
+				for id := range before {
+					delete(left, id)
+				}
+				if len(left) > 0 {
+					bad++
+					for _, block := range left {
+						if first == "" {
+							first = block
+						}
+						seen[poolFrame(block)]++
+					}
+				}
+			}
+			assert.Zero(t, bad, "rounds (of %d) where a pool goroutine was still running after %s returned (innermost pool frames seen: %v); first one:\n%s",
+				rounds, c.name, seen, first)
+		})
+	}
+}
+
+// --- 6. Shutdown with a done context starts no queued task ---
+
+// yieldingContext is a context that is done already and whose first Done
+// call lets every other goroutine of the bubble run until it blocks: it
+// widens the window between Shutdown's first step and its look at ctx, as
+// a preempted caller would.
+type yieldingContext struct {
+	context.Context
+	yielded atomic.Bool
+}
+
+func (c *yieldingContext) Done() <-chan struct{} {
+	if c.yielded.CompareAndSwap(false, true) {
+		synctest.Wait()
+	}
+	return c.Context.Done()
+}
+
+// Defect 6: Shutdown with a context that is already done starts no queued task.
+func TestShutdownWithDoneContextStartsNoQueuedTask(t *testing.T) {
+	// Tasks held by a Pause wait in the queue while the workers are idle; then
+	// Shutdown is called with a context that is already done (and whose Done
+	// lets the rest of the bubble run first). Wanted: none of the queued tasks
+	// starts, Status.Abandoned counts them, and Shutdown reports the context's
+	// error.
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		for range 2 {
+			p.Submit(func() {}) // start the workers; they stay, idle
+		}
+		pause, endPause := context.WithCancel(t.Context())
+		defer endPause()
+		p.Pause(pause)
+		var ran atomic.Int64
+		for range 3 {
+			p.Submit(func() { ran.Add(1) })
+		}
+		task := p.Go(t.Context(), func(context.Context) error { ran.Add(1); return nil })
+		synctest.Wait()
+		require.Equal(t, 4, p.WaitingQueueSize(), "held by the pause")
+
+		ctx := &yieldingContext{Context: canceledContext()}
+		err := p.Shutdown(ctx)
+		assert.Zero(t, ran.Load(), "queued tasks started by Shutdown with a done context")
+		assert.ErrorIs(t, task.Wait(), ErrStopped, "Task queued at the Shutdown")
+		assert.ErrorIs(t, err, context.Canceled, "Shutdown that gave up at once")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(4), s.Abandoned, "abandoned")
+	})
+}
+
+// --- 7. a canceled queued task leaves Waiting at once ---
+
+// Defect 7: a canceled queued task has left Waiting and joined Canceled by the time its Wait returns.
+func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
+	// Each case cancels tasks queued behind a plain task that cannot start (both
+	// workers are blocked, or a Pause holds it), so dispatch cannot reach them. Wanted: once the
+	// handle's Wait (or the Group's) has returned, WaitingQueueSize and
+	// Status.Waiting no longer count them, and Status.Canceled does. The check
+	// is made right after Wait returns.
+	fn := func(context.Context) error { return nil }
+	// blockSecondWorker blocks the second worker and queues a plain task
+	// ahead of what the case queues next.
+	blockSecondWorker := func(t *testing.T, p *WorkerPool) gate {
+		second := newGate()
+		p.Submit(second.task())
+		p.Submit(func() {})
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Busy, "busy")
+		return second
+	}
+	// requireQueued waits until dispatch has queued what was given to it.
+	requireQueued := func(t *testing.T, p *WorkerPool, n int) {
+		synctest.Wait()
+		require.Equal(t, n, p.WaitingQueueSize(), "queued before the cancel")
+	}
+	cases := []struct {
+		name string
+		// cancelAndWait queues tasks, cancels them and waits for their
+		// handles, with the first worker blocked. It returns how many it
+		// canceled and the gate that blocks the second worker.
+		cancelAndWait func(t *testing.T, p *WorkerPool) (canceled uint64, second gate)
+	}{
+		{"Task.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			task := p.Go(t.Context(), fn)
+			requireQueued(t, p, 2)
+			task.Cancel()
+			assert.Same(t, context.Canceled, task.Wait(), "Task.Wait")
+			return 1, second
+		}},
+		{"Future.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			f := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
+			requireQueued(t, p, 2)
+			f.Cancel()
+			_, err := f.Wait()
+			assert.Same(t, context.Canceled, err, "Future.Wait")
+			return 1, second
+		}},
+		{"caller context canceled", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			ctx, cancel := context.WithCancel(t.Context())
+			task := p.Go(ctx, fn)
+			requireQueued(t, p, 2)
+			cancel()
+			assert.Same(t, context.Canceled, task.Wait(), "Task.Wait")
+			return 1, second
+		}},
+		{"deadline expired in the queue", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			task := p.Go(ctx, fn)
+			requireQueued(t, p, 2)
+			assert.Equal(t, context.DeadlineExceeded, task.Wait(), "Task.Wait")
+			return 1, second
+		}},
+		{"group parent canceled", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			ctx, cancel := context.WithCancel(t.Context())
+			g := p.Group(ctx)
+			for range 3 {
+				g.Go(fn)
+			}
+			requireQueued(t, p, 4)
+			cancel()
+			assert.Same(t, context.Canceled, g.Wait(), "Group.Wait")
+			return 3, second
+		}},
+		{"group first error", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			// The failing task runs on the second worker. A Pause then holds
+			// what comes next, so that the worker the failure frees finds
+			// nothing to run: the plain task ahead stays in front.
+			failing := newGate()
+			g := p.Group(t.Context())
+			g.Go(func(context.Context) error { failing.wait(); return errTask })
+			synctest.Wait()
+			require.Equal(t, 2, p.Status().Busy, "busy")
+			go p.Pause(t.Context()) // its barrier waits for the first worker; StopWait ends it
+			synctest.Wait()
+			require.Equal(t, StatePaused, p.Status().State, "state")
+			p.Submit(func() {})
+			for range 3 {
+				g.Go(fn)
+			}
+			requireQueued(t, p, 4)
+			failing.open()
+			assert.Same(t, errTask, g.Wait(), "Group.Wait")
+			return 3, newGate()
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(2)
+				first := newGate()
+				p.Submit(first.task())
+				synctest.Wait()
+
+				canceled, second := c.cancelAndWait(t, p)
+				waiting, s := p.WaitingQueueSize(), p.Status()
+				assert.Equal(t, 1, waiting, "WaitingQueueSize: only the plain task ahead")
+				assert.Equal(t, 1, s.Waiting, "Status.Waiting")
+				assert.Equal(t, canceled, s.Canceled, "Status.Canceled")
+
+				first.open()
+				second.open()
+				p.StopWait()
+				s = requireStoppedClean(t, p)
+				assert.Equal(t, canceled, s.Canceled, "Status.Canceled once stopped")
+			})
+		})
+	}
+}
