@@ -39,8 +39,23 @@ type dispatcher struct {
 	queue          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	pushed, popped uint64
-	dispatched     uint64 // work sent to workers, published in dispatchTotals
-	workers        int    // live workers, published in p.workers
+	workers        int // live workers, published in p.workers at once
+
+	// received counts the messages that came through send; at stop it
+	// is compared with p.sendsBegun.
+	received int64
+
+	// dispatched counts the work sent to workers; a pause's barrier is
+	// reached once as much work has returned.
+	dispatched uint64
+
+	// waitingDelta is the change in queued plain tasks that p.waiting does
+	// not show yet: dispatch publishes it when it is about to block, and
+	// every publishEvery steps while it is busy. So the count costs no
+	// atomic operation per task while dispatch is busy, and Status is
+	// exact whenever the pool is quiet.
+	waitingDelta int64
+	sincePublish int
 
 	// The idle clock retires workers: while workers exist, one goroutine
 	// at a time waits out an idle period on idle and sends an idleTick
@@ -66,11 +81,10 @@ type message struct {
 	req  *request
 }
 
-// A request asks dispatch for something other than running a task; exactly
-// one field is set.
+// A request asks dispatch for something other than running a task: a
+// Pause call, or, at the address of idleTick, the end of an idle period.
 type request struct {
-	pause    *pauseRequest // a Pause call
-	idleTick bool          // an idle period passed
+	pause *pauseRequest
 }
 
 // A pauseRequest is one Pause call.
@@ -81,18 +95,17 @@ type pauseRequest struct {
 	reached        bool            // barrierReached is closed (dispatch only)
 }
 
-// dispatchTotals are the counters behind Status that dispatch writes, and
-// jobTotals the ones written by whoever settles a job.
-type dispatchTotals struct {
-	submitted  atomic.Uint64 // tasks accepted
-	dispatched atomic.Uint64 // work sent to workers
-	abandoned  atomic.Uint64 // plain tasks a stop dropped from the queue
+// settledTotals count the accepted tasks that never ran, written by
+// whoever settles them: dispatch for plain tasks, the settling party for
+// jobs.
+type settledTotals struct {
+	canceled  atomic.Uint64 // jobs canceled before they started
+	abandoned atomic.Uint64 // tasks a stop dropped before they started
 }
 
-type jobTotals struct {
-	canceled  atomic.Uint64 // jobs settled as canceled
-	abandoned atomic.Uint64 // jobs settled as abandoned
-}
+// publishEvery bounds how many steps a busy dispatcher goes without
+// publishing waitingDelta.
+const publishEvery = 64
 
 // workerTotals are the counters behind Status that workers write.
 type workerTotals struct {
@@ -124,7 +137,9 @@ func (d *dispatcher) run() {
 // dispatch mostly avoids a select over several channels. It returns false
 // once dispatch has taken the stop message.
 func (d *dispatcher) step() bool {
-	d.dropSettledFront()
+	if d.queue.Len() > 0 {
+		d.dropSettledFront()
+	}
 	sent := d.canDispatchQueued() && d.offer(d.front())
 	if sent {
 		d.pop()
@@ -139,14 +154,32 @@ func (d *dispatcher) step() bool {
 			return false
 		}
 	}
-	d.advancePauses()
+	if len(d.pauses) > 0 {
+		d.advancePauses()
+	}
+	if d.waitingDelta != 0 {
+		if d.sincePublish++; d.sincePublish == publishEvery {
+			d.publish()
+		}
+	}
 	return true
 }
 
-// await waits for one event and handles it. It returns false when the
-// event is the stop message. With no pause in effect it waits on the fewest
-// channels it can: while the queue is empty only on taskQueue.
+// publish adds waitingDelta to p.waiting.
+func (d *dispatcher) publish() {
+	if d.waitingDelta != 0 {
+		d.p.waiting.Add(d.waitingDelta)
+		d.waitingDelta = 0
+	}
+	d.sincePublish = 0
+}
+
+// await publishes waitingDelta, then waits for one event and handles it.
+// It returns false when the event is the stop message. With no pause in
+// effect it waits on the fewest channels it can: while the queue is empty
+// only on taskQueue.
 func (d *dispatcher) await() bool {
+	d.publish()
 	switch {
 	case len(d.pauses) > 0:
 		return d.awaitPaused()
@@ -190,24 +223,20 @@ func (d *dispatcher) awaitPaused() bool {
 func (d *dispatcher) receive(m message) bool {
 	switch {
 	case m.task != nil:
+		d.received++
 		d.accept(m.task)
 	case m.job != nil:
+		d.received++
 		d.acceptJob(m.job)
+	case m.req == &idleTick:
+		d.retireIfIdle()
 	case m.req != nil:
-		d.handle(m.req)
+		d.received++
+		d.addPause(m.req.pause)
 	default:
 		return false
 	}
 	return true
-}
-
-func (d *dispatcher) handle(req *request) {
-	switch {
-	case req.pause != nil:
-		d.addPause(req.pause)
-	case req.idleTick:
-		d.retireIfIdle()
-	}
 }
 
 // accept takes a plain task: straight to a worker if it may start at once
@@ -237,8 +266,9 @@ func (d *dispatcher) acceptJob(j *job) {
 	j.settleIfBlocked()
 }
 
+// countSubmitted notes a task for the idle clock. (Status counts accepted
+// tasks from the sends themselves.)
 func (d *dispatcher) countSubmitted() {
-	d.p.dispatchTotals.submitted.Add(1)
 	d.sawTask = true
 }
 
@@ -274,7 +304,6 @@ func (d *dispatcher) startWorker(w work) {
 
 func (d *dispatcher) countDispatched() {
 	d.dispatched++
-	d.p.dispatchTotals.dispatched.Store(d.dispatched)
 }
 
 // front is the queue's front task as work. The queue must not be empty.
@@ -294,7 +323,7 @@ func (d *dispatcher) sentFront() {
 func (d *dispatcher) push(task func()) {
 	d.queue.PushBack(task)
 	d.pushed++
-	d.p.waiting.Add(1)
+	d.waitingDelta++
 }
 
 // pushJob queues j behind a nil entry; the move to queued counts it as
@@ -315,7 +344,7 @@ func (d *dispatcher) pop() {
 	if d.queue.PopFront() == nil {
 		d.jobs.PopFront()
 	} else {
-		d.p.waiting.Add(-1)
+		d.waitingDelta--
 	}
 	d.popped++
 }
@@ -345,8 +374,9 @@ func (d *dispatcher) canDispatchQueued() bool {
 	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
 }
 
-// idleTick is the request the idle clock sends; dispatch only reads it.
-var idleTick = request{idleTick: true}
+// idleTick is the request the idle clock sends; dispatch tells it apart by
+// its address and never changes it.
+var idleTick request
 
 // armIdleClock starts one idle period, unless retirement is disabled, no
 // worker exists, or a period is running.
@@ -490,21 +520,24 @@ func (d *dispatcher) stop() {
 	if d.idle != nil {
 		d.idle.Stop()
 	}
+	d.publish()
 	close(d.p.stopped)
 }
 
 // admitStragglers accepts the tasks of the sends that began before stopping
-// was closed. Every send counts itself in p.sending before it checks
-// stopping, so once sending reads zero no send is in flight and none can
-// begin; the last sender out wakes dispatch on sendersGone. Their tasks
-// join the queue, so StopWait runs them and Stop abandons them; their
-// Pause requests are dropped, as stopping ends every pause.
+// was closed. Every send counts itself in p.sendsBegun before it checks
+// stopping, and a refused one takes itself out and wakes dispatch on
+// sendRefusals; so once dispatch has received as many messages as were
+// begun, no send is in flight and none can begin. Their tasks join the
+// queue, so StopWait runs them and Stop abandons them; their Pause requests
+// are dropped, as stopping ends every pause.
 func (d *dispatcher) admitStragglers() {
-	for d.p.sending.Load() > 0 {
+	for d.received < d.p.sendsBegun.Load() {
+		d.publish()
 		select {
 		case m := <-d.p.taskQueue:
 			d.admitStraggler(m)
-		case <-d.p.sendersGone:
+		case <-d.p.sendRefusals:
 		}
 	}
 }
@@ -512,11 +545,15 @@ func (d *dispatcher) admitStragglers() {
 func (d *dispatcher) admitStraggler(m message) {
 	switch {
 	case m.task != nil:
+		d.received++
 		d.countSubmitted()
 		d.push(m.task)
 	case m.job != nil:
+		d.received++
 		d.countSubmitted()
 		d.pushJob(m.job)
+	case m.req != &idleTick:
+		d.received++
 	}
 }
 
@@ -529,6 +566,7 @@ func (d *dispatcher) drain() {
 			d.pop()
 			continue
 		}
+		d.publish()
 		select {
 		case d.p.workerQueue <- front:
 			d.sentFront()
@@ -546,7 +584,7 @@ func (d *dispatcher) abandonQueue() {
 	for d.queue.Len() > 0 {
 		if d.queue.Front() != nil {
 			d.pop()
-			d.p.dispatchTotals.abandoned.Add(1)
+			d.p.settledTotals.abandoned.Add(1)
 			continue
 		}
 		j := d.jobs.Front()

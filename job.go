@@ -117,9 +117,9 @@ func (j *job) leave(from, to uint32) bool {
 	}
 	switch to {
 	case jobCanceled:
-		p.jobTotals.canceled.Add(1)
+		p.settledTotals.canceled.Add(1)
 	case jobAbandoned:
-		p.jobTotals.abandoned.Add(1)
+		p.settledTotals.abandoned.Add(1)
 	}
 	return true
 }

@@ -81,24 +81,30 @@ func (p *WorkerPool) Stopped() bool {
 // blocks, and is safe to call at any time, including during Pause, StopWait
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
-	// returned is read before dispatched: both only grow. Dispatch
-	// publishes dispatched just after the hand-off, so a fast task can
-	// come back first; busy is clamped to [0, workers].
+	// Every accepted task is, at any moment, waiting, busy (on its way to
+	// a worker or running), returned by a worker (run, or skipped because
+	// it was settled), or settled without reaching one. Busy is what the
+	// other counts leave; while tasks flow they are read a moment apart,
+	// so it is clamped to [0, workers].
+	submitted := max(p.sendsBegun.Load()-p.pauseSends.Load(), 0)
 	returned := p.workerTotals.returned.Load()
 	skipped := p.workerTotals.skipped.Load()
-	busy := int64(p.dispatchTotals.dispatched.Load() - returned)
+	canceled := p.settledTotals.canceled.Load()
+	abandoned := p.settledTotals.abandoned.Load()
+	waiting := p.WaitingQueueSize()
 	workers := int(p.workers.Load())
+	busy := submitted - int64(waiting) - int64(returned) - int64(canceled+abandoned-skipped)
 	return Status{
 		State:      p.state(),
 		MaxWorkers: p.maxWorkers,
 		Workers:    workers,
 		Busy:       int(min(max(busy, 0), int64(workers))),
-		Waiting:    p.WaitingQueueSize(),
-		Submitted:  p.dispatchTotals.submitted.Load(),
+		Waiting:    waiting,
+		Submitted:  uint64(submitted),
 		Completed:  returned - min(skipped, returned),
 		Panicked:   p.workerTotals.panicked.Load(),
-		Abandoned:  p.dispatchTotals.abandoned.Load() + p.jobTotals.abandoned.Load(),
-		Canceled:   p.jobTotals.canceled.Load(),
+		Abandoned:  abandoned,
+		Canceled:   canceled,
 	}
 }
 

@@ -146,7 +146,7 @@ func TestCancelOnQueuedTaskSkipsItWithoutAWorker(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Equal(t, uint64(2), s.Completed, "completed: the blocker and the task ahead")
-		assert.Equal(t, uint64(2), p.dispatchTotals.dispatched.Load(), "tasks handed to a worker: not the canceled one")
+		assert.Equal(t, uint64(2), p.workerTotals.returned.Load(), "work that came back from a worker: not the canceled task")
 	})
 }
 
@@ -172,7 +172,7 @@ func TestDeadlineThatExpiresInTheQueueSkipsTheTask(t *testing.T) {
 		assert.Zero(t, ran.Load(), "fn ran")
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Canceled, "canceled")
-		assert.Equal(t, uint64(2), p.dispatchTotals.dispatched.Load(), "tasks handed to a worker: not the canceled ones")
+		assert.Equal(t, uint64(2), p.workerTotals.returned.Load(), "work that came back from a worker: not the canceled tasks")
 	})
 }
 

@@ -18,13 +18,16 @@ func (p *WorkerPool) worker(w work) {
 		if !w.stops() {
 			// The task ended this goroutine with runtime.Goexit (or
 			// panicked with no handler, and the program is going down).
-			// A fresh goroutine takes this worker's place, so the worker
-			// count dispatch keeps stays true.
+			// Count it as returned, and let a fresh goroutine take this
+			// worker's place, so the worker count dispatch keeps stays
+			// true.
+			p.returned()
 			p.goroutines.Go(p.replacementWorker)
 		}
 	}()
 	for !w.stops() {
 		p.do(w)
+		p.returned()
 		w = <-p.workerQueue
 	}
 }
@@ -33,15 +36,16 @@ func (p *WorkerPool) replacementWorker() {
 	p.worker(<-p.workerQueue)
 }
 
-// do runs one work and counts it as returned; the deferred call also runs
-// when the task panics or calls runtime.Goexit.
+// do runs one work: a job, or a plain task.
 func (p *WorkerPool) do(w work) {
-	defer p.returned()
-	if w.job != nil {
+	switch {
+	case w.job != nil:
 		w.job.work()
-		return
+	case p.panicHandler != nil:
+		p.callPlain(w.fn)
+	default:
+		w.fn() // no defer on the common path
 	}
-	p.callPlain(w.fn)
 }
 
 // callPlain runs a func() task: a plain one, or a DoWait call's. With a

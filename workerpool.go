@@ -49,11 +49,11 @@ type WorkerPool struct {
 	// is harmless because dispatch re-checks the counters.
 	workReturned chan struct{}
 	wakeOnReturn atomic.Bool
-	// sendersGone wakes dispatch while it admits the sends in flight at
-	// stop: the last caller to leave send once stopping is closed sends
-	// without blocking. Buffered (1), never closed; a stale wake-up is
-	// harmless because dispatch re-reads sending.
-	sendersGone chan struct{}
+	// sendRefusals wakes dispatch while it admits the sends in flight at
+	// stop: a send refused once stopping is closed signals it without
+	// blocking. Buffered (1), never closed; a stale wake-up is harmless
+	// because dispatch re-reads sendsBegun.
+	sendRefusals chan struct{}
 
 	stopOnce    sync.Once
 	abandonOnce sync.Once
@@ -71,19 +71,21 @@ type WorkerPool struct {
 	// other sides read or write.
 
 	_ cacheLinePad
-	// sending counts the calls inside send: between their stopping check
-	// and the end of their send. Dispatch reads it only while stopping.
-	sending atomic.Int64
+	// sendsBegun counts the sends that passed, or are about to make, their
+	// stopping check: it only grows, but for refused sends, which take
+	// themselves out. Dispatch reads it while stopping; Status counts
+	// accepted tasks as sendsBegun less pauseSends.
+	sendsBegun atomic.Int64
+	pauseSends atomic.Int64 // the Pause calls among sendsBegun
 
 	_ cacheLinePad
-	// Published by dispatch for observers; waiting is also lowered by
-	// whoever takes a job out of the queued state, and jobTotals are
-	// written by whoever settles a job.
-	workers        atomic.Int64 // live workers
-	waiting        atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
-	paused         atomic.Bool  // a Pause is in effect
-	dispatchTotals dispatchTotals
-	jobTotals      jobTotals
+	// Published by dispatch for observers; waiting is also moved by
+	// whoever moves a job in or out of the queued state (see
+	// dispatcher.publish), and settledTotals by whoever settles a task.
+	workers       atomic.Int64 // live workers
+	waiting       atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
+	paused        atomic.Bool  // a Pause is in effect
+	settledTotals settledTotals
 
 	_            cacheLinePad
 	workerTotals workerTotals
@@ -108,7 +110,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		taskQueue:    make(chan message),
 		workerQueue:  make(chan work),
 		workReturned: make(chan struct{}, 1),
-		sendersGone:  make(chan struct{}, 1),
+		sendRefusals: make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
 		abandoning:   make(chan struct{}),
 		stopped:      make(chan struct{}),
@@ -148,38 +150,28 @@ func (p *WorkerPool) Do(task func()) error {
 // completes.
 //
 // The send is a plain channel send, not a select with stopping: a caller
-// counts itself in sending before it checks stopping, and dispatch, once
-// stopping is closed, keeps receiving until sending is zero (see
-// dispatcher.admitStragglers). So a send that began before the stop always
-// completes, and none can begin after.
+// counts itself in sendsBegun before it checks stopping, and takes itself
+// out again if it is refused. Dispatch counts the messages it receives, and
+// once stopping is closed it keeps receiving until it has received as many
+// as were begun (see dispatcher.admitStragglers). So a send that began
+// before the stop always completes, and none can begin after.
 func send(p *WorkerPool, m message) error {
-	if err := p.beginSend(); err != nil {
-		return err
-	}
-	p.taskQueue <- m
-	p.endSend()
-	return nil
-}
-
-// beginSend counts the caller in sending, then rejects it if stopping has
-// begun.
-func (p *WorkerPool) beginSend() error {
-	p.sending.Add(1)
+	p.sendsBegun.Add(1)
 	if isClosed(p.stopping) {
-		p.endSend()
+		p.sendRefused()
 		return ErrStopped
 	}
+	p.taskQueue <- m
 	return nil
 }
 
-// endSend uncounts the caller; the last one out while stopping wakes
-// dispatch, which may be waiting for it in admitStragglers.
-func (p *WorkerPool) endSend() {
-	if p.sending.Add(-1) == 0 && isClosed(p.stopping) {
-		select {
-		case p.sendersGone <- struct{}{}:
-		default: // a wake-up is already pending
-		}
+// sendRefused takes a refused send out of sendsBegun and wakes dispatch,
+// which may be waiting for it in admitStragglers.
+func (p *WorkerPool) sendRefused() {
+	p.sendsBegun.Add(-1)
+	select {
+	case p.sendRefusals <- struct{}{}:
+	default: // a wake-up is already pending
 	}
 }
 
@@ -288,7 +280,9 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 		panic("workerpool: Pause called with a nil context")
 	}
 	req := &pauseRequest{end: ctx.Done(), barrierReached: make(chan struct{})}
+	p.pauseSends.Add(1) // before send counts it: never a task, even for a moment
 	if send(p, message{req: &request{pause: req}}) != nil {
+		p.pauseSends.Add(-1)
 		return
 	}
 	select {
@@ -366,7 +360,7 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 	switch {
 	case gaveUp:
 		return ctx.Err()
-	case p.Status().Abandoned > 0:
+	case p.settledTotals.abandoned.Load() > 0:
 		return errTasksAbandoned
 	}
 	return nil

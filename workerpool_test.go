@@ -327,7 +327,7 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 		t.Run(stop, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1)
-				require.NoError(t, p.beginSend(), "the straggler passes its check")
+				p.sendsBegun.Add(1) // the straggler counts itself and passes its check
 				stopped := make(chan struct{})
 				go func() {
 					defer close(stopped)
@@ -341,7 +341,6 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 				assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
 				ran := false
 				p.taskQueue <- message{task: func() { ran = true }}
-				p.endSend()
 				<-stopped
 				s := requireStoppedClean(t, p)
 				assert.Equal(t, uint64(1), s.Submitted, "the straggler's task is accepted")
@@ -349,6 +348,24 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A send that counted itself before Stop began but checks stopping only
+// after it is refused, and wakes dispatch, which then finishes stopping
+// without it.
+func TestSendRefusedAtStopWakesDispatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		p.sendsBegun.Add(1) // the straggler counts itself, then is preempted
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		synctest.Wait()
+		assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
+		p.sendRefused() // its check sees stopping closed
+		<-stopped
+		s := requireStoppedClean(t, p)
+		assert.Zero(t, s.Submitted, "the refused send is not counted")
+	})
 }
 
 // submitOrRecover calls Submit and reports whether it was accepted; a

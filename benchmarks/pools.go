@@ -91,31 +91,25 @@ func findLibrary(name string) (library, error) {
 	return library{}, fmt.Errorf("unknown pool %q", name)
 }
 
-// ours and gammazero share one API.
-type workerPool interface {
-	Submit(func())
-	SubmitWait(func())
-	StopWait()
-}
+// Each adapter calls its library's concrete type directly, so that no
+// library pays for an extra interface call per task.
 
-type sameAPI struct{ p workerPool }
+type gammazeroPool struct{ p *gammazero.WorkerPool }
 
-func (a sameAPI) Submit(t *task)     { a.p.Submit(t.fn) }
-func (a sameAPI) SubmitWait(t *task) { a.p.SubmitWait(t.fn) }
-func (a sameAPI) Close()             { a.p.StopWait() }
+func openGammazero(workers int) pool { return gammazeroPool{gammazero.New(workers)} }
 
-func openGammazero(workers int) pool { return sameAPI{gammazero.New(workers)} }
+func (a gammazeroPool) Submit(t *task)     { a.p.Submit(t.fn) }
+func (a gammazeroPool) SubmitWait(t *task) { a.p.SubmitWait(t.fn) }
+func (a gammazeroPool) Close()             { a.p.StopWait() }
 
-// oursPool adds this library's Tasks and Groups to the shared API.
-type oursPool struct {
-	sameAPI
-	wp *workerpool.WorkerPool
-}
+// oursPool is this library, with its Tasks and Groups.
+type oursPool struct{ wp *workerpool.WorkerPool }
 
-func openOurs(workers int) pool {
-	wp := workerpool.New(workers)
-	return oursPool{sameAPI{wp}, wp}
-}
+func openOurs(workers int) pool { return oursPool{workerpool.New(workers)} }
+
+func (a oursPool) Submit(t *task)     { a.wp.Submit(t.fn) }
+func (a oursPool) SubmitWait(t *task) { a.wp.SubmitWait(t.fn) }
+func (a oursPool) Close()             { a.wp.StopWait() }
 
 func (a oursPool) GoWait(t *task) error { return a.wp.Go(context.Background(), t.fnCtx).Wait() }
 
