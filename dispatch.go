@@ -51,11 +51,11 @@ type dispatcher struct {
 
 	// waitingDelta is the change in queued plain tasks that p.waiting does
 	// not show yet: dispatch publishes it when it is about to block, and
-	// every publishEvery steps while it is busy. So the count costs no
-	// atomic operation per task while dispatch is busy, and Status is
-	// exact whenever the pool is quiet.
+	// after publishEvery queue changes while it is busy. So the count
+	// costs no atomic operation per task while dispatch is busy, and
+	// Status is exact whenever the pool is quiet.
 	waitingDelta int64
-	sincePublish int
+	queueChanges int
 
 	// The idle clock retires workers: while workers exist, one goroutine
 	// at a time waits out an idle period on idle and sends an idleTick
@@ -103,8 +103,8 @@ type settledTotals struct {
 	abandoned atomic.Uint64 // tasks a stop dropped before they started
 }
 
-// publishEvery bounds how many steps a busy dispatcher goes without
-// publishing waitingDelta.
+// publishEvery bounds how many queue changes a busy dispatcher makes
+// without publishing waitingDelta.
 const publishEvery = 64
 
 // workerTotals are the counters behind Status that workers write.
@@ -123,7 +123,8 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 	return d
 }
 
-// run is the dispatcher goroutine.
+// run is the dispatcher goroutine: it steps until it takes the stop
+// message, then stops the pool.
 func (d *dispatcher) run() {
 	for d.step() {
 	}
@@ -137,41 +138,64 @@ func (d *dispatcher) run() {
 // dispatch mostly avoids a select over several channels. It returns false
 // once dispatch has taken the stop message.
 func (d *dispatcher) step() bool {
-	if d.queue.Len() > 0 {
-		d.dropSettledFront()
-	}
-	sent := d.canDispatchQueued() && d.offer(d.front())
-	if sent {
-		d.pop()
-	}
+	sent := d.queue.Len() > 0 && d.sendFront()
 	select {
 	case m := <-d.p.taskQueue:
 		if !d.receive(m) {
 			return false
 		}
 	default:
-		if !sent && !d.await() {
+		switch {
+		case sent:
+		case d.queue.Len() == 0 && len(d.pauses) == 0:
+			if d.waitingDelta != 0 {
+				d.publish()
+			}
+			if m := <-d.p.taskQueue; m.task != nil {
+				d.received++
+				d.sawTask = true
+				if !d.offer(work{fn: m.task}) {
+					d.push(m.task)
+				}
+				return true
+			} else if !d.receive(m) {
+				return false
+			}
+		case !d.await():
 			return false
 		}
 	}
 	if len(d.pauses) > 0 {
 		d.advancePauses()
 	}
-	if d.waitingDelta != 0 {
-		if d.sincePublish++; d.sincePublish == publishEvery {
-			d.publish()
-		}
-	}
 	return true
 }
 
-// publish adds waitingDelta to p.waiting.
-func (d *dispatcher) publish() {
-	if d.waitingDelta != 0 {
-		d.p.waiting.Add(d.waitingDelta)
-		d.waitingDelta = 0
+// sendFront drops the settled jobs at the front of the queue, then hands
+// the front task to a ready or new worker if no pause holds it. It never
+// blocks, and reports whether it handed a task.
+func (d *dispatcher) sendFront() bool {
+	d.dropSettledFront()
+	if !d.canDispatchQueued() || !d.offer(d.front()) {
+		return false
 	}
-	d.sincePublish = 0
+	d.pop()
+	return true
+}
+
+// publish adds waitingDelta to p.waiting. Dispatch calls it when it is
+// about to block and every publishEvery queue changes in between.
+func (d *dispatcher) publish() {
+	d.p.waiting.Add(d.waitingDelta)
+	d.waitingDelta, d.queueChanges = 0, 0
+}
+
+// changeWaiting records a change in the number of queued plain tasks.
+func (d *dispatcher) changeWaiting(n int64) {
+	d.waitingDelta += n
+	if d.queueChanges++; d.queueChanges == publishEvery {
+		d.publish()
+	}
 }
 
 // await publishes waitingDelta, then waits for one event and handles it.
@@ -179,7 +203,9 @@ func (d *dispatcher) publish() {
 // effect it waits on the fewest channels it can: while the queue is empty
 // only on taskQueue.
 func (d *dispatcher) await() bool {
-	d.publish()
+	if d.waitingDelta != 0 {
+		d.publish()
+	}
 	switch {
 	case len(d.pauses) > 0:
 		return d.awaitPaused()
@@ -323,7 +349,7 @@ func (d *dispatcher) sentFront() {
 func (d *dispatcher) push(task func()) {
 	d.queue.PushBack(task)
 	d.pushed++
-	d.waitingDelta++
+	d.changeWaiting(1)
 }
 
 // pushJob queues j behind a nil entry; the move to queued counts it as
@@ -344,7 +370,7 @@ func (d *dispatcher) pop() {
 	if d.queue.PopFront() == nil {
 		d.jobs.PopFront()
 	} else {
-		d.waitingDelta--
+		d.changeWaiting(-1)
 	}
 	d.popped++
 }
