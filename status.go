@@ -74,7 +74,7 @@ func (p *WorkerPool) WaitingQueueSize() int {
 // from the moment stopping begins, before the pool has finished stopping,
 // and never blocks.
 func (p *WorkerPool) Stopped() bool {
-	return isClosed(p.stopping)
+	return p.stopBegun.Load()
 }
 
 // Status returns a snapshot of the pool's state and counters. It never

@@ -58,6 +58,7 @@ type WorkerPool struct {
 	stopOnce    sync.Once
 	abandonOnce sync.Once
 	stopping    chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
+	stopBegun   atomic.Bool    // set just before stopping is closed; what send and Stopped check (a load is cheaper than a receive)
 	abandoning  chan struct{}  // closed by Stop, or by a Shutdown that gives up: queued tasks are abandoned, not run
 	stopped     chan struct{}  // closed by dispatch once every task ran or was abandoned and every worker took its zero work
 	goroutines  sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
@@ -157,7 +158,7 @@ func (p *WorkerPool) Do(task func()) error {
 // before the stop always completes, and none can begin after.
 func send(p *WorkerPool, m message) error {
 	p.sendsBegun.Add(1)
-	if isClosed(p.stopping) {
+	if p.stopBegun.Load() {
 		p.sendRefused()
 		return ErrStopped
 	}
@@ -388,6 +389,7 @@ func (p *WorkerPool) stop() {
 // always receives taskQueue while running, so the message arrives promptly.
 func (p *WorkerPool) beginStop() {
 	p.stopOnce.Do(func() {
+		p.stopBegun.Store(true)
 		close(p.stopping)
 		p.taskQueue <- message{}
 	})
