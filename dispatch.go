@@ -42,8 +42,10 @@ type dispatcher struct {
 	workers        int // live workers, published in p.workers at once
 
 	// received counts the messages that came through send; at stop it
-	// is compared with p.sendsBegun.
-	received int64
+	// is compared with p.sendsBegun. submitted counts the tasks among
+	// them; it is published once, as p.submittedAtStop.
+	received  int64
+	submitted uint64
 
 	// dispatched counts the work sent to workers; a pause's barrier is
 	// reached once as much work has returned.
@@ -153,7 +155,7 @@ func (d *dispatcher) step() bool {
 			}
 			if m := <-d.p.taskQueue; m.task != nil {
 				d.received++
-				d.sawTask = true
+				d.countSubmitted()
 				if !d.offer(work{fn: m.task}) {
 					d.push(m.task)
 				}
@@ -292,9 +294,9 @@ func (d *dispatcher) acceptJob(j *job) {
 	j.settleIfBlocked()
 }
 
-// countSubmitted notes a task for the idle clock. (Status counts accepted
-// tasks from the sends themselves.)
+// countSubmitted counts an accepted task and notes it for the idle clock.
 func (d *dispatcher) countSubmitted() {
+	d.submitted++
 	d.sawTask = true
 }
 
@@ -356,6 +358,7 @@ func (d *dispatcher) push(task func()) {
 // waiting. A job settled on its way is dropped.
 func (d *dispatcher) pushJob(j *job) {
 	if !j.enqueue() {
+		j.account()
 		j.owner.released()
 		return
 	}
@@ -386,9 +389,16 @@ func (d *dispatcher) dropSettledFront() {
 		if !j.settled() && !j.settleIfBlocked() {
 			return
 		}
-		d.pop()
-		j.owner.released()
+		d.drop(j)
 	}
+}
+
+// drop pops the settled job at the front of the queue. The job is counted
+// first, in case the party that settled it has not done so yet.
+func (d *dispatcher) drop(j *job) {
+	j.account()
+	d.pop()
+	j.owner.released()
 }
 
 // canDispatchQueued reports whether the queue's front task may go to a
@@ -547,6 +557,7 @@ func (d *dispatcher) stop() {
 		d.idle.Stop()
 	}
 	d.publish()
+	d.p.submittedAtStop.Store(d.submitted)
 	close(d.p.stopped)
 }
 
@@ -617,8 +628,7 @@ func (d *dispatcher) abandonQueue() {
 		if !j.settleIfBlocked() {
 			j.settle(jobAbandoned, ErrStopped) // false if it was settled already
 		}
-		d.pop()
-		j.owner.released()
+		d.drop(j)
 	}
 	d.queue, d.jobs = deque.Deque[func()]{}, deque.Deque[*job]{} // free the buffers too
 }

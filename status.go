@@ -86,7 +86,7 @@ func (p *WorkerPool) Status() Status {
 	// it was settled), or settled without reaching one. Busy is what the
 	// other counts leave; while tasks flow they are read a moment apart,
 	// so it is clamped to [0, workers].
-	submitted := max(p.sendsBegun.Load()-p.pauseSends.Load(), 0)
+	submitted := p.submitted()
 	returned := p.workerTotals.returned.Load()
 	skipped := p.workerTotals.skipped.Load()
 	canceled := p.settledTotals.canceled.Load()
@@ -106,6 +106,16 @@ func (p *WorkerPool) Status() Status {
 		Abandoned:  abandoned,
 		Canceled:   canceled,
 	}
+}
+
+// submitted counts the accepted tasks: exactly once the pool has stopped,
+// and from the sends before, where a send that is about to be refused
+// counts for a moment.
+func (p *WorkerPool) submitted() int64 {
+	if isClosed(p.stopped) {
+		return int64(p.submittedAtStop.Load())
+	}
+	return max(p.sendsBegun.Load()-p.pauseSends.Load(), 0)
 }
 
 func (p *WorkerPool) state() State {

@@ -87,6 +87,10 @@ type WorkerPool struct {
 	waiting       atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
 	paused        atomic.Bool  // a Pause is in effect
 	settledTotals settledTotals
+	// submittedAtStop is the exact number of accepted tasks, stored by
+	// dispatch before it closes stopped; until then Status counts them
+	// from the sends, which a refused send can raise for a moment.
+	submittedAtStop atomic.Uint64
 
 	_            cacheLinePad
 	workerTotals workerTotals
