@@ -358,7 +358,6 @@ func (d *dispatcher) push(task func()) {
 // waiting. A job settled on its way is dropped.
 func (d *dispatcher) pushJob(j *job) {
 	if !j.enqueue() {
-		j.account()
 		j.owner.released()
 		return
 	}
@@ -389,16 +388,9 @@ func (d *dispatcher) dropSettledFront() {
 		if !j.settled() && !j.settleIfBlocked() {
 			return
 		}
-		d.drop(j)
+		d.pop()
+		j.owner.released()
 	}
-}
-
-// drop pops the settled job at the front of the queue. The job is counted
-// first, in case the party that settled it has not done so yet.
-func (d *dispatcher) drop(j *job) {
-	j.account()
-	d.pop()
-	j.owner.released()
 }
 
 // canDispatchQueued reports whether the queue's front task may go to a
@@ -556,6 +548,7 @@ func (d *dispatcher) stop() {
 	if d.idle != nil {
 		d.idle.Stop()
 	}
+	d.awaitSettles()
 	d.publish()
 	d.p.submittedAtStop.Store(d.submitted)
 	close(d.p.stopped)
@@ -628,9 +621,19 @@ func (d *dispatcher) abandonQueue() {
 		if !j.settleIfBlocked() {
 			j.settle(jobAbandoned, ErrStopped) // false if it was settled already
 		}
-		d.drop(j)
+		d.pop()
+		j.owner.released()
 	}
 	d.queue, d.jobs = deque.Deque[func()]{}, deque.Deque[*job]{} // free the buffers too
+}
+
+// awaitSettles waits until no settle is in progress (see
+// WorkerPool.settling). Every job is final by now, so a settle that begins
+// later changes nothing.
+func (d *dispatcher) awaitSettles() {
+	for d.p.settling.Load() > 0 {
+		<-d.p.settlesDone
+	}
 }
 
 // retireAll sends each worker the zero work. Each send completes when a

@@ -28,21 +28,19 @@ import (
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started.
 //     Dispatch settles the queued jobs, a worker the one it took.
 //
-// Canceled, abandoned and finished are final. A job settled as canceled or
-// abandoned is counted in Status exactly once (and, if it was queued, taken
-// out of Waiting) by account: the settling party calls it at once, so a
-// canceled task has left Waiting and joined Canceled before its Wait
-// returns, and the pool side calls it again before it lets go of the job,
-// so the counts are complete by the time a stop returns, even if the
-// settling party is still on its way.
+// Canceled, abandoned and finished are final. The party that settles a job
+// as canceled or abandoned counts it in Status (and, if it was queued,
+// takes it out of Waiting) before it tells the owner, so a canceled task has
+// left Waiting and joined Canceled before its Wait returns. A stop waits
+// for the settles in progress (see WorkerPool.settling), so the counts are
+// complete when it returns.
 type job struct {
 	state atomic.Uint32
 	pool  *WorkerPool
 	owner jobOwner // set once, when the job is made
 }
 
-// The states of a job, in the low bits of job.state; canceled and abandoned
-// also carry the flags below.
+// The states of a job.
 const (
 	jobPending uint32 = iota
 	jobQueued
@@ -50,10 +48,6 @@ const (
 	jobFinished
 	jobCanceled
 	jobAbandoned
-
-	jobStateBits = 0b111
-	jobWasQueued = 1 << 3 // settled out of queued: leaves Waiting when counted
-	jobAccounted = 1 << 4 // counted in Status (see account)
 )
 
 // A jobOwner is the caller's side of a job: a waiter (DoWait), a Task, or a
@@ -92,14 +86,14 @@ func (j *job) enqueue() bool {
 
 // settled reports whether the job is canceled or abandoned.
 func (j *job) settled() bool {
-	return j.state.Load()&jobStateBits > jobFinished
+	return j.state.Load() > jobFinished
 }
 
 // settle moves a job that has not started to canceled or abandoned (to),
 // counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
 func (j *job) settle(to uint32, err error) bool {
-	if !j.cancelOrAbandon(to) {
+	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) {
 		return false
 	}
 	j.owner.settled(err, false)
@@ -110,49 +104,28 @@ func (j *job) settle(to uint32, err error) bool {
 // under its own lock: it moves the job from queued to canceled and counts
 // it, but does not call the owner back.
 func (j *job) cancelQueued() bool {
-	if !j.state.CompareAndSwap(jobQueued, jobCanceled|jobWasQueued) {
+	return j.settleFrom(jobQueued, jobCanceled)
+}
+
+// settleFrom moves the job from a state before started to canceled or
+// abandoned, and counts it; the move and the count are one settle in
+// progress for a stop to wait for.
+func (j *job) settleFrom(from, to uint32) bool {
+	p := j.pool
+	p.beginSettle()
+	defer p.endSettle()
+	if !j.state.CompareAndSwap(from, to) {
 		return false
 	}
-	j.account()
-	return true
-}
-
-// cancelOrAbandon moves a job that has not started to canceled or
-// abandoned, and counts it.
-func (j *job) cancelOrAbandon(to uint32) bool {
-	if !j.state.CompareAndSwap(jobPending, to) && !j.state.CompareAndSwap(jobQueued, to|jobWasQueued) {
-		return false
-	}
-	j.account()
-	return true
-}
-
-// account counts a canceled or abandoned job in Status, once: in Canceled
-// or Abandoned, and out of Waiting if it was queued. The settling party and
-// the pool side both call it; the first does the counting.
-func (j *job) account() {
-	for {
-		s := j.state.Load()
-		if s&jobStateBits <= jobFinished || s&jobAccounted != 0 {
-			return
-		}
-		if j.state.CompareAndSwap(s, s|jobAccounted) {
-			j.pool.count(s)
-			return
-		}
-	}
-}
-
-// count does account's counting for a job in state s.
-func (p *WorkerPool) count(s uint32) {
-	if s&jobWasQueued != 0 {
+	if from == jobQueued {
 		p.waiting.Add(-1)
 	}
-	if s&jobStateBits == jobCanceled {
+	if to == jobCanceled {
 		p.settledTotals.canceled.Add(1)
 	} else {
 		p.settledTotals.abandoned.Add(1)
 	}
+	return true
 }
 
 // settleIfBlocked settles a job that must not start any more, and reports
@@ -177,7 +150,6 @@ func (j *job) settleIfBlocked() bool {
 func (j *job) work() {
 	defer j.owner.released()
 	if j.settled() || j.settleIfBlocked() || !j.start() {
-		j.account() // in case the party that settled it has not yet
 		j.pool.workerTotals.skipped.Add(1)
 		return
 	}
@@ -212,6 +184,6 @@ func (j *job) run() {
 // reject settles a job whose send was refused because the pool is
 // stopping. The job was never accepted, so it is not counted anywhere.
 func (j *job) reject(err error) {
-	j.state.Store(jobAbandoned | jobAccounted)
+	j.state.Store(jobAbandoned)
 	j.owner.settled(err, false)
 }

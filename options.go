@@ -29,7 +29,7 @@ func newConfig(options []Option) config {
 // before it retires one idle worker; it then retires one more per further
 // period, down to zero workers. A busy worker is never retired. Zero means
 // DefaultIdleTimeout; a negative d disables retirement, so workers, once
-// started, live until Stop or StopWait.
+// started, live until the pool stops.
 //
 // Default: DefaultIdleTimeout.
 func WithIdleTimeout(d time.Duration) Option {

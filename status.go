@@ -11,9 +11,12 @@ const (
 	// StatePaused: at least one Pause is in effect; the pool accepts tasks
 	// and holds those submitted after the Pause until it ends.
 	StatePaused
-	// StateStopping: Stop or StopWait has begun; new tasks are rejected.
+	// StateStopping: Stop, StopWait or Shutdown has begun; new tasks are
+	// rejected, and the accepted ones run or are abandoned.
 	StateStopping
-	// StateStopped: every pool goroutine has exited.
+	// StateStopped: stopping has finished: no task runs or will start,
+	// and Status is exact. (Stop, StopWait and Shutdown return once the
+	// pool's goroutines have exited as well.)
 	StateStopped
 )
 
@@ -34,26 +37,29 @@ func (s State) String() string {
 
 // Status is a snapshot of a WorkerPool, returned by [WorkerPool.Status].
 //
-// While the pool runs, each field is read on its own from counters that the
-// pool's goroutines update as they go, so fields can be a moment apart; for
-// example a task that SubmitWait has just seen finish may not be counted in
-// Completed yet. Once the pool is stopped the snapshot is exact and
+// While tasks flow, each field is read on its own from counters that the
+// pool's goroutines keep as they go, so fields can be a moment apart: a
+// task just handed to a worker may still show as waiting, and one that
+// SubmitWait has just seen finish may not be counted in Completed yet. A
+// task that was canceled has left Waiting and joined Canceled by the time
+// its Wait or Done reports it. Once the pool has stopped the snapshot is
+// exact and
 //
 //	Submitted == Completed + Abandoned + Canceled
 //
 // with Workers, Busy and Waiting all zero.
 type Status struct {
-	State      State
-	MaxWorkers int // the limit given to New (at least 1)
-	Workers    int // live worker goroutines
-	Busy       int // workers running a task
-	Waiting    int // tasks in the waiting queue, as WaitingQueueSize reports
+	State      State // the life-cycle stage: running, paused, stopping or stopped
+	MaxWorkers int   // the limit given to New (at least 1)
+	Workers    int   // live worker goroutines, busy or idle
+	Busy       int   // workers running a task (or being handed one)
+	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
 
-	Submitted uint64 // tasks accepted since New
-	Completed uint64 // tasks that returned, panicked or called runtime.Goexit
-	Panicked  uint64 // tasks whose panic was recovered, by the panic handler or as a Task's *PanicError (also counted in Completed)
-	Abandoned uint64 // accepted tasks that Stop or Shutdown dropped before they started
-	Canceled  uint64 // Tasks and Group tasks skipped because their context was done before they started
+	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks
+	Completed uint64 // accepted tasks whose func was called and ended: returned, panicked or called runtime.Goexit
+	Panicked  uint64 // of Completed, the tasks whose panic was recovered: by the panic handler, or into a *PanicError
+	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up)
+	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
 }
 
 // Size returns the maximum number of workers, as given to New (at least 1).
@@ -64,21 +70,22 @@ func (p *WorkerPool) Size() int {
 
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:
 // tasks queued because every worker was busy, or held by a Pause. It counts
-// user tasks only, never the pool's own bookkeeping, and is 0 once Stop or
-// StopWait has returned. It never blocks.
+// user tasks only, never the pool's own bookkeeping; a task that was
+// canceled stops counting as soon as its Wait or Done reports it. It is 0
+// once Stop, StopWait or Shutdown has returned, and never blocks.
 func (p *WorkerPool) WaitingQueueSize() int {
 	return int(max(p.waiting.Load(), 0))
 }
 
-// Stopped reports whether Stop or StopWait has been called. It returns true
-// from the moment stopping begins, before the pool has finished stopping,
-// and never blocks.
+// Stopped reports whether Stop, StopWait or Shutdown has been called. It
+// returns true from the moment stopping begins, before the pool has
+// finished stopping, and never blocks.
 func (p *WorkerPool) Stopped() bool {
 	return p.stopBegun.Load()
 }
 
 // Status returns a snapshot of the pool's state and counters. It never
-// blocks, and is safe to call at any time, including during Pause, StopWait
+// blocks, and is safe to call at any time, including during Pause, a stop,
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
 	// Every accepted task is, at any moment, waiting, busy (on its way to

@@ -54,6 +54,11 @@ type WorkerPool struct {
 	// blocking. Buffered (1), never closed; a stale wake-up is harmless
 	// because dispatch re-reads sendsBegun.
 	sendRefusals chan struct{}
+	// settlesDone wakes dispatch while it waits, as the last step of a
+	// stop, for the settles in progress: the last one out signals it
+	// without blocking. Buffered (1), never closed; a stale wake-up is
+	// harmless because dispatch re-reads settling.
+	settlesDone chan struct{}
 
 	stopOnce    sync.Once
 	abandonOnce sync.Once
@@ -87,6 +92,10 @@ type WorkerPool struct {
 	waiting       atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
 	paused        atomic.Bool  // a Pause is in effect
 	settledTotals settledTotals
+	// settling counts the job settles in progress (the move to canceled
+	// or abandoned and its counting); a stop waits for it to reach zero
+	// before it returns, so that no count is still on its way.
+	settling atomic.Int64
 	// submittedAtStop is the exact number of accepted tasks, stored by
 	// dispatch before it closes stopped; until then Status counts them
 	// from the sends, which a refused send can raise for a moment.
@@ -116,6 +125,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		workerQueue:  make(chan work),
 		workReturned: make(chan struct{}, 1),
 		sendRefusals: make(chan struct{}, 1),
+		settlesDone:  make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
 		abandoning:   make(chan struct{}),
 		stopped:      make(chan struct{}),
@@ -168,6 +178,19 @@ func send(p *WorkerPool, m message) error {
 	}
 	p.taskQueue <- m
 	return nil
+}
+
+// beginSettle and endSettle bracket one job settle; the last settle out
+// while stopping wakes dispatch, which may be waiting in awaitSettles.
+func (p *WorkerPool) beginSettle() { p.settling.Add(1) }
+
+func (p *WorkerPool) endSettle() {
+	if p.settling.Add(-1) == 0 && p.stopBegun.Load() {
+		select {
+		case p.settlesDone <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
 }
 
 // sendRefused takes a refused send out of sendsBegun and wakes dispatch,

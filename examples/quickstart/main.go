@@ -1,11 +1,11 @@
 // Command quickstart shows the basic life of a pool: fire-and-forget tasks
-// with Submit, a synchronous result with SubmitWait, a Status snapshot, and
-// a graceful StopWait at exit.
+// with Submit, a synchronous result with SubmitWait, a Status snapshot, the
+// panic handler at work on one job that fails on purpose, and a graceful
+// StopWait at exit.
 package main
 
 import (
 	"fmt"
-	"log"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +14,7 @@ import (
 
 func main() {
 	p := workerpool.New(4, workerpool.WithPanicHandler(func(recovered any) {
-		log.Printf("task panicked: %v", recovered)
+		fmt.Printf("panic handler: recovered %q (job 13 panics on purpose, to show the handler)\n", recovered)
 	}))
 
 	// Fire-and-forget: 20 "jobs" of about 10ms each. Submit never blocks;
@@ -31,7 +31,7 @@ func main() {
 		})
 	}
 	s := p.Status()
-	fmt.Printf("snapshot after submitting 20 jobs: %d workers, about %d waiting\n", s.Workers, s.Waiting)
+	fmt.Printf("%d jobs accepted, %d workers started; the other jobs wait their turn\n", s.Submitted, s.Workers)
 
 	// Synchronous: SubmitWait returns once the task has run, behind the
 	// jobs already queued.
@@ -41,12 +41,12 @@ func main() {
 			sum += n
 		}
 	})
-	fmt.Println("sum 1..100 =", sum)
+	fmt.Println("SubmitWait: sum 1..100 =", sum)
 
 	// Graceful exit: every accepted task runs before StopWait returns.
 	p.StopWait()
 	s = p.Status()
-	fmt.Printf("stopped after %v: %d jobs done, submitted=%d completed=%d panicked=%d abandoned=%d\n",
-		time.Since(start).Round(10*time.Millisecond), done.Load(),
-		s.Submitted, s.Completed, s.Panicked, s.Abandoned)
+	fmt.Printf("stopped after %v: %d of 20 jobs succeeded\n", time.Since(start).Round(10*time.Millisecond), done.Load())
+	fmt.Printf("tasks: %d submitted = %d completed (%d of them panicked) + %d abandoned + %d canceled\n",
+		s.Submitted, s.Completed, s.Panicked, s.Abandoned, s.Canceled)
 }
