@@ -100,6 +100,9 @@
 // All three return only once every pool goroutine (the dispatcher, the
 // workers and the idle clock) has exited: no function of this package is on
 // any goroutine's stack, no timer is armed, and no task starts after that.
+// (One exception, which runs no code of the pool: a worker whose task
+// called runtime.Goexit has run all its deferred calls, but the runtime
+// keeps its frames until it frees the goroutine a moment later.)
 // All are idempotent and safe to call from many goroutines at once; a Stop
 // during a StopWait or Shutdown abandons what has not started yet. Once
 // stopping has begun, Submit and SubmitWait panic with an error wrapping

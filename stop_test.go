@@ -169,38 +169,53 @@ func TestGroupWaitReturnsAfterGoOnStoppedPool(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			const rounds = 100
-			for round := range rounds {
-				failed := false
-				synctest.Test(t, func(t *testing.T) {
-					p := New(2)
-					parent, cancelParent := context.WithCancel(context.Background())
-					defer cancelParent()
-					g := p.Group(parent)
-					c.before(t, p, g)
-					p.StopWait()
-					var ran atomic.Int64
-					var callers sync.WaitGroup
-					for range 4 {
-						callers.Go(func() {
-							for range 20 {
-								g.Go(func(context.Context) error { ran.Add(1); return nil })
-							}
-						})
-					}
-					callers.Wait()
-					err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
-					if ok {
-						assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
-					}
-					assert.Zero(t, ran.Load(), "round %d: tasks run after the pool stopped", round)
-					failed = t.Failed()
-				})
-				if failed {
-					return
+			untilFailure(t, rounds, func(t *testing.T, round int) {
+				p, g, cancelParent := newPoolAndGroup()
+				defer cancelParent()
+				c.before(t, p, g)
+				p.StopWait()
+				var ran atomic.Int64
+				var callers sync.WaitGroup
+				for range 4 {
+					callers.Go(func() {
+						for range 20 {
+							g.Go(func(context.Context) error { ran.Add(1); return nil })
+						}
+					})
 				}
-			}
+				callers.Wait()
+				err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
+				if ok {
+					assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
+				}
+				assert.Zero(t, ran.Load(), "round %d: tasks run after the pool stopped", round)
+			})
 		})
 	}
+}
+
+// untilFailure runs round in a fresh synctest bubble, rounds times, and
+// stops at the first round that fails.
+func untilFailure(t *testing.T, rounds int, round func(t *testing.T, round int)) {
+	t.Helper()
+	for i := range rounds {
+		failed := false
+		synctest.Test(t, func(t *testing.T) {
+			round(t, i)
+			failed = t.Failed()
+		})
+		if failed {
+			return
+		}
+	}
+}
+
+// newPoolAndGroup makes a two-worker pool and a group on it whose parent
+// context cancel cancels.
+func newPoolAndGroup() (p *WorkerPool, g *Group, cancel context.CancelFunc) {
+	p = New(2)
+	parent, cancel := context.WithCancel(context.Background())
+	return p, p.Group(parent), cancel
 }
 
 // Defect 1: Group.Wait returns when g.Go races StopWait.
@@ -209,42 +224,33 @@ func TestGroupWaitReturnsWhenGoRacesStopWait(t *testing.T) {
 	// and a little after. Wanted: Wait returns every time once StopWait and the
 	// callers have returned. Inside a bubble a hang is seen at once.
 	const rounds = 300
-	for round := range rounds {
-		failed := false
-		synctest.Test(t, func(t *testing.T) {
-			p := New(2)
-			parent, cancelParent := context.WithCancel(context.Background())
-			defer cancelParent()
-			g := p.Group(parent)
-			g.SetLimit(1)
-			var callers sync.WaitGroup
-			for range 3 {
-				callers.Go(func() {
-					for !p.Stopped() {
-						g.Go(noopFn)
-						runtime.Gosched() // with one CPU, let StopWait run
-					}
-					for range 3 {
-						g.Go(noopFn)
-					}
-				})
-			}
-			for range 20 {
-				g.Go(noopFn)
-			}
-			p.StopWait()
-			callers.Wait()
-			err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
-			if ok { // the callers' last Go calls came after the stop
-				assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
-			}
-			requireStoppedClean(t, p)
-			failed = t.Failed()
-		})
-		if failed {
-			return
+	untilFailure(t, rounds, func(t *testing.T, round int) {
+		p, g, cancelParent := newPoolAndGroup()
+		defer cancelParent()
+		g.SetLimit(1)
+		var callers sync.WaitGroup
+		for range 3 {
+			callers.Go(func() {
+				for !p.Stopped() {
+					g.Go(noopFn)
+					runtime.Gosched() // with one CPU, let StopWait run
+				}
+				for range 3 {
+					g.Go(noopFn)
+				}
+			})
 		}
-	}
+		for range 20 {
+			g.Go(noopFn)
+		}
+		p.StopWait()
+		callers.Wait()
+		err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
+		if ok { // the callers' last Go calls came after the stop
+			assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
+		}
+		requireStoppedClean(t, p)
+	})
 }
 
 // --- 2. the pool does not keep finished groups ---
@@ -480,6 +486,9 @@ func poolGoroutines(buf []byte) map[string]string {
 		if i == 0 {
 			continue // runtime.Stack puts the calling goroutine first
 		}
+		if finishingGoexit(block) {
+			continue
+		}
 		lines := strings.Split(block, "\n")
 		header := lines[0] // "goroutine 42 [chan receive]:"
 		for _, line := range lines[1:] {
@@ -494,6 +503,17 @@ func poolGoroutines(buf []byte) map[string]string {
 		}
 	}
 	return found
+}
+
+// finishingGoexit reports whether a goroutine's innermost frame is
+// runtime.Goexit. Seen after a stop returned, that is a worker whose task
+// called Goexit and which has run all its deferred calls (its WaitGroup's
+// Done is the last), and only waits for the runtime to free it: the
+// runtime keeps a Goexit'd goroutine's frames until then, and nothing can
+// wait for that step. It runs no pool code, and never will.
+func finishingGoexit(block string) bool {
+	_, rest, _ := strings.Cut(block, "\n")
+	return strings.HasPrefix(rest, "runtime.Goexit(")
 }
 
 // poolFrame returns the name of the innermost frame of this package in a

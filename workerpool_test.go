@@ -1370,6 +1370,9 @@ func dispatcherAndWorkerGoroutines() []string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var found []string
 	for block := range strings.SplitSeq(string(buf), "\n\n") {
+		if finishingGoexit(block) {
+			continue
+		}
 		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*dispatcher).awaitIdlePeriod"} {
 			if strings.Contains(block, "workerpool."+fn+"(") {
 				found = append(found, block)
