@@ -19,17 +19,18 @@ import (
 // Stopping: the first Stop, StopWait or Shutdown closes stopping (no send
 // begins after that) and sends the empty message. When dispatch takes it, it
 // admits the sends still in flight (their tasks only join the queue) and
-// stops receiving. Unless abandoning is closed it then drains the queue to
+// stops receiving. Unless abandoning has begun it then drains the queue to
 // the workers; it abandons whatever is left, sends each worker the zero
-// work, and closes stopped once the last worker has taken it. Stop callers
-// then wait for p.goroutines, so that no pool goroutine is left when they
-// return.
+// work, waits for the job settles in progress, and closes stopped. Stop
+// callers then wait for p.goroutines, so that no pool goroutine is left
+// when they return. Stop, and a Shutdown that gives up, set abandonBegun
+// first: from then on dispatch hands no queued task to a worker.
 //
-// Hand-offs made by closing a channel: stopping (the first stop call to
-// submitters, Pause callers, the idle clock and dispatch), abandoning (Stop,
-// or a Shutdown that gives up, to dispatch and the workers), stopped
-// (dispatch to stop callers and observers) and each pause's barrierReached
-// (dispatch to one Pause caller).
+// Dispatch waits on taskQueue, and while its queue is not empty also on
+// workerQueue and wake (see WorkerPool.wake). Hand-offs made by closing a
+// channel: stopping (the first stop call to submitters, Pause callers and
+// the idle clock), stopped (dispatch to stop callers and observers) and
+// each pause's barrierReached (dispatch to one Pause caller).
 type dispatcher struct {
 	p *WorkerPool
 
@@ -203,7 +204,8 @@ func (d *dispatcher) changeWaiting(n int64) {
 // await publishes waitingDelta, then waits for one event and handles it.
 // It returns false when the event is the stop message. With no pause in
 // effect it waits on the fewest channels it can: while the queue is empty
-// only on taskQueue.
+// only on taskQueue; otherwise also on a worker taking the front task, and
+// on wake, so that a queued job's cancel or a Stop is seen at once.
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
@@ -214,13 +216,24 @@ func (d *dispatcher) await() bool {
 	case d.queue.Len() == 0:
 		return d.receive(<-d.p.taskQueue)
 	}
+	toWorker, front := d.offerFront()
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
-	case d.p.workerQueue <- d.front():
+	case toWorker <- front:
 		d.sentFront()
+	case <-d.p.wake:
 	}
 	return true
+}
+
+// offerFront returns workerQueue and the front task if the front task may
+// go to a worker now, and a nil channel (never ready) otherwise.
+func (d *dispatcher) offerFront() (chan<- work, work) {
+	if !d.canDispatchQueued() {
+		return nil, work{}
+	}
+	return d.p.workerQueue, d.front()
 }
 
 // awaitPaused is await while a Pause is in effect: only tasks from before
@@ -228,19 +241,13 @@ func (d *dispatcher) await() bool {
 // worker returns (while it waits for the barrier) and when the active
 // pause ends.
 func (d *dispatcher) awaitPaused() bool {
-	var (
-		toWorker chan<- work // nil (never ready) unless the front task may go
-		front    work
-	)
-	if d.canDispatchQueued() {
-		toWorker, front = d.p.workerQueue, d.front()
-	}
+	toWorker, front := d.offerFront()
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case toWorker <- front:
 		d.sentFront()
-	case <-d.workReturned():
+	case <-d.p.wake:
 	case <-d.activePauseEnd():
 	}
 	return true
@@ -281,7 +288,7 @@ func (d *dispatcher) accept(task func()) {
 // is done already is settled at once and never takes a worker.
 func (d *dispatcher) acceptJob(j *job) {
 	d.countSubmitted()
-	if j.settleIfBlocked() {
+	if j.settled() || j.settleIfBlocked() { // settled: canceled since its send completed
 		j.owner.released()
 		return
 	}
@@ -394,9 +401,10 @@ func (d *dispatcher) dropSettledFront() {
 }
 
 // canDispatchQueued reports whether the queue's front task may go to a
-// worker now: the queue is not empty and no active pause holds the task.
+// worker now: the queue is not empty, abandoning has not begun, and no
+// active pause holds the task.
 func (d *dispatcher) canDispatchQueued() bool {
-	if d.queue.Len() == 0 {
+	if d.queue.Len() == 0 || d.p.abandonBegun.Load() {
 		return false
 	}
 	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
@@ -457,15 +465,6 @@ func (d *dispatcher) addPause(req *pauseRequest) {
 	req.barrier = d.pushed
 	d.pauses = append(d.pauses, req)
 	d.p.paused.Store(true)
-}
-
-// workReturned is ready when a worker returned work while dispatch waits
-// for the active pause's barrier.
-func (d *dispatcher) workReturned() <-chan struct{} {
-	if !d.watching {
-		return nil
-	}
-	return d.p.workReturned
 }
 
 // activePauseEnd is the active pause's ctx.Done() once its barrier is
@@ -540,10 +539,11 @@ func (d *dispatcher) endPauses() {
 func (d *dispatcher) stop() {
 	d.admitStragglers()
 	d.endPauses()
-	if !isClosed(d.p.abandoning) {
+	if !d.p.abandonBegun.Load() {
 		d.drain()
 	}
 	d.abandonQueue()
+	d.publish() // before retireAll waits for the running tasks
 	d.retireAll()
 	if d.idle != nil {
 		d.idle.Stop()
@@ -556,8 +556,8 @@ func (d *dispatcher) stop() {
 
 // admitStragglers accepts the tasks of the sends that began before stopping
 // was closed. Every send counts itself in p.sendsBegun before it checks
-// stopping, and a refused one takes itself out and wakes dispatch on
-// sendRefusals; so once dispatch has received as many messages as were
+// stopping, and a refused one takes itself out and wakes dispatch; so once
+// dispatch has received as many messages as were
 // begun, no send is in flight and none can begin. Their tasks join the
 // queue, so StopWait runs them and Stop abandons them; their Pause requests
 // are dropped, as stopping ends every pause.
@@ -567,7 +567,7 @@ func (d *dispatcher) admitStragglers() {
 		select {
 		case m := <-d.p.taskQueue:
 			d.admitStraggler(m)
-		case <-d.p.sendRefusals:
+		case <-d.p.wake:
 		}
 	}
 }
@@ -587,10 +587,10 @@ func (d *dispatcher) admitStraggler(m message) {
 	}
 }
 
-// drain hands every queued task to a worker, unless abandoning is closed
-// first (Stop, or a Shutdown that gives up).
+// drain hands every queued task to a worker, until abandoning begins
+// (Stop, or a Shutdown that gives up).
 func (d *dispatcher) drain() {
-	for d.dropSettledFront(); d.queue.Len() > 0; d.dropSettledFront() {
+	for d.dropSettledFront(); d.canDispatchQueued(); d.dropSettledFront() {
 		front := d.front()
 		if d.offer(front) {
 			d.pop()
@@ -600,14 +600,13 @@ func (d *dispatcher) drain() {
 		select {
 		case d.p.workerQueue <- front:
 			d.sentFront()
-		case <-d.p.abandoning:
-			return
+		case <-d.p.wake: // look again: abandoning, or a canceled job
 		}
 	}
 }
 
 // abandonQueue drops what is left in the queue, releasing each closure as
-// it goes. Abandoning is closed whenever anything is left (drain returns
+// it goes. Abandoning has begun whenever anything is left (drain returns
 // early only then), so each job settles: abandoned, and its caller learns
 // ErrStopped, or canceled if its own context ended first.
 func (d *dispatcher) abandonQueue() {
@@ -632,7 +631,7 @@ func (d *dispatcher) abandonQueue() {
 // later changes nothing.
 func (d *dispatcher) awaitSettles() {
 	for d.p.settling.Load() > 0 {
-		<-d.p.settlesDone
+		<-d.p.wake
 	}
 }
 

@@ -65,9 +65,9 @@
 //     started. Cancel, Wait, Done, the dispatcher or the worker that took
 //     it, whichever sees it first, settles it; Wait returns the context's
 //     error (context.Canceled after Cancel), at once, even while the task
-//     is still in the queue; a canceled task never takes a worker unless it
-//     was canceled at the very moment it was handed out, and then that
-//     worker skips it.
+//     is still in the queue. A task canceled while it waits in the queue
+//     never takes a worker; one canceled while the dispatcher is handing it
+//     out may still reach a worker, which skips it.
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started,
 //     wherever it was (in the queue, or handed to a worker); Wait returns
 //     ErrStopped. A task whose own context ended first is canceled instead.
@@ -101,8 +101,11 @@
 // workers and the idle clock) has exited: no function of this package is on
 // any goroutine's stack, no timer is armed, and no task starts after that.
 // (One exception, which runs no code of the pool: a worker whose task
-// called runtime.Goexit has run all its deferred calls, but the runtime
-// keeps its frames until it frees the goroutine a moment later.)
+// called runtime.Goexit may still be finishing its last deferred call, its
+// WaitGroup's Done, and the runtime keeps its frames until it frees the
+// goroutine a moment later.) From the moment Stop, or a Shutdown that gives
+// up, is called, the dispatcher hands no queued task to a worker; only one
+// a worker was taking at that very moment may still start.
 // All are idempotent and safe to call from many goroutines at once; a Stop
 // during a StopWait or Shutdown abandons what has not started yet. Once
 // stopping has begun, Submit and SubmitWait panic with an error wrapping

@@ -11,9 +11,10 @@ import (
 // A Group runs related tasks on a pool and reports the first error, with the
 // semantics of golang.org/x/sync/errgroup on a shared, bounded set of
 // workers. The first task to fail cancels the group's context: tasks still
-// queued are canceled at once, and running ones see the cancellation. Make
-// one with [WorkerPool.Group]; it is safe for concurrent use. The zero value
-// is not usable.
+// queued are canceled at once, and running ones see the cancellation. When
+// the parent context ends instead, queued tasks are canceled by Wait, or
+// by the pool as it reaches them. Make one with [WorkerPool.Group]; it is
+// safe for concurrent use. The zero value is not usable.
 //
 // A Group never blocks: Go queues like Submit, and tasks held back by
 // SetLimit wait in the group, not in the pool, so they never hold a worker
@@ -24,15 +25,18 @@ type Group struct {
 	ctx       context.Context // what every fn receives; canceled by the first error, by Wait, by the parent, or by a Shutdown that gives up
 	cancelCtx context.CancelCauseFunc
 
-	mu      sync.Mutex
-	changed sync.Cond // on mu; broadcast when the group may have emptied
-	limit   int       // the most tasks in the pool at once; 0: no limit
+	mu    sync.Mutex
+	limit int // the most tasks in the pool at once; 0: no limit
 	// inPool are the tasks given to the pool and not settled yet, in no
 	// order; each knows its index.
 	inPool []*groupTask
 	held   deque.Deque[func(context.Context) error] // tasks Go held back because of limit, oldest first
 	err    error                                    // the first error
 	live   bool                                     // g is in pool.live: while it has tasks in the pool
+	swept  bool                                     // the context is done and its queued tasks were canceled
+	// emptied is made by a Wait that has to wait, and closed once no task
+	// is in the pool or held.
+	emptied chan struct{}
 }
 
 // Group returns a new, empty group of tasks that run on p. Its context is
@@ -43,8 +47,6 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 	mustHave(ctx, true, "Group")
 	g := &Group{pool: p}
 	g.ctx, g.cancelCtx = context.WithCancelCause(ctx)
-	g.changed.L = &g.mu
-	context.AfterFunc(g.ctx, g.canceled)
 	return g
 }
 
@@ -69,20 +71,18 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	switch {
 	case g.ctx.Err() != nil:
 		g.record(g.canceledBy())
-		g.mu.Unlock()
-		return
 	case g.pool.Stopped():
 		g.record(ErrStopped)
-		g.mu.Unlock()
-		return
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(fn)
+	default:
+		t := g.add(fn)
 		g.mu.Unlock()
+		g.submit(t)
 		return
 	}
-	t := g.add(fn)
+	g.changedLocked()
 	g.mu.Unlock()
-	g.submit(t)
 }
 
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
@@ -120,8 +120,24 @@ func (g *Group) SetLimit(n int) {
 // pool has stopped.
 func (g *Group) Wait() error {
 	g.mu.Lock()
-	for len(g.inPool) > 0 || g.held.Len() > 0 {
-		g.changed.Wait()
+	for {
+		g.changedLocked() // also when only the context changed, as a parent's cancel does
+		if len(g.inPool) == 0 && g.held.Len() == 0 {
+			break
+		}
+		if g.emptied == nil {
+			g.emptied = make(chan struct{})
+		}
+		emptied, ctxDone := g.emptied, g.ctx.Done()
+		if g.swept {
+			ctxDone = nil // handled: now only the running tasks matter
+		}
+		g.mu.Unlock()
+		select {
+		case <-emptied:
+		case <-ctxDone:
+		}
+		g.mu.Lock()
 	}
 	err := g.err
 	g.mu.Unlock()
@@ -160,10 +176,14 @@ func (g *Group) remove(t *groupTask) {
 	g.inPool = g.inPool[:last]
 }
 
-// changedLocked runs after tasks left the group: once none is in the pool,
-// g leaves pool.live, and once none is held either, Wait may return. g.mu
-// is held.
+// changedLocked runs after every change to the group. Once the group's
+// context is done it drops the held tasks and cancels the queued ones (see
+// sweep); once no task is in the pool, g leaves pool.live; and once none is
+// held either, Wait may return. g.mu is held.
 func (g *Group) changedLocked() {
+	if !g.swept && g.ctx.Err() != nil {
+		g.sweep()
+	}
 	if len(g.inPool) > 0 {
 		return
 	}
@@ -171,8 +191,9 @@ func (g *Group) changedLocked() {
 		g.pool.live.remove(g)
 		g.live = false
 	}
-	if g.held.Len() == 0 {
-		g.changed.Broadcast()
+	if g.held.Len() == 0 && g.emptied != nil {
+		close(g.emptied)
+		g.emptied = nil
 	}
 }
 
@@ -221,24 +242,25 @@ func (g *Group) takeHeld() *groupTask {
 	return g.add(g.held.PopFront())
 }
 
-// canceled runs once the group's context is done: held tasks are dropped,
-// and queued ones are canceled at once, so that Status counts them before
-// Wait returns. Queued tasks that a stop is abandoning are left to it.
-func (g *Group) canceled() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
+// sweep runs once, under g.mu, when the group's context is done: held
+// tasks are dropped, and queued ones are canceled at once, so that Status
+// counts them before Wait returns. Queued tasks that a stop is abandoning
+// are left to it. A task on its way to the pool is not queued yet: dispatch
+// cancels it when it queues it.
+func (g *Group) sweep() {
+	g.swept = true
 	why := g.canceledBy()
 	g.dropHeld(why)
-	if !isClosed(g.pool.abandoning) {
-		for i := len(g.inPool) - 1; i >= 0; i-- { // remove moves the last task to i
-			if t := g.inPool[i]; t.job.cancelQueued() {
-				g.record(why)
-				g.remove(t)
-				t.unref()
-			}
+	if g.pool.abandonBegun.Load() {
+		return
+	}
+	for i := len(g.inPool) - 1; i >= 0; i-- { // remove moves the last task to i
+		if t := g.inPool[i]; t.job.cancelQueued() {
+			g.record(why)
+			g.remove(t)
+			t.unref()
 		}
 	}
-	g.changedLocked()
 }
 
 // dropHeld drops the held tasks, which then never run, and records why.

@@ -119,6 +119,7 @@ func (j *job) settleFrom(from, to uint32) bool {
 	}
 	if from == jobQueued {
 		p.waiting.Add(-1)
+		p.wakeDispatch() // it may be offering this job to the workers
 	}
 	if to == jobCanceled {
 		p.settledTotals.canceled.Add(1)
@@ -134,7 +135,7 @@ func (j *job) settleFrom(from, to uint32) bool {
 // ended (a group canceled by the cut of a Shutdown that gave up, or by a
 // task the stop abandoned) counts as the stop, not as a cancel.
 func (j *job) settleIfBlocked() bool {
-	abandoning := isClosed(j.pool.abandoning)
+	abandoning := j.pool.abandonBegun.Load()
 	err := j.owner.canceled()
 	switch {
 	case err != nil && !(abandoning && errors.Is(err, ErrStopped)):

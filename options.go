@@ -7,7 +7,8 @@ import "time"
 const DefaultIdleTimeout = 2 * time.Second
 
 // An Option configures a WorkerPool. Options are applied by New in the order
-// given; when two set the same thing, the last one wins.
+// given; when two set the same thing, the last one wins. A nil Option is
+// ignored.
 type Option func(*config)
 
 // config holds what New's options set. It is read only by New, which copies
@@ -20,7 +21,9 @@ type config struct {
 func newConfig(options []Option) config {
 	cfg := config{idleTimeout: DefaultIdleTimeout}
 	for _, option := range options {
-		option(&cfg)
+		if option != nil {
+			option(&cfg)
+		}
 	}
 	return cfg
 }

@@ -88,12 +88,16 @@ func (p *WorkerPool) Stopped() bool {
 // blocks, and is safe to call at any time, including during Pause, a stop,
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
+	// stopped is read once, first: once it is closed every count is final,
+	// and a snapshot says StateStopped only if all its counts were read
+	// after that.
+	stopped := isClosed(p.stopped)
 	// Every accepted task is, at any moment, waiting, busy (on its way to
 	// a worker or running), returned by a worker (run, or skipped because
 	// it was settled), or settled without reaching one. Busy is what the
 	// other counts leave; while tasks flow they are read a moment apart,
 	// so it is clamped to [0, workers].
-	submitted := p.submitted()
+	submitted := p.submitted(stopped)
 	returned := p.workerTotals.returned.Load()
 	skipped := p.workerTotals.skipped.Load()
 	canceled := p.settledTotals.canceled.Load()
@@ -102,7 +106,7 @@ func (p *WorkerPool) Status() Status {
 	workers := int(p.workers.Load())
 	busy := submitted - int64(waiting) - int64(returned) - int64(canceled+abandoned-skipped)
 	return Status{
-		State:      p.state(),
+		State:      p.state(stopped),
 		MaxWorkers: p.maxWorkers,
 		Workers:    workers,
 		Busy:       int(min(max(busy, 0), int64(workers))),
@@ -118,18 +122,19 @@ func (p *WorkerPool) Status() Status {
 // submitted counts the accepted tasks: exactly once the pool has stopped,
 // and from the sends before, where a send that is about to be refused
 // counts for a moment.
-func (p *WorkerPool) submitted() int64 {
-	if isClosed(p.stopped) {
+func (p *WorkerPool) submitted(stopped bool) int64 {
+	if stopped {
 		return int64(p.submittedAtStop.Load())
 	}
 	return max(p.sendsBegun.Load()-p.pauseSends.Load(), 0)
 }
 
-func (p *WorkerPool) state() State {
+// state is the pool's State, given whether stopped was closed.
+func (p *WorkerPool) state(stopped bool) State {
 	switch {
-	case isClosed(p.stopped):
+	case stopped:
 		return StateStopped
-	case isClosed(p.stopping):
+	case p.stopBegun.Load():
 		return StateStopping
 	case p.paused.Load():
 		return StatePaused

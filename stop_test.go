@@ -505,15 +505,15 @@ func poolGoroutines(buf []byte) map[string]string {
 	return found
 }
 
-// finishingGoexit reports whether a goroutine's innermost frame is
-// runtime.Goexit. Seen after a stop returned, that is a worker whose task
-// called Goexit and which has run all its deferred calls (its WaitGroup's
-// Done is the last), and only waits for the runtime to free it: the
-// runtime keeps a Goexit'd goroutine's frames until then, and nothing can
-// wait for that step. It runs no pool code, and never will.
+// finishingGoexit reports whether a goroutine is inside runtime.Goexit.
+// Seen after a stop returned, that is a worker whose task called Goexit and
+// which has run its deferred calls into the pool, and is at most finishing
+// the last one, its WaitGroup's Done: the stop could not have returned
+// before Done had counted it. The runtime keeps a Goexit'd goroutine's
+// frames until it frees it, and nothing can wait for that; it runs no pool
+// code, and never will.
 func finishingGoexit(block string) bool {
-	_, rest, _ := strings.Cut(block, "\n")
-	return strings.HasPrefix(rest, "runtime.Goexit(")
+	return strings.Contains(block, "\nruntime.Goexit(")
 }
 
 // poolFrame returns the name of the innermost frame of this package in a

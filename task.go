@@ -71,9 +71,10 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // If ctx is done before fn starts (a deadline covers the time in the queue
 // as well as the run), or Cancel is called first, fn never runs: the task
 // is counted in Status.Canceled, and no longer in Status.Waiting, as soon
-// as Wait or Done reports it, and it never takes a worker (unless it was
-// canceled at the very moment dispatch handed it out: then the worker that
-// took it skips it). A panic in fn is recovered and reported as a
+// as Wait or Done reports it. Canceled while it waits in the queue, it never
+// takes a worker; canceled while the dispatcher is handing it out, it may
+// still reach a worker, which skips it. A panic in fn is recovered and
+// reported as a
 // *PanicError; the pool's panic handler is not called. If the pool stops
 // before fn starts (Go was called on a stopped pool, or Stop or a Shutdown
 // that gave up abandoned the task), fn never runs and Wait reports
@@ -176,12 +177,11 @@ func (t *Task) Cancel() {
 	}
 }
 
-// cancelIfCallerDone settles t with its caller's ctx error if that ctx is
-// done and fn has not started.
+// cancelIfCallerDone settles t if its caller's ctx is done and fn has not
+// started: canceled, or abandoned if the ctx ended because the pool
+// stopped.
 func (t *Task) cancelIfCallerDone() {
-	if err := t.ctx.parent.Err(); err != nil {
-		t.job.settle(jobCanceled, err)
-	}
+	t.job.settleIfBlocked()
 }
 
 // call runs on the worker that started t.
@@ -189,7 +189,16 @@ func (t *Task) call() error {
 	return t.job.pool.callRecovering(&t.ctx, t.body)
 }
 
-func (t *Task) canceled() error { return t.ctx.parent.Err() }
+// canceled returns the caller's ctx's error once it is done; if its cause
+// is the pool stopping (the ctx of another task, cut by a Shutdown that gave
+// up), the cause, so that the task counts as abandoned.
+func (t *Task) canceled() error {
+	err := t.ctx.parent.Err()
+	if cause := context.Cause(t.ctx.parent); err != nil && errors.Is(cause, ErrStopped) {
+		return cause
+	}
+	return err
+}
 
 // settled records t's outcome, releases fn and its context, and tells
 // whoever waits, through Wait and Done.

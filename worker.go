@@ -14,8 +14,9 @@ func (w work) stops() bool { return w.fn == nil && w.job == nil }
 // when it receives the zero work. Dispatch starts it with its first work,
 // in p.goroutines.
 func (p *WorkerPool) worker(w work) {
+	retired := false // by the zero work, rather than ended by runtime.Goexit
 	defer func() {
-		if !w.stops() {
+		if !retired {
 			// The task ended this goroutine with runtime.Goexit (or
 			// panicked with no handler, and the program is going down).
 			// Count it as returned, and let a fresh goroutine take this
@@ -27,9 +28,11 @@ func (p *WorkerPool) worker(w work) {
 	}()
 	for !w.stops() {
 		p.do(w)
+		w = work{} // while this worker waits, what the task held can be collected
 		p.returned()
 		w = <-p.workerQueue
 	}
+	retired = true
 }
 
 func (p *WorkerPool) replacementWorker() {
@@ -73,9 +76,6 @@ func (p *WorkerPool) recoverPanic() {
 func (p *WorkerPool) returned() {
 	p.workerTotals.returned.Add(1)
 	if p.wakeOnReturn.Load() {
-		select {
-		case p.workReturned <- struct{}{}:
-		default: // a wake-up is already pending
-		}
+		p.wakeDispatch()
 	}
 }

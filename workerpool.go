@@ -43,30 +43,23 @@ type WorkerPool struct {
 	// sends; the zero work tells the receiving worker to return. Never
 	// closed.
 	workerQueue chan work
-	// workReturned wakes dispatch while a Pause waits for running tasks
-	// to finish: a worker that returns work while wakeOnReturn is set
-	// sends without blocking. Buffered (1), never closed; a stale wake-up
-	// is harmless because dispatch re-checks the counters.
-	workReturned chan struct{}
+	// wake tells a waiting dispatcher that something it may be waiting
+	// for has changed: a queued job was settled, abandoning began, a
+	// worker returned work while wakeOnReturn is set (a Pause waits for
+	// running tasks), or, while stopping, a send was refused or the last
+	// settle in progress ended. Anyone signals it without blocking (see
+	// wakeDispatch). Buffered (1), never closed; dispatch re-checks what
+	// it waits for after every wake-up, so one pending token serves any
+	// number of signals.
+	wake         chan struct{}
 	wakeOnReturn atomic.Bool
-	// sendRefusals wakes dispatch while it admits the sends in flight at
-	// stop: a send refused once stopping is closed signals it without
-	// blocking. Buffered (1), never closed; a stale wake-up is harmless
-	// because dispatch re-reads sendsBegun.
-	sendRefusals chan struct{}
-	// settlesDone wakes dispatch while it waits, as the last step of a
-	// stop, for the settles in progress: the last one out signals it
-	// without blocking. Buffered (1), never closed; a stale wake-up is
-	// harmless because dispatch re-reads settling.
-	settlesDone chan struct{}
 
-	stopOnce    sync.Once
-	abandonOnce sync.Once
-	stopping    chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
-	stopBegun   atomic.Bool    // set just before stopping is closed; what send and Stopped check (a load is cheaper than a receive)
-	abandoning  chan struct{}  // closed by Stop, or by a Shutdown that gives up: queued tasks are abandoned, not run
-	stopped     chan struct{}  // closed by dispatch once every task ran or was abandoned and every worker took its zero work
-	goroutines  sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
+	stopOnce     sync.Once
+	stopping     chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
+	stopBegun    atomic.Bool    // set just before stopping is closed; what send and Stopped check (a load is cheaper than a receive)
+	abandonBegun atomic.Bool    // set by Stop, or by a Shutdown that gives up: queued tasks are abandoned, not run
+	stopped      chan struct{}  // closed by dispatch once every task ran or was abandoned and every worker took its zero work
+	goroutines   sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
 	waiters    sync.Pool // idle *waiter values for DoWait
 	groupTasks sync.Pool // idle *groupTask values for Group.Go
@@ -123,11 +116,8 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		panicHandler: cfg.panicHandler,
 		taskQueue:    make(chan message),
 		workerQueue:  make(chan work),
-		workReturned: make(chan struct{}, 1),
-		sendRefusals: make(chan struct{}, 1),
-		settlesDone:  make(chan struct{}, 1),
+		wake:         make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
-		abandoning:   make(chan struct{}),
 		stopped:      make(chan struct{}),
 	}
 	p.goroutines.Go(newDispatcher(p).run)
@@ -186,10 +176,15 @@ func (p *WorkerPool) beginSettle() { p.settling.Add(1) }
 
 func (p *WorkerPool) endSettle() {
 	if p.settling.Add(-1) == 0 && p.stopBegun.Load() {
-		select {
-		case p.settlesDone <- struct{}{}:
-		default: // a wake-up is already pending
-		}
+		p.wakeDispatch()
+	}
+}
+
+// wakeDispatch signals wake without blocking.
+func (p *WorkerPool) wakeDispatch() {
+	select {
+	case p.wake <- struct{}{}:
+	default: // a wake-up is already pending
 	}
 }
 
@@ -197,10 +192,7 @@ func (p *WorkerPool) endSettle() {
 // which may be waiting for it in admitStragglers.
 func (p *WorkerPool) sendRefused() {
 	p.sendsBegun.Add(-1)
-	select {
-	case p.sendRefusals <- struct{}{}:
-	default: // a wake-up is already pending
-	}
+	p.wakeDispatch()
 }
 
 // DoWait queues task and waits until it has finished running: returned,
@@ -237,15 +229,16 @@ func (p *WorkerPool) SubmitWait(task func()) {
 
 // A waiter is the owner of a DoWait call's job. The pool side settles it
 // (the worker that ran the task, or dispatch or a worker abandoning it) by
-// sending on done, and that send is its last use of the waiter; DoWait then
-// reuses it through WorkerPool.waiters, so DoWait does not allocate. The
-// cache is per pool, not global, because done belongs to the synctest
-// bubble (if any) that made it.
+// sending on done. Both DoWait and the pool hold it until each is done
+// with it (refs); the last to let go puts it back in WorkerPool.waiters, so
+// that DoWait does not allocate. The cache is per pool, not global, because
+// done belongs to the synctest bubble (if any) that made it.
 type waiter struct {
 	job  job
 	task func()
 	err  error         // written before done is sent: nil, or ErrStopped if abandoned
 	done chan struct{} // buffered (1)
+	refs atomic.Int32  // 2 from newWaiter: DoWait's and the pool's
 }
 
 func (p *WorkerPool) newWaiter(task func()) *waiter {
@@ -255,6 +248,7 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 		w.job.init(p, w)
 	}
 	w.task = task
+	w.refs.Store(2)
 	w.job.state.Store(jobPending)
 	return w
 }
@@ -276,16 +270,24 @@ func (w *waiter) settled(err error, ran bool) {
 	w.done <- struct{}{}
 }
 
-func (w *waiter) released() {}
+// released drops the pool's reference.
+func (w *waiter) released() { w.unref() }
 
-// wait blocks until the job settled, then returns the waiter to the cache.
+// wait blocks until the job settled, then drops DoWait's reference.
 func (w *waiter) wait() error {
 	<-w.done
 	err := w.err
-	w.recycle()
+	w.unref()
 	return err
 }
 
+func (w *waiter) unref() {
+	if w.refs.Add(-1) == 0 {
+		w.recycle()
+	}
+}
+
+// recycle returns w to the cache; no one refers to it any more.
 func (w *waiter) recycle() {
 	w.task, w.err = nil, nil
 	w.job.pool.waiters.Put(w)
@@ -401,9 +403,13 @@ func (p *WorkerPool) giveUp() {
 	p.live.cutAll()
 }
 
-// abandonQueue makes dispatch abandon the queue rather than run it, once.
+// abandonQueue makes dispatch abandon the queue rather than run it: from
+// now on no queued task is handed to a worker, and a job a worker has
+// taken but not started is abandoned.
 func (p *WorkerPool) abandonQueue() {
-	p.abandonOnce.Do(func() { close(p.abandoning) })
+	if !p.abandonBegun.Swap(true) {
+		p.wakeDispatch()
+	}
 }
 
 // stop stops the pool and waits until every pool goroutine has exited.
