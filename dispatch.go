@@ -204,8 +204,10 @@ func (d *dispatcher) changeWaiting(n int64) {
 // await publishes waitingDelta, then waits for one event and handles it.
 // It returns false when the event is the stop message. With no pause in
 // effect it waits on the fewest channels it can: while the queue is empty
-// only on taskQueue; otherwise also on a worker taking the front task, and
-// on wake, so that a queued job's cancel or a Stop is seen at once.
+// only on taskQueue; otherwise also on a worker taking the front task, and,
+// while the queue holds jobs, on wake, so that a queued job's cancel is
+// seen at once. (A Stop needs no wake here: its stop message follows at
+// once.)
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
@@ -217,12 +219,16 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	toWorker, front := d.offerFront()
+	var wake <-chan struct{} // nil (never ready) while no job is queued
+	if d.jobs.Len() > 0 {
+		wake = d.p.wake
+	}
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case toWorker <- front:
 		d.sentFront()
-	case <-d.p.wake:
+	case <-wake:
 	}
 	return true
 }

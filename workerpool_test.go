@@ -1202,6 +1202,17 @@ func TestNilTasksAreIgnored(t *testing.T) {
 	})
 }
 
+func TestNilOptionIsIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, nil, WithIdleTimeout(time.Second), nil)
+		defer p.Stop()
+		p.SubmitWait(func() {})
+		time.Sleep(2 * time.Second) // two idle periods: the option after the nil one applied
+		synctest.Wait()
+		assert.Zero(t, p.Status().Workers, "workers after two idle periods")
+	})
+}
+
 func TestNilPanicHandlerMeansNone(t *testing.T) {
 	cfg := newConfig([]Option{WithPanicHandler(func(any) {}), WithPanicHandler(nil)})
 	assert.Nil(t, cfg.panicHandler, "last option wins")
