@@ -32,7 +32,6 @@ type Group struct {
 	inPool []*groupTask
 	held   deque.Deque[func(context.Context) error] // tasks Go held back because of limit, oldest first
 	err    error                                    // the first error
-	live   bool                                     // g is in pool.live: while it has tasks in the pool
 	swept  bool                                     // the context is done and its queued tasks were canceled
 	// emptied is made by a Wait that has to wait, and closed once no task
 	// is in the pool or held.
@@ -42,11 +41,15 @@ type Group struct {
 // Group returns a new, empty group of tasks that run on p. Its context is
 // derived from ctx; it is canceled when a task returns the first error,
 // when Wait returns, when ctx is done, and when a Shutdown of p gives up
-// waiting. Group panics if ctx is nil.
+// waiting (at once, for a group made after that). Group panics if ctx is
+// nil.
 func (p *WorkerPool) Group(ctx context.Context) *Group {
 	mustHave(ctx, true, "Group")
 	g := &Group{pool: p}
 	g.ctx, g.cancelCtx = context.WithCancelCause(ctx)
+	if !p.live.addGroup(g) {
+		g.cancel(errShutdownCut)
+	}
 	return g
 }
 
@@ -146,24 +149,14 @@ func (g *Group) Wait() error {
 }
 
 // cancel cancels the group's context with cause, unless it is canceled
-// already. A Shutdown that gives up calls it while g is in pool.live.
+// already. A Shutdown that gives up calls it through pool.live.
 func (g *Group) cancel(cause error) { g.cancelCtx(cause) }
 
-// add makes a task of fn and counts it as in the pool. While g has tasks in
-// the pool it is in pool.live, so that a Shutdown that gives up cancels
-// g's context; if the pool was cut already, that happens at once. g.mu is
-// held.
+// add makes a task of fn and counts it as in the pool. g.mu is held.
 func (g *Group) add(fn func(context.Context) error) *groupTask {
 	t := g.pool.newGroupTask(g, fn)
 	t.index = len(g.inPool)
 	g.inPool = append(g.inPool, t)
-	if !g.live {
-		if g.pool.live.add(g) {
-			g.live = true
-		} else {
-			g.cancel(errShutdownCut)
-		}
-	}
 	return t
 }
 
@@ -178,20 +171,13 @@ func (g *Group) remove(t *groupTask) {
 
 // changedLocked runs after every change to the group. Once the group's
 // context is done it drops the held tasks and cancels the queued ones (see
-// sweep); once no task is in the pool, g leaves pool.live; and once none is
-// held either, Wait may return. g.mu is held.
+// sweep); once no task is in the pool or held, Wait may return. g.mu is
+// held.
 func (g *Group) changedLocked() {
 	if !g.swept && g.ctx.Err() != nil {
 		g.sweep()
 	}
-	if len(g.inPool) > 0 {
-		return
-	}
-	if g.live {
-		g.pool.live.remove(g)
-		g.live = false
-	}
-	if g.held.Len() == 0 && g.emptied != nil {
+	if len(g.inPool) == 0 && g.held.Len() == 0 && g.emptied != nil {
 		close(g.emptied)
 		g.emptied = nil
 	}

@@ -555,6 +555,27 @@ func TestLiveListEmptiesWhenTasksAndGroupsEnd(t *testing.T) {
 	})
 }
 
+// The pool keeps its groups weakly, for a Shutdown that gives up, and drops
+// the collected ones from its list as it grows: making many short-lived
+// groups does not grow it without bound.
+func TestLiveGroupsArePrunedOnceCollected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		for range 20 {
+			for range 50 {
+				g := p.Group(context.Background())
+				g.Go(func(context.Context) error { return nil })
+				require.NoError(t, g.Wait())
+			}
+			runtime.GC()
+		}
+		p.live.mu.Lock()
+		defer p.live.mu.Unlock()
+		assert.Less(t, len(p.live.groups), 150, "groups listed after 1,000 made and collected")
+	})
+}
+
 func TestShutdownWithDoneContextCutsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 )
 
 // ErrStopped reports that work was submitted after Stop, StopWait or
@@ -436,54 +438,75 @@ func (p *WorkerPool) awaitStopped() {
 	p.goroutines.Wait()
 }
 
-// liveTasks holds the contexts of the tasks that are running, for a
-// Shutdown that gives up waiting: it cancels them all at once (cut). A Task
-// that has not made its context yet finds the pool cut when it does, and a
-// Group that gives a task to the pool after the cut is canceled at once.
-// Lock order: a taskContext's or Group's mu, then liveTasks.mu.
+// liveTasks holds what a Shutdown that gives up waiting cancels at once
+// (cut): the contexts of running Tasks, and the Groups. A Task that makes
+// its context after the cut finds it canceled, and so does a Group made
+// after it. Lock order: a taskContext's mu, then liveTasks.mu.
 type liveTasks struct {
 	mu   sync.Mutex
-	cut  atomic.Bool             // set once, under mu, by cutAll
-	ctxs map[cancelable]struct{} // guarded by mu
-}
-
-// A cancelable is a context of running tasks that a Shutdown that gives up
-// cancels: a Task's inner context, or a Group's.
-type cancelable interface {
-	cancel(cause error)
+	cut  atomic.Bool               // set once, under mu, by cutAll
+	ctxs map[*taskContext]struct{} // running Tasks' inner contexts; each leaves when its task settles
+	// groups holds every Group made on the pool, weakly: the pool never
+	// keeps a group alive, so one whose tasks have finished can be
+	// collected, waited for or not. A group's tasks hold it while they are
+	// in the pool, so the cut reaches every group that has work.
+	groups     []weak.Pointer[Group]
+	groupsKept int // len(groups) after the last prune
 }
 
 func (l *liveTasks) isCut() bool { return l.cut.Load() }
 
 // add registers c, or reports false if the pool was cut.
-func (l *liveTasks) add(c cancelable) bool {
+func (l *liveTasks) add(c *taskContext) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cut.Load() {
 		return false
 	}
 	if l.ctxs == nil {
-		l.ctxs = make(map[cancelable]struct{})
+		l.ctxs = make(map[*taskContext]struct{})
 	}
 	l.ctxs[c] = struct{}{}
 	return true
 }
 
-func (l *liveTasks) remove(c cancelable) {
+func (l *liveTasks) remove(c *taskContext) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	delete(l.ctxs, c)
 }
 
-// cutAll cancels every registered context and makes later ones start
-// canceled. It holds no other lock while it cancels.
+// addGroup registers g, or reports false if the pool was cut. Once the
+// list has doubled since it was last pruned, the collected groups are
+// dropped from it.
+func (l *liveTasks) addGroup(g *Group) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut.Load() {
+		return false
+	}
+	if len(l.groups) >= 2*max(l.groupsKept, 16) {
+		l.groups = slices.DeleteFunc(l.groups, func(w weak.Pointer[Group]) bool { return w.Value() == nil })
+		l.groupsKept = len(l.groups)
+	}
+	l.groups = append(l.groups, weak.Make(g))
+	return true
+}
+
+// cutAll cancels every registered context and group, and makes later ones
+// start canceled. It holds no other lock while it cancels.
 func (l *liveTasks) cutAll() {
 	l.mu.Lock()
 	l.cut.Store(true)
-	ctxs := l.ctxs
-	l.ctxs = nil
+	ctxs, groups := l.ctxs, l.groups
+	l.ctxs, l.groups = nil, nil
 	l.mu.Unlock()
 	for c := range ctxs {
 		c.cancel(errShutdownCut)
+	}
+	for _, w := range groups {
+		if g := w.Value(); g != nil {
+			g.cancel(errShutdownCut)
+		}
 	}
 }
