@@ -60,12 +60,12 @@ type WorkerPool struct {
 	stopping     chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
 	stopBegun    atomic.Bool    // set just before stopping is closed; what send and Stopped check (a load is cheaper than a receive)
 	abandonBegun atomic.Bool    // set by Stop, or by a Shutdown that gives up: queued tasks are abandoned, not run
-	stopped      chan struct{}  // closed by dispatch once every task ran or was abandoned and every worker took its zero work
+	stopped      chan struct{}  // closed by dispatch as its last act: every accepted task is settled, every worker took its zero work, every count is final
 	goroutines   sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
 	waiters    sync.Pool // idle *waiter values for DoWait
 	groupTasks sync.Pool // idle *groupTask values for Group.Go
-	live       liveTasks // the contexts of running Tasks and Groups, for a Shutdown that gives up
+	live       liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
 	// own cache lines so that a write by one side does not evict what the
