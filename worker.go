@@ -26,11 +26,12 @@ func (p *WorkerPool) worker(w work) {
 			p.goroutines.Go(p.replacementWorker)
 		}
 	}()
-	for !w.stops() {
+	// While the worker waits in the receive, w holds nothing of the last
+	// task (the deferred func does not capture it), so what that task
+	// captured can be collected.
+	for ; !w.stops(); w = <-p.workerQueue {
 		p.do(w)
-		w = work{} // while this worker waits, what the task held can be collected
 		p.returned()
-		w = <-p.workerQueue
 	}
 	retired = true
 }
