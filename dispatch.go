@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -40,7 +41,16 @@ type dispatcher struct {
 	queue          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	pushed, popped uint64
-	workers        int // live workers, published in p.workers at once
+	workers        int  // live workers, published in p.workers at once
+	max            int  // the most workers: p.size as of the last resize
+	floor          int  // the workers kept however idle: min(p.minWorkers, max)
+	plainFast      bool // no bound: a plain task on an empty queue is handled inline in step
+
+	// parked are the tickets that wait for room (Block), in arrival order:
+	// the first is admitted once room frees, and the others wait behind it.
+	parked deque.Deque[*ticket]
+	// idleWaiters are the WaitIdle calls not answered yet.
+	idleWaiters []*idleRequest
 
 	// received counts the messages that came through send; at stop it
 	// is compared with p.sendsBegun. submitted counts the tasks among
@@ -85,9 +95,20 @@ type message struct {
 }
 
 // A request asks dispatch for something other than running a task: a
-// Pause call, or, at the address of idleTick, the end of an idle period.
+// Pause call, a ticket, a WaitIdle call, or, at the addresses of idleTick
+// and resizeTick, the end of an idle period and a Resize. Exactly one field
+// is set.
 type request struct {
-	pause *pauseRequest
+	pause  *pauseRequest
+	ticket *ticket
+	idle   *idleRequest
+}
+
+// An idleRequest is one WaitIdle call.
+type idleRequest struct {
+	ctxDone <-chan struct{} // the caller's ctx.Done(): once closed, no one waits for the answer
+	done    chan struct{}   // closed by dispatch: the pool was idle, or stopped (err)
+	err     error           // nil, or ErrStopped; written before done is closed
 }
 
 // A pauseRequest is one Pause call.
@@ -104,6 +125,7 @@ type pauseRequest struct {
 type settledTotals struct {
 	canceled  atomic.Uint64 // jobs canceled before they started
 	abandoned atomic.Uint64 // tasks a stop dropped before they started
+	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest)
 }
 
 // publishEvery bounds how many queue changes a busy dispatcher makes
@@ -118,12 +140,23 @@ type workerTotals struct {
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
-	d := &dispatcher{p: p}
+	d := &dispatcher{p: p, plainFast: p.bound == 0}
+	d.max = int(p.size.Load())
+	d.floor = min(p.minWorkers, d.max)
 	if p.idleTimeout > 0 {
 		d.idle = time.NewTimer(p.idleTimeout)
-		d.idle.Stop() // armed only while workers exist
+		d.idle.Stop() // armed only while workers above the floor exist
 	}
 	return d
+}
+
+// startFloorWorkers starts the workers WithMinWorkers keeps. New calls it
+// before it starts the dispatcher goroutine, so that Status shows them when
+// New returns.
+func (d *dispatcher) startFloorWorkers() {
+	for d.workers < d.floor {
+		d.startIdleWorker()
+	}
 }
 
 // run is the dispatcher goroutine: it steps until it takes the stop
@@ -150,7 +183,7 @@ func (d *dispatcher) step() bool {
 	default:
 		switch {
 		case sent:
-		case d.queue.Len() == 0 && len(d.pauses) == 0:
+		case d.plainFast && d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0:
 			if d.waitingDelta != 0 {
 				d.publish()
 			}
@@ -168,10 +201,22 @@ func (d *dispatcher) step() bool {
 			return false
 		}
 	}
+	d.advanceWaiters()
+	return true
+}
+
+// advanceWaiters does what a step may have made possible for those who
+// wait on dispatch: submitters parked for room, Pause and WaitIdle callers.
+func (d *dispatcher) advanceWaiters() {
+	if d.parked.Len() > 0 {
+		d.admitParked()
+	}
 	if len(d.pauses) > 0 {
 		d.advancePauses()
 	}
-	return true
+	if len(d.idleWaiters) > 0 {
+		d.answerIdle()
+	}
 }
 
 // sendFront drops the settled jobs at the front of the queue, then hands
@@ -184,6 +229,11 @@ func (d *dispatcher) sendFront() bool {
 	}
 	d.pop()
 	return true
+}
+
+// waitingNow is the exact number of waiting tasks, as dispatch sees it.
+func (d *dispatcher) waitingNow() int64 {
+	return d.p.waiting.Load() + d.waitingDelta
 }
 
 // publish adds waitingDelta to p.waiting. Dispatch calls it when it is
@@ -204,42 +254,58 @@ func (d *dispatcher) changeWaiting(n int64) {
 // await publishes waitingDelta, then waits for one event and handles it.
 // It returns false when the event is the stop message. With no pause in
 // effect it waits on the fewest channels it can: while the queue is empty
-// only on taskQueue; otherwise also on a worker taking the front task, and,
-// while the queue holds jobs, on wake, so that a queued job's cancel is
-// seen at once. (A Stop needs no wake here: its stop message follows at
-// once.)
+// only on taskQueue; otherwise also on a worker taking the front task; and
+// on wake while the queue holds jobs (so that a queued job's cancel is seen
+// at once) or submitters are parked for room. (A Stop needs no wake here:
+// its stop message follows at once.)
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
 	}
+	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
+	if d.jobs.Len() > 0 || d.parked.Len() > 0 {
+		wake = d.p.wake
+	}
 	switch {
 	case len(d.pauses) > 0:
 		return d.awaitPaused()
-	case d.queue.Len() == 0:
+	case d.queue.Len() == 0 && wake == nil:
 		return d.receive(<-d.p.taskQueue)
 	}
-	toWorker, front := d.offerFront()
-	var wake <-chan struct{} // nil (never ready) while no job is queued
-	if d.jobs.Len() > 0 {
-		wake = d.p.wake
-	}
+	toWorker, w := d.offerFront()
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
-	case toWorker <- front:
-		d.sentFront()
+	case toWorker <- w:
+		d.sentFront(w)
 	case <-wake:
 	}
 	return true
 }
 
-// offerFront returns workerQueue and the front task if the front task may
-// go to a worker now, and a nil channel (never ready) otherwise.
+// offerFront returns what dispatch offers the workers while it waits:
+// workerQueue and the front task if it may go to a worker now, the zero
+// work (to retire one) while more workers exist than the pool's size, and
+// a nil channel (never ready) otherwise.
 func (d *dispatcher) offerFront() (chan<- work, work) {
-	if !d.canDispatchQueued() {
-		return nil, work{}
+	switch {
+	case d.workers > d.max:
+		return d.p.workerQueue, work{}
+	case d.canDispatchQueued():
+		return d.p.workerQueue, d.front()
 	}
-	return d.p.workerQueue, d.front()
+	return nil, work{}
+}
+
+// sentFront records that a worker took w, which offerFront offered: the
+// queue's front task, or the zero work that retired the worker.
+func (d *dispatcher) sentFront(w work) {
+	if w.stops() {
+		d.workerRetired()
+		return
+	}
+	d.countDispatched()
+	d.pop()
 }
 
 // awaitPaused is await while a Pause is in effect: only tasks from before
@@ -247,12 +313,12 @@ func (d *dispatcher) offerFront() (chan<- work, work) {
 // worker returns (while it waits for the barrier) and when the active
 // pause ends.
 func (d *dispatcher) awaitPaused() bool {
-	toWorker, front := d.offerFront()
+	toWorker, w := d.offerFront()
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
-	case toWorker <- front:
-		d.sentFront()
+	case toWorker <- w:
+		d.sentFront(w)
 	case <-d.p.wake:
 	case <-d.activePauseEnd():
 	}
@@ -271,22 +337,43 @@ func (d *dispatcher) receive(m message) bool {
 		d.acceptJob(m.job)
 	case m.req == &idleTick:
 		d.retireIfIdle()
+	case m.req == &resizeTick:
+		d.received++
+		d.resize()
 	case m.req != nil:
 		d.received++
-		d.addPause(m.req.pause)
+		d.handle(m.req)
 	default:
 		return false
 	}
 	return true
 }
 
+func (d *dispatcher) handle(req *request) {
+	switch {
+	case req.pause != nil:
+		d.addPause(req.pause)
+	case req.ticket != nil:
+		d.acceptTicket(req.ticket)
+	case req.idle != nil:
+		d.idleWaiters = append(d.idleWaiters, req.idle)
+	}
+}
+
 // accept takes a plain task: straight to a worker if it may start at once
-// and one can take it, or to the back of the queue.
+// and one can take it, or to the back of the queue (under DropOldest,
+// dropping the oldest waiting task if the queue is full). Under Block and
+// Reject the task holds a place in the queue, which it gives back if it
+// starts at once.
 func (d *dispatcher) accept(task func()) {
 	d.countSubmitted()
 	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
+		if d.p.roomed {
+			d.p.giveRoom(1)
+		}
 		return
 	}
+	d.makeRoom()
 	d.push(task)
 }
 
@@ -299,12 +386,129 @@ func (d *dispatcher) acceptJob(j *job) {
 		return
 	}
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
+		d.p.giveRoomOf(j)
 		return
 	}
+	d.makeRoom()
 	d.pushJob(j)
 	// A group whose context ended while j was on its way cancels only its
 	// queued jobs; now that j is queued, look again.
 	j.settleIfBlocked()
+}
+
+// makeRoom drops the oldest waiting tasks while the queue is full, under
+// DropOldest, so that one more task fits.
+func (d *dispatcher) makeRoom() {
+	if d.p.overflow != DropOldest || d.p.bound == 0 {
+		return
+	}
+	for d.waitingNow() >= int64(d.p.bound) && d.dropOldest() {
+	}
+}
+
+// dropOldest drops the oldest waiting task, and reports false if none was
+// left. A plain one goes to the dead-letter handler with ErrDropped; a job
+// settles with ErrDropped, which its caller learns.
+func (d *dispatcher) dropOldest() bool {
+	d.dropSettledFront()
+	if d.queue.Len() == 0 {
+		return false
+	}
+	if task := d.queue.Front(); task != nil {
+		d.pop()
+		d.p.settledTotals.dropped.Add(1)
+		d.p.giveUp(task, ErrDropped)
+		return true
+	}
+	j := d.jobs.Front()
+	j.settle(jobDropped, ErrDropped)
+	d.pop()
+	j.owner.released()
+	return true
+}
+
+// acceptTicket takes a ticket: admitted at once if it needs no room, or
+// the room it needs is free and no one is parked before it; parked
+// otherwise, to be admitted in arrival order as room frees (admitParked).
+func (d *dispatcher) acceptTicket(t *ticket) {
+	if t.need > 0 && (d.parked.Len() > 0 || !d.p.room.admit(t.need)) {
+		d.parked.PushBack(t)
+		return
+	}
+	d.admitTicket(t, false)
+}
+
+// admitParked admits parked tickets in arrival order while the first one's
+// room is free, and drops the withdrawn ones it meets.
+func (d *dispatcher) admitParked() {
+	for d.parked.Len() > 0 {
+		t := d.parked.Front()
+		switch {
+		case t.state.Load() == ticketWithdrawn:
+			d.p.room.unpark()
+			t.unref(d.p)
+		case d.p.room.admit(t.need):
+			d.admitTicket(t, false)
+		default:
+			return
+		}
+		d.parked.PopFront()
+	}
+}
+
+// admitTicket puts an admitted ticket's tasks in the pool and answers it.
+// A ticket withdrawn meanwhile gives back the room admitted for it. With
+// queueOnly (a straggler at stop), its tasks only join the queue.
+func (d *dispatcher) admitTicket(t *ticket, queueOnly bool) {
+	p := d.p
+	if !t.state.CompareAndSwap(ticketWaiting, ticketAdmitted) {
+		if t.need > 0 {
+			p.giveRoom(t.need)
+		}
+		t.unref(p)
+		return
+	}
+	p.ticketTasks.Add(uint64(t.tasks))
+	switch {
+	case t.job != nil:
+		t.job.room.Store(p.roomed)
+		if queueOnly {
+			d.countSubmitted()
+			d.pushJob(t.job)
+		} else {
+			d.acceptJob(t.job)
+		}
+	case t.task != nil:
+		d.acceptPlain(t.task, queueOnly)
+	default:
+		for _, task := range t.batch {
+			if task != nil {
+				d.acceptPlain(task, queueOnly)
+			}
+		}
+	}
+	t.done <- struct{}{}
+	t.unref(p)
+}
+
+// acceptPlain is accept, or, with queueOnly, push.
+func (d *dispatcher) acceptPlain(task func(), queueOnly bool) {
+	if queueOnly {
+		d.countSubmitted()
+		d.push(task)
+		return
+	}
+	d.accept(task)
+}
+
+// refuseParked answers every parked ticket ErrStopped: the pool stops, and
+// no one who waits for room gets it.
+func (d *dispatcher) refuseParked() {
+	for t := range d.parked.IterPopFront() {
+		d.p.room.unpark()
+		t.answer(ticketRefused, ErrStopped)
+		t.unref(d.p)
+	}
 }
 
 // countSubmitted counts an accepted task and notes it for the idle clock.
@@ -322,25 +526,63 @@ func (d *dispatcher) mayStartAtOnce() bool {
 // offer gives w to a ready worker, or to a new one if fewer than the
 // maximum exist. It reports false, without blocking, if neither is possible.
 func (d *dispatcher) offer(w work) bool {
+	if d.workers > d.max && !d.retireSurplus() {
+		return false // no task starts while more workers exist than the size
+	}
 	select {
 	case d.p.workerQueue <- w:
 		d.countDispatched()
 		return true
 	default:
 	}
-	if d.workers == d.p.maxWorkers {
+	if d.workers >= d.max {
 		return false
 	}
-	d.startWorker(w)
+	d.countDispatched()
+	d.addWorker(func() { d.p.worker(w) })
 	return true
 }
 
-func (d *dispatcher) startWorker(w work) {
-	d.countDispatched()
+// startIdleWorker starts a worker that waits for its first work.
+func (d *dispatcher) startIdleWorker() {
+	d.addWorker(d.p.idleWorker)
+}
+
+func (d *dispatcher) addWorker(run func()) {
 	d.workers++
 	d.p.workers.Store(int64(d.workers))
 	d.armIdleClock()
-	d.p.goroutines.Go(func() { d.p.worker(w) })
+	d.p.goroutines.Go(run)
+}
+
+// retireSurplus retires ready workers while more exist than the pool's
+// size, and reports whether no more do. Busy ones retire as they come back
+// (see offerFront).
+func (d *dispatcher) retireSurplus() bool {
+	for d.workers > d.max {
+		select {
+		case d.p.workerQueue <- work{}:
+			d.workerRetired()
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// resize adopts the pool's size as Resize left it (the last Resize wins):
+// it retires ready workers above it at once (busy ones as they come back),
+// starts the workers the floor asks for, and, growing, starts workers for
+// the waiting tasks at once.
+func (d *dispatcher) resize() {
+	d.max = int(d.p.size.Load())
+	d.floor = min(d.p.minWorkers, d.max)
+	d.retireSurplus()
+	for d.workers < d.floor {
+		d.startIdleWorker()
+	}
+	for d.queue.Len() > 0 && d.sendFront() {
+	}
 }
 
 func (d *dispatcher) countDispatched() {
@@ -353,12 +595,6 @@ func (d *dispatcher) front() work {
 		return work{fn: fn}
 	}
 	return work{job: d.jobs.Front()}
-}
-
-// sentFront records that a worker took the queue's front task.
-func (d *dispatcher) sentFront() {
-	d.countDispatched()
-	d.pop()
 }
 
 func (d *dispatcher) push(task func()) {
@@ -379,13 +615,17 @@ func (d *dispatcher) pushJob(j *job) {
 	d.pushed++
 }
 
-// pop removes the front entry. A plain task stops counting as waiting
-// here; a job stops when it leaves the queued state (see job).
+// pop removes the front entry and gives back its place in the queue (see
+// WorkerPool.room). A plain task stops counting as waiting here; a job stops
+// when it leaves the queued state (see job).
 func (d *dispatcher) pop() {
 	if d.queue.PopFront() == nil {
-		d.jobs.PopFront()
+		d.p.giveRoomOf(d.jobs.PopFront())
 	} else {
 		d.changeWaiting(-1)
+		if d.p.roomed {
+			d.p.giveRoom(1)
+		}
 	}
 	d.popped++
 }
@@ -416,14 +656,14 @@ func (d *dispatcher) canDispatchQueued() bool {
 	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
 }
 
-// idleTick is the request the idle clock sends; dispatch tells it apart by
-// its address and never changes it.
-var idleTick request
+// idleTick and resizeTick are the requests the idle clock and Resize send;
+// dispatch tells them apart by their addresses and never changes them.
+var idleTick, resizeTick request
 
 // armIdleClock starts one idle period, unless retirement is disabled, no
-// worker exists, or a period is running.
+// worker above the floor exists, or a period is running.
 func (d *dispatcher) armIdleClock() {
-	if d.idle == nil || d.workers == 0 || d.clockRunning {
+	if d.idle == nil || d.workers <= d.floor || d.clockRunning {
 		return
 	}
 	d.clockRunning = true
@@ -447,11 +687,12 @@ func (d *dispatcher) awaitIdlePeriod() {
 }
 
 // retireIfIdle runs on every idle tick. If no task came in during the whole
-// period and nothing queued can run, it retires one ready worker; a busy
-// worker is never retired. A new period starts while workers remain.
+// period and nothing queued can run, it retires one ready worker above the
+// floor; a busy worker is never retired. A new period starts while workers
+// above the floor remain.
 func (d *dispatcher) retireIfIdle() {
 	d.clockRunning = false
-	if !d.sawTask && !d.canDispatchQueued() {
+	if !d.sawTask && !d.canDispatchQueued() && d.workers > d.floor {
 		select {
 		case d.p.workerQueue <- work{}:
 			d.workerRetired()
@@ -509,12 +750,15 @@ func (d *dispatcher) advancePauses() {
 
 // barrierReached reports whether every task that came before req has
 // finished: all were taken from the queue, and all work sent to workers
-// has come back. Until then it keeps wakeOnReturn set, so that a worker
-// returning work wakes dispatch to check again.
+// has come back.
 func (d *dispatcher) barrierReached(req *pauseRequest) bool {
-	if d.popped < req.barrier {
-		return false
-	}
+	return d.popped >= req.barrier && d.allReturned()
+}
+
+// allReturned reports whether all work sent to workers has come back.
+// Until it has, wakeOnReturn stays set, so that a worker returning work
+// wakes dispatch to look again.
+func (d *dispatcher) allReturned() bool {
 	// Set wakeOnReturn before loading returned, and workers add to
 	// returned before loading wakeOnReturn: one of the two always sees
 	// the other.
@@ -524,6 +768,27 @@ func (d *dispatcher) barrierReached(req *pauseRequest) bool {
 	}
 	d.setWatching(false)
 	return true
+}
+
+// answerIdle answers the WaitIdle calls once no task runs or waits (tasks a
+// Pause holds count as waiting), and forgets those whose caller stopped
+// waiting.
+func (d *dispatcher) answerIdle() {
+	if d.waitingNow() == 0 && d.allReturned() {
+		d.answerIdleWaiters(nil)
+		return
+	}
+	d.idleWaiters = slices.DeleteFunc(d.idleWaiters, func(w *idleRequest) bool { return isClosed(w.ctxDone) })
+}
+
+// answerIdleWaiters answers every WaitIdle call with err.
+func (d *dispatcher) answerIdleWaiters(err error) {
+	for i, w := range d.idleWaiters {
+		w.err = err
+		close(w.done)
+		d.idleWaiters[i] = nil
+	}
+	d.idleWaiters = d.idleWaiters[:0]
 }
 
 func (d *dispatcher) setWatching(on bool) {
@@ -539,10 +804,14 @@ func (d *dispatcher) endPauses() {
 	d.p.paused.Store(false)
 }
 
-// stop runs once dispatch took the stop message: every pause ends, the
-// queue is drained (StopWait) or abandoned (Stop), and every worker is told
-// to return.
+// stop runs once dispatch took the stop message: submitters parked for room
+// are refused, WaitIdle calls answered, every pause ends, the queue is
+// drained (StopWait) or abandoned (Stop), and every worker is told to
+// return. The dead-letter handler takes no letter once the last settle in
+// progress is done; a stop call then waits for it to deliver every letter.
 func (d *dispatcher) stop() {
+	d.refuseParked()
+	d.answerIdleWaiters(ErrStopped)
 	d.admitStragglers()
 	d.endPauses()
 	if !d.p.abandonBegun.Load() {
@@ -555,6 +824,7 @@ func (d *dispatcher) stop() {
 		d.idle.Stop()
 	}
 	d.awaitSettles()
+	d.p.dead.seal()
 	d.publish()
 	d.p.submittedAtStop.Store(d.submitted)
 	close(d.p.stopped)
@@ -563,10 +833,11 @@ func (d *dispatcher) stop() {
 // admitStragglers accepts the tasks of the sends that began before stopping
 // was closed. Every send counts itself in p.sendsBegun before it checks
 // stopping, and a refused one takes itself out and wakes dispatch; so once
-// dispatch has received as many messages as were
-// begun, no send is in flight and none can begin. Their tasks join the
-// queue, so StopWait runs them and Stop abandons them; their Pause requests
-// are dropped, as stopping ends every pause.
+// dispatch has received as many messages as were begun, no send is in
+// flight and none can begin. Their tasks join the queue, so StopWait runs
+// them and Stop abandons them; their Pause requests are dropped, as
+// stopping ends every pause; their WaitIdle calls and tickets that wait
+// for room are answered ErrStopped.
 func (d *dispatcher) admitStragglers() {
 	for d.received < d.p.sendsBegun.Load() {
 		d.publish()
@@ -579,47 +850,58 @@ func (d *dispatcher) admitStragglers() {
 }
 
 func (d *dispatcher) admitStraggler(m message) {
+	if m.req == &idleTick {
+		return
+	}
+	d.received++
 	switch {
 	case m.task != nil:
-		d.received++
 		d.countSubmitted()
 		d.push(m.task)
 	case m.job != nil:
-		d.received++
 		d.countSubmitted()
 		d.pushJob(m.job)
-	case m.req != &idleTick:
-		d.received++
+	case m.req.ticket != nil && m.req.ticket.need > 0:
+		d.parked.PushBack(m.req.ticket)
+		d.refuseParked()
+	case m.req.ticket != nil:
+		d.admitTicket(m.req.ticket, true)
+	case m.req.idle != nil:
+		m.req.idle.err = ErrStopped
+		close(m.req.idle.done)
 	}
 }
 
 // drain hands every queued task to a worker, until abandoning begins
-// (Stop, or a Shutdown that gives up).
+// (Stop, or a Shutdown that gives up). Workers above the pool's size retire
+// first, as they come back.
 func (d *dispatcher) drain() {
 	for d.dropSettledFront(); d.canDispatchQueued(); d.dropSettledFront() {
-		front := d.front()
-		if d.offer(front) {
+		if d.offer(d.front()) {
 			d.pop()
 			continue
 		}
 		d.publish()
+		toWorker, w := d.offerFront()
 		select {
-		case d.p.workerQueue <- front:
-			d.sentFront()
+		case toWorker <- w:
+			d.sentFront(w)
 		case <-d.p.wake: // look again: abandoning, or a canceled job
 		}
 	}
 }
 
-// abandonQueue drops what is left in the queue, releasing each closure as
-// it goes. Abandoning has begun whenever anything is left (drain returns
-// early only then), so each job settles: abandoned, and its caller learns
-// ErrStopped, or canceled if its own context ended first.
+// abandonQueue drops what is left in the queue, in queue order, releasing
+// each closure as it goes: a plain task goes to the dead-letter handler
+// with ErrStopped. Abandoning has begun whenever anything is left (drain
+// returns early only then), so each job settles: abandoned, and its caller
+// learns ErrStopped, or canceled if its own context ended first.
 func (d *dispatcher) abandonQueue() {
 	for d.queue.Len() > 0 {
-		if d.queue.Front() != nil {
+		if task := d.queue.Front(); task != nil {
 			d.pop()
 			d.p.settledTotals.abandoned.Add(1)
+			d.p.giveUp(task, ErrStopped)
 			continue
 		}
 		j := d.jobs.Front()

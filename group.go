@@ -81,7 +81,7 @@ func (g *Group) Go(fn func(ctx context.Context) error) {
 	default:
 		t := g.add(fn)
 		g.mu.Unlock()
-		g.submit(t)
+		g.submit(t, false)
 		return
 	}
 	g.changedLocked()
@@ -108,7 +108,7 @@ func (g *Group) SetLimit(n int) {
 	g.changedLocked()
 	g.mu.Unlock()
 	for _, t := range release {
-		g.submit(t)
+		g.submit(t, true)
 	}
 }
 
@@ -183,13 +183,30 @@ func (g *Group) changedLocked() {
 	}
 }
 
-// submit gives t to the pool; a pool that is stopping refuses it, and t
-// settles with ErrStopped.
-func (g *Group) submit(t *groupTask) {
-	if send(g.pool, message{job: &t.job}) != nil {
-		t.job.reject(ErrStopped)
-		t.released()
+// submit gives t to the pool, as Go gives a Task (under Block, waiting for
+// room until the group's context is done). A task the group held back
+// (held) skips the bound instead: it joins the queue even if it is full, so
+// that releasing it never blocks a worker, and the group's limit bounds it.
+// A refused t settles with why: ErrStopped, ErrQueueFull, or the cause of
+// the group's cancellation.
+func (g *Group) submit(t *groupTask, held bool) {
+	var err error
+	if held {
+		t.job.room.Store(false)
+		err = send(g.pool, message{job: &t.job})
+	} else {
+		err = g.pool.sendJob(&t.job, g.ctx.Done())
 	}
+	switch err {
+	case nil:
+		return
+	case errWithdrawn:
+		err = g.canceledBy()
+	default:
+		g.pool.countRejected(err, 1)
+	}
+	t.job.reject(err)
+	t.released()
 }
 
 // settled runs once per task given to the pool, when it settles. The first
@@ -209,7 +226,7 @@ func (g *Group) settled(t *groupTask, err error) {
 	g.mu.Unlock()
 	t.unref()
 	if next != nil {
-		g.submit(next)
+		g.submit(next, true)
 	}
 }
 

@@ -27,10 +27,13 @@ import (
 //     dispatch, or the worker that took it.
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started.
 //     Dispatch settles the queued jobs, a worker the one it took.
+//   - dropped: dispatch dropped it from a full queue to make room for a
+//     newer task (DropOldest).
 //
-// Canceled, abandoned and finished are final. The party that settles a job
-// as canceled or abandoned counts it in Status (and, if it was queued,
-// takes it out of Waiting) before it tells the owner, so a canceled task has
+// Canceled, abandoned, dropped and finished are final. The party that
+// settles a job as canceled, abandoned or dropped counts it in Status (and,
+// if it was queued, takes it out of Waiting and gives back its room) before
+// it tells the owner, so a canceled task has
 // left Waiting and joined Canceled before its Wait returns. A stop waits
 // for the settles in progress (see WorkerPool.settling), so the counts are
 // complete when it returns.
@@ -38,6 +41,11 @@ type job struct {
 	state atomic.Uint32
 	pool  *WorkerPool
 	owner jobOwner // set once, when the job is made
+	// room says the job holds a place in the waiting queue (see
+	// WorkerPool.room): set by its submitter (or by dispatch, which admits
+	// it), and swapped off by whoever takes it out of the queue, who gives
+	// the place back once.
+	room atomic.Bool
 }
 
 // The states of a job.
@@ -48,6 +56,7 @@ const (
 	jobFinished
 	jobCanceled
 	jobAbandoned
+	jobDropped // dropped from a full queue to make room (DropOldest)
 )
 
 // A jobOwner is the caller's side of a job: a waiter (DoWait), a Task, or a
@@ -84,12 +93,13 @@ func (j *job) enqueue() bool {
 	return true
 }
 
-// settled reports whether the job is canceled or abandoned.
+// settled reports whether the job is canceled, abandoned or dropped.
 func (j *job) settled() bool {
 	return j.state.Load() > jobFinished
 }
 
-// settle moves a job that has not started to canceled or abandoned (to),
+// settle moves a job that has not started to canceled, abandoned or
+// dropped (to),
 // counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
 func (j *job) settle(to uint32, err error) bool {
@@ -107,9 +117,9 @@ func (j *job) cancelQueued() bool {
 	return j.settleFrom(jobQueued, jobCanceled)
 }
 
-// settleFrom moves the job from a state before started to canceled or
-// abandoned, and counts it; the move and the count are one settle in
-// progress for a stop to wait for.
+// settleFrom moves the job from a state before started to canceled,
+// abandoned or dropped, and counts it; the move and the count are one
+// settle in progress for a stop to wait for.
 func (j *job) settleFrom(from, to uint32) bool {
 	p := j.pool
 	p.beginSettle()
@@ -117,16 +127,28 @@ func (j *job) settleFrom(from, to uint32) bool {
 	if !j.state.CompareAndSwap(from, to) {
 		return false
 	}
+	p.giveRoomOf(j)
 	if from == jobQueued {
 		p.waiting.Add(-1)
 		p.wakeDispatch() // it may be offering this job to the workers
 	}
-	if to == jobCanceled {
+	switch to {
+	case jobCanceled:
 		p.settledTotals.canceled.Add(1)
-	} else {
+	case jobAbandoned:
 		p.settledTotals.abandoned.Add(1)
+	case jobDropped:
+		p.settledTotals.dropped.Add(1)
 	}
 	return true
+}
+
+// giveRoomOf gives back the place j held in the waiting queue, if it held
+// one; only the first of several callers does.
+func (p *WorkerPool) giveRoomOf(j *job) {
+	if j.room.Swap(false) {
+		p.giveRoom(1)
+	}
 }
 
 // settleIfBlocked settles a job that must not start any more, and reports

@@ -16,6 +16,10 @@ type Option func(*config)
 type config struct {
 	idleTimeout  time.Duration
 	panicHandler func(recovered any)
+	maxWaiting   int // < 1: unbounded
+	overflow     Overflow
+	deadLetter   func(task func(), reason error)
+	minWorkers   int
 }
 
 func newConfig(options []Option) config {
@@ -59,5 +63,62 @@ func WithIdleTimeout(d time.Duration) Option {
 func WithPanicHandler(h func(recovered any)) Option {
 	return func(c *config) {
 		c.panicHandler = h
+	}
+}
+
+// WithMaxWaiting bounds the waiting queue to n tasks: tasks accepted and
+// waiting for a worker, including those a Pause holds and those on their
+// way to the dispatcher. Running tasks do not count, and a task that can
+// start on a free worker at once never needs room. When the queue is full,
+// overflow says what a new task meets: Block waits for room, Reject
+// refuses it with ErrQueueFull, DropOldest drops the oldest waiting task
+// with ErrDropped to make room. The table in the package documentation
+// gives every call's behaviour. n < 1 means no bound, and overflow is then
+// unused; an overflow that is not one of the three panics when New applies
+// it.
+//
+// Default: no bound.
+func WithMaxWaiting(n int, overflow Overflow) Option {
+	return func(c *config) {
+		if n >= 1 && overflow != Block && overflow != Reject && overflow != DropOldest {
+			panic("workerpool: WithMaxWaiting with " + overflow.String())
+		}
+		c.maxWaiting, c.overflow = n, overflow
+	}
+}
+
+// WithDeadLetter makes the pool call h for each plain task (from Submit,
+// Do, TrySubmit, DoContext or DoBatch) that will never run and whose
+// submitter cannot learn it: a Submit refused under Reject (reason wraps
+// ErrQueueFull), a task dropped under DropOldest (ErrDropped), a queued
+// task abandoned by Stop or a Shutdown that gave up (ErrStopped). Tasks with
+// a waiter (DoWait, Go, Call, groups) report the reason to it instead, and a
+// call that returns an error (Do, DoContext, TrySubmit, DoBatch refused) is
+// the caller's to handle.
+//
+// h runs on a goroutine of the pool, never on the dispatcher's, for one task
+// at a time, in the order the tasks were given up (abandoned ones in queue
+// order). Stop, StopWait and Shutdown return only after h has returned for
+// every task given up before or during the stop, so a program can persist
+// them before it exits. A panic in h is treated as a task's: recovered and
+// passed to the panic handler if there is one, and otherwise it crashes the
+// program. A nil h means no handler.
+//
+// Default: no handler: the tasks are dropped (and counted in Status).
+func WithDeadLetter(h func(task func(), reason error)) Option {
+	return func(c *config) {
+		c.deadLetter = h
+	}
+}
+
+// WithMinWorkers keeps at least n workers, capped at the pool's size: New
+// starts them, and idle retirement never goes below them, until the pool
+// stops. A Resize below n lowers the floor to the new size, and a Resize
+// back up restores min(n, size). n < 1 means none.
+//
+// Default: 0: every worker starts on demand and may retire.
+func WithMinWorkers(n int) Option {
+	return func(c *config) {
+		c.minWorkers = max(n, 0)
 	}
 }

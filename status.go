@@ -45,12 +45,13 @@ func (s State) String() string {
 // its Wait or Done reports it. Once the pool has stopped the snapshot is
 // exact and
 //
-//	Submitted == Completed + Abandoned + Canceled
+//	Submitted == Completed + Abandoned + Canceled + Dropped
 //
-// with Workers, Busy and Waiting all zero.
+// with Workers, Busy and Waiting all zero. Rejected tasks were never
+// accepted, so they are not in Submitted.
 type Status struct {
 	State      State // the life-cycle stage: running, paused, stopping or stopped
-	MaxWorkers int   // the limit given to New (at least 1)
+	MaxWorkers int   // the most workers: New's maxWorkers, or the last Resize's (at least 1)
 	Workers    int   // live worker goroutines, busy or idle
 	Busy       int   // workers running a task (or being handed one)
 	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
@@ -60,12 +61,14 @@ type Status struct {
 	Panicked  uint64 // of Completed, the tasks whose panic was recovered: by the panic handler, or into a *PanicError
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
+	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest)
+	Rejected  uint64 // tasks refused because the queue was full (whatever the call, a TrySubmit that returned false included); never accepted
 }
 
-// Size returns the maximum number of workers, as given to New (at least 1).
-// It never blocks.
+// Size returns the maximum number of workers: as given to New, or to the
+// last Resize (at least 1). It never blocks.
 func (p *WorkerPool) Size() int {
-	return p.maxWorkers
+	return int(p.size.Load())
 }
 
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:
@@ -104,10 +107,11 @@ func (p *WorkerPool) Status() Status {
 	abandoned := p.settledTotals.abandoned.Load()
 	waiting := p.WaitingQueueSize()
 	workers := int(p.workers.Load())
-	busy := submitted - int64(waiting) - int64(returned) - int64(canceled+abandoned-skipped)
+	dropped := p.settledTotals.dropped.Load()
+	busy := submitted - int64(waiting) - int64(returned) - int64(canceled+abandoned+dropped-skipped)
 	return Status{
 		State:      p.state(stopped),
-		MaxWorkers: p.maxWorkers,
+		MaxWorkers: p.Size(),
 		Workers:    workers,
 		Busy:       int(min(max(busy, 0), int64(workers))),
 		Waiting:    waiting,
@@ -116,17 +120,20 @@ func (p *WorkerPool) Status() Status {
 		Panicked:   p.workerTotals.panicked.Load(),
 		Abandoned:  abandoned,
 		Canceled:   canceled,
+		Dropped:    dropped,
+		Rejected:   p.rejected.Load(),
 	}
 }
 
 // submitted counts the accepted tasks: exactly once the pool has stopped,
-// and from the sends before, where a send that is about to be refused
-// counts for a moment.
+// and before that from the sends that carry one task each (a send that is
+// about to be refused counts for a moment) and the tasks admitted through
+// tickets.
 func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
 		return int64(p.submittedAtStop.Load())
 	}
-	return max(p.sendsBegun.Load()-p.pauseSends.Load(), 0)
+	return max(p.sendsBegun.Load()-p.controlSends.Load(), 0) + int64(p.ticketTasks.Load())
 }
 
 // state is the pool's State, given whether stopped was closed.

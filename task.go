@@ -107,11 +107,16 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 	t.finished.Add(1)
 }
 
-// submitTask sends t to dispatch, or settles it with ErrStopped if the pool
-// is stopping.
+// submitTask gives t to the pool (under Block, waiting for room until the
+// caller's ctx is done), or settles it with why it was refused: ErrStopped,
+// ErrQueueFull, or the caller's ctx error.
 func (p *WorkerPool) submitTask(t *Task) {
-	if send(p, message{job: &t.job}) != nil {
-		t.job.reject(ErrStopped)
+	switch err := p.sendJob(&t.job, t.ctx.parent.Done()); err {
+	case nil:
+	case errWithdrawn:
+		t.job.reject(t.ctx.parent.Err())
+	default:
+		t.job.reject(p.countRejected(err, 1))
 	}
 }
 

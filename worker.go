@@ -23,7 +23,7 @@ func (p *WorkerPool) worker(w work) {
 			// worker's place, so the worker count dispatch keeps stays
 			// true.
 			p.returned()
-			p.goroutines.Go(p.replacementWorker)
+			p.goroutines.Go(p.idleWorker)
 		}
 	}()
 	// While the worker waits in the receive, w holds nothing of the last
@@ -36,7 +36,10 @@ func (p *WorkerPool) worker(w work) {
 	retired = true
 }
 
-func (p *WorkerPool) replacementWorker() {
+// idleWorker is a worker that starts by waiting for work: one that takes
+// the place of a worker a task ended with runtime.Goexit, or one that
+// WithMinWorkers keeps.
+func (p *WorkerPool) idleWorker() {
 	p.worker(<-p.workerQueue)
 }
 

@@ -29,9 +29,14 @@ var (
 // dispatcher goroutine, so call Stop, StopWait or Shutdown when the pool is
 // no longer needed.
 type WorkerPool struct {
-	maxWorkers   int
+	size         atomic.Int64        // the most workers: New's maxWorkers, then the last Resize's; dispatch re-reads it on a resize
+	minWorkers   int                 // WithMinWorkers: workers kept, capped at size
 	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
 	panicHandler func(recovered any) // nil: a task's panic crashes the program
+	bound        int                 // WithMaxWaiting's n; 0: unbounded
+	overflow     Overflow            // what a task meets when the queue is full, with a bound
+	roomed       bool                // Block or Reject with a bound: submitters take room (see room)
+	dead         deadLetters         // the dead-letter handler and the letters on their way to it
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
@@ -65,6 +70,7 @@ type WorkerPool struct {
 
 	waiters    sync.Pool // idle *waiter values for DoWait
 	groupTasks sync.Pool // idle *groupTask values for Group.Go
+	tickets    sync.Pool // idle *ticket values for submits that wait for an answer
 	live       liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
@@ -75,9 +81,12 @@ type WorkerPool struct {
 	// sendsBegun counts the sends that passed, or are about to make, their
 	// stopping check: it only grows, but for refused sends, which take
 	// themselves out. Dispatch reads it while stopping; Status counts
-	// accepted tasks as sendsBegun less pauseSends.
-	sendsBegun atomic.Int64
-	pauseSends atomic.Int64 // the Pause calls among sendsBegun
+	// accepted tasks from it (see WorkerPool.submitted).
+	sendsBegun   atomic.Int64
+	controlSends atomic.Int64 // of sendsBegun, the messages that carry no task of their own (Pause, Resize, WaitIdle, tickets)
+	// room is the waiting queue's free room under Block and Reject, which
+	// submitters take before they send.
+	room room
 
 	_ cacheLinePad
 	// Published by dispatch for observers; waiting is also moved by
@@ -87,6 +96,8 @@ type WorkerPool struct {
 	waiting       atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
 	paused        atomic.Bool  // a Pause is in effect
 	settledTotals settledTotals
+	ticketTasks   atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
+	rejected      atomic.Uint64 // tasks refused because the queue was full, never accepted
 	// settling counts the job settles in progress (the move to canceled
 	// or abandoned and its counting); a stop waits for it to reach zero
 	// before it returns, so that no count is still on its way.
@@ -107,13 +118,15 @@ type cacheLinePad [128]byte
 
 // New creates a pool that runs tasks on at most maxWorkers goroutines and
 // starts its dispatcher. A maxWorkers below 1 means 1. Workers start only as
-// tasks arrive and retire after an idle period (see WithIdleTimeout). Call
-// Stop, StopWait or Shutdown to release the dispatcher once the pool is not
-// needed.
+// tasks arrive and retire after an idle period (see WithIdleTimeout), but
+// for those WithMinWorkers keeps: New starts them, so Status().Workers shows
+// them when New returns. Call Stop, StopWait or Shutdown to release the
+// dispatcher once the pool is not needed. New panics if an option is
+// invalid (see WithMaxWaiting).
 func New(maxWorkers int, options ...Option) *WorkerPool {
 	cfg := newConfig(options)
 	p := &WorkerPool{
-		maxWorkers:   max(maxWorkers, 1),
+		minWorkers:   cfg.minWorkers,
 		idleTimeout:  cfg.idleTimeout,
 		panicHandler: cfg.panicHandler,
 		taskQueue:    make(chan message),
@@ -122,7 +135,16 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		stopping:     make(chan struct{}),
 		stopped:      make(chan struct{}),
 	}
-	p.goroutines.Go(newDispatcher(p).run)
+	p.size.Store(int64(max(maxWorkers, 1)))
+	if cfg.maxWaiting >= 1 {
+		p.bound, p.overflow = cfg.maxWaiting, cfg.overflow
+		p.roomed = p.overflow != DropOldest
+		p.room.init(p.bound)
+	}
+	p.dead.handler = cfg.deadLetter
+	d := newDispatcher(p)
+	d.startFloorWorkers()
+	p.goroutines.Go(d.run)
 	return p
 }
 
@@ -130,25 +152,79 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // for a worker, however busy the pool is. Tasks start in the order they were
 // submitted. A nil task is ignored.
 //
+// With a bound (WithMaxWaiting) and a full queue, Submit waits for room
+// under Block; under Reject it does not queue task but counts it in
+// Status.Rejected and gives it to the dead-letter handler with an error
+// wrapping ErrQueueFull; under DropOldest it queues task and the oldest
+// waiting task is dropped.
+//
 // Submit panics with an error wrapping ErrStopped once Stop, StopWait or
-// Shutdown has been called, including from a task that is still running
-// during StopWait; use Do to get the error instead. Safe for concurrent use.
+// Shutdown has been called, including while it waited for room and from a
+// task that is still running during StopWait; use Do to get the error
+// instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
-	if p.Do(task) != nil {
+	switch err := p.doPlain(task, nil); {
+	case err == nil:
+	case err == ErrQueueFull && p.giveUp(task, ErrQueueFull):
+		p.rejected.Add(1)
+	default:
 		panic(errSubmitStopped)
 	}
 }
 
 // Do queues task like Submit, and returns ErrStopped instead of panicking
-// once Stop, StopWait or Shutdown has been called. A Do that races with a
-// stop either is accepted, and then the task runs exactly once or the stop
-// abandons it, or returns ErrStopped. A nil task is ignored and Do returns
-// nil. Safe for concurrent use.
+// once Stop, StopWait or Shutdown has been called (also while it waited for
+// room), and ErrQueueFull where Submit would give the task to the
+// dead-letter handler (Reject); then the task is the caller's. A Do that
+// races with a stop either is accepted, and then the task runs exactly once
+// or the stop abandons it, or returns ErrStopped. A nil task is ignored and
+// Do returns nil. Safe for concurrent use.
 func (p *WorkerPool) Do(task func()) error {
-	if task == nil {
+	return p.countRejected(p.doPlain(task, nil), 1)
+}
+
+// doPlain queues a plain task; under Block it waits for room until ctxDone
+// is closed (nil: until the pool stops). Unbounded, and under DropOldest,
+// it is one send: the dispatcher alone decides. Under Block and Reject it
+// takes room first, and returns ErrQueueFull (Reject) or waits in a ticket
+// (Block) if there is none. It does not count refusals.
+func (p *WorkerPool) doPlain(task func(), ctxDone <-chan struct{}) error {
+	switch {
+	case task == nil:
 		return nil
+	case !p.roomed:
+		return send(p, message{task: task})
+	case p.room.take(1):
+		if err := send(p, message{task: task}); err != nil {
+			p.giveRoom(1)
+			return err
+		}
+		return nil
+	case p.stopBegun.Load():
+		return ErrStopped
+	case p.overflow == Reject:
+		return ErrQueueFull
 	}
-	return send(p, message{task: task})
+	t := p.newTicket()
+	t.task, t.tasks, t.need = task, 1, 1
+	return p.submitTicket(t, ctxDone)
+}
+
+// countRejected counts n tasks in Status.Rejected if err says the queue was
+// full, and returns err.
+func (p *WorkerPool) countRejected(err error, n int) error {
+	if err == ErrQueueFull {
+		p.rejected.Add(uint64(n))
+	}
+	return err
+}
+
+// giveRoom gives back n places of the waiting queue, and wakes dispatch if
+// submitters wait for room.
+func (p *WorkerPool) giveRoom(n int) {
+	if p.room.give(n) {
+		p.wakeDispatch()
+	}
 }
 
 // send delivers m to dispatch on taskQueue, or returns ErrStopped once
@@ -169,6 +245,18 @@ func send(p *WorkerPool, m message) error {
 		return ErrStopped
 	}
 	p.taskQueue <- m
+	return nil
+}
+
+// sendControl is send for a message that carries no task of its own: it
+// is counted in controlSends first, so that Status never counts it as a
+// task.
+func sendControl(p *WorkerPool, m message) error {
+	p.controlSends.Add(1)
+	if err := send(p, m); err != nil {
+		p.controlSends.Add(-1)
+		return err
+	}
 	return nil
 }
 
@@ -211,11 +299,37 @@ func (p *WorkerPool) DoWait(task func()) error {
 		return nil
 	}
 	w := p.newWaiter(task)
-	if err := send(p, message{job: &w.job}); err != nil {
-		w.recycle()
-		return err
+	if err := p.sendJob(&w.job, nil); err != nil {
+		w.recycle() // it never reached the pool
+		return p.countRejected(err, 1)
 	}
 	return w.wait()
+}
+
+// sendJob gives a job to dispatch, as doPlain gives a plain task: one send,
+// or, under Block and Reject, after taking room for it. It does not count
+// refusals; a job it returns an error for never reached the pool.
+func (p *WorkerPool) sendJob(j *job, ctxDone <-chan struct{}) error {
+	j.room.Store(false)
+	switch {
+	case !p.roomed:
+		return send(p, message{job: j})
+	case p.room.take(1):
+		j.room.Store(true)
+		if err := send(p, message{job: j}); err != nil {
+			j.room.Store(false)
+			p.giveRoom(1)
+			return err
+		}
+		return nil
+	case p.stopBegun.Load():
+		return ErrStopped
+	case p.overflow == Reject:
+		return ErrQueueFull
+	}
+	t := p.newTicket()
+	t.job, t.tasks, t.need = j, 1, 1
+	return p.submitTicket(t, ctxDone)
 }
 
 // SubmitWait queues task and waits until it has finished running, like
@@ -224,7 +338,11 @@ func (p *WorkerPool) DoWait(task func()) error {
 // starts. The same deadlock as DoWait's applies to calls from inside a task.
 // Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
-	if p.DoWait(task) != nil {
+	switch err := p.DoWait(task); err {
+	case nil:
+	case ErrQueueFull:
+		panic(errSubmitWaitQueueFull)
+	default:
 		panic(errSubmitWaitStopped)
 	}
 }
@@ -312,14 +430,52 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 		panic("workerpool: Pause called with a nil context")
 	}
 	req := &pauseRequest{end: ctx.Done(), barrierReached: make(chan struct{})}
-	p.pauseSends.Add(1) // before send counts it: never a task, even for a moment
-	if send(p, message{req: &request{pause: req}}) != nil {
-		p.pauseSends.Add(-1)
+	if sendControl(p, message{req: &request{pause: req}}) != nil {
 		return
 	}
 	select {
 	case <-req.barrierReached:
 	case <-p.stopping:
+	}
+}
+
+// Resize sets the most workers to maxWorkers (below 1 means 1) and returns
+// without waiting for running tasks: Size and Status().MaxWorkers show the
+// new size when it returns. Growing starts workers for waiting tasks at
+// once. Shrinking retires idle workers at once and busy ones as their task
+// ends, and no task starts while the running ones are at or above the new
+// size. A WithMinWorkers floor above the new size is lowered to it, and
+// restored by a Resize back up. Concurrent calls are linearizable: the last
+// one wins. After stopping has begun Resize does nothing. Safe for
+// concurrent use.
+func (p *WorkerPool) Resize(maxWorkers int) {
+	if p.stopBegun.Load() {
+		return
+	}
+	p.size.Store(int64(max(maxWorkers, 1)))
+	_ = sendControl(p, message{req: &resizeTick}) // dispatch reads size; refused only by a stop
+}
+
+// WaitIdle waits for the first moment at which no task runs or waits (tasks
+// a Pause holds count as waiting) and returns nil; it returns ctx's error if
+// ctx is done first, and ErrStopped if stopping began before the pool was
+// idle (at once on a stopped pool). It does not hold back new tasks, which
+// is Pause's job, and occupies no worker. WaitIdle called from inside a task
+// waits for that task: forever, until ctx is done or the pool stops.
+// WaitIdle panics if ctx is nil. Safe for concurrent use.
+func (p *WorkerPool) WaitIdle(ctx context.Context) error {
+	if ctx == nil {
+		panic("workerpool: WaitIdle called with a nil context")
+	}
+	req := &idleRequest{ctxDone: ctx.Done(), done: make(chan struct{})}
+	if err := sendControl(p, message{req: &request{idle: req}}); err != nil {
+		return err
+	}
+	select {
+	case <-req.done:
+		return req.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 
@@ -376,7 +532,7 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 	}
 	gaveUp := ctx.Err() != nil
 	if gaveUp {
-		p.giveUp() // before stopping begins, as Stop does
+		p.cutShort() // before stopping begins, as Stop does
 	}
 	p.beginStop()
 	if !gaveUp {
@@ -384,7 +540,7 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 		case <-p.stopped:
 		case <-ctx.Done():
 			if gaveUp = !isClosed(p.stopped); gaveUp { // both may be ready
-				p.giveUp()
+				p.cutShort()
 			}
 		}
 	}
@@ -398,9 +554,9 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// giveUp ends a Shutdown's wait: the queue is abandoned and the contexts of
-// running Tasks and groups are canceled.
-func (p *WorkerPool) giveUp() {
+// cutShort ends a Shutdown's wait: the queue is abandoned and the contexts
+// of running Tasks and groups are canceled.
+func (p *WorkerPool) cutShort() {
 	p.abandonQueue()
 	p.live.cutAll()
 }

@@ -1,0 +1,292 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+)
+
+// Overflow says what a new task meets when the waiting queue is full (see
+// WithMaxWaiting).
+type Overflow int
+
+const (
+	// Block: the submitter waits for room (back-pressure). Submitters that
+	// wait get room strictly in arrival order.
+	Block Overflow = iota
+	// Reject: the new task is refused with ErrQueueFull.
+	Reject
+	// DropOldest: the oldest waiting task is dropped with ErrDropped to make
+	// room; the new task is accepted.
+	DropOldest
+)
+
+// String returns the policy's name, such as "Block".
+func (o Overflow) String() string {
+	switch o {
+	case Block:
+		return "Block"
+	case Reject:
+		return "Reject"
+	case DropOldest:
+		return "DropOldest"
+	}
+	return "Overflow(" + strconv.Itoa(int(o)) + ")"
+}
+
+var (
+	// ErrQueueFull reports a task refused because the waiting queue was
+	// full (Reject, a TrySubmit that did not wait, or a DoBatch larger than
+	// the bound).
+	ErrQueueFull = errors.New("workerpool: waiting queue full")
+	// ErrDropped reports a task that was accepted and then dropped from a
+	// full queue to make room for a newer one (DropOldest).
+	ErrDropped = errors.New("workerpool: task dropped from a full queue")
+
+	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
+)
+
+// room holds the waiting queue's free places under Block and Reject, and
+// the count of submitters parked with the dispatcher until room frees, in
+// one word, so that a submitter takes room only if nobody is parked before
+// it: free places in the low 32 bits, parked submitters in the high 32.
+// Whoever takes a task out of the waiting queue gives its place back (see
+// job.room and dispatcher.pop); the dispatcher admits parked submitters in
+// arrival order.
+type room struct {
+	word atomic.Uint64
+}
+
+const parkedOne = 1 << 32
+
+func (r *room) init(places int) { r.word.Store(uint64(places)) }
+
+// take takes n places, and reports false, taking none, if fewer are free or
+// a submitter is parked.
+func (r *room) take(n int) bool {
+	for {
+		w := r.word.Load()
+		if w>>32 != 0 || uint32(w) < uint32(n) {
+			return false
+		}
+		if r.word.CompareAndSwap(w, w-uint64(n)) {
+			return true
+		}
+	}
+}
+
+// give returns n places, and reports whether submitters are parked: the
+// dispatcher should then look at them.
+func (r *room) give(n int) (parked bool) {
+	return r.word.Add(uint64(n))>>32 != 0
+}
+
+// park counts a submitter that will wait with the dispatcher for room.
+func (r *room) park() { r.word.Add(parkedOne) }
+
+// unpark uncounts a parked submitter that leaves without room.
+func (r *room) unpark() { r.word.Add(^uint64(parkedOne - 1)) }
+
+// admit takes n places for a parked submitter and uncounts it, and reports
+// false, changing nothing, if fewer are free.
+func (r *room) admit(n int) bool {
+	for {
+		w := r.word.Load()
+		if uint32(w) < uint32(n) {
+			return false
+		}
+		if r.word.CompareAndSwap(w, w-parkedOne-uint64(n)) {
+			return true
+		}
+	}
+}
+
+// A ticket carries a submit that needs an answer from the dispatcher: one
+// that waits for room under Block (parked), or a DoBatch, whose slice the
+// dispatcher copies before it answers. It holds a plain task, a job, or a
+// batch. Tickets are reused through WorkerPool.tickets; both the submitter
+// and the dispatcher hold one until each is done with it (refs).
+type ticket struct {
+	task  func()
+	job   *job
+	batch []func()
+	tasks int // the tasks it carries (a batch's non-nil ones)
+	need  int // places it needs before it is admitted; 0: none (it took them, or the pool has no room to count)
+	state atomic.Uint32
+	err   error         // why it was refused: ErrStopped; written before done is sent
+	done  chan struct{} // buffered (1): the dispatcher's answer
+	req   request       // {ticket: t}, set once
+	refs  atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
+}
+
+// The states of a ticket.
+const (
+	ticketWaiting   uint32 = iota // sent, or parked with the dispatcher
+	ticketAdmitted                // its tasks are in the pool
+	ticketRefused                 // the pool stopped first: err says so
+	ticketWithdrawn               // the submitter's context ended first
+)
+
+func (p *WorkerPool) newTicket() *ticket {
+	t, _ := p.tickets.Get().(*ticket)
+	if t == nil {
+		t = &ticket{done: make(chan struct{}, 1)}
+		t.req.ticket = t
+	}
+	t.state.Store(ticketWaiting)
+	t.refs.Store(2)
+	return t
+}
+
+func (t *ticket) unref(p *WorkerPool) {
+	if t.refs.Add(-1) == 0 {
+		t.task, t.job, t.batch, t.err = nil, nil, nil, nil
+		p.tickets.Put(t)
+	}
+}
+
+// submit sends t to the dispatcher and waits for its answer, or until
+// ctxDone is closed (nil: never). It returns nil once t is admitted,
+// ErrStopped if the pool stopped first, and errWithdrawn if ctxDone came
+// first; the submitter then still owns t's task. A ticket that needs room
+// is counted as parked before it is sent, so that no later submitter takes
+// room before it.
+func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
+	if t.need > 0 {
+		p.room.park()
+	}
+	if err := sendControl(p, message{req: &t.req}); err != nil {
+		if t.need > 0 {
+			p.room.unpark()
+		}
+		t.refs.Store(1) // the dispatcher never got it
+		t.unref(p)
+		return err
+	}
+	select {
+	case <-t.done:
+	case <-ctxDone:
+		if t.state.CompareAndSwap(ticketWaiting, ticketWithdrawn) {
+			p.wakeDispatch() // it may hold room for t, or others wait behind it
+			t.unref(p)
+			return errWithdrawn
+		}
+		<-t.done // answered meanwhile
+	}
+	err := t.err
+	t.unref(p)
+	return err
+}
+
+// errWithdrawn reports a ticket withdrawn because the submitter's context
+// ended; callers return the context's error instead.
+var errWithdrawn = errors.New("workerpool: withdrawn")
+
+// answer settles a ticket the dispatcher holds: admitted, or refused with
+// err. It reports false if the submitter withdrew it first.
+func (t *ticket) answer(to uint32, err error) bool {
+	if !t.state.CompareAndSwap(ticketWaiting, to) {
+		return false
+	}
+	t.err = err
+	t.done <- struct{}{}
+	return true
+}
+
+// ctxDone returns ctx's Done channel, or nil for a nil ctx.
+func ctxDone(ctx context.Context) <-chan struct{} {
+	if ctx == nil {
+		return nil
+	}
+	return ctx.Done()
+}
+
+// TrySubmit queues task like Submit, but never waits: it returns false,
+// and does not queue task, when the waiting queue is full under Block or
+// Reject (counted in Status.Rejected), when submitters wait for room before
+// it, or once the pool is stopping. Under DropOldest it returns true and
+// the oldest waiting task is dropped; with no bound it is Do. A nil task is
+// ignored and TrySubmit returns true. Safe for concurrent use.
+func (p *WorkerPool) TrySubmit(task func()) bool {
+	if task == nil {
+		return true
+	}
+	if !p.roomed {
+		return send(p, message{task: task}) == nil
+	}
+	if !p.room.take(1) {
+		if !p.stopBegun.Load() {
+			p.rejected.Add(1)
+		}
+		return false
+	}
+	if send(p, message{task: task}) != nil {
+		p.giveRoom(1)
+		return false
+	}
+	return true
+}
+
+// DoContext queues task like Do, and under Block waits for room only until
+// ctx is done: it then returns ctx's error and does not queue task. Under
+// Reject it returns ErrQueueFull when the queue is full, and under
+// DropOldest, or with no bound, it never waits for room. It returns
+// ErrStopped once the pool is stopping, also while it waited. A nil task is
+// ignored and DoContext returns nil. DoContext panics if ctx is nil. Safe
+// for concurrent use.
+func (p *WorkerPool) DoContext(ctx context.Context, task func()) error {
+	if ctx == nil {
+		panic("workerpool: DoContext called with a nil context")
+	}
+	err := p.doPlain(task, ctx.Done())
+	if err == errWithdrawn {
+		return ctx.Err()
+	}
+	return p.countRejected(err, 1)
+}
+
+// DoBatch queues every non-nil task of tasks, in order, in one hand-off to
+// the dispatcher, or none of them: it returns ErrStopped once the pool is
+// stopping. Nil entries are skipped and do not count. With a bound the
+// batch is one admission: Block waits until it all fits (a batch waiting at
+// the head of the submitters holds back those behind it), Reject returns
+// ErrQueueFull unless it all fits, and DropOldest drops the oldest waiting
+// tasks to make room; a batch larger than the bound gets ErrQueueFull at
+// once under every policy (its tasks counted in Status.Rejected). Once
+// accepted, the tasks are plain tasks, as Submit's. The pool keeps no
+// reference to the slice after DoBatch returns. Safe for concurrent use.
+func (p *WorkerPool) DoBatch(tasks []func()) error {
+	n := 0
+	for _, task := range tasks {
+		if task != nil {
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return nil
+	case p.stopBegun.Load():
+		return ErrStopped
+	case p.bound > 0 && n > p.bound:
+		return p.countRejected(ErrQueueFull, n)
+	}
+	t := p.newTicket()
+	t.batch, t.tasks = tasks, n
+	took := p.roomed && p.room.take(n)
+	switch {
+	case !p.roomed, took:
+	case p.overflow == Reject:
+		t.refs.Store(1)
+		t.unref(p)
+		return p.countRejected(ErrQueueFull, n)
+	default:
+		t.need = n
+	}
+	err := p.submitTicket(t, nil)
+	if err != nil && took {
+		p.giveRoom(n)
+	}
+	return err
+}
