@@ -183,7 +183,7 @@ func (d *dispatcher) step() bool {
 	default:
 		switch {
 		case sent:
-		case d.plainFast && d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0:
+		case d.plainFast && d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching:
 			if d.waitingDelta != 0 {
 				d.publish()
 			}
@@ -256,14 +256,15 @@ func (d *dispatcher) changeWaiting(n int64) {
 // effect it waits on the fewest channels it can: while the queue is empty
 // only on taskQueue; otherwise also on a worker taking the front task; and
 // on wake while the queue holds jobs (so that a queued job's cancel is seen
-// at once) or submitters are parked for room. (A Stop needs no wake here:
-// its stop message follows at once.)
+// at once), submitters are parked for room, or a WaitIdle call waits for
+// running tasks. (A Stop needs no wake here: its stop message follows at
+// once.)
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.jobs.Len() > 0 || d.parked.Len() > 0 {
+	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching {
 		wake = d.p.wake
 	}
 	switch {

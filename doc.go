@@ -46,6 +46,65 @@
 // pool, so a group never delays other users of the pool. Once its tasks have
 // finished, the pool keeps no reference to a group, waited for or not.
 //
+// # Bounded queue and back-pressure
+//
+// By default the waiting queue has no bound and no submit ever waits.
+// [WithMaxWaiting](n, overflow) bounds it: at most n tasks wait for a
+// worker (running tasks do not count, tasks a Pause holds do, and a task
+// that can start on a free worker at once never needs room). With a full
+// queue, each call meets the overflow policy:
+//
+//	call                Block                          Reject                                   DropOldest
+//	Submit              waits for room                 not queued: Rejected, dead letter         accepted; oldest dropped
+//	Do, DoWait          waits                          ErrQueueFull                             accepted; oldest dropped
+//	DoContext           waits until room or ctx done   ErrQueueFull                             accepted; oldest dropped
+//	TrySubmit           false at once                  false                                    true; oldest dropped
+//	SubmitWait          waits                          panics (wraps ErrQueueFull)              accepted; oldest dropped
+//	Go, Call            wait until room or ctx done    handle reports ErrQueueFull              accepted; oldest dropped
+//	Group.Go            waits until room or the        the group's error becomes ErrQueueFull   accepted; oldest dropped
+//	                    group's context is done
+//	DoBatch (k tasks)   waits until all k fit          ErrQueueFull unless all k fit            accepted; oldest dropped
+//
+// A dropped task with a handle reports [ErrDropped]; a dropped plain task
+// goes to the dead-letter handler. Submitters that wait for room get it
+// strictly in arrival order: a waiting batch at the head holds back the
+// submitters behind it, and TrySubmit never overtakes a waiting submitter.
+// A canceled queued task frees its room at once. A DoBatch larger than the
+// bound gets ErrQueueFull at once under every policy. Tasks a [Group] holds
+// back because of SetLimit join the queue without room when a finished
+// group task releases them, even if the queue is full, so that a worker
+// never waits for room (the group's limit bounds them); Group.Go itself
+// waits or is refused like Go. Stop, StopWait and Shutdown release every
+// waiting submitter at once: Submit and SubmitWait panic with an error
+// wrapping ErrStopped, as after any stop, and the other calls return or
+// report ErrStopped. While the queue is full the dispatcher still serves
+// Pause, Cancel, Resize, WaitIdle, idle retirement and stops.
+//
+// # Dead letters
+//
+// Nothing is lost silently: every accepted task runs, or its waiter learns
+// why not, or, for a plain task whose submitter cannot learn it, the
+// handler set by [WithDeadLetter] gets it with the reason: a Submit refused
+// under Reject ([ErrQueueFull]), a task dropped ([ErrDropped]), a task
+// abandoned by Stop or a Shutdown that gave up ([ErrStopped]). The handler
+// runs on a goroutine of the pool, never the dispatcher's, for one task at a
+// time, in the order the tasks were given up; Stop, StopWait and Shutdown
+// return only after it has returned for every task given up before or
+// during the stop. Without a handler such tasks are only counted in
+// [Status].
+//
+// # Size at run time
+//
+// [WorkerPool.Resize] changes the most workers while the pool runs:
+// growing starts workers for waiting tasks at once, shrinking retires idle
+// workers at once and busy ones as their task ends, and no task starts
+// while the running ones are at or above the new size. [WithMinWorkers]
+// keeps a floor of warm workers that New starts and idle retirement never
+// removes. [WorkerPool.WaitIdle] waits, without stopping or holding back
+// anything, for a moment at which no task runs or waits. [WorkerPool.DoBatch]
+// queues many tasks in one hand-off to the dispatcher, which saves one of a
+// task's two goroutine hand-offs.
+//
 // # Task states
 //
 // Every task someone waits for (a DoWait call, a Task, a Future or a group
@@ -71,11 +130,14 @@
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started,
 //     wherever it was (in the queue, or handed to a worker); Wait returns
 //     ErrStopped. A task whose own context ended first is canceled instead.
+//   - dropped: a full queue dropped it to make room for a newer task
+//     (DropOldest); Wait returns ErrDropped.
 //
-// A settled task (canceled or abandoned) has left Status.Waiting and is
-// counted in Status.Canceled or Status.Abandoned by the time its Wait or
-// Done reports it. Plain tasks from Submit and Do have no waiter: they are
-// queued, then started and finished, or abandoned.
+// A settled task (canceled, abandoned or dropped) has left Status.Waiting
+// and is counted in Status.Canceled, Status.Abandoned or Status.Dropped by
+// the time its Wait or Done reports it. Plain tasks from Submit and Do have
+// no waiter: they are queued, then started and finished, or abandoned or
+// dropped (and given to the dead-letter handler).
 //
 // # Stopping
 //
@@ -98,7 +160,8 @@
 // abandoned tasks during it.
 //
 // All three return only once every pool goroutine (the dispatcher, the
-// workers and the idle clock) has exited: no function of this package is on
+// workers, the idle clock and the dead-letter deliverer) has exited, and
+// the dead-letter handler has returned for every task given up: no function of this package is on
 // any goroutine's stack, no timer is armed, and no task starts after that.
 // (One exception, which runs no code of the pool: a worker whose task
 // called runtime.Goexit may still be finishing its last deferred call, its

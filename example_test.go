@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -191,4 +192,106 @@ func ExampleWorkerPool_Shutdown() {
 	s := p.Status()
 	fmt.Println(s.Submitted, s.Completed+s.Abandoned+s.Canceled)
 	// Output: 8 8
+}
+
+// Back-pressure: with a bound of 2 waiting tasks and Block, a submitter
+// waits for room instead of growing the queue. (A Pause holds the queue
+// here, to show it full.)
+func ExampleWithMaxWaiting() {
+	p := workerpool.New(2, workerpool.WithMaxWaiting(2, workerpool.Block))
+	hold, resume := context.WithCancel(context.Background())
+	p.Pause(hold)
+	for range 2 {
+		p.Submit(func() {}) // held: the queue is now full
+	}
+	fmt.Println("TrySubmit on a full queue:", p.TrySubmit(func() {}))
+
+	admitted := make(chan struct{})
+	go func() {
+		p.Submit(func() {}) // waits for room
+		close(admitted)
+	}()
+	resume() // the held tasks run, room frees, the waiting Submit gets in
+	<-admitted
+	p.StopWait()
+	s := p.Status()
+	fmt.Println("submitted:", s.Submitted, "completed:", s.Completed, "rejected:", s.Rejected)
+	// Output:
+	// TrySubmit on a full queue: false
+	// submitted: 3 completed: 3 rejected: 1
+}
+
+// Dead letters: nothing is lost silently. A Submit refused by a full queue
+// (Reject) and a task that Stop abandons both reach the handler, in order,
+// before Stop returns.
+func ExampleWithDeadLetter() {
+	p := workerpool.New(1,
+		workerpool.WithMaxWaiting(1, workerpool.Reject),
+		workerpool.WithDeadLetter(func(task func(), reason error) {
+			fmt.Println("dead letter:", reason)
+		}))
+	hold, resume := context.WithCancel(context.Background())
+	defer resume()
+	p.Pause(hold)
+	p.Submit(func() {}) // held: the queue is now full
+	p.Submit(func() {}) // refused under Reject: to the handler
+	p.Stop()            // abandons the held task: to the handler too
+	s := p.Status()
+	fmt.Println("rejected:", s.Rejected, "abandoned:", s.Abandoned)
+	// Output:
+	// dead letter: workerpool: waiting queue full
+	// dead letter: workerpool: pool stopped
+	// rejected: 1 abandoned: 1
+}
+
+// Resize changes the most workers while the pool runs; Size shows the new
+// size when Resize returns.
+func ExampleWorkerPool_Resize() {
+	p := workerpool.New(2, workerpool.WithMinWorkers(2))
+	defer p.StopWait()
+	fmt.Println("size:", p.Size(), "workers:", p.Status().Workers)
+	p.Resize(8) // grows at once; new workers start as tasks wait
+	fmt.Println("size:", p.Size())
+	p.Resize(1) // idle workers retire at once, busy ones when their task ends
+	fmt.Println("size:", p.Size(), "max workers:", p.Status().MaxWorkers)
+	// Output:
+	// size: 2 workers: 2
+	// size: 8
+	// size: 1 max workers: 1
+}
+
+// WaitIdle waits until nothing runs or waits, without stopping the pool.
+func ExampleWorkerPool_WaitIdle() {
+	p := workerpool.New(4)
+	defer p.Stop()
+	var done atomic.Int64
+	for range 100 {
+		p.Submit(func() { done.Add(1) })
+	}
+	if err := p.WaitIdle(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("done:", done.Load())
+	p.Submit(func() { done.Add(1) }) // the pool still runs
+	_ = p.WaitIdle(context.Background())
+	fmt.Println("done:", done.Load())
+	// Output:
+	// done: 100
+	// done: 101
+}
+
+// DoBatch queues many tasks in one hand-off to the dispatcher, in order.
+func ExampleWorkerPool_DoBatch() {
+	p := workerpool.New(1)
+	var out []int
+	batch := make([]func(), 5)
+	for i := range batch {
+		batch[i] = func() { out = append(out, i) } // one worker: no race
+	}
+	if err := p.DoBatch(batch); err != nil {
+		fmt.Println(err)
+	}
+	p.StopWait()
+	fmt.Println(out)
+	// Output: [0 1 2 3 4]
 }

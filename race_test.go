@@ -482,12 +482,14 @@ func TestIdleRetirementAtExactTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(3, WithIdleTimeout(time.Second))
 		defer p.Stop()
-		busy := newGate()
+		busy, quick := newGate(), newGate()
 		p.Submit(busy.task())
-		p.Submit(func() {})
-		p.Submit(func() {})
+		p.Submit(quick.task()) // two more workers: no worker is ready
+		p.Submit(quick.task())
 		synctest.Wait()
 		require.Equal(t, 3, p.Status().Workers)
+		quick.open()
+		synctest.Wait()
 		time.Sleep(1500 * time.Millisecond) // t=1.5: the tick at 1s saw the tasks
 		p.Submit(func() {})                 // a task in the period [1s, 2s)
 		synctest.Wait()
