@@ -142,7 +142,7 @@ func (p *WorkerPool) newTicket() *ticket {
 
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
-		t.task, t.job, t.batch, t.err = nil, nil, nil, nil
+		t.task, t.job, t.batch, t.tasks, t.need, t.err = nil, nil, nil, 0, 0, nil
 		p.tickets.Put(t)
 	}
 }
@@ -193,14 +193,6 @@ func (t *ticket) answer(to uint32, err error) bool {
 	t.err = err
 	t.done <- struct{}{}
 	return true
-}
-
-// ctxDone returns ctx's Done channel, or nil for a nil ctx.
-func ctxDone(ctx context.Context) <-chan struct{} {
-	if ctx == nil {
-		return nil
-	}
-	return ctx.Done()
 }
 
 // TrySubmit queues task like Submit, but never waits: it returns false,

@@ -37,7 +37,9 @@ type dispatcher struct {
 
 	// queue holds the tasks waiting for a worker, oldest first; a nil
 	// entry stands for the next job in jobs. pushed and popped count the
-	// entries ever pushed and popped: pauses keep their place in it.
+	// entries ever pushed and popped: pauses keep their place in it. Its
+	// buffer never shrinks below queueBaseCap, so that bursts that come
+	// and go do not allocate.
 	queue          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	pushed, popped uint64
@@ -82,7 +84,7 @@ type dispatcher struct {
 	// is active. pauses[0].barrier is a position in the push sequence:
 	// tasks pushed before it still run, later ones are held.
 	pauses   []*pauseRequest
-	watching bool // wakeOnReturn is set: waiting for the active pause's barrier
+	watching bool // wakeOnReturn is set: waiting for work to come back (a pause's barrier, WaitIdle)
 }
 
 // A message is what travels on taskQueue: a plain task, a job, or a
@@ -128,6 +130,12 @@ type settledTotals struct {
 	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest)
 }
 
+// queueBaseCap is the size below which the queue's buffer never shrinks
+// (8 KiB, allocated when the first task waits): a burst of up to that many
+// waiting tasks, such as a DoBatch of 1000, costs no allocation once the
+// buffer exists.
+const queueBaseCap = 1024
+
 // publishEvery bounds how many queue changes a busy dispatcher makes
 // without publishing waitingDelta.
 const publishEvery = 64
@@ -141,6 +149,7 @@ type workerTotals struct {
 
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: p.bound == 0}
+	d.queue.SetBaseCap(queueBaseCap)
 	d.max = int(p.size.Load())
 	d.floor = min(p.minWorkers, d.max)
 	if p.idleTimeout > 0 {
@@ -183,7 +192,7 @@ func (d *dispatcher) step() bool {
 	default:
 		switch {
 		case sent:
-		case d.plainFast && d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching:
+		case d.plainFast && d.quiet():
 			if d.waitingDelta != 0 {
 				d.publish()
 			}
@@ -253,25 +262,25 @@ func (d *dispatcher) changeWaiting(n int64) {
 
 // await publishes waitingDelta, then waits for one event and handles it.
 // It returns false when the event is the stop message. With no pause in
-// effect it waits on the fewest channels it can: while the queue is empty
-// only on taskQueue; otherwise also on a worker taking the front task; and
-// on wake while the queue holds jobs (so that a queued job's cancel is seen
-// at once), submitters are parked for room, or a WaitIdle call waits for
-// running tasks. (A Stop needs no wake here: its stop message follows at
-// once.)
+// effect it waits on the fewest channels it can: while quiet only on
+// taskQueue; otherwise also on a worker taking the front task or the zero
+// work that retires it; and on wake while the queue holds jobs (so that a
+// queued job's cancel is seen at once), submitters are parked for room, or
+// work is watched (a WaitIdle call waits for running tasks). (A Stop needs
+// no wake here: its stop message follows at once.)
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
 	}
-	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching {
-		wake = d.p.wake
-	}
 	switch {
 	case len(d.pauses) > 0:
 		return d.awaitPaused()
-	case d.queue.Len() == 0 && wake == nil:
+	case d.quiet():
 		return d.receive(<-d.p.taskQueue)
+	}
+	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
+	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching {
+		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
 	select {
@@ -282,6 +291,14 @@ func (d *dispatcher) await() bool {
 	case <-wake:
 	}
 	return true
+}
+
+// quiet reports whether dispatch has nothing to do but receive: no task
+// queued, no pause in effect, no submitter parked for room, no work to
+// watch come back (see allReturned), and no worker to retire above the
+// pool's size. It then waits on taskQueue alone.
+func (d *dispatcher) quiet() bool {
+	return d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching && d.workers <= d.max
 }
 
 // offerFront returns what dispatch offers the workers while it waits:
@@ -383,7 +400,7 @@ func (d *dispatcher) accept(task func()) {
 func (d *dispatcher) acceptJob(j *job) {
 	d.countSubmitted()
 	if j.settled() || j.settleIfBlocked() { // settled: canceled since its send completed
-		j.owner.released()
+		d.discard(j)
 		return
 	}
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
@@ -395,6 +412,13 @@ func (d *dispatcher) acceptJob(j *job) {
 	// A group whose context ended while j was on its way cancels only its
 	// queued jobs; now that j is queued, look again.
 	j.settleIfBlocked()
+}
+
+// discard lets go of a job that settled before it was queued: its place in
+// the waiting queue if it still holds one, and the owner's reference.
+func (d *dispatcher) discard(j *job) {
+	d.p.giveRoomOf(j)
+	j.owner.released()
 }
 
 // makeRoom drops the oldest waiting tasks while the queue is full, under
@@ -608,7 +632,7 @@ func (d *dispatcher) push(task func()) {
 // waiting. A job settled on its way is dropped.
 func (d *dispatcher) pushJob(j *job) {
 	if !j.enqueue() {
-		j.owner.released()
+		d.discard(j)
 		return
 	}
 	d.queue.PushBack(nil)

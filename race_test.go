@@ -465,7 +465,7 @@ func TestIdleWorkerKeepsNoTaskReachable(t *testing.T) {
 // when the stop returns, which the stack checks accept (see
 // finishingGoexit); nothing else of the pool may be running.
 func TestGoexitWorkerRunsNoPoolCodeAfterStop(t *testing.T) {
-	data := []byte("08\x8f1111111111111111111111111111111111111111111111111\x141\xb111111111111111110\x01")
+	data := []byte("\x00P\xcbCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC\x1aC\xf9CCCCCCCCCCCCCCCCB\x01")
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	runs := 0
 	for ; time.Now().Before(deadline) && !t.Failed(); runs++ {

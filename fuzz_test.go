@@ -1,0 +1,715 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// FuzzPool decodes data into a pool's options and a sequence of operations
+// (Submit, Do, TrySubmit, DoContext, DoBatch, DoWait, Go, Call, Group.Go,
+// Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
+// another goroutine while the operations go on), runs them in a synctest
+// bubble, ends with a stop, and checks the contract: bounded concurrency,
+// FIFO starts, a bounded queue, after every stop the Status invariant, no
+// pool goroutine left and no dead-letter handler running, every Wait
+// answered truthfully, every accepted plain task run or given to the
+// dead-letter handler exactly once with a true reason, every refused one
+// neither, and no goroutine left at all (the bubble's check).
+//
+// data[0] holds the options: bits 0-1 the size (1 to 4), bits 2-3 the idle
+// timeout, bits 4-5 the overflow policy (0: no bound, then Block, Reject,
+// DropOldest), bits 6-7 the bound less one and the minimum workers. The
+// last byte picks the final stop; the bytes between are the operations.
+func FuzzPool(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 1})
+	f.Add([]byte{1, 0x0e, 0x1c, 3, 0, 0, 2, 4, 5, 0})
+	f.Add([]byte{3, 3, 0, 1, 2, 7, 0x0f, 6, 4, 5, 1})
+	f.Add([]byte{2, 0x2a, 0x2a, 3, 3, 2, 2, 1, 1, 6, 4, 4, 5, 0})
+	f.Add([]byte{1, 8, 28, 48, 68, 0, 88, 6, 2})                // Tasks of every kind, then a Shutdown that cuts at once
+	f.Add([]byte{5, 0x4c, 8, 3, 124, 4, 84, 6, 50})             // Tasks with a pause, then Shutdown within 16ms
+	f.Add([]byte{0, 10, 32, 12, 32, 11, 8, 13, 0, 10, 12, 1})   // Calls, group tasks, cancels; a Stop while submitting
+	f.Add([]byte{0x11, 20, 20, 3, 20, 20, 14, 15, 19, 16, 1})   // Block, bound 1: a pause fills the queue, submitters wait
+	f.Add([]byte{0x62, 20, 20, 20, 19, 19, 14, 16, 2, 8, 10})   // Reject, bound 2: refusals and dead letters
+	f.Add([]byte{0xb1, 40, 3, 0, 0, 19, 19, 7, 10, 2, 16, 0})   // DropOldest, bound 3: drops while paused, then Stop
+	f.Add([]byte{0x55, 20, 17, 37, 0, 0, 57, 18, 6, 38, 0, 13}) // Block with Resize and WaitIdle, a Stop from another goroutine
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 2 || len(data) > 256 {
+			return
+		}
+		synctest.Test(t, func(t *testing.T) { runOps(t, data) })
+	})
+}
+
+// fuzzOps is the number of operations a byte encodes: op = b % fuzzOps,
+// arg = b / fuzzOps.
+const fuzzOps = 20
+
+type fuzzRun struct {
+	t       *testing.T
+	p       *WorkerPool
+	size    int          // New's maxWorkers
+	maxSize atomic.Int64 // the largest size the pool had
+	policy  Overflow
+	bound   int // 0: no bound
+	meter   concurrencyMeter
+	order   recorder // start order of the op 0 tasks
+	nextID  int
+
+	mu      sync.Mutex
+	plains  map[uintptr]*plainTask // every plain task of the run, by funcKey
+	letters int                    // dead letters delivered
+	strays  int                    // dead letters for tasks that are not plain tasks of the run
+
+	maybe         atomic.Int64 // tasks with a waiter, which may or may not have been accepted
+	groupTasks    atomic.Int64 // of maybe, group tasks: the pool may have rejected or dropped them unseen
+	rejectedSure  atomic.Int64 // refusals the pool must have counted in Rejected
+	rejectedMaybe atomic.Int64 // TrySubmit falses: counted unless a stop refused them
+	droppedSure   atomic.Int64 // handles that reported ErrDropped
+	ran           atomic.Int64 // task bodies that ran
+	panics        atomic.Int64 // task panics
+	handlerPanics atomic.Int64 // dead-letter handler panics
+	handled       atomic.Int64 // panics the panic handler took
+	inHandler     atomic.Int64 // dead-letter handler calls in progress
+
+	cancels  []context.CancelFunc // of the pauses in effect, oldest first
+	handles  []interface{ Cancel() }
+	shared   *Group         // made by the first op 12
+	pending  sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
+	anyStop  atomic.Bool    // a stop began: sends may be refused
+	dropping atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
+}
+
+// A plainTask is one plain task of the run (Submit, Do, TrySubmit,
+// DoContext, DoBatch): what its call said, how often a worker ran it, and
+// the dead letters it got.
+type plainTask struct {
+	fn      func()       // what was submitted; kept so that its funcKey stays unique
+	verdict atomic.Int32 // what the call said
+	runs    atomic.Int32
+	letters []error // reasons given to the dead-letter handler, guarded by fuzzRun.mu
+}
+
+const (
+	verdictNone      = iota // the call has not returned
+	verdictAccepted         // the call said accepted
+	verdictRefused          // the call returned an error or false
+	verdictSubmitted        // Submit returned: accepted, unless it became a dead letter with ErrQueueFull
+)
+
+// funcKey identifies a func value by the closure it points to: every
+// plain task is a closure of its own, kept reachable by r.plains.
+func funcKey(f func()) uintptr { return *(*uintptr)(unsafe.Pointer(&f)) }
+
+func runOps(t *testing.T, data []byte) {
+	opts := data[0]
+	r := &fuzzRun{t: t, size: 1 + int(opts%4), plains: map[uintptr]*plainTask{}}
+	r.maxSize.Store(int64(r.size))
+	idle := []time.Duration{time.Second, -1, 10 * time.Millisecond, DefaultIdleTimeout}[opts/4%4]
+	options := []Option{
+		WithIdleTimeout(idle),
+		WithPanicHandler(func(any) { r.handled.Add(1) }),
+		WithDeadLetter(r.deadLetter),
+		WithMinWorkers(int(opts >> 6)),
+	}
+	if policy := opts >> 4 & 3; policy > 0 {
+		r.policy, r.bound = Overflow(policy-1), 1+int(opts>>6)
+		options = append(options, WithMaxWaiting(r.bound, r.policy))
+	}
+	r.p = New(r.size, options...)
+	for _, b := range data[1 : len(data)-1] {
+		r.do(b%fuzzOps, int(b/fuzzOps))
+	}
+	last := data[len(data)-1]
+	r.stop(int(last%3), int(last/3))
+	r.pending.Wait()
+	r.check(last%3 == 1)
+}
+
+func (r *fuzzRun) do(op byte, arg int) {
+	p := r.p
+	switch op {
+	case 0: // a task that takes arg ms of fake time
+		id := r.nextID
+		r.nextID++
+		r.submit(r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) }))
+	case 1: // a task that submits a child task from inside
+		r.submit(r.submitChild)
+	case 2: // DoWait from another goroutine, sent before the next op
+		r.maybe.Add(1)
+		r.pending.Go(func() { r.checkHandleErr(p.DoWait(r.body(func() {})), false, "DoWait") })
+		synctest.Wait()
+	case 3: // Pause until a later cancel (or a stop), registered before the next op
+		r.pause()
+	case 4: // end the oldest pause
+		if len(r.cancels) > 0 {
+			r.cancels[0]()
+			r.cancels = r.cancels[1:]
+		}
+	case 5: // observe
+		r.observe()
+	case 6: // let fake time pass
+		time.Sleep(time.Duration(arg) * 100 * time.Millisecond)
+	case 7: // a task that panics or calls runtime.Goexit
+		if arg%2 == 0 {
+			r.submit(func() { r.panics.Add(1); panic(arg) })
+		} else {
+			r.submit(runtime.Goexit)
+		}
+	case 8: // a Task that takes arg ms, canceled in one of four ways
+		r.goTask(arg)
+	case 9: // a Group of arg%5+1 tasks, maybe limited, maybe failing
+		r.group(arg)
+	case 10: // a Call whose value is checked
+		r.call(arg)
+	case 11: // cancel a handle made earlier
+		if n := len(r.handles); n > 0 {
+			r.handles[n-1-arg%n].Cancel()
+		}
+	case 12: // a task of the run's one long-lived group
+		r.sharedGo(arg)
+	case 13: // a stop from another goroutine while the ops go on
+		r.pending.Go(func() { r.stop(arg%3, arg/3) })
+	case 14: // TrySubmit a task that takes arg ms
+		r.trySubmit(sleepFor(arg))
+	case 15: // DoContext with a ctx that ends after arg ms, or never
+		r.doContext(arg)
+	case 16: // DoBatch of arg%5+1 tasks, with a nil among them when arg%3 == 0
+		r.doBatch(arg)
+	case 17: // Resize to arg%4+1
+		r.resize(arg%4 + 1)
+	case 18: // WaitIdle from another goroutine, until idle or for arg*10ms
+		r.waitIdle(arg)
+	case 19: // Submit a task that takes arg ms: refused ones become dead letters
+		r.submitPlain(sleepFor(arg))
+	}
+}
+
+func sleepFor(ms int) func() {
+	return func() { time.Sleep(time.Duration(ms) * time.Millisecond) }
+}
+
+// pause pauses the pool from another goroutine until a later op 4 or the
+// run's end. Under Block the pause also ends after a second of fake time,
+// so that a submitter waiting for room always gets it in the end.
+func (r *fuzzRun) pause() {
+	ctx, cancel := context.WithCancel(context.Background())
+	if r.bound > 0 && r.policy == Block {
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+	}
+	r.cancels = append(r.cancels, cancel)
+	r.pending.Go(func() { r.p.Pause(ctx) })
+	synctest.Wait()
+}
+
+// stop stops the pool in one of three ways (Stop, StopWait, Shutdown that
+// gives up after ms milliseconds of fake time) and checks the pool right
+// after the call returns.
+func (r *fuzzRun) stop(way, ms int) {
+	r.anyStop.Store(true)
+	switch way {
+	case 0:
+		r.dropping.Store(true)
+		r.p.Stop()
+	case 1:
+		r.p.StopWait()
+	case 2:
+		r.dropping.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(ms)*time.Millisecond)
+		err := r.p.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			assert.True(r.t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStopped), "Shutdown: %v", err)
+		}
+	}
+	requireStoppedClean(r.t, r.p)
+	assert.Empty(r.t, poolGoroutinesRunning(), "pool goroutines left when a stop returned")
+	assert.Zero(r.t, r.inHandler.Load(), "dead-letter handler running when a stop returned")
+}
+
+// poolGoroutinesRunning returns the stacks of the goroutines of the
+// caller's synctest bubble that run the dispatcher, a worker, the idle
+// clock or the dead-letter deliverer. (Goroutines of other bubbles are
+// other runs': a fuzzing process keeps those of a run that failed.)
+func poolGoroutinesRunning() []string {
+	buf := make([]byte, 1<<20)
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
+	buf = buf[:runtime.Stack(buf, true)]
+	var found []string
+	for block := range strings.SplitSeq(string(buf), "\n\n") {
+		if bubbleOf(block) != bubble || finishingGoexit(block) {
+			continue
+		}
+		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*dispatcher).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {
+			if strings.Contains(block, "workerpool."+fn+"(") {
+				found = append(found, block)
+				break
+			}
+		}
+	}
+	return found
+}
+
+// bubbleOf returns the synctest bubble named in a goroutine's stack header,
+// such as "synctest bubble 3", or "" if it is in none.
+func bubbleOf(stack string) string {
+	header, _, _ := strings.Cut(stack, "\n")
+	i := strings.Index(header, "synctest bubble ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimRight(header[i:], "]:")
+}
+
+// The check FuzzPool makes after every stop sees a running pool's
+// dispatcher, workers, idle clock and dead-letter deliverer.
+func TestPoolGoroutinesRunningSeesARunningPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		handler := newGate()
+		p := New(2, WithIdleTimeout(time.Second), WithMaxWaiting(1, Reject), WithDeadLetter(func(func(), error) { handler.wait() }))
+		g := newGate()
+		p.Submit(g.task())
+		p.Submit(g.task())
+		p.Submit(g.task())
+		p.Submit(g.task()) // refused: the deliverer waits in the handler
+		synctest.Wait()
+		assert.Len(t, poolGoroutinesRunning(), 5, "the dispatcher, two workers, the idle clock and the deliverer")
+		g.open()
+		handler.open()
+		p.Stop()
+		assert.Empty(t, poolGoroutinesRunning(), "after Stop")
+	})
+}
+
+// observe checks what holds at any moment.
+func (r *fuzzRun) observe() {
+	s := r.p.Status()
+	assert.LessOrEqual(r.t, s.Busy, s.Workers, "busy <= workers")
+	assert.LessOrEqual(r.t, s.Workers, int(r.maxSize.Load()), "workers <= the largest size")
+	assert.GreaterOrEqual(r.t, s.Waiting, 0, "waiting >= 0")
+	if r.bound > 0 && r.groupTasks.Load() == 0 { // tasks a group held back join without room
+		assert.LessOrEqual(r.t, s.Waiting, r.bound, "waiting <= bound")
+	}
+}
+
+// group runs a Group of arg%5+1 tasks that take arg ms each, limited to
+// arg%3 at once (0: no limit); with arg%4 == 0 the first one fails. A
+// goroutine waits for it and checks what Wait says.
+func (r *fuzzRun) group(arg int) {
+	g := r.p.Group(context.Background())
+	if arg%3 > 0 {
+		g.SetLimit(arg % 3)
+	}
+	for i := range arg%5 + 1 {
+		r.maybe.Add(1)
+		r.groupTasks.Add(1)
+		g.Go(func(ctx context.Context) error {
+			r.body(func() {})()
+			if i == 0 && arg%4 == 0 {
+				return errTask
+			}
+			return sleepOrCause(ctx, arg)
+		})
+	}
+	r.pending.Go(func() {
+		// ErrStopped is possible under StopWait too: tasks the limit held
+		// back had not reached the pool when it stopped taking tasks.
+		r.checkGroupErr(g.Wait(), "Group.Wait")
+	})
+	synctest.Wait()
+}
+
+// checkGroupErr checks what a group's Wait returned.
+func (r *fuzzRun) checkGroupErr(err error, what string) {
+	switch {
+	case err == nil, errors.Is(err, errTask), errors.Is(err, ErrStopped):
+	case errors.Is(err, ErrQueueFull):
+		assert.True(r.t, r.bound > 0 && r.policy == Reject, "%s: ErrQueueFull under %v: %v", what, r.policy, err)
+	case errors.Is(err, ErrDropped):
+		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+	default:
+		assert.Fail(r.t, what, "%v", err)
+	}
+}
+
+// sharedGo gives a task that takes arg ms to the run's one group, limited
+// to 2 at once; every seventh fails. The group is waited for once the pool
+// has stopped.
+func (r *fuzzRun) sharedGo(arg int) {
+	if r.shared == nil {
+		r.shared = r.p.Group(context.Background())
+		r.shared.SetLimit(2)
+		g := r.shared
+		r.pending.Go(func() {
+			<-r.p.stopped
+			r.checkGroupErr(g.Wait(), "shared Group.Wait")
+		})
+	}
+	r.maybe.Add(1)
+	r.groupTasks.Add(1)
+	r.shared.Go(func(ctx context.Context) error {
+		r.body(func() {})()
+		if arg%7 == 0 {
+			return errTask
+		}
+		return sleepOrCause(ctx, arg)
+	})
+}
+
+// sleepOrCause waits ms milliseconds, or returns the cause if ctx ends
+// first.
+func sleepOrCause(ctx context.Context, ms int) error {
+	select {
+	case <-time.After(time.Duration(ms) * time.Millisecond):
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// goTask makes a Task whose fn sleeps arg ms and watches its context;
+// arg%4 picks a plain ctx, a deadline, a Cancel, or a ctx canceled at once.
+// A goroutine waits for it and checks what Wait says.
+func (r *fuzzRun) goTask(arg int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if arg%4 == 1 {
+		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(arg)*time.Millisecond)
+	}
+	var ran atomic.Bool
+	task := r.p.Go(ctx, func(ctx context.Context) error {
+		ran.Store(true)
+		r.body(func() {})()
+		return sleepOrCause(ctx, arg)
+	})
+	r.maybe.Add(1)
+	r.handles = append(r.handles, task)
+	switch arg % 4 {
+	case 2:
+		task.Cancel()
+	case 3:
+		cancel()
+	}
+	r.pending.Go(func() {
+		defer cancel()
+		err := task.Wait()
+		if err == nil {
+			assert.True(r.t, ran.Load(), "Task.Wait returned nil but fn never ran")
+		}
+		r.checkHandleErr(err, true, "Task.Wait")
+	})
+	synctest.Wait()
+}
+
+// call makes a Future whose fn returns arg, and checks what Wait returns.
+func (r *fuzzRun) call(arg int) {
+	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
+		r.body(func() {})()
+		return arg, sleepOrCause(ctx, arg)
+	})
+	r.maybe.Add(1)
+	r.handles = append(r.handles, f)
+	r.pending.Go(func() {
+		v, err := f.Wait()
+		if err == nil {
+			assert.Equal(r.t, arg, v, "Future value")
+		}
+		r.checkHandleErr(err, true, "Future.Wait")
+	})
+}
+
+// checkHandleErr checks what a handle's Wait (or DoWait) returned, and
+// counts its refusals and drops. ctxErrs says whether the task's context
+// may have ended.
+func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrStopped):
+		assert.True(r.t, r.anyStop.Load(), "%s: ErrStopped without a stop: %v", what, err)
+	case errors.Is(err, ErrQueueFull):
+		assert.True(r.t, r.bound > 0 && r.policy == Reject, "%s: ErrQueueFull under %v: %v", what, r.policy, err)
+		r.rejectedSure.Add(1)
+	case errors.Is(err, ErrDropped):
+		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+		r.droppedSure.Add(1)
+	default:
+		assert.True(r.t, ctxErrs && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)), "%s: %v", what, err)
+	}
+}
+
+// body wraps a task so that the run counts and meters it.
+func (r *fuzzRun) body(task func()) func() {
+	return r.meter.wrap(func() {
+		r.ran.Add(1)
+		task()
+	})
+}
+
+// plain makes a plain task of the run around task.
+func (r *fuzzRun) plain(task func()) *plainTask {
+	pt := &plainTask{}
+	pt.fn = r.body(func() {
+		pt.runs.Add(1)
+		task()
+	})
+	r.mu.Lock()
+	r.plains[funcKey(pt.fn)] = pt
+	r.mu.Unlock()
+	return pt
+}
+
+// deadLetter is the run's dead-letter handler: it records the letter on
+// its task; every seventh letter it then panics, and every seventh after
+// the fifth it calls runtime.Goexit.
+func (r *fuzzRun) deadLetter(task func(), reason error) {
+	r.inHandler.Add(1)
+	defer r.inHandler.Add(-1)
+	r.mu.Lock()
+	if pt := r.plains[funcKey(task)]; pt != nil {
+		pt.letters = append(pt.letters, reason)
+	} else {
+		r.strays++
+	}
+	n := r.letters
+	r.letters++
+	r.mu.Unlock()
+	switch n % 7 {
+	case 3:
+		r.handlerPanics.Add(1)
+		panic("dead-letter handler")
+	case 5:
+		runtime.Goexit()
+	}
+}
+
+// settle records what a call that returns an error said about pt.
+func (r *fuzzRun) settle(pt *plainTask, err error, what string) {
+	if err == nil {
+		pt.verdict.Store(verdictAccepted)
+		return
+	}
+	pt.verdict.Store(verdictRefused)
+	switch {
+	case errors.Is(err, ErrStopped):
+		assert.True(r.t, r.anyStop.Load(), "%s refused without a stop: %v", what, err)
+	case errors.Is(err, ErrQueueFull):
+		assert.True(r.t, r.bound > 0 && r.policy == Reject, "%s: ErrQueueFull under %v", what, r.policy)
+		r.rejectedSure.Add(1)
+	case errors.Is(err, context.DeadlineExceeded):
+		assert.True(r.t, r.bound > 0 && r.policy == Block, "%s: gave up waiting for room under %v", what, r.policy)
+	default:
+		assert.Fail(r.t, what, "%v", err)
+	}
+}
+
+// submit submits a plain task with Do.
+func (r *fuzzRun) submit(task func()) {
+	pt := r.plain(task)
+	r.settle(pt, r.p.Do(pt.fn), "Do")
+}
+
+// submitChild is a task that submits a child: with TrySubmit under Block,
+// so that workers never all wait for room that only a worker can free.
+func (r *fuzzRun) submitChild() {
+	if r.bound > 0 && r.policy == Block {
+		r.trySubmit(func() {})
+		return
+	}
+	r.submit(func() {})
+}
+
+// submitPlain submits a plain task with Submit, which panics once a stop
+// began.
+func (r *fuzzRun) submitPlain(task func()) {
+	pt := r.plain(task)
+	defer func() {
+		if v := recover(); v != nil {
+			err, _ := v.(error)
+			assert.ErrorIs(r.t, err, ErrStopped, "Submit panicked")
+			assert.True(r.t, r.anyStop.Load(), "Submit panicked without a stop")
+			pt.verdict.Store(verdictRefused)
+		}
+	}()
+	r.p.Submit(pt.fn)
+	pt.verdict.Store(verdictSubmitted)
+}
+
+// trySubmit submits a plain task with TrySubmit.
+func (r *fuzzRun) trySubmit(task func()) {
+	pt := r.plain(task)
+	if r.p.TrySubmit(pt.fn) {
+		pt.verdict.Store(verdictAccepted)
+		return
+	}
+	pt.verdict.Store(verdictRefused)
+	assert.True(r.t, r.anyStop.Load() || r.bound > 0 && r.policy != DropOldest, "TrySubmit false under %v, bound %d, without a stop", r.policy, r.bound)
+	r.rejectedMaybe.Add(1)
+}
+
+// doContext submits a plain task with DoContext; its ctx ends after arg ms
+// when arg%3 > 0.
+func (r *fuzzRun) doContext(arg int) {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if arg%3 > 0 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(arg)*time.Millisecond)
+	}
+	defer cancel()
+	pt := r.plain(sleepFor(arg % 7))
+	r.settle(pt, r.p.DoContext(ctx, pt.fn), "DoContext")
+}
+
+// doBatch submits arg%5+1 plain tasks with DoBatch, with a nil among them
+// when arg%3 == 0; all of them share the call's verdict.
+func (r *fuzzRun) doBatch(arg int) {
+	var batch []func()
+	var pts []*plainTask
+	for i := range arg%5 + 1 {
+		if i == 1 && arg%3 == 0 {
+			batch = append(batch, nil)
+		}
+		pt := r.plain(sleepFor(arg % 4))
+		pts = append(pts, pt)
+		batch = append(batch, pt.fn)
+	}
+	switch err := r.p.DoBatch(batch); {
+	case errors.Is(err, ErrQueueFull):
+		assert.True(r.t, r.bound > 0 && (len(pts) > r.bound || r.policy == Reject), "DoBatch of %d: ErrQueueFull under %v, bound %d", len(pts), r.policy, r.bound)
+		r.rejectedSure.Add(int64(len(pts)))
+		for _, pt := range pts {
+			pt.verdict.Store(verdictRefused)
+		}
+	default:
+		for _, pt := range pts {
+			r.settle(pt, err, "DoBatch")
+		}
+	}
+}
+
+// resize resizes the pool to n; the new size shows at once unless a stop
+// began.
+func (r *fuzzRun) resize(n int) {
+	r.p.Resize(n)
+	if r.anyStop.Load() {
+		return
+	}
+	assert.Equal(r.t, n, r.p.Size(), "Size after Resize")
+	if int64(n) > r.maxSize.Load() {
+		r.maxSize.Store(int64(n))
+	}
+}
+
+// waitIdle calls WaitIdle from another goroutine: with a ctx that ends
+// after arg*10ms when arg is odd, and otherwise one that never ends.
+func (r *fuzzRun) waitIdle(arg int) {
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if arg%2 == 1 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(arg)*10*time.Millisecond)
+	}
+	r.pending.Go(func() {
+		defer cancel()
+		switch err := r.p.WaitIdle(ctx); {
+		case err == nil:
+		case errors.Is(err, ErrStopped):
+			assert.True(r.t, r.anyStop.Load(), "WaitIdle: ErrStopped without a stop")
+		default:
+			assert.True(r.t, arg%2 == 1 && errors.Is(err, context.DeadlineExceeded), "WaitIdle: %v", err)
+		}
+	})
+	synctest.Wait()
+}
+
+func (r *fuzzRun) check(stopWaitOnly bool) {
+	t := r.t
+	for _, cancel := range r.cancels {
+		cancel()
+	}
+	s := requireStoppedClean(t, r.p)
+	stopWaitOnly = stopWaitOnly && !r.dropping.Load()
+	accepted, droppedLetters, rejectedLetters := r.checkPlainTasks()
+	maybe := uint64(r.maybe.Load())
+	assert.GreaterOrEqual(t, s.Submitted, accepted, "submitted")
+	assert.LessOrEqual(t, s.Submitted, accepted+maybe, "submitted")
+	assert.Equal(t, r.panics.Load()+r.handlerPanics.Load(), r.handled.Load(), "panics handled")
+	assert.Equal(t, uint64(r.panics.Load()), s.Panicked, "panicked: task panics only")
+	assert.LessOrEqual(t, r.meter.peak.Load(), r.maxSize.Load(), "peak concurrency")
+	assert.Equal(t, uint64(r.ran.Load()), s.Completed, "completed == task bodies run")
+	assert.LessOrEqual(t, s.Canceled, maybe, "only Tasks, Futures and group tasks are canceled")
+	dropped := droppedLetters + uint64(r.droppedSure.Load())
+	assert.GreaterOrEqual(t, s.Dropped, dropped, "dropped")
+	assert.LessOrEqual(t, s.Dropped, dropped+uint64(r.groupTasks.Load()), "dropped")
+	rejected := rejectedLetters + uint64(r.rejectedSure.Load())
+	assert.GreaterOrEqual(t, s.Rejected, rejected, "rejected")
+	assert.LessOrEqual(t, s.Rejected, rejected+uint64(r.rejectedMaybe.Load()+r.groupTasks.Load()), "rejected")
+	if r.bound == 0 || r.policy != DropOldest {
+		assert.Zero(t, s.Dropped, "dropped without DropOldest")
+	}
+	if stopWaitOnly {
+		assert.Zero(t, s.Abandoned, "StopWait abandoned tasks")
+	}
+	if r.maxSize.Load() == 1 {
+		order := r.order.order()
+		assert.True(t, sortedInts(order), "FIFO start order %v", order)
+	}
+}
+
+// checkPlainTasks checks every plain task against what its call said, and
+// returns how many were accepted, and how many of the dead letters were
+// drops and Submits refused under Reject.
+func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters uint64) {
+	t := r.t
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Zero(t, r.strays, "dead letters for tasks that are not plain tasks")
+	for _, pt := range r.plains {
+		runs, letters := int(pt.runs.Load()), pt.letters
+		desc := fmt.Sprintf("verdict %d, runs %d, letters %v", pt.verdict.Load(), runs, letters)
+		switch pt.verdict.Load() {
+		case verdictRefused:
+			assert.True(t, runs == 0 && len(letters) == 0, "a refused plain task ran or became a dead letter: %s", desc)
+			continue
+		case verdictNone:
+			assert.Fail(t, "a plain task's call never returned", desc)
+			continue
+		case verdictSubmitted:
+			if len(letters) == 1 && errors.Is(letters[0], ErrQueueFull) {
+				assert.True(t, runs == 0 && r.bound > 0 && r.policy == Reject, "a Submit refused as ErrQueueFull: %s, under %v", desc, r.policy)
+				rejectedLetters++
+				continue
+			}
+		}
+		accepted++
+		if !assert.Equal(t, 1, runs+len(letters), "an accepted plain task runs or becomes a dead letter, exactly once: %s", desc) {
+			continue
+		}
+		for _, reason := range letters {
+			switch {
+			case errors.Is(reason, ErrDropped):
+				assert.True(t, r.bound > 0 && r.policy == DropOldest, "ErrDropped under %v", r.policy)
+				droppedLetters++
+			case errors.Is(reason, ErrStopped):
+				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")
+			default:
+				assert.Fail(t, "dead letter reason", "%v", reason)
+			}
+		}
+	}
+	return accepted, droppedLetters, rejectedLetters
+}
+
+func sortedInts(s []int) bool {
+	for i := 1; i < len(s); i++ {
+		if s[i] < s[i-1] {
+			return false
+		}
+	}
+	return true
+}
