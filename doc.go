@@ -1,14 +1,15 @@
 // Package workerpool limits how many tasks run at once. A [WorkerPool] runs
 // submitted funcs on at most a fixed number of goroutines, queues the rest in
-// an unbounded FIFO queue without ever blocking the submitter, and shuts down
+// a FIFO queue (unbounded by default, so that the submitter never blocks; or
+// bounded, with back-pressure, rejection or drop-oldest), and shuts down
 // without losing track of a single task. Use it to bound fan-out (HTTP
 // calls, crawls, file or image work, message handling) where starting one
 // goroutine per task would overload a CPU, a remote service or memory.
 //
 // It is a drop-in superset of github.com/gammazero/workerpool v1.3: the same
 // names and behaviour, plus task handles with errors, results and contexts,
-// groups, a shutdown with a deadline, [WorkerPool.Status], a panic handler,
-// and fixes for that library's hangs (see the README). This comment is the
+// groups, a shutdown with a deadline, a bounded queue, dead letters,
+// resizing at run time, [WorkerPool.Status], a panic handler, and fixes for that library's hangs (see the README). This comment is the
 // full contract; the README shows how to use it.
 //
 // # Dispatcher
@@ -161,8 +162,8 @@
 //
 // All three return only once every pool goroutine (the dispatcher, the
 // workers, the idle clock and the dead-letter deliverer) has exited, and
-// the dead-letter handler has returned for every task given up: no function of this package is on
-// any goroutine's stack, no timer is armed, and no task starts after that.
+// the dead-letter handler has returned for every task given up: no
+// function of this package is on any goroutine's stack, no timer is armed, and no task starts after that.
 // (One exception, which runs no code of the pool: a worker whose task
 // called runtime.Goexit may still be finishing its last deferred call, its
 // WaitGroup's Done, and the runtime keeps its frames until it frees the
@@ -189,17 +190,19 @@
 // published when the dispatcher has nothing else to do). Once the pool has
 // stopped the snapshot is exact:
 //
-//	Submitted == Completed + Abandoned + Canceled
+//	Submitted == Completed + Abandoned + Canceled + Dropped
 //
-// and Workers, Busy and Waiting are zero.
+// and Workers, Busy and Waiting are zero. Rejected counts the tasks refused
+// because the queue was full; they were never accepted, so they are not in
+// Submitted.
 //
 // # Idle workers
 //
 // When no task comes in for a whole idle period (see [WithIdleTimeout]), the
 // dispatcher retires one idle worker, then one more per further period, down
-// to zero. Busy workers are never retired, and a task submitted after the
-// pool shrank starts a new worker. An idle pool with no workers arms no
-// timer.
+// to zero, or to the floor [WithMinWorkers] keeps. Busy workers are never
+// retired, and a task submitted after the pool shrank starts a new worker.
+// An idle pool with no workers above the floor arms no timer.
 //
 // # Pausing
 //
@@ -230,9 +233,15 @@
 //     (always, with one worker). An external Stop or Shutdown still ends
 //     it: DoWait returns ErrStopped, SubmitWait panics with it, Pause
 //     returns.
+//   - WaitIdle called from inside a task waits for that task, so until its
+//     context is done or a stop begins (then it returns ErrStopped).
 //   - Stop, StopWait or Shutdown called from inside a task waits for that
 //     task to finish, forever. So does a Task's Wait, or a Group's, called
 //     from inside a task while the awaited tasks cannot get a worker.
 //   - A Pause with a context that is never done holds later tasks until a
-//     stop.
+//     stop. Under Block, tasks it holds fill the queue, and submitters then
+//     wait for room until the pause ends.
+//   - Under Block, a submit from inside a task waits for room that only a
+//     worker taking a queued task frees: when every worker does so at once,
+//     they wait forever. Use TrySubmit, or DoContext with a deadline, there.
 package workerpool
