@@ -83,6 +83,9 @@ func (r *room) give(n int) (parked bool) {
 	return r.word.Add(uint64(n))>>32 != 0
 }
 
+// parked reports whether submitters wait with the dispatcher for room.
+func (r *room) parked() bool { return r.word.Load()>>32 != 0 }
+
 // park counts a submitter that will wait with the dispatcher for room.
 func (r *room) park() { r.word.Add(parkedOne) }
 
@@ -103,17 +106,19 @@ func (r *room) admit(n int) bool {
 	}
 }
 
-// A ticket carries a submit that needs an answer from the dispatcher: one
-// that waits for room under Block (parked), or a DoBatch, whose slice the
-// dispatcher copies before it answers. It holds a plain task, a job, or a
-// batch. Tickets are reused through WorkerPool.tickets; both the submitter
-// and the dispatcher hold one until each is done with it (refs).
+// A ticket carries a submit that needs an answer from the dispatcher: a
+// task that found no room in the waiting queue (see submitWithoutRoom),
+// one that waits for room under Block (parked), or a DoBatch, whose slice
+// the dispatcher copies before it answers. It holds a plain task, a job, or
+// a batch. Tickets are reused through WorkerPool.tickets; both the
+// submitter and the dispatcher hold one until each is done with it (refs).
 type ticket struct {
 	task  func()
 	job   *job
 	batch []func()
-	tasks int // the tasks it carries (a batch's non-nil ones)
-	need  int // places it needs before it is admitted; 0: none (it took them, or the pool has no room to count)
+	tasks int  // the tasks it carries (a batch's non-nil ones)
+	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
+	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
 	state atomic.Uint32
 	err   error         // why it was refused: ErrStopped; written before done is sent
 	done  chan struct{} // buffered (1): the dispatcher's answer
@@ -142,15 +147,16 @@ func (p *WorkerPool) newTicket() *ticket {
 
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
-		t.task, t.job, t.batch, t.tasks, t.need, t.err = nil, nil, nil, 0, 0, nil
+		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err = nil, nil, nil, 0, 0, false, nil
 		p.tickets.Put(t)
 	}
 }
 
-// submit sends t to the dispatcher and waits for its answer, or until
-// ctxDone is closed (nil: never). It returns nil once t is admitted,
-// ErrStopped if the pool stopped first, and errWithdrawn if ctxDone came
-// first; the submitter then still owns t's task. A ticket that needs room
+// submitTicket sends t to the dispatcher and waits for its answer, or
+// until ctxDone is closed (nil: never). It returns nil once t is admitted,
+// ErrStopped if the pool stopped first, ErrQueueFull if a try ticket found
+// no room, and errWithdrawn if ctxDone came first; the submitter then still
+// owns t's task. A ticket that needs room
 // is counted as parked before it is sent, so that no later submitter takes
 // room before it.
 func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
@@ -180,6 +186,33 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 	return err
 }
 
+// submitWithoutRoom submits one task (a plain task or a job) that found no
+// room in the waiting queue under Block or Reject. The queue may be full,
+// or its room may be held by tasks on their way to the dispatcher that
+// will start at once; only the dispatcher knows. So the task goes to it in
+// a ticket: it starts at once if a worker is free, or takes room that freed
+// meanwhile, or else waits for room (wait: until ctxDone is closed) or is
+// refused with ErrQueueFull. A task that must not wait is refused without
+// asking the dispatcher when the queue holds as many waiting tasks as the
+// bound (none could start before them) or submitters wait before it.
+func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctxDone <-chan struct{}) error {
+	switch {
+	case p.stopBegun.Load():
+		return ErrStopped
+	case !wait && (p.waiting.Load() >= int64(p.bound) || p.room.parked()):
+		return ErrQueueFull
+	}
+	t := p.newTicket()
+	t.task, t.job, t.tasks = task, j, 1
+	if !wait {
+		t.try = true
+		ctxDone = nil // answered at once
+	} else {
+		t.need = 1
+	}
+	return p.submitTicket(t, ctxDone)
+}
+
 // errWithdrawn reports a ticket withdrawn because the submitter's context
 // ended; callers return the context's error instead.
 var errWithdrawn = errors.New("workerpool: withdrawn")
@@ -195,30 +228,15 @@ func (t *ticket) answer(to uint32, err error) bool {
 	return true
 }
 
-// TrySubmit queues task like Submit, but never waits: it returns false,
-// and does not queue task, when the waiting queue is full under Block or
-// Reject (counted in Status.Rejected), when submitters wait for room before
-// it, or once the pool is stopping. Under DropOldest it returns true and
-// the oldest waiting task is dropped; with no bound it is Do. A nil task is
-// ignored and TrySubmit returns true. Safe for concurrent use.
+// TrySubmit queues task like Submit, but never waits for room: it returns
+// false, and does not queue task, when the waiting queue is full under
+// Block or Reject and no worker is free (counted in Status.Rejected), when
+// submitters wait for room before it, or once the pool is stopping. Under
+// DropOldest it returns true and the oldest waiting task is dropped; with
+// no bound it is Do. A nil task is ignored and TrySubmit returns true. Safe
+// for concurrent use.
 func (p *WorkerPool) TrySubmit(task func()) bool {
-	if task == nil {
-		return true
-	}
-	if !p.roomed {
-		return send(p, message{task: task}) == nil
-	}
-	if !p.room.take(1) {
-		if !p.stopBegun.Load() {
-			p.rejected.Add(1)
-		}
-		return false
-	}
-	if send(p, message{task: task}) != nil {
-		p.giveRoom(1)
-		return false
-	}
-	return true
+	return p.countRejected(p.doPlain(task, false, nil), 1) == nil
 }
 
 // DoContext queues task like Do, and under Block waits for room only until
@@ -232,7 +250,7 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func()) error {
 	if ctx == nil {
 		panic("workerpool: DoContext called with a nil context")
 	}
-	err := p.doPlain(task, ctx.Done())
+	err := p.doPlain(task, true, ctx.Done())
 	if err == errWithdrawn {
 		return ctx.Err()
 	}

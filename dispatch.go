@@ -66,11 +66,14 @@ type dispatcher struct {
 
 	// waitingDelta is the change in queued plain tasks that p.waiting does
 	// not show yet: dispatch publishes it when it is about to block, and
-	// after publishEvery queue changes while it is busy. So the count
+	// after publishAfter queue changes while it is busy. So the count
 	// costs no atomic operation per task while dispatch is busy, and
-	// Status is exact whenever the pool is quiet.
+	// Status is exact whenever the pool is quiet. With a bound,
+	// publishAfter is 1: the count goes down before the room it frees is
+	// given back, so Status never shows more waiting tasks than the bound.
 	waitingDelta int64
 	queueChanges int
+	publishAfter int
 
 	// The idle clock retires workers: while workers exist, one goroutine
 	// at a time waits out an idle period on idle and sends an idleTick
@@ -137,7 +140,7 @@ type settledTotals struct {
 const queueBaseCap = 1024
 
 // publishEvery bounds how many queue changes a busy dispatcher makes
-// without publishing waitingDelta.
+// without publishing waitingDelta, in a pool without a bound.
 const publishEvery = 64
 
 // workerTotals are the counters behind Status that workers write.
@@ -148,7 +151,10 @@ type workerTotals struct {
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
-	d := &dispatcher{p: p, plainFast: p.bound == 0}
+	d := &dispatcher{p: p, plainFast: p.bound == 0, publishAfter: publishEvery}
+	if p.bound > 0 {
+		d.publishAfter = 1
+	}
 	d.queue.SetBaseCap(queueBaseCap)
 	d.max = int(p.size.Load())
 	d.floor = min(p.minWorkers, d.max)
@@ -246,7 +252,7 @@ func (d *dispatcher) waitingNow() int64 {
 }
 
 // publish adds waitingDelta to p.waiting. Dispatch calls it when it is
-// about to block and every publishEvery queue changes in between.
+// about to block and every publishAfter queue changes in between.
 func (d *dispatcher) publish() {
 	d.p.waiting.Add(d.waitingDelta)
 	d.waitingDelta, d.queueChanges = 0, 0
@@ -255,7 +261,7 @@ func (d *dispatcher) publish() {
 // changeWaiting records a change in the number of queued plain tasks.
 func (d *dispatcher) changeWaiting(n int64) {
 	d.waitingDelta += n
-	if d.queueChanges++; d.queueChanges == publishEvery {
+	if d.queueChanges++; d.queueChanges == d.publishAfter {
 		d.publish()
 	}
 }
@@ -452,19 +458,59 @@ func (d *dispatcher) dropOldest() bool {
 	return true
 }
 
-// acceptTicket takes a ticket: admitted at once if it needs no room, or
-// the room it needs is free and no one is parked before it; parked
-// otherwise, to be admitted in arrival order as room frees (admitParked).
+// acceptTicket takes a ticket. One that needs no room is admitted at once.
+// One that needs room gets it if it is free and no one waits before it;
+// otherwise a single task starts at once if a worker is free, since such a
+// task never needs room. Failing both, a try ticket is refused with
+// ErrQueueFull and any other waits, parked, to be admitted in arrival order
+// as room frees (admitParked).
 func (d *dispatcher) acceptTicket(t *ticket) {
-	if t.need > 0 && (d.parked.Len() > 0 || !d.p.room.admit(t.need)) {
+	switch {
+	case t.need == 0 && !t.try:
+		d.admitTicket(t, withRoom)
+	case d.parked.Len() > 0:
+		d.parkOrRefuse(t)
+	case t.try && d.p.room.take(1):
+		t.try = false
+		d.admitTicket(t, withRoom)
+	case t.need > 0 && d.p.room.admit(t.need):
+		d.admitTicket(t, withRoom)
+	case !d.startWithoutRoom(t):
+		d.parkOrRefuse(t)
+	}
+}
+
+// parkOrRefuse parks a ticket that waits for room, and refuses a try
+// ticket, which must not wait, with ErrQueueFull.
+func (d *dispatcher) parkOrRefuse(t *ticket) {
+	if !t.try {
 		d.parked.PushBack(t)
 		return
 	}
-	d.admitTicket(t, false)
+	t.answer(ticketRefused, ErrQueueFull)
+	t.unref(d.p)
+}
+
+// startWithoutRoom admits a single task's ticket without room and starts
+// the task at once, if a worker is free; it reports false, changing
+// nothing, if none is or t carries a batch. A parked ticket stops being
+// counted as one.
+func (d *dispatcher) startWithoutRoom(t *ticket) bool {
+	if t.batch != nil || !d.canStartAtOnce() {
+		return false
+	}
+	if t.need > 0 {
+		d.p.room.unpark()
+		t.need = 0
+	}
+	t.try = false
+	d.admitTicket(t, toWorker)
+	return true
 }
 
 // admitParked admits parked tickets in arrival order while the first one's
-// room is free, and drops the withdrawn ones it meets.
+// room is free, or, for a single task, a worker is free, and drops the
+// withdrawn ones it meets.
 func (d *dispatcher) admitParked() {
 	for d.parked.Len() > 0 {
 		t := d.parked.Front()
@@ -473,7 +519,8 @@ func (d *dispatcher) admitParked() {
 			d.p.room.unpark()
 			t.unref(d.p)
 		case d.p.room.admit(t.need):
-			d.admitTicket(t, false)
+			d.admitTicket(t, withRoom)
+		case d.startWithoutRoom(t):
 		default:
 			return
 		}
@@ -481,10 +528,19 @@ func (d *dispatcher) admitParked() {
 	}
 }
 
-// admitTicket puts an admitted ticket's tasks in the pool and answers it.
-// A ticket withdrawn meanwhile gives back the room admitted for it. With
-// queueOnly (a straggler at stop), its tasks only join the queue.
-func (d *dispatcher) admitTicket(t *ticket, queueOnly bool) {
+// An admission says how admitTicket puts a ticket's tasks in the pool.
+type admission int
+
+const (
+	withRoom admission = iota // as accept takes a task: each holds room (if the pool counts it), given back if it starts at once
+	toQueue                   // to the back of the queue: a straggler at stop
+	toWorker                  // to a free worker (canStartAtOnce), holding no room
+)
+
+// admitTicket puts an admitted ticket's tasks in the pool, as how says, and
+// answers it. A ticket withdrawn meanwhile gives back the room admitted for
+// it.
+func (d *dispatcher) admitTicket(t *ticket, how admission) {
 	p := d.p
 	if !t.state.CompareAndSwap(ticketWaiting, ticketAdmitted) {
 		if t.need > 0 {
@@ -496,19 +552,13 @@ func (d *dispatcher) admitTicket(t *ticket, queueOnly bool) {
 	p.ticketTasks.Add(uint64(t.tasks))
 	switch {
 	case t.job != nil:
-		t.job.room.Store(p.roomed)
-		if queueOnly {
-			d.countSubmitted()
-			d.pushJob(t.job)
-		} else {
-			d.acceptJob(t.job)
-		}
+		d.admitJob(t.job, how)
 	case t.task != nil:
-		d.acceptPlain(t.task, queueOnly)
+		d.admitPlain(t.task, how)
 	default:
 		for _, task := range t.batch {
 			if task != nil {
-				d.acceptPlain(task, queueOnly)
+				d.admitPlain(task, how)
 			}
 		}
 	}
@@ -516,21 +566,49 @@ func (d *dispatcher) admitTicket(t *ticket, queueOnly bool) {
 	t.unref(p)
 }
 
-// acceptPlain is accept, or, with queueOnly, push.
-func (d *dispatcher) acceptPlain(task func(), queueOnly bool) {
-	if queueOnly {
+// admitPlain puts an admitted plain task in the pool, as how says.
+func (d *dispatcher) admitPlain(task func(), how admission) {
+	switch how {
+	case withRoom:
+		d.accept(task)
+	case toQueue:
 		d.countSubmitted()
+		d.makeRoom()
 		d.push(task)
-		return
+	case toWorker:
+		d.countSubmitted()
+		d.startAtOnce(work{fn: task})
 	}
-	d.accept(task)
+}
+
+// admitJob puts an admitted job in the pool, as how says.
+func (d *dispatcher) admitJob(j *job, how admission) {
+	j.room.Store(d.p.roomed && how != toWorker)
+	switch how {
+	case withRoom:
+		d.acceptJob(j)
+	case toQueue:
+		d.countSubmitted()
+		d.makeRoom()
+		d.pushJob(j)
+	case toWorker:
+		d.countSubmitted()
+		if j.settled() || j.settleIfBlocked() {
+			d.discard(j)
+			return
+		}
+		d.startAtOnce(work{job: j})
+	}
 }
 
 // refuseParked answers every parked ticket ErrStopped: the pool stops, and
-// no one who waits for room gets it.
+// no one who waits for room gets it. (A try ticket that arrives as a
+// straggler passes through here too; it was never counted as parked.)
 func (d *dispatcher) refuseParked() {
 	for t := range d.parked.IterPopFront() {
-		d.p.room.unpark()
+		if !t.try {
+			d.p.room.unpark()
+		}
 		t.answer(ticketRefused, ErrStopped)
 		t.unref(d.p)
 	}
@@ -546,6 +624,28 @@ func (d *dispatcher) countSubmitted() {
 // waits before it and no pause holds it.
 func (d *dispatcher) mayStartAtOnce() bool {
 	return d.queue.Len() == 0 && len(d.pauses) == 0
+}
+
+// canStartAtOnce reports whether a new task would start at once on a free
+// worker: it may skip the queue, no surplus worker waits to retire, and
+// fewer workers than the maximum exist or one of them is free, as it has
+// returned its last work (it is then in, or on its way to, its receive).
+func (d *dispatcher) canStartAtOnce() bool {
+	if !d.mayStartAtOnce() || d.workers > d.max {
+		return false
+	}
+	busy := d.dispatched - d.p.workerTotals.returned.Load()
+	return d.workers < d.max || busy < uint64(d.workers)
+}
+
+// startAtOnce gives w to a free worker, which canStartAtOnce said there
+// is: a ready or new one, or else the one on its way to its receive, for
+// which the send waits that moment.
+func (d *dispatcher) startAtOnce(w work) {
+	if !d.offer(w) {
+		d.p.workerQueue <- w
+		d.countDispatched()
+	}
 }
 
 // offer gives w to a ready worker, or to a new one if fewer than the
@@ -641,11 +741,13 @@ func (d *dispatcher) pushJob(j *job) {
 }
 
 // pop removes the front entry and gives back its place in the queue (see
-// WorkerPool.room). A plain task stops counting as waiting here; a job stops
-// when it leaves the queued state (see job).
+// WorkerPool.room), once it no longer counts as waiting: a plain task here,
+// a job as it leaves the queued state (handed to a worker, or settled).
 func (d *dispatcher) pop() {
 	if d.queue.PopFront() == nil {
-		d.p.giveRoomOf(d.jobs.PopFront())
+		j := d.jobs.PopFront()
+		j.handed()
+		d.p.giveRoomOf(j)
 	} else {
 		d.changeWaiting(-1)
 		if d.p.roomed {
@@ -859,8 +961,9 @@ func (d *dispatcher) stop() {
 // was closed. Every send counts itself in p.sendsBegun before it checks
 // stopping, and a refused one takes itself out and wakes dispatch; so once
 // dispatch has received as many messages as were begun, no send is in
-// flight and none can begin. Their tasks join the queue, so StopWait runs
-// them and Stop abandons them; their Pause requests are dropped, as
+// flight and none can begin. Their tasks join the queue (under DropOldest
+// dropping the oldest as any new task does), so StopWait runs them and Stop
+// abandons them; their Pause requests are dropped, as
 // stopping ends every pause; their WaitIdle calls and tickets that wait
 // for room are answered ErrStopped.
 func (d *dispatcher) admitStragglers() {
@@ -882,15 +985,17 @@ func (d *dispatcher) admitStraggler(m message) {
 	switch {
 	case m.task != nil:
 		d.countSubmitted()
+		d.makeRoom()
 		d.push(m.task)
 	case m.job != nil:
 		d.countSubmitted()
+		d.makeRoom()
 		d.pushJob(m.job)
-	case m.req.ticket != nil && m.req.ticket.need > 0:
+	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
 		d.parked.PushBack(m.req.ticket)
 		d.refuseParked()
 	case m.req.ticket != nil:
-		d.admitTicket(m.req.ticket, true)
+		d.admitTicket(m.req.ticket, toQueue)
 	case m.req.idle != nil:
 		m.req.idle.err = ErrStopped
 		close(m.req.idle.done)

@@ -118,7 +118,8 @@
 //
 // The states:
 //   - queued: accepted, and not started yet: waiting in the queue (counted
-//     in Status.Waiting), or handed to a worker that has not called it.
+//     in Status.Waiting), or handed to a worker that has not called it
+//     (no longer counted).
 //   - started: a worker called the func. finished: the func returned,
 //     panicked or called runtime.Goexit; Wait returns its outcome.
 //   - canceled: the task's context ended, or Cancel was called, before it

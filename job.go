@@ -12,14 +12,18 @@ import (
 // job, counts it in Status and tells its owner:
 //
 //	pending ──────────────┬──► started ──► finished
-//	   └──► queued ───────┘
-//	pending, queued ──► canceled | abandoned
+//	   │  ▲ handed        │
+//	   ▼  │               │
+//	  queued ─────────────┘
+//	pending, queued ──► canceled | abandoned | dropped
 //
 // The states mean:
-//   - pending: accepted, or on its way to dispatch, and not in the waiting
-//     queue (dispatch may have handed it straight to a worker).
+//   - pending: accepted, and not in the waiting queue: on its way to
+//     dispatch, or handed to a worker (straight away, or from the queue)
+//     that has not started it.
 //   - queued: in the waiting queue and counted in Status.Waiting, until it
-//     leaves this state; dispatch moves it here when it queues it.
+//     leaves this state; dispatch moves it here when it queues it, and back
+//     to pending when it hands it to a worker (handed).
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
 //   - canceled: its context was done, or Cancel was called, before it
@@ -93,21 +97,35 @@ func (j *job) enqueue() bool {
 	return true
 }
 
+// handed moves a job that dispatch took out of the waiting queue and gave
+// to a worker from queued back to pending, so that it stops counting as
+// waiting before its room is given back. It does nothing if the worker
+// started it first.
+func (j *job) handed() {
+	if j.state.CompareAndSwap(jobQueued, jobPending) {
+		j.pool.waiting.Add(-1)
+	}
+}
+
 // settled reports whether the job is canceled, abandoned or dropped.
 func (j *job) settled() bool {
 	return j.state.Load() > jobFinished
 }
 
 // settle moves a job that has not started to canceled, abandoned or
-// dropped (to),
-// counts it, and tells the owner why (err). It reports false, and does
+// dropped (to), counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
 func (j *job) settle(to uint32, err error) bool {
-	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) {
-		return false
+	for { // dispatch may move it from queued to pending (handed) meanwhile
+		from := j.state.Load()
+		if from >= jobStarted {
+			return false
+		}
+		if j.settleFrom(from, to) {
+			j.owner.settled(err, false)
+			return true
+		}
 	}
-	j.owner.settled(err, false)
-	return true
 }
 
 // cancelQueued is settle for an owner that cancels its own queued jobs
@@ -127,11 +145,11 @@ func (j *job) settleFrom(from, to uint32) bool {
 	if !j.state.CompareAndSwap(from, to) {
 		return false
 	}
-	p.giveRoomOf(j)
 	if from == jobQueued {
 		p.waiting.Add(-1)
 		p.wakeDispatch() // it may be offering this job to the workers
 	}
+	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
 	switch to {
 	case jobCanceled:
 		p.settledTotals.canceled.Add(1)
@@ -180,16 +198,24 @@ func (j *job) work() {
 }
 
 // start moves the job to started, and reports false if it was settled
-// meanwhile.
+// meanwhile. Dispatch may move it from queued to pending (handed) at the
+// same moment, so it looks again until one move wins.
 func (j *job) start() bool {
-	if j.state.CompareAndSwap(jobPending, jobStarted) {
-		return true
+	for {
+		switch j.state.Load() {
+		case jobPending:
+			if j.state.CompareAndSwap(jobPending, jobStarted) {
+				return true
+			}
+		case jobQueued:
+			if j.state.CompareAndSwap(jobQueued, jobStarted) {
+				j.pool.waiting.Add(-1)
+				return true
+			}
+		default:
+			return false
+		}
 	}
-	if j.state.CompareAndSwap(jobQueued, jobStarted) {
-		j.pool.waiting.Add(-1)
-		return true
-	}
-	return false
 }
 
 // run calls the task and settles the job with its outcome. The deferred

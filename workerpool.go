@@ -163,7 +163,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // task that is still running during StopWait; use Do to get the error
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
-	switch err := p.doPlain(task, nil); {
+	switch err := p.doPlain(task, true, nil); {
 	case err == nil:
 	case err == ErrQueueFull && p.giveUp(task, ErrQueueFull):
 		p.rejected.Add(1)
@@ -180,15 +180,15 @@ func (p *WorkerPool) Submit(task func()) {
 // or the stop abandons it, or returns ErrStopped. A nil task is ignored and
 // Do returns nil. Safe for concurrent use.
 func (p *WorkerPool) Do(task func()) error {
-	return p.countRejected(p.doPlain(task, nil), 1)
+	return p.countRejected(p.doPlain(task, true, nil), 1)
 }
 
-// doPlain queues a plain task; under Block it waits for room until ctxDone
-// is closed (nil: until the pool stops). Unbounded, and under DropOldest,
-// it is one send: the dispatcher alone decides. Under Block and Reject it
-// takes room first, and returns ErrQueueFull (Reject) or waits in a ticket
-// (Block) if there is none. It does not count refusals.
-func (p *WorkerPool) doPlain(task func(), ctxDone <-chan struct{}) error {
+// doPlain queues a plain task. Unbounded, and under DropOldest, it is one
+// send: the dispatcher alone decides. Under Block and Reject it takes room
+// first, and without room it asks the dispatcher (see submitWithoutRoom),
+// waiting for room under Block if wait is set, until ctxDone is closed (nil:
+// until the pool stops). It does not count refusals.
+func (p *WorkerPool) doPlain(task func(), wait bool, ctxDone <-chan struct{}) error {
 	switch {
 	case task == nil:
 		return nil
@@ -200,14 +200,9 @@ func (p *WorkerPool) doPlain(task func(), ctxDone <-chan struct{}) error {
 			return err
 		}
 		return nil
-	case p.stopBegun.Load():
-		return ErrStopped
-	case p.overflow == Reject:
-		return ErrQueueFull
 	}
-	t := p.newTicket()
-	t.task, t.tasks, t.need = task, 1, 1
-	return p.submitTicket(t, ctxDone)
+	wait = wait && p.overflow == Block
+	return p.submitWithoutRoom(task, nil, wait, ctxDone)
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
@@ -307,7 +302,8 @@ func (p *WorkerPool) DoWait(task func()) error {
 }
 
 // sendJob gives a job to dispatch, as doPlain gives a plain task: one send,
-// or, under Block and Reject, after taking room for it. It does not count
+// or, under Block and Reject, after taking room for it, or without room
+// through the dispatcher (see submitWithoutRoom). It does not count
 // refusals; a job it returns an error for never reached the pool.
 func (p *WorkerPool) sendJob(j *job, ctxDone <-chan struct{}) error {
 	j.room.Store(false)
@@ -322,14 +318,8 @@ func (p *WorkerPool) sendJob(j *job, ctxDone <-chan struct{}) error {
 			return err
 		}
 		return nil
-	case p.stopBegun.Load():
-		return ErrStopped
-	case p.overflow == Reject:
-		return ErrQueueFull
 	}
-	t := p.newTicket()
-	t.job, t.tasks, t.need = j, 1, 1
-	return p.submitTicket(t, ctxDone)
+	return p.submitWithoutRoom(nil, j, p.overflow == Block, ctxDone)
 }
 
 // SubmitWait queues task and waits until it has finished running, like
