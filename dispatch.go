@@ -266,8 +266,10 @@ func (d *dispatcher) changeWaiting(n int64) {
 	}
 }
 
-// await publishes waitingDelta, then waits for one event and handles it.
-// It returns false when the event is the stop message. With no pause in
+// await publishes waitingDelta and advances the waiters (the step may have
+// popped settled jobs, which can reach a pause's barrier: then the running
+// work must be watched), then waits for one event and handles it. It
+// returns false when the event is the stop message. With no pause in
 // effect it waits on the fewest channels it can: while quiet only on
 // taskQueue; otherwise also on a worker taking the front task or the zero
 // work that retires it; and on wake while the queue holds jobs (so that a
@@ -278,6 +280,7 @@ func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
 	}
+	d.advanceWaiters()
 	switch {
 	case len(d.pauses) > 0:
 		return d.awaitPaused()

@@ -836,6 +836,32 @@ func TestPauseWaitsForRunningTasksNotJustQueued(t *testing.T) {
 	})
 }
 
+// A Pause whose barrier is reached only as dispatch drops a canceled task
+// from the front of the queue still returns when the running task ends: the
+// drop happens just before dispatch waits, and it must then watch for the
+// running task to come back (found by FuzzPool).
+func TestPauseReturnsWhenADroppedCanceledTaskWasTheLastBeforeItsBarrier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := newGate()
+		defer g.release()
+		p.Submit(g.task())
+		tk := p.Go(context.Background(), func(context.Context) error { return nil })
+		synctest.Wait()
+		returned := make(chan struct{})
+		go func() { p.Pause(context.Background()); close(returned) }()
+		synctest.Wait()
+		tk.Cancel()
+		synctest.Wait()
+		assert.False(t, isClosed(returned), "the running task has not ended")
+		g.open()
+		synctest.Wait()
+		assert.True(t, isClosed(returned), "Pause returns once every earlier task is done")
+		assert.ErrorIs(t, tk.Wait(), context.Canceled)
+	})
+}
+
 func TestPauseWithDoneContextIsOnlyABarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
