@@ -260,7 +260,8 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func()) error {
 // DoBatch queues every non-nil task of tasks, in order, in one hand-off to
 // the dispatcher, or none of them: it returns ErrStopped once the pool is
 // stopping. Nil entries are skipped and do not count. With a bound the
-// batch is one admission: Block waits until it all fits (a batch waiting at
+// batch is one admission, which needs room for all its tasks, even those
+// that then start at once: Block waits until it all fits (a batch waiting at
 // the head of the submitters holds back those behind it), Reject returns
 // ErrQueueFull unless it all fits, and DropOldest drops the oldest waiting
 // tasks to make room; a batch larger than the bound gets ErrQueueFull at

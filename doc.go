@@ -70,8 +70,10 @@
 // goes to the dead-letter handler. Submitters that wait for room get it
 // strictly in arrival order: a waiting batch at the head holds back the
 // submitters behind it, and TrySubmit never overtakes a waiting submitter.
-// A canceled queued task frees its room at once. A DoBatch larger than the
-// bound gets ErrQueueFull at once under every policy. Tasks a [Group] holds
+// A canceled queued task frees its room at once. A DoBatch is one
+// admission: it needs room for all its tasks, even those that then start
+// at once, and one larger than the bound gets ErrQueueFull at once under
+// every policy. Tasks a [Group] holds
 // back because of SetLimit join the queue without room when a finished
 // group task releases them, even if the queue is full, so that a worker
 // never waits for room (the group's limit bounds them); Group.Go itself
@@ -188,8 +190,10 @@
 // [WorkerPool.Status] reads counters that the pool's goroutines keep as
 // they go; it never blocks and never waits for the dispatcher. While tasks
 // flow, its fields are read a moment apart (the waiting count, for one, is
-// published when the dispatcher has nothing else to do). Once the pool has
-// stopped the snapshot is exact:
+// published when the dispatcher has nothing else to do; with a bound it is
+// published at every change, so Waiting never shows more than the bound,
+// tasks a Group held back aside). Once the pool has stopped the snapshot is
+// exact:
 //
 //	Submitted == Completed + Abandoned + Canceled + Dropped
 //
