@@ -130,7 +130,7 @@ func runChild(spec string, c config) error {
 		return err
 	}
 	base := runtime.NumGoroutine()
-	p := lib.open(s.workers())
+	p := s.open(lib)
 	r := s.run(&c, p, s.size(c.scale))
 	p.Close()
 	if err := stop(); err != nil {

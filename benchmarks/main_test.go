@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 // and no goroutine outlives Close.
 func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	c := &config{scale: 0.0005, spin: 10}
-	ran := map[string][]string{} // library -> the scenarios it ran
+	ran := map[string][]string{}     // library -> the scenarios it ran
+	runners := map[string][]string{} // scenario -> the libraries that ran it
 	for _, s := range scenarios {
 		for _, lib := range libraries {
 			t.Run(s.id+"/"+lib.name, func(t *testing.T) {
@@ -27,11 +29,17 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 					return
 				}
 				ran[lib.name] = append(ran[lib.name], s.id)
+				runners[s.id] = append(runners[s.id], lib.name)
 				base := runtime.NumGoroutine()
-				p := lib.open(s.workers())
+				p := s.open(lib)
 				n := s.size(c.scale)
-				if s.id == "g" {
+				switch s.id {
+				case "g":
 					n = 20_000 // enough queued tasks to stand out from heap noise
+				case "k":
+					n = 5*resizeEvery + 1 // five resizes, and a task after the last
+				case "l":
+					n = 2*batchSize + 7 // two full batches and a short one
 				}
 				r := s.run(c, p, n)
 				p.Close()
@@ -51,6 +59,92 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	// The relay queues, so it runs g too; it has no handles or groups.
 	assert.Equal(t, []string{"a", "b", "c", "d1", "d2", "e", "f", "g"}, ran[floor])
 	assert.Equal(t, ran["gammazero"], ran[floor], "the relay runs what gammazero runs")
+	// j: the pools with a bound (a queue's, or the workers'); k: those that
+	// resize while they run; l: only this library has a batch submit.
+	assert.Equal(t, []string{"ours", "pond", "ants", "conc", "errgroup", "semaphore"}, runners["j"])
+	assert.Equal(t, []string{"ours", "pond", "ants"}, runners["k"])
+	assert.Equal(t, []string{"ours"}, runners["l"])
+}
+
+// In scenario j, a pool with a queue blocks the submitter once workers
+// tasks run and bound tasks wait, and a pool without one once workers
+// tasks run; the submitter goes on when a task finishes. This checks the
+// options each adapter passes, not the libraries.
+func TestBoundedPoolsBlockTheSubmitterAtTheBound(t *testing.T) {
+	const workers, bound = 2, 3
+	for _, lib := range libraries {
+		if lib.bounded == nil {
+			continue
+		}
+		t.Run(lib.name, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			p := lib.bounded(workers, bound)
+			release := make(chan struct{})
+			var started atomic.Int64
+			blocker := newTask(func() {
+				started.Add(1)
+				<-release
+			})
+			for range workers {
+				p.Submit(blocker)
+			}
+			require.Eventually(t, func() bool { return started.Load() == workers }, 10*time.Second, time.Millisecond)
+			fits := 0
+			if lib.queues {
+				fits = bound
+			}
+			var ran atomic.Int64
+			count := newTask(func() { ran.Add(1) })
+			for range fits {
+				p.Submit(count) // returns: there is room
+			}
+			submitted := make(chan struct{})
+			go func() {
+				p.Submit(count)
+				close(submitted)
+			}()
+			select {
+			case <-submitted:
+				t.Fatalf("Submit returned with %d tasks running and %d waiting", workers, fits)
+			case <-time.After(50 * time.Millisecond):
+			}
+			close(release)
+			<-submitted
+			p.Close()
+			assert.Equal(t, int64(fits+1), ran.Load())
+			assert.LessOrEqual(t, awaitGoroutines(base, 10*time.Second), base, "goroutines left after Close")
+		})
+	}
+}
+
+// The resize adapters change the size each library reports.
+func TestResizeAdaptersChangeTheSize(t *testing.T) {
+	for _, lib := range libraries {
+		if !lib.resizes {
+			continue
+		}
+		t.Run(lib.name, func(t *testing.T) {
+			p := lib.open(resizeSizes[0])
+			defer p.Close()
+			size := func() int {
+				switch a := p.(type) {
+				case oursPool:
+					return a.wp.Size()
+				case pondPool:
+					return a.p.MaxConcurrency()
+				case antsPool:
+					return a.p.Cap()
+				}
+				t.Fatalf("no size for %T", p)
+				return 0
+			}
+			assert.Equal(t, resizeSizes[0], size())
+			for _, n := range []int{resizeSizes[1], resizeSizes[0], resizeSizes[1]} {
+				p.(resizePool).Resize(n)
+				assert.Equal(t, n, size())
+			}
+		})
+	}
 }
 
 func TestScenarioSizeNeverZero(t *testing.T) {
@@ -82,7 +176,7 @@ func TestReportAndChart(t *testing.T) {
 	sc := func(id string) scenario { s, err := findScenario(id); require.NoError(t, err); return s }
 	r := &run{
 		options: options{out: "out/RESULTS.md", chart: "out/chart.svg", reps: 2,
-			scenarios: []scenario{sc("a"), sc("g"), sc("h")},
+			scenarios: []scenario{sc("a"), sc("g"), sc("h"), sc("j"), sc("l")},
 			libraries: []library{lib("ours"), lib(floor), lib("gammazero"), lib("conc")},
 			config:    config{scale: 1}},
 		started: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC),
@@ -101,6 +195,13 @@ func TestReportAndChart(t *testing.T) {
 			},
 			"h": {
 				"ours": {{Tasks: 10, Wall: 5000, P50: 400, P99: 900}},
+			},
+			"j": {
+				"ours": {{Tasks: 10, Wall: 3000}},
+				"conc": {{Tasks: 10, Wall: 1500}},
+			},
+			"l": {
+				"ours": {{Tasks: 10, Wall: 1000, Mallocs: 0.02}},
 			},
 		},
 	}
@@ -124,6 +225,19 @@ func TestReportAndChart(t *testing.T) {
 		assert.Contains(t, md, "\n"+h)
 	}
 	assert.Contains(t, md, "`relay` is a reference, not a usable pool")
+	assert.Contains(t, md, "It is n/a in h, j and l, which the relay cannot run")
+
+	// j: the contract column gives the bound each pool was opened with.
+	assert.Contains(t, md, "| ours | WithMaxWaiting(64, Block): Submit waits for room while 64 tasks wait | 300 (300–300) | 1.00x | n/a | n/a |")
+	assert.Contains(t, md, "| conc | "+lib("conc").boundNote+" | 150 (150–150) | 0.50x | n/a | n/a |")
+	assert.Contains(t, md, "| gammazero | "+lib("gammazero").note+" | n/a: has no bound")
+	assert.Contains(t, md, scenarioNotes["j"])
+	// l: only this library, and its ratio to its own a.
+	assert.Contains(t, md, "| l: DoBatch ns/task vs Submit (l / a, goal 0.50x) | ≤ 0.60x | 0.50x | yes |")
+	assert.Contains(t, md, "| l: allocs per task | ≤ 0.0100 | 0.0020 | yes |")
+	assert.Contains(t, md, "**DoBatch vs Submit, this library:** l 100 ns/task / a 200 ns/task = **0.50x** (target ≤ 0.60x, goal 0.50x); l allocs per task 0.0020 (target ≤ 0.01).")
+	assert.Contains(t, md, "| conc | "+lib("conc").note+" | n/a: has no batch submit")
+	assert.Contains(t, md, "| l | 1.00x | – | – | – |\n", "the ratio to this library in l")
 
 	var chart bytes.Buffer
 	require.NoError(t, r.writeChart(&chart))

@@ -56,26 +56,65 @@ type groupPool interface {
 	Group(t *task, n int) error
 }
 
+// A resizePool changes its most workers while it runs.
+type resizePool interface {
+	Resize(workers int)
+}
+
+// A batchPool queues many tasks in one call. The pool keeps no reference to
+// batch once SubmitBatch returns, so the caller may reuse it.
+type batchPool interface {
+	SubmitBatch(batch []func())
+}
+
 // A library is one contestant of the suite.
 type library struct {
 	name    string
 	queues  bool   // Submit returns at once while every worker is busy
 	handles bool   // its pool is a handlePool
 	groups  bool   // its pool is a groupPool
+	resizes bool   // its pool is a resizePool
+	batches bool   // its pool is a batchPool
 	note    string // how its contract differs, shown in the report
 	open    func(workers int) pool
+
+	// bounded opens the pool so that a submitter blocks once bound tasks
+	// wait for a worker (or, for a library without a queue, once every
+	// worker is busy); nil if the library has no bound. boundNote replaces
+	// note where a scenario opens the pool this way (needs "bound"), with
+	// waitingBound as the bound.
+	bounded   func(workers, bound int) pool
+	boundNote string
+}
+
+// blocksAtWorkers opens a library without a queue for the bound scenario:
+// its bound is its workers, so bound is not used.
+func blocksAtWorkers(open func(int) pool) func(workers, bound int) pool {
+	return func(workers, _ int) pool { return open(workers) }
 }
 
 var libraries = []library{
-	{"ours", true, true, true, "queues; Submit never blocks; Go returns a Task; Group on the pool", openOurs},
-	{floor, true, false, false, "reference: the bare relay of this design's shape (two hand-offs per task, nothing else), not a usable pool; queues; SubmitWait by adapter", openRelay},
-	{"gammazero", true, false, false, "queues; Submit never blocks", openGammazero},
-	{"pond", true, true, true, "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait(); groups on the pool", openPond},
-	{"ants", false, false, false, "Submit blocks while every worker is busy; SubmitWait by adapter", openAnts},
-	{"conc", false, false, true, "Go blocks while every goroutine is busy; SubmitWait by adapter; a ContextPool per group", openConc},
-	{"errgroup", false, false, true, "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", openErrgroup},
-	{"semaphore", false, false, false, "baseline: a buffered channel bounds a goroutine per task", openSemaphore},
-	{"goroutine", false, false, false, "baseline: a goroutine per task, no bound", openGoroutine},
+	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
+		note: "queues; Submit never blocks; Go returns a Task; Group on the pool", open: openOurs,
+		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound)},
+	{name: floor, queues: true,
+		note: "reference: the bare relay of this design's shape (two hand-offs per task, nothing else), not a usable pool; queues; SubmitWait by adapter", open: openRelay},
+	{name: "gammazero", queues: true, note: "queues; Submit never blocks", open: openGammazero},
+	{name: "pond", queues: true, handles: true, groups: true, resizes: true,
+		note: "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait(); groups on the pool", open: openPond,
+		bounded: openPondBounded, boundNote: fmt.Sprintf("WithQueueSize(%d), WithNonBlocking(false): Go waits for room while %[1]d tasks wait", waitingBound)},
+	{name: "ants", resizes: true,
+		note: "Submit blocks while every worker is busy; SubmitWait by adapter", open: openAnts,
+		bounded: blocksAtWorkers(openAnts), boundNote: "no queue; blocking mode (the default): Submit blocks while every worker is busy, so the bound is the workers"},
+	{name: "conc", groups: true,
+		note: "Go blocks while every goroutine is busy; SubmitWait by adapter; a ContextPool per group", open: openConc,
+		bounded: blocksAtWorkers(openConc), boundNote: "no queue: Go blocks while every goroutine is busy, so the bound is the workers"},
+	{name: "errgroup", groups: true,
+		note: "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", open: openErrgroup,
+		bounded: blocksAtWorkers(openErrgroup), boundNote: "no queue: Go blocks at SetLimit, so the bound is the workers; a goroutine per task"},
+	{name: "semaphore", note: "baseline: a buffered channel bounds a goroutine per task", open: openSemaphore,
+		bounded: blocksAtWorkers(openSemaphore), boundNote: "baseline, no queue: blocks while every slot is taken, so the bound is the workers; a goroutine per task"},
+	{name: "goroutine", note: "baseline: a goroutine per task, no bound", open: openGoroutine},
 }
 
 // floor names the relay (relay.go), the reference every scenario is also
@@ -107,9 +146,21 @@ type oursPool struct{ wp *workerpool.WorkerPool }
 
 func openOurs(workers int) pool { return oursPool{workerpool.New(workers)} }
 
+func openOursBounded(workers, bound int) pool {
+	return oursPool{workerpool.New(workers, workerpool.WithMaxWaiting(bound, workerpool.Block))}
+}
+
 func (a oursPool) Submit(t *task)     { a.wp.Submit(t.fn) }
 func (a oursPool) SubmitWait(t *task) { a.wp.SubmitWait(t.fn) }
 func (a oursPool) Close()             { a.wp.StopWait() }
+
+func (a oursPool) Resize(workers int) { a.wp.Resize(workers) }
+
+func (a oursPool) SubmitBatch(batch []func()) {
+	if err := a.wp.DoBatch(batch); err != nil {
+		panic(err)
+	}
+}
 
 func (a oursPool) GoWait(t *task) error { return a.wp.Go(context.Background(), t.fnCtx).Wait() }
 
@@ -125,6 +176,12 @@ type pondPool struct{ p pond.Pool }
 
 func openPond(workers int) pool { return pondPool{pond.NewPool(workers)} }
 
+// openPondBounded gives pond a queue of bound tasks; a full queue blocks
+// the submitter (WithNonBlocking(false), pond's default, said explicitly).
+func openPondBounded(workers, bound int) pool {
+	return pondPool{pond.NewPool(workers, pond.WithQueueSize(bound), pond.WithNonBlocking(false))}
+}
+
 func (a pondPool) Submit(t *task) {
 	if err := a.p.Go(t.fn); err != nil {
 		panic(err)
@@ -135,7 +192,8 @@ func (a pondPool) SubmitWait(t *task) {
 		panic(err)
 	}
 }
-func (a pondPool) Close() { a.p.StopAndWait() }
+func (a pondPool) Close()             { a.p.StopAndWait() }
+func (a pondPool) Resize(workers int) { a.p.Resize(workers) }
 
 func (a pondPool) GoWait(t *task) error { return a.p.SubmitErr(t.fnErr).Wait() }
 
@@ -193,6 +251,7 @@ func (a antsPool) Submit(t *task) {
 	}
 }
 func (a antsPool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
+func (a antsPool) Resize(workers int) { a.p.Tune(workers) }
 func (a antsPool) Close() {
 	if err := a.p.ReleaseTimeout(time.Minute); err != nil {
 		panic(err)

@@ -114,7 +114,8 @@ func TestRelayCloseRunsEveryAcceptedTask(t *testing.T) {
 }
 
 // SubmitWait returns after its task ran, and the relay takes part in every
-// scenario but those that need task handles or groups.
+// scenario but those that need task handles, groups, a bound, a resize or a
+// batch submit.
 func TestRelayIsTheFloor(t *testing.T) {
 	lib, err := findLibrary(floor)
 	require.NoError(t, err)
@@ -122,7 +123,7 @@ func TestRelayIsTheFloor(t *testing.T) {
 	assert.Contains(t, lib.note, "reference")
 	for _, s := range scenarios {
 		ok, _ := s.applies(lib)
-		assert.Equal(t, s.needs != "handles" && s.needs != "groups", ok, s.id)
+		assert.Equal(t, s.needs == "" || s.needs == "queue", ok, s.id)
 	}
 	p := openRelay(2)
 	defer p.Close()

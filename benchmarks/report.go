@@ -86,6 +86,39 @@ func (r *run) ratio(sid, lib, base string) float64 {
 	return a.ns / b.ns
 }
 
+// acrossRatio is lib's median ns/task in scenario sid over its own in
+// scenario base, from the same run, or NaN when either is missing.
+func (r *run) acrossRatio(lib, sid, base string) float64 {
+	a, ok1 := r.summary(sid, lib)
+	b, ok2 := r.summary(base, lib)
+	if !ok1 || !ok2 || b.ns == 0 {
+		return math.NaN()
+	}
+	return a.ns / b.ns
+}
+
+// cannotRun lists the run's scenarios that the library called name cannot
+// run, as "h, i and l", or "" if none.
+func (r *run) cannotRun(name string) string {
+	lib, err := findLibrary(name)
+	if err != nil {
+		return ""
+	}
+	var ids []string
+	for _, s := range r.scenarios {
+		if ok, _ := s.applies(lib); !ok {
+			ids = append(ids, s.id)
+		}
+	}
+	switch len(ids) {
+	case 0:
+		return ""
+	case 1:
+		return ids[0]
+	}
+	return strings.Join(ids[:len(ids)-1], ", ") + " and " + ids[len(ids)-1]
+}
+
 // ratioCell is lib's ratio to base in scenario sid as the report shows it:
 // n/a when base cannot run sid (the relay has no handles or groups, for
 // example), – when either has no result.
@@ -148,11 +181,15 @@ func (r *run) writeReport(w io.Writer) error {
 		func(sid, lib string) string { return r.ratioCell(sid, lib, "ours") })
 	r.writeMatrix(p, "Ratio to gammazero/workerpool", "Median ns/task divided by gammazero/workerpool's in the same run; n/a where gammazero/workerpool cannot run the scenario.",
 		func(sid, lib string) string { return r.ratioCell(sid, lib, "gammazero") })
-	r.writeMatrix(p, "Ratio to the relay floor", "Median ns/task divided by the relay's in the same run: how far each pool is from the bare relay of this library's shape (two hand-offs per task, nothing else). This library's goal is ≤ 1.10x in a and e. h and i show n/a: the relay has no task handles or groups.",
+	relayNA := ""
+	if ids := r.cannotRun(floor); ids != "" {
+		relayNA = fmt.Sprintf(" It is n/a in %s, which the relay cannot run (it has no task handles, groups, bound, resize or batch submit; each scenario's table says which).", ids)
+	}
+	r.writeMatrix(p, "Ratio to the relay floor", "Median ns/task divided by the relay's in the same run: how far each pool is from the bare relay of this library's shape (two hand-offs per task, nothing else). This library's goal is ≤ 1.10x in a and e."+relayNA,
 		func(sid, lib string) string { return r.ratioCell(sid, lib, floor) })
 	p.f("## Scenarios\n\n")
 	if r.has(floor) {
-		p.f("\"vs relay\" divides by the relay floor's median in the same run; it is n/a in h and i, where the relay cannot run (it has no task handles or groups).\n\n")
+		p.f("\"vs relay\" divides by the relay floor's median in the same run.%s\n\n", relayNA)
 	}
 	for _, s := range r.scenarios {
 		r.writeScenario(p, s)
@@ -198,6 +235,11 @@ func (r *run) writeTargets(p *printer) {
 		}
 		return x, any
 	}
+	batchVsSubmit := func() (float64, bool) {
+		x := r.acrossRatio("ours", "l", "a")
+		return x, !math.IsNaN(x)
+	}
+	allocs := func(x float64) string { return fmt.Sprintf("%.4f", x) }
 	targets := []target{
 		{"a: ns/task vs gammazero", vsGammazero("a"), fmtRatio, 0.8},
 		{"e: ns/task vs gammazero", vsGammazero("e"), fmtRatio, 0.7},
@@ -206,8 +248,12 @@ func (r *run) writeTargets(p *printer) {
 		{"a: ns/task vs relay floor", vs("a", floor), fmtRatio, 1.1},
 		{"e: ns/task vs relay floor", vs("e", floor), fmtRatio, 1.1},
 		{"g: live heap bytes per queued task", of("g", func(s summary) float64 { return s.queued }), func(x float64) string { return fmt.Sprintf("%.2f B", x) }, 8.5},
-		{"a: allocs per Submit", of("a", func(s summary) float64 { return s.allocs }), func(x float64) string { return fmt.Sprintf("%.4f", x) }, 0.01},
-		{"f: allocs per SubmitWait", of("f", func(s summary) float64 { return s.allocs }), func(x float64) string { return fmt.Sprintf("%.4f", x) }, 1},
+		{"a: allocs per Submit", of("a", func(s summary) float64 { return s.allocs }), allocs, 0.01},
+		{"f: allocs per SubmitWait", of("f", func(s summary) float64 { return s.allocs }), allocs, 1},
+		{"j: ns/task vs pond (bounded queue)", vs("j", "pond"), fmtRatio, 1.0},
+		{"j: ns/task vs ants (bounded by its workers)", vs("j", "ants"), fmtRatio, 1.0},
+		{"l: DoBatch ns/task vs Submit (l / a, goal 0.50x)", batchVsSubmit, fmtRatio, 0.6},
+		{"l: allocs per task", of("l", func(s summary) float64 { return s.allocs }), allocs, 0.01},
 	}
 	p.f("## Targets for this library\n\n| target | limit | measured | met |\n|---|---|---|---|\n")
 	for _, t := range targets {
@@ -242,6 +288,12 @@ func (r *run) writeMatrix(p *printer, title, caption string, cell func(sid, lib 
 
 func (r *run) writeScenario(p *printer, s scenario) {
 	p.f("### %s: %s\n\n", s.id, s.title)
+	if note := scenarioNotes[s.id]; note != "" {
+		p.f("%s\n\n", note)
+	}
+	if s.id == "l" {
+		r.writeBatchVsSubmit(p)
+	}
 	extra := ""
 	switch s.id {
 	case "f", "h":
@@ -253,15 +305,15 @@ func (r *run) writeScenario(p *printer, s scenario) {
 	p.f("|---|---|---:|---:|---:|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", strings.Count(extra, "|")))
 	for _, l := range r.libraries {
 		if ok, why := s.applies(l); !ok {
-			p.f("| %s | %s | %s | | | | | | |%s\n", l.name, l.note, why, strings.Repeat(" |", strings.Count(extra, "|")))
+			p.f("| %s | %s | %s | | | | | | |%s\n", l.name, s.contract(l), why, strings.Repeat(" |", strings.Count(extra, "|")))
 			continue
 		}
 		sm, ok := r.summary(s.id, l.name)
 		if !ok {
-			p.f("| %s | %s | failed | | | | | | |%s\n", l.name, l.note, strings.Repeat(" |", strings.Count(extra, "|")))
+			p.f("| %s | %s | failed | | | | | | |%s\n", l.name, s.contract(l), strings.Repeat(" |", strings.Count(extra, "|")))
 			continue
 		}
-		p.f("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %.2f | %.1f |", l.name, l.note,
+		p.f("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %.2f | %.1f |", l.name, s.contract(l),
 			fmtNs(sm.ns), fmtNs(sm.nsMin), fmtNs(sm.nsMax),
 			r.ratioCell(s.id, l.name, "ours"), r.ratioCell(s.id, l.name, "gammazero"), r.ratioCell(s.id, l.name, floor),
 			fmtNs(sm.cpu), sm.allocs, sm.bytes)
@@ -274,6 +326,22 @@ func (r *run) writeScenario(p *printer, s scenario) {
 		p.f("\n")
 	}
 	p.f("\n")
+}
+
+// writeBatchVsSubmit compares this library's DoBatch (l) with its Submit
+// (a), both from this run.
+func (r *run) writeBatchVsSubmit(p *printer) {
+	l, okL := r.summary("l", "ours")
+	a, okA := r.summary("a", "ours")
+	switch {
+	case !okL:
+		return
+	case !okA:
+		p.f("**DoBatch vs Submit, this library:** run scenario a as well for the ratio l / a (target ≤ 0.60x, goal 0.50x).\n\n")
+		return
+	}
+	p.f("**DoBatch vs Submit, this library:** l %s ns/task / a %s ns/task = **%s** (target ≤ 0.60x, goal 0.50x); l allocs per task %.4f (target ≤ 0.01).\n\n",
+		fmtNs(l.ns), fmtNs(a.ns), fmtRatio(r.acrossRatio("ours", "l", "a")), l.allocs)
 }
 
 // relative names target as seen from the directory of from.

@@ -16,7 +16,7 @@ type scenario struct {
 	id      string
 	title   string
 	tasks   int    // at scale 1
-	needs   string // what the library must have: "queue", "handles", "groups", or "" for nothing
+	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", or "" for nothing
 	workers func() int
 	run     func(c *config, p pool, n int) result
 }
@@ -32,7 +32,34 @@ var scenarios = []scenario{
 	{"g", "1,000,000 tasks queued behind one blocked worker", 1_000_000, "queue", fixed(1), runQueued},
 	{"h", "200,000 sequential round trips through a task handle that returns an error, 4 workers", 200_000, "handles", fixed(4), runHandleRoundTrips},
 	{"i", "1,000 groups of 1,000 no-op tasks returning an error (errgroup semantics), 4 workers", 1_000_000, "groups", fixed(4), runGroups},
+	{"j", "8 submitters x 125,000 no-op tasks into a queue bounded at 64 (back-pressure), 8 workers", 1_000_000, "bound", fixed(8), runContended},
+	{"k", "1,000,000 no-op tasks, one submitter, resized between 2 and 16 workers every 1,000 tasks", 1_000_000, "resize", fixed(resizeSizes[0]), runResizing},
+	{"l", "1,000,000 no-op tasks in batches of 1,000 (DoBatch), 4 workers", 1_000_000, "batch", fixed(4), runBatches},
 }
+
+// scenarioNotes are printed under a scenario's heading in the report.
+var scenarioNotes = map[string]string{
+	"j": "The workload of e, into pools opened with a bound: this library and pond with a queue of 64 waiting tasks that blocks the submitter while it is full; " +
+		"ants, conc, errgroup and the semaphore have no queue, so their bound is the 8 workers and their run is the same as in e. " +
+		"gammazero and the relay queue without limit, and the bare goroutine has no bound: n/a.",
+	"k": "After every 1,000 submitted tasks the submitter hands the next size (16, 2, 16, … from 2 at the start) to a second goroutine, which resizes the pool while the submits go on: " +
+		"this library and pond with Resize, ants with Tune. The sizes follow the submit count, not the clock, so every run makes the same resizes. " +
+		"The others cannot change their worker count while they run: n/a.",
+	"l": "The tasks of a, given to DoBatch 1,000 at a time from one slice built once and reused (DoBatch keeps no reference to it). " +
+		"Only this library has a batch submit; the line below compares its l with its a from the same run.",
+}
+
+// waitingBound is the bound on waiting tasks in scenario j.
+const waitingBound = 64
+
+// resizeSizes are the sizes scenario k opens its pool with (the first) and
+// then alternates between, one resize every resizeEvery submitted tasks.
+var resizeSizes = [2]int{2, 16}
+
+const (
+	resizeEvery = 1000
+	batchSize   = 1000
+)
 
 func fixed(n int) func() int { return func() int { return n } }
 func gomaxprocs() int        { return runtime.GOMAXPROCS(0) }
@@ -55,8 +82,31 @@ func (s scenario) applies(lib library) (bool, string) {
 		return false, "n/a: has no task handle that returns an error"
 	case s.needs == "groups" && !lib.groups:
 		return false, "n/a: has no group with a first error"
+	case s.needs == "bound" && lib.bounded == nil:
+		return false, "n/a: has no bound (its queue has no limit, or every task gets a goroutine)"
+	case s.needs == "resize" && !lib.resizes:
+		return false, "n/a: cannot change its worker count while it runs"
+	case s.needs == "batch" && !lib.batches:
+		return false, "n/a: has no batch submit"
 	}
 	return true, ""
+}
+
+// open opens lib's pool as s runs it: with the bound for scenarios that
+// need one, else plain.
+func (s scenario) open(lib library) pool {
+	if s.needs == "bound" {
+		return lib.bounded(s.workers(), waitingBound)
+	}
+	return lib.open(s.workers())
+}
+
+// contract is what the report says of lib's contract in s.
+func (s scenario) contract(lib library) string {
+	if s.needs == "bound" && lib.boundNote != "" {
+		return lib.boundNote
+	}
+	return lib.note
 }
 
 func (s scenario) size(scale float64) int {
@@ -157,6 +207,60 @@ func runContended(_ *config, p pool, n int) result {
 			})
 		}
 		started.Wait()
+		wg.Wait()
+	})
+}
+
+// runResizing submits n tasks from one goroutine while a second goroutine
+// resizes the pool: after every resizeEvery submits, the submitter hands it
+// the next size, alternating between resizeSizes, on an unbuffered channel,
+// so the resizes follow the submit count and every run makes the same ones.
+func runResizing(_ *config, p pool, n int) result {
+	rp := p.(resizePool)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	t := newTask(wg.Done)
+	sizes := make(chan int)
+	resizes := 0 // written by the resizer, read after it returned
+	r := measure(n, func() {
+		var resizer sync.WaitGroup
+		resizer.Go(func() {
+			for size := range sizes {
+				rp.Resize(size)
+				resizes++
+			}
+		})
+		for i := 1; i <= n; i++ {
+			p.Submit(t)
+			if i%resizeEvery == 0 {
+				sizes <- resizeSizes[(i/resizeEvery)%2]
+			}
+		}
+		close(sizes)
+		resizer.Wait()
+		wg.Wait()
+	})
+	if resizes != n/resizeEvery {
+		panic(fmt.Sprintf("%d of %d resizes made", resizes, n/resizeEvery))
+	}
+	return r
+}
+
+// runBatches submits n tasks from one goroutine in batches of batchSize,
+// from one slice built once and reused.
+func runBatches(_ *config, p pool, n int) result {
+	bp := p.(batchPool)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	t := newTask(wg.Done)
+	batch := make([]func(), min(n, batchSize))
+	for i := range batch {
+		batch[i] = t.fn
+	}
+	return measure(n, func() {
+		for left := n; left > 0; left -= len(batch) {
+			bp.SubmitBatch(batch[:min(left, len(batch))])
+		}
 		wg.Wait()
 	})
 }
