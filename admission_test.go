@@ -127,14 +127,15 @@ func TestOnceEveryWorkerIsBusyTasksNeedRoom(t *testing.T) {
 }
 
 // Status and WaitingQueueSize never show more waiting tasks than the bound,
-// at any moment, with plain tasks and jobs (whose count changes outside the
-// dispatcher) leaving the queue as new ones take their room. Before the
-// fix, a job handed to a worker still counted as waiting after its room
-// was given back, and a plain task's count went down only when the
-// dispatcher next published it.
+// at any moment, with plain tasks and tasks with a handle (whose count
+// changes outside the dispatcher) leaving the queue as new ones take their
+// room. Before the fix, a job gave back its room before it left Waiting,
+// and a plain task's count went down only when the dispatcher next
+// published it. Under DropOldest, which takes no room, only plain tasks
+// are exact (see TestDropOldestNeverShowsMorePlainTasksWaitingThanTheBound).
 func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 	const bound, perSubmitter = 2, 3000
-	for _, overflow := range []Overflow{Block, DropOldest} {
+	for _, overflow := range []Overflow{Block, Reject} {
 		t.Run(overflow.String(), func(t *testing.T) {
 			p := New(2, WithMaxWaiting(bound, overflow), WithIdleTimeout(-1))
 			var over atomic.Int64
@@ -173,5 +174,81 @@ func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 			assert.Zero(t, over.Load(), "Status showed more waiting tasks than the bound")
 			requireAccounted(t, p)
 		})
+	}
+}
+
+// Under DropOldest, plain tasks from several submitters never show more
+// waiting than the bound in Status.
+func TestDropOldestNeverShowsMorePlainTasksWaitingThanTheBound(t *testing.T) {
+	const bound, perSubmitter = 2, 5000
+	p := New(2, WithMaxWaiting(bound, DropOldest), WithIdleTimeout(-1))
+	var over atomic.Int64
+	stop := make(chan struct{})
+	var observer sync.WaitGroup
+	observer.Go(func() {
+		for !isClosed(stop) {
+			if w := p.Status().Waiting; w > bound {
+				over.Store(int64(w))
+			}
+		}
+	})
+	var submitters sync.WaitGroup
+	for range 3 {
+		submitters.Go(func() {
+			for range perSubmitter {
+				p.Submit(func() {})
+			}
+		})
+	}
+	submitters.Wait()
+	close(stop)
+	observer.Wait()
+	p.StopWait()
+	assert.Zero(t, over.Load(), "Status showed more waiting tasks than the bound")
+	requireAccounted(t, p)
+}
+
+// requireFullRoom checks that p, whose workers are all free, still has its
+// whole bound of room: with every worker busy, exactly bound tasks can wait.
+func requireFullRoom(t *testing.T, p *WorkerPool, bound int) {
+	t.Helper()
+	g := newGate()
+	defer g.release()
+	var started sync.WaitGroup
+	started.Add(p.Size())
+	for range p.Size() {
+		require.NoError(t, p.Do(func() { started.Done(); g.wait() }))
+	}
+	started.Wait()
+	for i := range bound {
+		require.True(t, p.TrySubmit(func() {}), "place %d of %d is lost", i+1, bound)
+	}
+	require.False(t, p.TrySubmit(func() {}), "more room than the bound")
+}
+
+// Tasks with a handle that start at once, or leave the queue for a worker,
+// give back their room exactly once, however fast they finish and their
+// carrier is reused by the next call: the worker gives it back as it starts
+// the task, never the dispatcher, which must not touch a task in a worker's
+// hands. Before the fix the dispatcher gave it back after the hand-off, and
+// a DoWait that reused the finished call's carrier could clear the mark
+// first: the place was lost for good, and Block submitters waited forever.
+func TestTasksWithAHandleGiveBackTheirRoomOnceWhateverTheirSpeed(t *testing.T) {
+	const bound, rounds = 2, 20
+	for range rounds {
+		p := New(2, WithMaxWaiting(bound, Block), WithIdleTimeout(-1))
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				for range 200 {
+					require.NoError(t, p.DoWait(func() {}))
+					_ = p.Go(context.Background(), func(context.Context) error { return nil }).Wait()
+				}
+			})
+		}
+		wg.Wait()
+		requireFullRoom(t, p, bound)
+		p.StopWait()
+		requireAccounted(t, p)
 	}
 }

@@ -413,8 +413,7 @@ func (d *dispatcher) acceptJob(j *job) {
 		return
 	}
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
-		d.p.giveRoomOf(j)
-		return
+		return // the worker gives back its room as it starts it
 	}
 	d.makeRoom()
 	d.pushJob(j)
@@ -743,14 +742,13 @@ func (d *dispatcher) pushJob(j *job) {
 	d.pushed++
 }
 
-// pop removes the front entry and gives back its place in the queue (see
-// WorkerPool.room), once it no longer counts as waiting: a plain task here,
-// a job as it leaves the queued state (handed to a worker, or settled).
+// pop removes the front entry. A plain task stops counting as waiting and
+// gives back its place in the queue (see WorkerPool.room) here; a job does
+// both as it leaves the queued state: started by the worker that took it,
+// or settled. Dispatch must not touch a job once it is in a worker's hands.
 func (d *dispatcher) pop() {
 	if d.queue.PopFront() == nil {
-		j := d.jobs.PopFront()
-		j.handed()
-		d.p.giveRoomOf(j)
+		d.jobs.PopFront()
 	} else {
 		d.changeWaiting(-1)
 		if d.p.roomed {

@@ -120,8 +120,7 @@
 //
 // The states:
 //   - queued: accepted, and not started yet: waiting in the queue (counted
-//     in Status.Waiting), or handed to a worker that has not called it
-//     (no longer counted).
+//     in Status.Waiting), or handed to a worker that has not called it.
 //   - started: a worker called the func. finished: the func returned,
 //     panicked or called runtime.Goexit; Wait returns its outcome.
 //   - canceled: the task's context ended, or Cancel was called, before it
@@ -191,9 +190,10 @@
 // they go; it never blocks and never waits for the dispatcher. While tasks
 // flow, its fields are read a moment apart (the waiting count, for one, is
 // published when the dispatcher has nothing else to do; with a bound it is
-// published at every change, so Waiting never shows more than the bound,
-// tasks a Group held back aside). Once the pool has stopped the snapshot is
-// exact:
+// published at every change, and under Block and Reject Waiting never shows
+// more than the bound, tasks a Group held back aside; under DropOldest a
+// task with a handle that was just handed to a worker counts until the
+// worker starts it). Once the pool has stopped the snapshot is exact:
 //
 //	Submitted == Completed + Abandoned + Canceled + Dropped
 //

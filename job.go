@@ -12,18 +12,14 @@ import (
 // job, counts it in Status and tells its owner:
 //
 //	pending ──────────────┬──► started ──► finished
-//	   │  ▲ handed        │
-//	   ▼  │               │
-//	  queued ─────────────┘
+//	   └──► queued ───────┘
 //	pending, queued ──► canceled | abandoned | dropped
 //
 // The states mean:
-//   - pending: accepted, and not in the waiting queue: on its way to
-//     dispatch, or handed to a worker (straight away, or from the queue)
-//     that has not started it.
+//   - pending: accepted, or on its way to dispatch, and not in the waiting
+//     queue (dispatch may have handed it straight to a worker).
 //   - queued: in the waiting queue and counted in Status.Waiting, until it
-//     leaves this state; dispatch moves it here when it queues it, and back
-//     to pending when it hands it to a worker (handed).
+//     leaves this state; dispatch moves it here when it queues it.
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
 //   - canceled: its context was done, or Cancel was called, before it
@@ -35,10 +31,10 @@ import (
 //     newer task (DropOldest).
 //
 // Canceled, abandoned, dropped and finished are final. The party that
-// settles a job as canceled, abandoned or dropped counts it in Status (and,
-// if it was queued, takes it out of Waiting and gives back its room) before
-// it tells the owner, so a canceled task has
-// left Waiting and joined Canceled before its Wait returns. A stop waits
+// settles a job as canceled, abandoned or dropped counts it in Status,
+// takes it out of Waiting if it was queued, and gives back its room before
+// it tells the owner, so a canceled task has left Waiting and joined
+// Canceled before its Wait returns. A stop waits
 // for the settles in progress (see WorkerPool.settling), so the counts are
 // complete when it returns.
 type job struct {
@@ -47,8 +43,9 @@ type job struct {
 	owner jobOwner // set once, when the job is made
 	// room says the job holds a place in the waiting queue (see
 	// WorkerPool.room): set by its submitter (or by dispatch, which admits
-	// it), and swapped off by whoever takes it out of the queue, who gives
-	// the place back once.
+	// it), and swapped off, once, by whoever ends its wait: the worker that
+	// starts it, or the party that settles it. It gives the place back
+	// after the job left Waiting.
 	room atomic.Bool
 }
 
@@ -97,16 +94,6 @@ func (j *job) enqueue() bool {
 	return true
 }
 
-// handed moves a job that dispatch took out of the waiting queue and gave
-// to a worker from queued back to pending, so that it stops counting as
-// waiting before its room is given back. It does nothing if the worker
-// started it first.
-func (j *job) handed() {
-	if j.state.CompareAndSwap(jobQueued, jobPending) {
-		j.pool.waiting.Add(-1)
-	}
-}
-
 // settled reports whether the job is canceled, abandoned or dropped.
 func (j *job) settled() bool {
 	return j.state.Load() > jobFinished
@@ -116,16 +103,11 @@ func (j *job) settled() bool {
 // dropped (to), counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
 func (j *job) settle(to uint32, err error) bool {
-	for { // dispatch may move it from queued to pending (handed) meanwhile
-		from := j.state.Load()
-		if from >= jobStarted {
-			return false
-		}
-		if j.settleFrom(from, to) {
-			j.owner.settled(err, false)
-			return true
-		}
+	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) {
+		return false
 	}
+	j.owner.settled(err, false)
+	return true
 }
 
 // cancelQueued is settle for an owner that cancels its own queued jobs
@@ -198,24 +180,19 @@ func (j *job) work() {
 }
 
 // start moves the job to started, and reports false if it was settled
-// meanwhile. Dispatch may move it from queued to pending (handed) at the
-// same moment, so it looks again until one move wins.
+// meanwhile. A started job leaves Waiting if it was queued, then gives back
+// its room: the worker that took it does this, never dispatch, which must
+// not touch a job once a worker has it (it may be finished and reused).
 func (j *job) start() bool {
-	for {
-		switch j.state.Load() {
-		case jobPending:
-			if j.state.CompareAndSwap(jobPending, jobStarted) {
-				return true
-			}
-		case jobQueued:
-			if j.state.CompareAndSwap(jobQueued, jobStarted) {
-				j.pool.waiting.Add(-1)
-				return true
-			}
-		default:
-			return false
-		}
+	switch {
+	case j.state.CompareAndSwap(jobPending, jobStarted):
+	case j.state.CompareAndSwap(jobQueued, jobStarted):
+		j.pool.waiting.Add(-1)
+	default:
+		return false
 	}
+	j.pool.giveRoomOf(j)
+	return true
 }
 
 // run calls the task and settles the job with its outcome. The deferred

@@ -1301,6 +1301,46 @@ func BenchmarkSubmitConcurrent(b *testing.B) {
 	wg.Wait()
 }
 
+// BenchmarkDoBatch reports ns per task for batches of 1,000 tasks, each run
+// to the end before the next: compare with BenchmarkSubmit/workers=4, which
+// makes two hand-offs per task where a batch makes one.
+func BenchmarkDoBatch(b *testing.B) {
+	const workers, size = 4, 1000
+	p, wg := New(workers), new(sync.WaitGroup)
+	defer p.StopWait()
+	batch := make([]func(), size)
+	for i := range batch {
+		batch[i] = wg.Done
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(size)
+		if err := p.DoBatch(batch); err != nil {
+			b.Fatal(err)
+		}
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/task")
+}
+
+// BenchmarkSubmitBlock is BenchmarkSubmitConcurrent into a queue bounded at
+// 64 under Block: submitters wait for room whenever it is full.
+func BenchmarkSubmitBlock(b *testing.B) {
+	const submitters, workers, bound = 8, 8, 64
+	p, wg := New(workers, WithMaxWaiting(bound, Block)), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.SetParallelism((submitters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			wg.Add(1)
+			p.Submit(task)
+		}
+	})
+	wg.Wait()
+}
+
 // BenchmarkGoroutinePerTask is the baseline: no pool, one goroutine a task.
 func BenchmarkGoroutinePerTask(b *testing.B) {
 	wg := new(sync.WaitGroup)
