@@ -46,6 +46,7 @@ var (
 	ErrDropped = errors.New("workerpool: task dropped from a full queue")
 
 	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
+	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", ErrDropped)
 )
 
 // room holds the waiting queue's free places under Block and Reject, and

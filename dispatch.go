@@ -415,7 +415,7 @@ func (d *dispatcher) acceptJob(j *job) {
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
-	d.makeRoom()
+	d.makeRoomFor(j)
 	d.pushJob(j)
 	// A group whose context ended while j was on its way cancels only its
 	// queued jobs; now that j is queued, look again.
@@ -436,6 +436,14 @@ func (d *dispatcher) makeRoom() {
 		return
 	}
 	for d.waitingNow() >= int64(d.p.bound) && d.dropOldest() {
+	}
+}
+
+// makeRoomFor is makeRoom for a job, unless a Group held it back: such a
+// task joins the queue without room and drops no task.
+func (d *dispatcher) makeRoomFor(j *job) {
+	if !j.unbound {
+		d.makeRoom()
 	}
 }
 
@@ -591,7 +599,7 @@ func (d *dispatcher) admitJob(j *job, how admission) {
 		d.acceptJob(j)
 	case toQueue:
 		d.countSubmitted()
-		d.makeRoom()
+		d.makeRoomFor(j)
 		d.pushJob(j)
 	case toWorker:
 		d.countSubmitted()
@@ -990,7 +998,7 @@ func (d *dispatcher) admitStraggler(m message) {
 		d.push(m.task)
 	case m.job != nil:
 		d.countSubmitted()
-		d.makeRoom()
+		d.makeRoomFor(m.job)
 		d.pushJob(m.job)
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
 		d.parked.PushBack(m.req.ticket)

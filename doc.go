@@ -75,8 +75,9 @@
 // at once, and one larger than the bound gets ErrQueueFull at once under
 // every policy. Tasks a [Group] holds
 // back because of SetLimit join the queue without room when a finished
-// group task releases them, even if the queue is full, so that a worker
-// never waits for room (the group's limit bounds them); Group.Go itself
+// group task releases them, even if the queue is full (under DropOldest
+// they drop no task), so that a worker never waits for room (the group's
+// limit bounds them); Group.Go itself
 // waits or is refused like Go. Stop, StopWait and Shutdown release every
 // waiting submitter at once: Submit and SubmitWait panic with an error
 // wrapping ErrStopped, as after any stop, and the other calls return or

@@ -191,6 +191,7 @@ func (g *Group) changedLocked() {
 // the group's cancellation.
 func (g *Group) submit(t *groupTask, held bool) {
 	var err error
+	t.job.unbound = held
 	if held {
 		t.job.room.Store(false)
 		err = send(g.pool, message{job: &t.job})

@@ -47,6 +47,10 @@ type job struct {
 	// starts it, or the party that settles it. It gives the place back
 	// after the job left Waiting.
 	room atomic.Bool
+	// unbound marks a task a Group held back: it joins the queue without
+	// room and, under DropOldest, drops no waiting task. Set by its
+	// submitter before the send.
+	unbound bool
 }
 
 // The states of a job.

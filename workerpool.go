@@ -323,15 +323,18 @@ func (p *WorkerPool) sendJob(j *job, ctxDone <-chan struct{}) error {
 }
 
 // SubmitWait queues task and waits until it has finished running, like
-// DoWait, and panics with an error wrapping ErrStopped where DoWait would
-// return it: when the pool is stopped, or a stop abandons task before it
-// starts. The same deadlock as DoWait's applies to calls from inside a task.
-// Safe for concurrent use.
+// DoWait, and panics where DoWait would return an error: with an error
+// wrapping ErrStopped when the pool is stopped or a stop abandons task
+// before it starts, ErrQueueFull when a full queue refuses it (Reject), and
+// ErrDropped when a full queue drops it (DropOldest). The same deadlock as
+// DoWait's applies to calls from inside a task. Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
 	switch err := p.DoWait(task); err {
 	case nil:
 	case ErrQueueFull:
 		panic(errSubmitWaitQueueFull)
+	case ErrDropped:
+		panic(errSubmitWaitDropped)
 	default:
 		panic(errSubmitWaitStopped)
 	}
