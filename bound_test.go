@@ -1729,3 +1729,44 @@ func TestNilTasksAreIgnoredByEveryCallEvenWithAFullQueue(t *testing.T) {
 		})
 	}
 }
+
+// With a bound, a queued task whose context ends gives back its room at
+// that moment even though no one calls its Wait or Done: a Task's ctx, or
+// a group's. Before, it kept its place until someone looked at it or it
+// reached the front of the queue.
+func TestUnderBlockAQueuedTaskWhoseContextEndsFreesItsRoomWithoutAWaiter(t *testing.T) {
+	for _, kind := range []string{"Task", "Group"} {
+		t.Run(kind, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1, WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				synctest.Wait()
+				t0 := time.Now()
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+				defer cancel()
+				if kind == "Task" {
+					p.Go(ctx, func(context.Context) error { return nil })
+				} else {
+					p.Group(ctx).Go(func(context.Context) error { return nil })
+				}
+				synctest.Wait()
+				require.Equal(t, 1, p.Status().Waiting)
+				admitted := make(chan time.Duration, 1)
+				go func() {
+					p.Submit(func() {})
+					admitted <- time.Since(t0)
+				}()
+				assert.Equal(t, 3*time.Second, <-admitted, "the waiting submitter gets the room when the ctx ends")
+				s := p.Status()
+				assert.Equal(t, uint64(1), s.Canceled)
+				assert.Equal(t, 1, s.Waiting, "only the new task waits")
+				running.open()
+				p.StopWait()
+				requireAccounted(t, p)
+			})
+		})
+	}
+}

@@ -70,7 +70,8 @@
 // goes to the dead-letter handler. Submitters that wait for room get it
 // strictly in arrival order: a waiting batch at the head holds back the
 // submitters behind it, and TrySubmit never overtakes a waiting submitter.
-// A canceled queued task frees its room at once. A DoBatch is one
+// A canceled queued task frees its room at once, also one whose context
+// ends while no one waits for it. A DoBatch is one
 // admission: it needs room for all its tasks, even those that then start
 // at once, and one larger than the bound gets ErrQueueFull at once under
 // every policy. Tasks a [Group] holds

@@ -50,7 +50,19 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 	if !p.live.addGroup(g) {
 		g.cancel(errShutdownCut)
 	}
+	if p.bound > 0 {
+		context.AfterFunc(g.ctx, g.noteCanceled) // queued tasks give back their room at once
+	}
 	return g
+}
+
+// noteCanceled runs once the group's context is done, in a pool with a
+// bound: it cancels the group's queued tasks then, so that their room
+// frees at once, whether or not Wait is running.
+func (g *Group) noteCanceled() {
+	g.mu.Lock()
+	g.changedLocked()
+	g.mu.Unlock()
 }
 
 // Go queues fn to run on a worker of the group's pool and returns at once:

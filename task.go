@@ -71,7 +71,8 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // If ctx is done before fn starts (a deadline covers the time in the queue
 // as well as the run), or Cancel is called first, fn never runs: the task
 // is counted in Status.Canceled, and no longer in Status.Waiting, as soon
-// as Wait or Done reports it. Canceled while it waits in the queue, it never
+// as Wait or Done reports it (with a bound, as soon as ctx is done, so that
+// its room frees at once). Canceled while it waits in the queue, it never
 // takes a worker; canceled while the dispatcher is handing it out, it may
 // still reach a worker, which skips it. A panic in fn is recovered and
 // reported as a
@@ -109,10 +110,15 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 
 // submitTask gives t to the pool (under Block, waiting for room until the
 // caller's ctx is done), or settles it with why it was refused: ErrStopped,
-// ErrQueueFull, or the caller's ctx error.
+// ErrQueueFull, or the caller's ctx error. With a bound, an accepted task
+// watches a cancelable ctx at once, so that a queued task whose ctx ends
+// gives back its room then, whether or not anyone waits for it.
 func (p *WorkerPool) submitTask(t *Task) {
 	switch err := p.sendJob(&t.job, t.ctx.parent.Done()); err {
 	case nil:
+		if p.bound > 0 && t.ctx.parent.Done() != nil {
+			t.doneChan(true)
+		}
 	case errWithdrawn:
 		t.job.reject(t.ctx.parent.Err())
 	default:
