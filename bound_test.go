@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -1768,5 +1769,50 @@ func TestUnderBlockAQueuedTaskWhoseContextEndsFreesItsRoomWithoutAWaiter(t *test
 				requireAccounted(t, p)
 			})
 		})
+	}
+}
+
+// WithMaxWaiting(n, ...) documents "n < 1 means no bound"; any
+// n >= 1 is a bound of n places. A bound of 2^32 or more overflows room's
+// 32-bit free-places half into its parked-submitters half, so the pool
+// believed submitters were parked: every TrySubmit was refused on an idle
+// pool, under Reject every Submit and Do, and under Block with 1<<32 a
+// Submit behind a busy worker waited forever on an empty queue. Such a
+// bound now means math.MaxInt32.
+func TestAHugeBoundIsStillABound(t *testing.T) {
+	for _, n := range []int{1 << 32, math.MaxInt} {
+		for _, overflow := range []Overflow{Block, Reject} {
+			t.Run(overflow.String()+"/"+itoa(int64(n)), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					var letters []error
+					p := New(1, WithMaxWaiting(n, overflow), WithIdleTimeout(-1),
+						WithDeadLetter(func(_ func(), r error) { letters = append(letters, r) }))
+					ran := 0
+					assert.True(t, p.TrySubmit(func() { ran++ }), "TrySubmit on an idle pool")
+					synctest.Wait()
+					assert.NoError(t, p.Do(func() { ran++ }), "Do on an idle pool")
+					synctest.Wait()
+					g := newGate()
+					p.Submit(func() { ran++; g.wait() })
+					synctest.Wait()
+					assert.Equal(t, 1, p.Status().Busy, "busy")
+					submitted := make(chan struct{})
+					go func() {
+						defer close(submitted)
+						defer func() { _ = recover() }() // a stop releases a waiting Submit with a panic
+						p.Submit(func() { ran++ })
+					}()
+					synctest.Wait()
+					assert.True(t, isClosed(submitted), "Submit behind one busy worker, empty queue, bound %d: still waiting for room", n)
+					g.open()
+					synctest.Wait()
+					p.Stop()
+					<-submitted
+					assert.Empty(t, letters, "dead letters")
+					assert.Zero(t, p.Status().Rejected, "rejected")
+					assert.Equal(t, 4, ran, "tasks run")
+				})
+			})
+		}
 	}
 }

@@ -1443,3 +1443,50 @@ func TestReusedTicketKeepsNothingOfItsLastWait(t *testing.T) {
 		}
 	})
 }
+
+// WaitIdle sees the idle moment when a cancel of a queued task races
+// dispatch: the cancel moves the task's state, dispatch runs (here woken by
+// a Resize) while the waiting count has not gone down yet, then the count
+// goes down and the running task ends. Dispatch used to watch the running
+// work only once the count read 0, and then waited on taskQueue alone:
+// WaitIdle hung until some unrelated message came. The test plays the
+// canceling goroutine's part of Task.Cancel statement by statement, as
+// settleFrom does, with dispatch running in the gap.
+func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithIdleTimeout(-1))
+		g := blockOneWorker(t, p)
+		tk := p.Go(context.Background(), func(context.Context) error { return nil })
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Waiting)
+		c := goWaitIdle(p, context.Background(), time.Now())
+		synctest.Wait()
+		require.False(t, c.returned())
+
+		// tk.Cancel() -> settle -> settleFrom(jobQueued, jobCanceled), first half:
+		p.beginSettle()
+		require.True(t, tk.job.state.CompareAndSwap(jobQueued, jobCanceled))
+		// ... the canceling goroutine is preempted; dispatch runs.
+		p.Resize(1)
+		synctest.Wait()
+		// settleFrom, second half, then settle's call to the owner:
+		p.waiting.Add(-1)
+		p.wakeDispatch()
+		p.giveRoomOf(&tk.job)
+		p.settledTotals.canceled.Add(1)
+		p.endSettle()
+		tk.job.owner.settled(context.Canceled, false)
+		require.ErrorIs(t, tk.Wait(), context.Canceled)
+
+		g.open() // the only running task ends: nothing runs or waits now
+		synctest.Wait()
+		assert.Equal(t, 0, p.Status().Busy)
+		assert.Equal(t, 0, p.Status().Waiting)
+		assert.True(t, c.returned(), "WaitIdle did not return although the pool is idle")
+		p.Stop()
+		<-c.done
+		if c.err != nil {
+			assert.NotErrorIs(t, c.err, ErrStopped, "WaitIdle was only ended by the stop")
+		}
+	})
+}

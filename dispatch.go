@@ -273,9 +273,10 @@ func (d *dispatcher) changeWaiting(n int64) {
 // effect it waits on the fewest channels it can: while quiet only on
 // taskQueue; otherwise also on a worker taking the front task or the zero
 // work that retires it; and on wake while the queue holds jobs (so that a
-// queued job's cancel is seen at once), submitters are parked for room, or
-// work is watched (a WaitIdle call waits for running tasks). (A Stop needs
-// no wake here: its stop message follows at once.)
+// queued job's cancel is seen at once), submitters are parked for room,
+// work is watched, or WaitIdle calls wait (a settle that lowers the waiting
+// count wakes it). (A Stop needs no wake here: its stop message follows at
+// once.)
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
@@ -288,7 +289,7 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching {
+	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 {
 		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
@@ -304,10 +305,11 @@ func (d *dispatcher) await() bool {
 
 // quiet reports whether dispatch has nothing to do but receive: no task
 // queued, no pause in effect, no submitter parked for room, no work to
-// watch come back (see allReturned), and no worker to retire above the
-// pool's size. It then waits on taskQueue alone.
+// watch come back (see allReturned), no WaitIdle call to answer, and no
+// worker to retire above the pool's size. It then waits on taskQueue alone.
 func (d *dispatcher) quiet() bool {
-	return d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching && d.workers <= d.max
+	return d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching &&
+		len(d.idleWaiters) == 0 && d.workers <= d.max
 }
 
 // offerFront returns what dispatch offers the workers while it waits:
@@ -910,7 +912,10 @@ func (d *dispatcher) allReturned() bool {
 // Pause holds count as waiting), and forgets those whose caller stopped
 // waiting.
 func (d *dispatcher) answerIdle() {
-	if d.waitingNow() == 0 && d.allReturned() {
+	// allReturned first: it watches the work that is out whatever the
+	// waiting count says, which a settle or a start lowers a moment after
+	// the task's move (and then wakes dispatch).
+	if d.allReturned() && d.waitingNow() == 0 {
 		d.answerIdleWaiters(nil)
 		return
 	}

@@ -243,8 +243,10 @@
 //   - WaitIdle called from inside a task waits for that task, so until its
 //     context is done or a stop begins (then it returns ErrStopped).
 //   - Stop, StopWait or Shutdown called from inside a task waits for that
-//     task to finish, forever. So does a Task's Wait, or a Group's, called
-//     from inside a task while the awaited tasks cannot get a worker.
+//     task to finish, forever, and called from inside the dead-letter
+//     handler, for the handler to return. So does a Task's Wait, or a
+//     Group's, called from inside a task while the awaited tasks cannot get
+//     a worker.
 //   - A Pause with a context that is never done holds later tasks until a
 //     stop. Under Block, tasks it holds fill the queue, and submitters then
 //     wait for room until the pause ends.

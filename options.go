@@ -1,6 +1,9 @@
 package workerpool
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DefaultIdleTimeout is how long the pool must go without an incoming task
 // before it retires an idle worker.
@@ -74,8 +77,8 @@ func WithPanicHandler(h func(recovered any)) Option {
 // refuses it with ErrQueueFull, DropOldest drops the oldest waiting task
 // with ErrDropped to make room. The table in the package documentation
 // gives every call's behaviour. n < 1 means no bound, and overflow is then
-// unused; an overflow that is not one of the three panics when New applies
-// it.
+// unused; n above math.MaxInt32 means math.MaxInt32. An overflow that is
+// not one of the three panics when New applies it.
 //
 // Default: no bound.
 func WithMaxWaiting(n int, overflow Overflow) Option {
@@ -83,9 +86,13 @@ func WithMaxWaiting(n int, overflow Overflow) Option {
 		if n >= 1 && overflow != Block && overflow != Reject && overflow != DropOldest {
 			panic("workerpool: WithMaxWaiting with " + overflow.String())
 		}
-		c.maxWaiting, c.overflow = n, overflow
+		c.maxWaiting, c.overflow = min(n, maxBound), overflow
 	}
 }
+
+// maxBound is the largest bound WithMaxWaiting sets: room counts the free
+// places in 32 bits.
+const maxBound = math.MaxInt32
 
 // WithDeadLetter makes the pool call h for each plain task (from Submit,
 // Do, TrySubmit, DoContext or DoBatch) that will never run and whose
@@ -102,7 +109,8 @@ func WithMaxWaiting(n int, overflow Overflow) Option {
 // every task given up before or during the stop, so a program can persist
 // them before it exits. A panic in h is treated as a task's: recovered and
 // passed to the panic handler if there is one, and otherwise it crashes the
-// program. A nil h means no handler.
+// program. So h must not call Stop, StopWait or Shutdown: the stop would
+// wait for h itself. A nil h means no handler.
 //
 // Default: no handler: the tasks are dropped (and counted in Status).
 func WithDeadLetter(h func(task func(), reason error)) Option {
