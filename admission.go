@@ -192,11 +192,11 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 // or its room may be held by tasks on their way to the dispatcher that
 // will start at once; only the dispatcher knows. So the task goes to it in
 // a ticket: it starts at once if a worker is free, or takes room that freed
-// meanwhile, or else waits for room (wait: until ctxDone is closed) or is
+// meanwhile, or else waits for room (wait: until ctx, if any, is done) or is
 // refused with ErrQueueFull. A task that must not wait is refused without
 // asking the dispatcher when the queue holds as many waiting tasks as the
 // bound (none could start before them) or submitters wait before it.
-func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctxDone <-chan struct{}) error {
+func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx context.Context) error {
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped
@@ -206,10 +206,13 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctxDone <
 	t := p.newTicket()
 	t.task, t.job, t.tasks = task, j, 1
 	if !wait {
-		t.try = true
-		ctxDone = nil // answered at once
-	} else {
-		t.need = 1
+		t.try = true // answered at once
+		return p.submitTicket(t, nil)
+	}
+	t.need = 1
+	var ctxDone <-chan struct{}
+	if ctx != nil {
+		ctxDone = ctx.Done() // only now: a context may make its channel on the first call
 	}
 	return p.submitTicket(t, ctxDone)
 }
@@ -251,7 +254,7 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func()) error {
 	if ctx == nil {
 		panic("workerpool: DoContext called with a nil context")
 	}
-	err := p.doPlain(task, true, ctx.Done())
+	err := p.doPlain(task, true, ctx)
 	if err == errWithdrawn {
 		return ctx.Err()
 	}

@@ -444,9 +444,10 @@ func (d *dispatcher) makeRoom() {
 // makeRoomFor is makeRoom for a job, unless a Group held it back: such a
 // task joins the queue without room and drops no task.
 func (d *dispatcher) makeRoomFor(j *job) {
-	if !j.unbound {
-		d.makeRoom()
+	if t, ok := j.owner.(*groupTask); ok && t.held {
+		return
 	}
+	d.makeRoom()
 }
 
 // dropOldest drops the oldest waiting task, and reports false if none was

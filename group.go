@@ -203,12 +203,12 @@ func (g *Group) changedLocked() {
 // the group's cancellation.
 func (g *Group) submit(t *groupTask, held bool) {
 	var err error
-	t.job.unbound = held
+	t.held = held
 	if held {
 		t.job.room.Store(false)
 		err = send(g.pool, message{job: &t.job})
 	} else {
-		err = g.pool.sendJob(&t.job, g.ctx.Done())
+		err = g.pool.sendJob(&t.job, g.ctx)
 	}
 	switch err {
 	case nil:
@@ -314,6 +314,10 @@ type groupTask struct {
 	fn    func(ctx context.Context) error
 	index int          // in group.inPool; guarded by group.mu
 	refs  atomic.Int32 // 2 from submit: the group's and the pool's
+	// held says the group held the task back (SetLimit) before it gave it
+	// to the pool: it joins the queue without room and, under DropOldest,
+	// drops no waiting task. Set before the send.
+	held bool
 }
 
 func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error) *groupTask {

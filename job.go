@@ -39,18 +39,14 @@ import (
 // complete when it returns.
 type job struct {
 	state atomic.Uint32
-	pool  *WorkerPool
-	owner jobOwner // set once, when the job is made
 	// room says the job holds a place in the waiting queue (see
 	// WorkerPool.room): set by its submitter (or by dispatch, which admits
 	// it), and swapped off, once, by whoever ends its wait: the worker that
 	// starts it, or the party that settles it. It gives the place back
 	// after the job left Waiting.
-	room atomic.Bool
-	// unbound marks a task a Group held back: it joins the queue without
-	// room and, under DropOldest, drops no waiting task. Set by its
-	// submitter before the send.
-	unbound bool
+	room  atomic.Bool
+	pool  *WorkerPool
+	owner jobOwner // set once, when the job is made
 }
 
 // The states of a job.

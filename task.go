@@ -114,7 +114,7 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 // watches a cancelable ctx at once, so that a queued task whose ctx ends
 // gives back its room then, whether or not anyone waits for it.
 func (p *WorkerPool) submitTask(t *Task) {
-	switch err := p.sendJob(&t.job, t.ctx.parent.Done()); err {
+	switch err := p.sendJob(&t.job, t.ctx.parent); err {
 	case nil:
 		if p.bound > 0 && t.ctx.parent.Done() != nil {
 			t.doneChan(true)

@@ -186,9 +186,9 @@ func (p *WorkerPool) Do(task func()) error {
 // doPlain queues a plain task. Unbounded, and under DropOldest, it is one
 // send: the dispatcher alone decides. Under Block and Reject it takes room
 // first, and without room it asks the dispatcher (see submitWithoutRoom),
-// waiting for room under Block if wait is set, until ctxDone is closed (nil:
+// waiting for room under Block if wait is set, until ctx is done (nil:
 // until the pool stops). It does not count refusals.
-func (p *WorkerPool) doPlain(task func(), wait bool, ctxDone <-chan struct{}) error {
+func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error {
 	switch {
 	case task == nil:
 		return nil
@@ -202,7 +202,7 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctxDone <-chan struct{}) er
 		return nil
 	}
 	wait = wait && p.overflow == Block
-	return p.submitWithoutRoom(task, nil, wait, ctxDone)
+	return p.submitWithoutRoom(task, nil, wait, ctx)
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
@@ -305,7 +305,7 @@ func (p *WorkerPool) DoWait(task func()) error {
 // or, under Block and Reject, after taking room for it, or without room
 // through the dispatcher (see submitWithoutRoom). It does not count
 // refusals; a job it returns an error for never reached the pool.
-func (p *WorkerPool) sendJob(j *job, ctxDone <-chan struct{}) error {
+func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 	j.room.Store(false)
 	switch {
 	case !p.roomed:
@@ -319,7 +319,7 @@ func (p *WorkerPool) sendJob(j *job, ctxDone <-chan struct{}) error {
 		}
 		return nil
 	}
-	return p.submitWithoutRoom(nil, j, p.overflow == Block, ctxDone)
+	return p.submitWithoutRoom(nil, j, p.overflow == Block, ctx)
 }
 
 // SubmitWait queues task and waits until it has finished running, like
