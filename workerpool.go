@@ -163,6 +163,21 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // task that is still running during StopWait; use Do to get the error
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
+	// The common case, one send, is kept small enough to inline.
+	if p.roomed || task == nil || send(p, message{task: task}) != nil {
+		p.submitRest(task)
+	}
+}
+
+// submitRest is Submit for all but an accepted task of a pool that takes no
+// room: a nil task, a send refused by a stop, and Block and Reject.
+func (p *WorkerPool) submitRest(task func()) {
+	if task == nil {
+		return
+	}
+	if !p.roomed {
+		panic(errSubmitStopped)
+	}
 	switch err := p.doPlain(task, true, nil); {
 	case err == nil:
 	case err == ErrQueueFull && p.giveUp(task, ErrQueueFull):
