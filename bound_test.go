@@ -1686,8 +1686,9 @@ func TestDoContextWithNilContextPanicsWithAClearMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithMaxWaiting(1, Block))
 		defer p.Stop()
+		nilCtx := context.Context(nil)
 		assert.PanicsWithValue(t, "workerpool: DoContext called with a nil context", func() {
-			_ = p.DoContext(nil, func() {}) //nolint:staticcheck // the nil context is the point
+			_ = p.DoContext(nilCtx, func() {})
 		})
 		p.Stop()
 		s := requireAccounted(t, p)
