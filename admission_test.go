@@ -126,6 +126,30 @@ func TestOnceEveryWorkerIsBusyTasksNeedRoom(t *testing.T) {
 	}
 }
 
+// watchWaiting reads Status().Waiting and WaitingQueueSize in a loop on
+// its own goroutine until the returned func is called, which returns the
+// last count above bound it saw, or 0.
+func watchWaiting(p *WorkerPool, bound int) (stop func() int64) {
+	var over atomic.Int64
+	done := make(chan struct{})
+	var observer sync.WaitGroup
+	observer.Go(func() {
+		for !isClosed(done) {
+			if w := p.Status().Waiting; w > bound {
+				over.Store(int64(w))
+			}
+			if w := p.WaitingQueueSize(); w > bound {
+				over.Store(int64(w))
+			}
+		}
+	})
+	return func() int64 {
+		close(done)
+		observer.Wait()
+		return over.Load()
+	}
+}
+
 // Status and WaitingQueueSize never show more waiting tasks than the bound,
 // at any moment, with plain tasks and tasks with a handle (whose count
 // changes outside the dispatcher) leaving the queue as new ones take their
@@ -138,19 +162,7 @@ func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 	for _, overflow := range []Overflow{Block, Reject} {
 		t.Run(overflow.String(), func(t *testing.T) {
 			p := New(2, WithMaxWaiting(bound, overflow), WithIdleTimeout(-1))
-			var over atomic.Int64
-			stop := make(chan struct{})
-			var observer sync.WaitGroup
-			observer.Go(func() {
-				for !isClosed(stop) {
-					if w := p.Status().Waiting; w > bound {
-						over.Store(int64(w))
-					}
-					if w := p.WaitingQueueSize(); w > bound {
-						over.Store(int64(w))
-					}
-				}
-			})
+			over := watchWaiting(p, bound)
 			var submitters sync.WaitGroup
 			submitters.Go(func() {
 				for range perSubmitter {
@@ -168,10 +180,9 @@ func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 				}
 			})
 			submitters.Wait()
-			close(stop)
-			observer.Wait()
+			worst := over()
 			p.StopWait()
-			assert.Zero(t, over.Load(), "Status showed more waiting tasks than the bound")
+			assert.Zero(t, worst, "Status showed more waiting tasks than the bound")
 			requireAccounted(t, p)
 		})
 	}
@@ -182,16 +193,7 @@ func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 func TestDropOldestNeverShowsMorePlainTasksWaitingThanTheBound(t *testing.T) {
 	const bound, perSubmitter = 2, 5000
 	p := New(2, WithMaxWaiting(bound, DropOldest), WithIdleTimeout(-1))
-	var over atomic.Int64
-	stop := make(chan struct{})
-	var observer sync.WaitGroup
-	observer.Go(func() {
-		for !isClosed(stop) {
-			if w := p.Status().Waiting; w > bound {
-				over.Store(int64(w))
-			}
-		}
-	})
+	over := watchWaiting(p, bound)
 	var submitters sync.WaitGroup
 	for range 3 {
 		submitters.Go(func() {
@@ -201,10 +203,9 @@ func TestDropOldestNeverShowsMorePlainTasksWaitingThanTheBound(t *testing.T) {
 		})
 	}
 	submitters.Wait()
-	close(stop)
-	observer.Wait()
+	worst := over()
 	p.StopWait()
-	assert.Zero(t, over.Load(), "Status showed more waiting tasks than the bound")
+	assert.Zero(t, worst, "Status showed more waiting tasks than the bound")
 	requireAccounted(t, p)
 }
 

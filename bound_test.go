@@ -158,6 +158,20 @@ type pendingCall struct {
 	at   time.Duration // when it returned, in fake time since t0
 }
 
+// requireAccepted checks that the call pc has returned, accepted: no error,
+// no panic, and, for a call with a handle, a handle that reports success.
+func requireAccepted(t *testing.T, pc *pendingCall, name string) {
+	t.Helper()
+	require.True(t, pc.returned(), "%s returned", name)
+	assert.NoError(t, pc.res.err, name)
+	assert.False(t, pc.res.panicked, "%s panicked", name)
+	if pc.res.outcome != nil {
+		err, ok := returnsAtOnce(pc.res.outcome)
+		require.True(t, ok, "the handle's Wait returned")
+		assert.NoError(t, err, "the handle's outcome")
+	}
+}
+
 func startCall(p *WorkerPool, c boundCall, ctx context.Context, body func(), t0 time.Time) *pendingCall {
 	pc := &pendingCall{done: make(chan struct{})}
 	go func() {
@@ -293,14 +307,7 @@ func TestUnderBlockEveryCallWaitsForRoomAndIsAdmittedWhenRoomFrees(t *testing.T)
 
 				fq.queued.open()
 				synctest.Wait()
-				require.True(t, pc.returned(), "%s returned", c.name)
-				assert.NoError(t, pc.res.err, c.name)
-				assert.False(t, pc.res.panicked, "%s panicked", c.name)
-				if pc.res.outcome != nil {
-					err, ok := returnsAtOnce(pc.res.outcome)
-					require.True(t, ok, "the handle's Wait returned")
-					assert.NoError(t, err, "the handle's outcome")
-				}
+				requireAccepted(t, pc, c.name)
 				assert.Equal(t, int64(c.tasks), ran.Load(), "the admitted tasks ran")
 				p.StopWait()
 				s = requireAccounted(t, p)
@@ -405,14 +412,7 @@ func TestUnderDropOldestEveryCallIsAcceptedAndTheOldestWaitingTasksAreDropped(t 
 
 				fq.release()
 				synctest.Wait()
-				require.True(t, pc.returned(), "%s returned", c.name)
-				assert.NoError(t, pc.res.err, c.name)
-				assert.False(t, pc.res.panicked, "%s panicked", c.name)
-				if pc.res.outcome != nil {
-					err, ok := returnsAtOnce(pc.res.outcome)
-					require.True(t, ok, "the handle's Wait returned")
-					assert.NoError(t, err, "the handle's outcome")
-				}
+				requireAccepted(t, pc, c.name)
 				assert.Equal(t, int64(c.tasks), ran.Load(), "the new tasks ran")
 				p.StopWait()
 				s = requireAccounted(t, p)
