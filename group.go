@@ -16,10 +16,11 @@ import (
 // by the pool as it reaches them. Make one with [WorkerPool.Group]; it is
 // safe for concurrent use. The zero value is not usable.
 //
-// A Group never blocks: Go queues like Submit, and tasks held back by
-// SetLimit wait in the group, not in the pool, so they never hold a worker
-// or delay other users of the pool. Once all its tasks have finished, the
-// pool keeps no reference to the group, whether Wait was called or not.
+// Go queues like Submit (under Block it may wait for room), and tasks held
+// back by SetLimit wait in the group, not in the pool, so they never hold a
+// worker or delay other users of the pool. Once all its tasks have
+// finished, the pool keeps no reference to the group, whether Wait was
+// called or not.
 type Group struct {
 	pool      *WorkerPool
 	ctx       context.Context // what every fn receives; canceled by the first error, by Wait, by the parent, or by a Shutdown that gives up
@@ -66,7 +67,8 @@ func (g *Group) noteCanceled() {
 }
 
 // Go queues fn to run on a worker of the group's pool and returns at once:
-// it never blocks. fn receives the group's context. A fn that returns an
+// it never blocks, except under a bound with Block, where it waits for room
+// until the group's context is done. fn receives the group's context. A fn that returns an
 // error, panics (reported as a *PanicError) or calls runtime.Goexit
 // (ErrGoexit) makes that error the group's if it is the first, and cancels
 // the group's context.
