@@ -47,8 +47,20 @@ func FuzzPool(f *testing.F) {
 		if len(data) < 2 || len(data) > 256 {
 			return
 		}
+		defer reportDeadlock(t)
 		synctest.Test(t, func(t *testing.T) { runOps(t, data) })
 	})
+}
+
+// reportDeadlock, deferred around synctest.Test, turns its panic (such as
+// a deadlock: every goroutine in the bubble blocked) into a failure that
+// shows every goroutine's stack, taken while the blocked ones still wait:
+// the fuzzer's own report shows only the panicking goroutine.
+func reportDeadlock(t *testing.T) {
+	if r := recover(); r != nil {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%v\nevery goroutine:\n%s", r, buf[:runtime.Stack(buf, true)])
+	}
 }
 
 // fuzzOps is the number of operations a byte encodes: op = b % fuzzOps,
