@@ -268,8 +268,11 @@ func (d *dispatcher) changeWaiting(n int64) {
 
 // await publishes waitingDelta and advances the waiters (the step may have
 // popped settled jobs, which can reach a pause's barrier: then the running
-// work must be watched), then waits for one event and handles it. It
-// returns false when the event is the stop message. With no pause in
+// work must be watched). If that let the front task go (a pause whose
+// context ended meanwhile, say), it hands it out, starting a worker if
+// needed, and returns: the select below only offers it to the workers that
+// exist. Otherwise it waits for one event and handles it. It returns false
+// when the event is the stop message. With no pause in
 // effect it waits on the fewest channels it can: while quiet only on
 // taskQueue; otherwise also on a worker taking the front task or the zero
 // work that retires it; and on wake while the queue holds jobs (so that a
@@ -282,6 +285,9 @@ func (d *dispatcher) await() bool {
 		d.publish()
 	}
 	d.advanceWaiters()
+	if d.queue.Len() > 0 && d.sendFront() {
+		return true // the waiters' advance (a pause ended, a ticket admitted) let the front task go
+	}
 	switch {
 	case len(d.pauses) > 0:
 		return d.awaitPaused()

@@ -52,6 +52,10 @@ func FuzzPool(f *testing.F) {
 	})
 }
 
+// lastFuzzPool is the pool of the last run FuzzPool made, for
+// reportDeadlock.
+var lastFuzzPool *WorkerPool
+
 // reportDeadlock, deferred around synctest.Test, turns its panic (such as
 // a deadlock: every goroutine in the bubble blocked) into a failure that
 // shows every goroutine's stack, taken while the blocked ones still wait:
@@ -59,7 +63,14 @@ func FuzzPool(f *testing.F) {
 func reportDeadlock(t *testing.T) {
 	if r := recover(); r != nil {
 		buf := make([]byte, 1<<20)
-		t.Fatalf("%v\nevery goroutine:\n%s", r, buf[:runtime.Stack(buf, true)])
+		state := ""
+		if p := lastFuzzPool; p != nil {
+			w := p.room.word.Load()
+			// Counters only: the pool's channels belong to the bubble.
+			state = fmt.Sprintf("room free %d, parked %d; waiting %d; workers %d; size %d; returned %d; sends %d, control %d",
+				uint32(w), w>>32, p.waiting.Load(), p.workers.Load(), p.size.Load(), p.workerTotals.returned.Load(), p.sendsBegun.Load(), p.controlSends.Load())
+		}
+		t.Fatalf("%v\npool: %s\nevery goroutine:\n%s", r, state, buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -139,6 +150,7 @@ func runOps(t *testing.T, data []byte) {
 		options = append(options, WithMaxWaiting(r.bound, r.policy))
 	}
 	r.p = New(r.size, options...)
+	lastFuzzPool = r.p
 	for _, b := range data[1 : len(data)-1] {
 		r.do(b%fuzzOps, int(b/fuzzOps))
 	}
