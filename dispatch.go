@@ -271,15 +271,14 @@ func (d *dispatcher) changeWaiting(n int64) {
 // work must be watched). If that let the front task go (a pause whose
 // context ended meanwhile, say), it hands it out, starting a worker if
 // needed, and returns: the select below only offers it to the workers that
-// exist. Otherwise it waits for one event and handles it. It returns false
-// when the event is the stop message. With no pause in
-// effect it waits on the fewest channels it can: while quiet only on
-// taskQueue; otherwise also on a worker taking the front task or the zero
-// work that retires it; and on wake while the queue holds jobs (so that a
-// queued job's cancel is seen at once), submitters are parked for room,
-// work is watched, or WaitIdle calls wait (a settle that lowers the waiting
-// count wakes it). (A Stop needs no wake here: its stop message follows at
-// once.)
+// exist. Otherwise it waits for one event and handles it, and returns false
+// when the event is the stop message. With no pause in effect it waits on
+// the fewest channels it can: while quiet only on taskQueue; otherwise also
+// on a worker taking the front task or the zero work that retires it; and
+// on wake while the queue holds jobs (so that a queued job's cancel is seen
+// at once), submitters are parked for room, work is watched, or WaitIdle
+// calls wait (a settle that lowers the waiting count wakes it). (A Stop
+// needs no wake here: its stop message follows at once.)
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
@@ -600,16 +599,14 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 	}
 }
 
-// admitJob puts an admitted job in the pool, as how says.
+// admitJob puts an admitted job in the pool, as how says. (A ticket with a
+// job waits for room or tries for it, so a stop refuses it: it is never
+// admitted toQueue.)
 func (d *dispatcher) admitJob(j *job, how admission) {
 	j.room.Store(d.p.roomed && how != toWorker)
 	switch how {
 	case withRoom:
 		d.acceptJob(j)
-	case toQueue:
-		d.countSubmitted()
-		d.makeRoomFor(j)
-		d.pushJob(j)
 	case toWorker:
 		d.countSubmitted()
 		if j.settled() || j.settleIfBlocked() {
@@ -1005,9 +1002,7 @@ func (d *dispatcher) admitStraggler(m message) {
 	d.received++
 	switch {
 	case m.task != nil:
-		d.countSubmitted()
-		d.makeRoom()
-		d.push(m.task)
+		d.admitPlain(m.task, toQueue)
 	case m.job != nil:
 		d.countSubmitted()
 		d.makeRoomFor(m.job)

@@ -198,26 +198,40 @@ func (p *WorkerPool) Do(task func()) error {
 	return p.countRejected(p.doPlain(task, true, nil), 1)
 }
 
-// doPlain queues a plain task. Unbounded, and under DropOldest, it is one
-// send: the dispatcher alone decides. Under Block and Reject it takes room
-// first, and without room it asks the dispatcher (see submitWithoutRoom),
-// waiting for room under Block if wait is set, until ctx is done (nil:
-// until the pool stops). It does not count refusals.
+// doPlain queues a plain task (see sendOne), waiting for room under Block
+// only if wait is set. It does not count refusals.
 func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error {
-	switch {
-	case task == nil:
+	if task == nil {
 		return nil
+	}
+	return p.sendOne(task, nil, wait && p.overflow == Block, ctx)
+}
+
+// sendOne gives one task to dispatch, a plain task or the job j. Unbounded,
+// and under DropOldest, it is one send: the dispatcher alone decides. Under
+// Block and Reject it takes room first (marking j as holding it), and
+// without room it asks the dispatcher (see submitWithoutRoom), waiting for
+// room if wait is set, until ctx is done (nil: until the pool stops). A
+// task it returns an error for never reached the pool.
+func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context) error {
+	m := message{task: task, job: j}
+	switch {
 	case !p.roomed:
-		return send(p, message{task: task})
+		return send(p, m)
 	case p.room.take(1):
-		if err := send(p, message{task: task}); err != nil {
+		if j != nil {
+			j.room.Store(true)
+		}
+		if err := send(p, m); err != nil {
+			if j != nil {
+				j.room.Store(false)
+			}
 			p.giveRoom(1)
 			return err
 		}
 		return nil
 	}
-	wait = wait && p.overflow == Block
-	return p.submitWithoutRoom(task, nil, wait, ctx)
+	return p.submitWithoutRoom(task, j, wait, ctx)
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
@@ -316,25 +330,11 @@ func (p *WorkerPool) DoWait(task func()) error {
 	return w.wait()
 }
 
-// sendJob gives a job to dispatch, as doPlain gives a plain task: one send,
-// or, under Block and Reject, after taking room for it, or without room
-// through the dispatcher (see submitWithoutRoom). It does not count
-// refusals; a job it returns an error for never reached the pool.
+// sendJob gives a job to dispatch (see sendOne), waiting for room under
+// Block. It does not count refusals.
 func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 	j.room.Store(false)
-	switch {
-	case !p.roomed:
-		return send(p, message{job: j})
-	case p.room.take(1):
-		j.room.Store(true)
-		if err := send(p, message{job: j}); err != nil {
-			j.room.Store(false)
-			p.giveRoom(1)
-			return err
-		}
-		return nil
-	}
-	return p.submitWithoutRoom(nil, j, p.overflow == Block, ctx)
+	return p.sendOne(nil, j, p.overflow == Block, ctx)
 }
 
 // SubmitWait queues task and waits until it has finished running, like
