@@ -20,12 +20,14 @@ import (
 // Like the library, it queues without limit: while its deque is not empty,
 // new tasks join the back and workers are fed from the front; while it is
 // empty, a task goes to a ready worker, else to a new worker if fewer than
-// max exist, else into the deque. Close sends nil on in; the dispatcher
-// then drains the deque to the workers, sends one nil per worker and
-// returns.
+// max exist, else into the deque. A batch is one message on in, whose
+// tasks the dispatcher takes in order as it takes single ones: the floor of
+// scenario l, which makes one rendezvous per task instead of two. Close
+// sends the empty message on in; the dispatcher then drains the deque to
+// the workers, sends one nil per worker and returns.
 type relay struct {
-	in      chan func() // submitters to the dispatcher; nil asks it to stop
-	out     chan func() // the dispatcher to the workers; nil tells a worker to return
+	in      chan relayMsg // submitters to the dispatcher; the empty message asks it to stop
+	out     chan func()   // the dispatcher to the workers; nil tells a worker to return
 	max     int
 	running sync.WaitGroup // the workers
 	done    chan struct{}  // closed when the dispatcher returns
@@ -37,9 +39,15 @@ type relay struct {
 	*signal // SubmitWait by adapter, as for the other pools without one
 }
 
+// A relayMsg is one task (f) or one batch; both nil is Close's stop signal.
+type relayMsg struct {
+	f     func()
+	batch []func()
+}
+
 func openRelay(workers int) pool {
 	r := &relay{
-		in:     make(chan func()),
+		in:     make(chan relayMsg),
 		out:    make(chan func()),
 		max:    workers,
 		done:   make(chan struct{}),
@@ -49,13 +57,17 @@ func openRelay(workers int) pool {
 	return r
 }
 
-func (r *relay) Submit(t *task)     { r.in <- t.fn }
+func (r *relay) Submit(t *task)     { r.in <- relayMsg{f: t.fn} }
 func (r *relay) SubmitWait(t *task) { r.roundTrip(t, r.Submit) }
+
+// SubmitBatch hands the whole batch over in one rendezvous; the dispatcher
+// is done with the slice when the receive completes.
+func (r *relay) SubmitBatch(batch []func()) { r.in <- relayMsg{batch: batch} }
 
 // Close runs every task already accepted and waits for the dispatcher and
 // the workers. Submit must not be called during or after Close.
 func (r *relay) Close() {
-	r.in <- nil
+	r.in <- relayMsg{}
 	<-r.done
 	r.running.Wait()
 }
@@ -72,8 +84,8 @@ func (r *relay) dispatch() {
 			r.queue.PopFront()
 		}
 		select {
-		case f := <-r.in:
-			if !r.accept(f) {
+		case m := <-r.in:
+			if !r.accept(m) {
 				r.stop()
 				return
 			}
@@ -94,25 +106,35 @@ func (r *relay) await() bool {
 		return r.accept(<-r.in)
 	}
 	select {
-	case f := <-r.in:
-		return r.accept(f)
+	case m := <-r.in:
+		return r.accept(m)
 	case r.out <- r.queue.Front():
 		r.queue.PopFront()
 	}
 	return true
 }
 
-// accept takes a task from in: straight to a worker while the deque is
-// empty and one can take it, else to the deque's back. It returns false for
-// Close's nil.
-func (r *relay) accept(f func()) bool {
-	if f == nil {
+// accept takes a message from in: each of its tasks straight to a worker
+// while the deque is empty and one can take it, else to the deque's back.
+// It returns false for Close's empty message.
+func (r *relay) accept(m relayMsg) bool {
+	switch {
+	case m.f != nil:
+		r.take(m.f)
+	case m.batch != nil:
+		for _, f := range m.batch {
+			r.take(f)
+		}
+	default:
 		return false
 	}
+	return true
+}
+
+func (r *relay) take(f func()) {
 	if r.queue.Len() > 0 || !r.offer(f) {
 		r.queue.PushBack(f)
 	}
-	return true
 }
 
 // offer hands f to a ready worker, or to a new one if fewer than max exist,

@@ -11,7 +11,7 @@ import (
 )
 
 // With one worker, the relay runs tasks in the order they were submitted,
-// including those that waited in its deque.
+// single or in batches, including those that waited in its deque.
 func TestRelayFIFOWithOneWorker(t *testing.T) {
 	base := runtime.NumGoroutine()
 	p := openRelay(1)
@@ -23,8 +23,18 @@ func TestRelayFIFOWithOneWorker(t *testing.T) {
 	<-running
 	const n = 1000
 	var order []int // written only by the one worker
-	for i := range n {
-		p.Submit(newTask(func() { order = append(order, i) }))
+	batch := make([]func(), 10)
+	for i := 0; i < n; {
+		if i%100 != 0 {
+			p.Submit(newTask(func() { order = append(order, i) }))
+			i++
+			continue
+		}
+		for k := range batch {
+			batch[k] = func() { order = append(order, i+k) }
+		}
+		p.(batchPool).SubmitBatch(batch) // the relay is done with batch on return
+		i += len(batch)
 	}
 	close(release)
 	p.Close()
@@ -123,7 +133,7 @@ func TestRelayIsTheFloor(t *testing.T) {
 	assert.Contains(t, lib.note, "reference")
 	for _, s := range scenarios {
 		ok, _ := s.applies(lib)
-		assert.Equal(t, s.needs == "" || s.needs == "queue", ok, s.id)
+		assert.Equal(t, s.needs == "" || s.needs == "queue" || s.needs == "batch", ok, s.id)
 	}
 	p := openRelay(2)
 	defer p.Close()

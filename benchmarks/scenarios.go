@@ -46,7 +46,7 @@ var scenarioNotes = map[string]string{
 		"this library and pond with Resize, ants with Tune. The sizes follow the submit count, not the clock, so every run makes the same resizes. " +
 		"The others cannot change their worker count while they run: n/a.",
 	"l": "The tasks of a, given to DoBatch 1,000 at a time from one slice built once and reused (DoBatch keeps no reference to it). " +
-		"Only this library has a batch submit; the line below compares its l with its a from the same run.",
+		"Only this library and the relay (one message per batch, then one hand-off per task) have a batch submit; the line below compares l with a from the same run, for both.",
 }
 
 // waitingBound is the bound on waiting tasks in scenario j.
