@@ -25,13 +25,14 @@ func TestRelayFIFOWithOneWorker(t *testing.T) {
 	var order []int // written only by the one worker
 	batch := make([]func(), 10)
 	for i := 0; i < n; {
+		first := i // i changes below, in this same iteration
 		if i%100 != 0 {
-			p.Submit(newTask(func() { order = append(order, i) }))
+			p.Submit(newTask(func() { order = append(order, first) }))
 			i++
 			continue
 		}
 		for k := range batch {
-			batch[k] = func() { order = append(order, i+k) }
+			batch[k] = func() { order = append(order, first+k) }
 		}
 		p.(batchPool).SubmitBatch(batch) // the relay is done with batch on return
 		i += len(batch)
