@@ -120,11 +120,15 @@ type ticket struct {
 	tasks int  // the tasks it carries (a batch's non-nil ones)
 	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
 	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
-	state atomic.Uint32
-	err   error         // why it was refused: ErrStopped; written before done is sent
-	done  chan struct{} // buffered (1): the dispatcher's answer
-	req   request       // {ticket: t}, set once
-	refs  atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
+	// delayed says the job has a due time (Delay, At), so it never starts
+	// without room. Dispatch reads this, never the job, before it admits
+	// the ticket: until then the submitter may withdraw and reuse the job.
+	delayed bool
+	state   atomic.Uint32
+	err     error         // why it was refused: ErrStopped; written before done is sent
+	done    chan struct{} // buffered (1): the dispatcher's answer
+	req     request       // {ticket: t}, set once
+	refs    atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
 }
 
 // The states of a ticket.
@@ -148,7 +152,7 @@ func (p *WorkerPool) newTicket() *ticket {
 
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
-		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err = nil, nil, nil, 0, 0, false, nil
+		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed = nil, nil, nil, 0, 0, false, nil, false
 		p.tickets.Put(t)
 	}
 }
@@ -205,6 +209,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 	}
 	t := p.newTicket()
 	t.task, t.job, t.tasks = task, j, 1
+	t.delayed = j != nil && !j.due.IsZero()
 	if !wait {
 		t.try = true // answered at once
 		return p.submitTicket(t, nil)

@@ -54,6 +54,14 @@ type dispatcher struct {
 	// idleWaiters are the WaitIdle calls not answered yet.
 	idleWaiters []*idleRequest
 
+	// timers holds the jobs not due yet (Delay, At), the earliest first,
+	// settled ones included until they are swept or come due; due fires
+	// when the earliest is due (made on first use). scheduledSeq numbers
+	// the jobs as they are scheduled.
+	timers       timerHeap
+	due          *time.Timer
+	scheduledSeq uint64
+
 	// received counts the messages that came through send; at stop it
 	// is compared with p.sendsBegun. submitted counts the tasks among
 	// them; it is published once, as p.submittedAtStop.
@@ -232,6 +240,9 @@ func (d *dispatcher) advanceWaiters() {
 	if len(d.idleWaiters) > 0 {
 		d.answerIdle()
 	}
+	if len(d.timers) > 0 {
+		d.pollTimers()
+	}
 }
 
 // sendFront drops the settled jobs at the front of the queue, then hands
@@ -294,7 +305,7 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 {
+	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 || len(d.timers) > 0 {
 		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
@@ -304,6 +315,8 @@ func (d *dispatcher) await() bool {
 	case toWorker <- w:
 		d.sentFront(w)
 	case <-wake:
+	case <-d.dueC():
+		d.advanceTimers()
 	}
 	return true
 }
@@ -311,10 +324,11 @@ func (d *dispatcher) await() bool {
 // quiet reports whether dispatch has nothing to do but receive: no task
 // queued, no pause in effect, no submitter parked for room, no work to
 // watch come back (see allReturned), no WaitIdle call to answer, and no
-// worker to retire above the pool's size. It then waits on taskQueue alone.
+// worker to retire above the pool's size, and no task scheduled. It then
+// waits on taskQueue alone.
 func (d *dispatcher) quiet() bool {
 	return d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching &&
-		len(d.idleWaiters) == 0 && d.workers <= d.max
+		len(d.idleWaiters) == 0 && d.workers <= d.max && len(d.timers) == 0
 }
 
 // offerFront returns what dispatch offers the workers while it waits:
@@ -355,6 +369,8 @@ func (d *dispatcher) awaitPaused() bool {
 		d.sentFront(w)
 	case <-d.p.wake:
 	case <-d.activePauseEnd():
+	case <-d.dueC():
+		d.advanceTimers()
 	}
 	return true
 }
@@ -407,7 +423,10 @@ func (d *dispatcher) accept(task func()) {
 		}
 		return
 	}
-	d.makeRoom()
+	if !d.makeRoom() {
+		d.refusePlain(task)
+		return
+	}
 	d.push(task)
 }
 
@@ -419,14 +438,34 @@ func (d *dispatcher) acceptJob(j *job) {
 		d.discard(j)
 		return
 	}
+	if j.notDue() {
+		d.scheduleNew(j)
+		return
+	}
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
-	d.makeRoomFor(j)
+	if !d.makeRoomFor(j) {
+		d.refuseJob(j)
+		return
+	}
 	d.pushJob(j)
 	// A group whose context ended while j was on its way cancels only its
 	// queued jobs; now that j is queued, look again.
 	j.settleIfBlocked()
+}
+
+// scheduleNew puts a new job that is not due yet in the timer heap; under
+// DropOldest it first drops the oldest waiting tasks to make room, as the
+// bound counts scheduled tasks too.
+func (d *dispatcher) scheduleNew(j *job) {
+	if !d.makeRoomFor(j) {
+		d.refuseJob(j)
+		return
+	}
+	if !d.schedule(j) {
+		d.discard(j) // settled on its way
+	}
 }
 
 // discard lets go of a job that settled before it was queued: its place in
@@ -437,22 +476,57 @@ func (d *dispatcher) discard(j *job) {
 }
 
 // makeRoom drops the oldest waiting tasks while the queue is full, under
-// DropOldest, so that one more task fits.
-func (d *dispatcher) makeRoom() {
+// DropOldest, so that one more task fits. It reports false if it cannot
+// fit: no task waits, and scheduled tasks, which are never dropped, fill
+// the bound.
+func (d *dispatcher) makeRoom() bool {
 	if d.p.overflow != DropOldest || d.p.bound == 0 {
-		return
+		return true
 	}
-	for d.waitingNow() >= int64(d.p.bound) && d.dropOldest() {
+	for d.waitingNow()+d.p.scheduled.Load() >= int64(d.p.bound) {
+		if !d.dropOldest() {
+			// Nothing waits in the queue: the count is scheduled tasks,
+			// or jobs just handed to workers that have not started them
+			// yet (they leave Waiting as they start), which do not hold
+			// back a new task.
+			return d.p.scheduled.Load() == 0
+		}
 	}
+	return true
 }
 
 // makeRoomFor is makeRoom for a job, unless a Group held it back: such a
 // task joins the queue without room and drops no task.
-func (d *dispatcher) makeRoomFor(j *job) {
+func (d *dispatcher) makeRoomFor(j *job) bool {
 	if t, ok := j.owner.(*groupTask); ok && t.held {
-		return
+		return true
 	}
-	d.makeRoom()
+	return d.makeRoom()
+}
+
+// refusePlain refuses a plain task that does not fit (see makeRoom): it is
+// counted in Status.Rejected, not Submitted, and goes to the dead-letter
+// handler with ErrQueueFull.
+func (d *dispatcher) refusePlain(task func()) {
+	d.unaccept()
+	d.p.rejected.Add(1)
+	d.p.giveUp(task, ErrQueueFull)
+}
+
+// refuseJob refuses a job that does not fit (see makeRoom): it is counted
+// in Status.Rejected, not Submitted, and its caller learns ErrQueueFull.
+func (d *dispatcher) refuseJob(j *job) {
+	d.unaccept()
+	d.p.rejected.Add(1)
+	j.reject(ErrQueueFull)
+	j.owner.released()
+}
+
+// unaccept takes back the count of a task dispatch refuses after its send
+// completed: Status counts its send as one that carries no task.
+func (d *dispatcher) unaccept() {
+	d.submitted--
+	d.p.controlSends.Add(1)
 }
 
 // dropOldest drops the oldest waiting task, and reports false if none was
@@ -514,7 +588,7 @@ func (d *dispatcher) parkOrRefuse(t *ticket) {
 // nothing, if none is or t carries a batch. A parked ticket stops being
 // counted as one.
 func (d *dispatcher) startWithoutRoom(t *ticket) bool {
-	if t.batch != nil || !d.canStartAtOnce() {
+	if t.batch != nil || t.delayed || !d.canStartAtOnce() {
 		return false
 	}
 	if t.need > 0 {
@@ -591,7 +665,10 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 		d.accept(task)
 	case toQueue:
 		d.countSubmitted()
-		d.makeRoom()
+		if !d.makeRoom() {
+			d.refusePlain(task)
+			return
+		}
 		d.push(task)
 	case toWorker:
 		d.countSubmitted()
@@ -613,7 +690,7 @@ func (d *dispatcher) admitJob(j *job, how admission) {
 			d.discard(j)
 			return
 		}
-		d.startAtOnce(work{job: j})
+		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
 	}
 }
 
@@ -850,7 +927,10 @@ func (d *dispatcher) workerRetired() {
 	d.p.workers.Store(int64(d.workers))
 }
 
+// addPause places the pause's barrier behind the tasks queued now, the
+// scheduled ones that are due included.
 func (d *dispatcher) addPause(req *pauseRequest) {
+	d.advanceTimers()
 	req.barrier = d.pushed
 	d.pauses = append(d.pauses, req)
 	d.p.paused.Store(true)
@@ -919,7 +999,7 @@ func (d *dispatcher) answerIdle() {
 	// allReturned first: it watches the work that is out whatever the
 	// waiting count says, which a settle or a start lowers a moment after
 	// the task's move (and then wakes dispatch).
-	if d.allReturned() && d.waitingNow() == 0 {
+	if d.allReturned() && d.waitingNow() == 0 && d.p.scheduled.Load() == 0 {
 		d.answerIdleWaiters(nil)
 		return
 	}
@@ -963,10 +1043,14 @@ func (d *dispatcher) stop() {
 		d.drain()
 	}
 	d.abandonQueue()
+	d.abandonTimers()
 	d.publish() // before retireAll waits for the running tasks
 	d.retireAll()
 	if d.idle != nil {
 		d.idle.Stop()
+	}
+	if d.due != nil {
+		d.due.Stop()
 	}
 	d.awaitSettles()
 	d.p.dead.seal()
@@ -1005,8 +1089,14 @@ func (d *dispatcher) admitStraggler(m message) {
 		d.admitPlain(m.task, toQueue)
 	case m.job != nil:
 		d.countSubmitted()
-		d.makeRoomFor(m.job)
-		d.pushJob(m.job)
+		switch {
+		case m.job.notDue():
+			d.scheduleNew(m.job)
+		case !d.makeRoomFor(m.job):
+			d.refuseJob(m.job)
+		default:
+			d.pushJob(m.job)
+		}
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
 		d.parked.PushBack(m.req.ticket)
 		d.refuseParked()
@@ -1018,14 +1108,20 @@ func (d *dispatcher) admitStraggler(m message) {
 	}
 }
 
-// drain hands every queued task to a worker, until abandoning begins
-// (Stop, or a Shutdown that gives up). Workers above the pool's size retire
-// first, as they come back.
+// drain hands every queued task to a worker, and every scheduled one as it
+// comes due, until abandoning begins (Stop, or a Shutdown that gives up).
+// Workers above the pool's size retire first, as they come back.
 func (d *dispatcher) drain() {
-	for d.dropSettledFront(); d.canDispatchQueued(); d.dropSettledFront() {
-		if d.offer(d.front()) {
-			d.pop()
-			continue
+	for {
+		d.dropSettledFront()
+		switch {
+		case d.canDispatchQueued():
+			if d.offer(d.front()) {
+				d.pop()
+				continue
+			}
+		case d.queue.Len() > 0 || d.p.scheduled.Load() == 0 || d.p.abandonBegun.Load():
+			return // abandoning began, or nothing is left
 		}
 		d.publish()
 		toWorker, w := d.offerFront()
@@ -1033,6 +1129,8 @@ func (d *dispatcher) drain() {
 		case toWorker <- w:
 			d.sentFront(w)
 		case <-d.p.wake: // look again: abandoning, or a canceled job
+		case <-d.dueC():
+			d.advanceTimers()
 		}
 	}
 }

@@ -11,16 +11,17 @@ type Future[T any] struct {
 	value T // written by fn's worker before the task settles
 }
 
-// Call queues fn to run on a worker of p, exactly as [WorkerPool.Go] does,
-// and returns a handle to its value and error. It never blocks, and panics
-// if ctx, p or fn is nil.
-func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context) (T, error)) *Future[T] {
+// Call queues fn to run on a worker of p, exactly as [WorkerPool.Go] does
+// (opts included), and returns a handle to its value and error. It never
+// blocks, and panics if ctx, p or fn is nil.
+func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context) (T, error), opts ...TaskOption) *Future[T] {
 	if p == nil {
 		panic("workerpool: Call called with a nil pool")
 	}
 	mustHave(ctx, fn != nil, "Call")
 	f := &Future[T]{fn: fn}
 	f.task.init(p, ctx, f)
+	f.task.job.due = dueTime(opts)
 	p.submitTask(&f.task)
 	return f
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gammazero/deque"
 )
@@ -31,9 +32,13 @@ type Group struct {
 	// inPool are the tasks given to the pool and not settled yet, in no
 	// order; each knows its index.
 	inPool []*groupTask
-	held   deque.Deque[func(context.Context) error] // tasks Go held back because of limit, oldest first
-	err    error                                    // the first error
-	swept  bool                                     // the context is done and its queued tasks were canceled
+	held   deque.Deque[heldTask] // tasks Go held back because of limit, oldest first
+	err    error                 // the first error
+	swept  bool                  // the context is done and its queued tasks were canceled
+	// watched says the group watches its context, so that its queued and
+	// scheduled tasks are canceled as soon as it is done: from New with a
+	// bound, from the first delayed task otherwise.
+	watched bool
 	// emptied is made by a Wait that has to wait, and closed once no task
 	// is in the pool or held.
 	emptied chan struct{}
@@ -52,14 +57,30 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 		g.cancel(errShutdownCut)
 	}
 	if p.bound > 0 {
-		context.AfterFunc(g.ctx, g.noteCanceled) // queued tasks give back their room at once
+		g.watch() // queued tasks give back their room at once
 	}
 	return g
 }
 
+// A heldTask is a fn Go held back because of the group's limit, with when
+// it is due (see TaskOption).
+type heldTask struct {
+	fn  func(context.Context) error
+	due time.Time
+}
+
+// watch makes the group cancel its queued and scheduled tasks as soon as
+// its context is done (see noteCanceled). It runs once: from Group with a
+// bound, else under g.mu from the first Go with a delay.
+func (g *Group) watch() {
+	g.watched = true
+	context.AfterFunc(g.ctx, g.noteCanceled)
+}
+
 // noteCanceled runs once the group's context is done, in a pool with a
-// bound: it cancels the group's queued tasks then, so that their room
-// frees at once, whether or not Wait is running.
+// bound or a group with a delayed task: it cancels the group's queued and
+// scheduled tasks then, so that their room frees and they leave
+// Status.Scheduled at once, whether or not Wait is running.
 func (g *Group) noteCanceled() {
 	g.mu.Lock()
 	g.changedLocked()
@@ -80,20 +101,28 @@ func (g *Group) noteCanceled() {
 // called on a stopping pool, fn was held back by the limit, or a stop
 // abandoned it), fn never runs and the group's error becomes ErrStopped
 // unless an earlier error came first. Go panics if fn is nil.
-func (g *Group) Go(fn func(ctx context.Context) error) {
+//
+// opts schedule fn as for [WorkerPool.Go]; a delay counts from this call,
+// also for a task the limit holds back, and a scheduled task is canceled as
+// soon as the group's context is done.
+func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	if fn == nil {
 		panic("workerpool: Group.Go called with a nil func")
 	}
+	h := heldTask{fn: fn, due: dueTime(opts)}
 	g.mu.Lock()
+	if !h.due.IsZero() && !g.watched {
+		g.watch()
+	}
 	switch {
 	case g.ctx.Err() != nil:
 		g.record(g.canceledBy())
 	case g.pool.Stopped():
 		g.record(ErrStopped)
 	case g.limit > 0 && len(g.inPool) >= g.limit:
-		g.held.PushBack(fn)
+		g.held.PushBack(h)
 	default:
-		t := g.add(fn)
+		t := g.add(h)
 		g.mu.Unlock()
 		g.submit(t, false)
 		return
@@ -166,9 +195,10 @@ func (g *Group) Wait() error {
 // already. A Shutdown that gives up calls it through pool.live.
 func (g *Group) cancel(cause error) { g.cancelCtx(cause) }
 
-// add makes a task of fn and counts it as in the pool. g.mu is held.
-func (g *Group) add(fn func(context.Context) error) *groupTask {
-	t := g.pool.newGroupTask(g, fn)
+// add makes a task of h and counts it as in the pool. g.mu is held.
+func (g *Group) add(h heldTask) *groupTask {
+	t := g.pool.newGroupTask(g, h.fn)
+	t.job.due = h.due
 	t.index = len(g.inPool)
 	g.inPool = append(g.inPool, t)
 	return t
@@ -353,7 +383,7 @@ func (t *groupTask) released() { t.unref() }
 
 func (t *groupTask) unref() {
 	if t.refs.Add(-1) == 0 {
-		t.group, t.fn = nil, nil
+		t.group, t.fn, t.job.due = nil, nil, time.Time{}
 		t.job.pool.groupTasks.Put(t)
 	}
 }

@@ -3,6 +3,7 @@ package workerpool
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 )
 
 // A job carries one task that someone waits for (a DoWait call, a Task or
@@ -13,13 +14,17 @@ import (
 //
 //	pending ──────────────┬──► started ──► finished
 //	   └──► queued ───────┘
-//	pending, queued ──► canceled | abandoned | dropped
+//	pending ◄──► scheduled
+//	pending, queued, scheduled ──► canceled | abandoned | dropped
 //
 // The states mean:
 //   - pending: accepted, or on its way to dispatch, and not in the waiting
 //     queue (dispatch may have handed it straight to a worker).
 //   - queued: in the waiting queue and counted in Status.Waiting, until it
 //     leaves this state; dispatch moves it here when it queues it.
+//   - scheduled: not due yet (Delay, At): dispatch keeps it in its timer
+//     heap and counts it in Status.Scheduled, until it moves it back to
+//     pending when it is due (it is then handled as a job just accepted).
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
 //   - canceled: its context was done, or Cancel was called, before it
@@ -47,12 +52,21 @@ type job struct {
 	room  atomic.Bool
 	pool  *WorkerPool
 	owner jobOwner // set once, when the job is made
+
+	// due is when the job may start (Delay, At); the zero time: at once.
+	// Written by its submitter before the send; read by dispatch.
+	due time.Time
+	// seq orders jobs due at the same time in the timer heap, and index
+	// is the job's place in it: both dispatch's only.
+	seq   uint64
+	index int
 }
 
 // The states of a job.
 const (
 	jobPending uint32 = iota
 	jobQueued
+	jobScheduled
 	jobStarted
 	jobFinished
 	jobCanceled
@@ -103,18 +117,18 @@ func (j *job) settled() bool {
 // dropped (to), counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
 func (j *job) settle(to uint32, err error) bool {
-	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) {
+	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) && !j.settleFrom(jobScheduled, to) {
 		return false
 	}
 	j.owner.settled(err, false)
 	return true
 }
 
-// cancelQueued is settle for an owner that cancels its own queued jobs
-// under its own lock: it moves the job from queued to canceled and counts
-// it, but does not call the owner back.
+// cancelQueued is settle for an owner that cancels its own queued or
+// scheduled jobs under its own lock: it moves the job to canceled and
+// counts it, but does not call the owner back.
 func (j *job) cancelQueued() bool {
-	return j.settleFrom(jobQueued, jobCanceled)
+	return j.settleFrom(jobQueued, jobCanceled) || j.settleFrom(jobScheduled, jobCanceled)
 }
 
 // settleFrom moves the job from a state before started to canceled,
@@ -127,9 +141,13 @@ func (j *job) settleFrom(from, to uint32) bool {
 	if !j.state.CompareAndSwap(from, to) {
 		return false
 	}
-	if from == jobQueued {
+	switch from {
+	case jobQueued:
 		p.waiting.Add(-1)
 		p.wakeDispatch() // it may be offering this job to the workers
+	case jobScheduled:
+		p.scheduled.Add(-1)
+		p.wakeDispatch() // it may take the job out of its timer heap now
 	}
 	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
 	switch to {

@@ -47,7 +47,7 @@ func (s State) String() string {
 //
 //	Submitted == Completed + Abandoned + Canceled + Dropped
 //
-// with Workers, Busy and Waiting all zero. Rejected tasks were never
+// with Workers, Busy, Waiting and Scheduled all zero. Rejected tasks were never
 // accepted, so they are not in Submitted.
 type Status struct {
 	State      State // the life-cycle stage: running, paused, stopping or stopped
@@ -55,6 +55,7 @@ type Status struct {
 	Workers    int   // live worker goroutines, busy or idle
 	Busy       int   // workers running a task (or being handed one)
 	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
+	Scheduled  int   // accepted tasks not due yet (Delay, At), waiting in the timer heap; they join Waiting when due
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks
 	Completed uint64 // accepted tasks whose func was called and ended: returned, panicked or called runtime.Goexit
@@ -95,7 +96,7 @@ func (p *WorkerPool) Status() Status {
 	// and a snapshot says StateStopped only if all its counts were read
 	// after that.
 	stopped := isClosed(p.stopped)
-	// Every accepted task is, at any moment, waiting, busy (on its way to
+	// Every accepted task is, at any moment, scheduled, waiting, busy (on its way to
 	// a worker or running), returned by a worker (run, or skipped because
 	// it was settled), or settled without reaching one. Busy is what the
 	// other counts leave; while tasks flow they are read a moment apart,
@@ -106,15 +107,17 @@ func (p *WorkerPool) Status() Status {
 	canceled := p.settledTotals.canceled.Load()
 	abandoned := p.settledTotals.abandoned.Load()
 	waiting := p.WaitingQueueSize()
+	scheduled := int(max(p.scheduled.Load(), 0))
 	workers := int(p.workers.Load())
 	dropped := p.settledTotals.dropped.Load()
-	busy := submitted - int64(waiting) - int64(returned) - int64(canceled+abandoned+dropped-skipped)
+	busy := submitted - int64(waiting+scheduled) - int64(returned) - int64(canceled+abandoned+dropped-skipped)
 	return Status{
 		State:      p.state(stopped),
 		MaxWorkers: p.Size(),
 		Workers:    workers,
 		Busy:       int(min(max(busy, 0), int64(workers))),
 		Waiting:    waiting,
+		Scheduled:  scheduled,
 		Submitted:  uint64(submitted),
 		Completed:  returned - min(skipped, returned),
 		Panicked:   p.workerTotals.panicked.Load(),

@@ -81,11 +81,17 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // that gave up abandoned the task), fn never runs and Wait reports
 // ErrStopped.
 //
+// opts schedule the task (see TaskOption): with Delay or At, fn does not
+// start before it is due, and until then it waits in the pool's timer heap,
+// counted in Status.Scheduled, holding no worker and no goroutine; ctx
+// ending or Cancel removes it from there at once.
+//
 // Go panics if ctx or fn is nil. Safe for concurrent use.
-func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error) *Task {
+func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error, opts ...TaskOption) *Task {
 	mustHave(ctx, fn != nil, "Go")
 	t := new(Task)
 	t.init(p, ctx, funcBody(fn))
+	t.job.due = dueTime(opts)
 	p.submitTask(t)
 	return t
 }
@@ -116,7 +122,7 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 func (p *WorkerPool) submitTask(t *Task) {
 	switch err := p.sendJob(&t.job, t.ctx.parent); err {
 	case nil:
-		if p.bound > 0 && t.ctx.parent.Done() != nil {
+		if (p.bound > 0 || !t.job.due.IsZero()) && t.ctx.parent.Done() != nil {
 			t.doneChan(true)
 		}
 	case errWithdrawn:

@@ -666,7 +666,7 @@ func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
 		g := p.Group(ctx)
 		var ran atomic.Bool
 		g.mu.Lock()
-		task := g.add(func(context.Context) error { ran.Store(true); return nil })
+		task := g.add(heldTask{fn: func(context.Context) error { ran.Store(true); return nil }})
 		g.mu.Unlock()
 		cancel()
 		synctest.Wait() // the group's cancel has run and left the pending task alone

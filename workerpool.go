@@ -94,6 +94,7 @@ type WorkerPool struct {
 	// dispatcher.publish), and settledTotals by whoever settles a task.
 	workers       atomic.Int64 // live workers
 	waiting       atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
+	scheduled     atomic.Int64 // jobs in the timer heap that are not settled (see job state scheduled)
 	paused        atomic.Bool  // a Pause is in effect
 	settledTotals settledTotals
 	ticketTasks   atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
