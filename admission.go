@@ -289,7 +289,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 		return nil
 	case p.stopBegun.Load():
 		return ErrStopped
-	case p.bound > 0 && n > p.bound:
+	case p.bound > 0 && n > p.bound, p.scheduledFill(n):
 		return p.countRejected(ErrQueueFull, n)
 	}
 	t := p.newTicket()

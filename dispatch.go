@@ -423,10 +423,7 @@ func (d *dispatcher) accept(task func()) {
 		}
 		return
 	}
-	if !d.makeRoom() {
-		d.refusePlain(task)
-		return
-	}
+	d.makeRoom()
 	d.push(task)
 }
 
@@ -478,7 +475,9 @@ func (d *dispatcher) discard(j *job) {
 // makeRoom drops the oldest waiting tasks while the queue is full, under
 // DropOldest, so that one more task fits. It reports false if it cannot
 // fit: no task waits, and scheduled tasks, which are never dropped, fill
-// the bound.
+// the bound. A job is then refused; a plain task was checked by its caller
+// (see WorkerPool.scheduledFill) and, having raced with the task that
+// filled the bound, joins the queue past it.
 func (d *dispatcher) makeRoom() bool {
 	if d.p.overflow != DropOldest || d.p.bound == 0 {
 		return true
@@ -502,15 +501,6 @@ func (d *dispatcher) makeRoomFor(j *job) bool {
 		return true
 	}
 	return d.makeRoom()
-}
-
-// refusePlain refuses a plain task that does not fit (see makeRoom): it is
-// counted in Status.Rejected, not Submitted, and goes to the dead-letter
-// handler with ErrQueueFull.
-func (d *dispatcher) refusePlain(task func()) {
-	d.unaccept()
-	d.p.rejected.Add(1)
-	d.p.giveUp(task, ErrQueueFull)
 }
 
 // refuseJob refuses a job that does not fit (see makeRoom): it is counted
@@ -665,10 +655,7 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 		d.accept(task)
 	case toQueue:
 		d.countSubmitted()
-		if !d.makeRoom() {
-			d.refusePlain(task)
-			return
-		}
+		d.makeRoom()
 		d.push(task)
 	case toWorker:
 		d.countSubmitted()

@@ -36,13 +36,15 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{1, 0x0e, 0x1c, 3, 0, 0, 2, 4, 5, 0})
 	f.Add([]byte{3, 3, 0, 1, 2, 7, 0x0f, 6, 4, 5, 1})
 	f.Add([]byte{2, 0x2a, 0x2a, 3, 3, 2, 2, 1, 1, 6, 4, 4, 5, 0})
-	f.Add([]byte{1, 8, 28, 48, 68, 0, 88, 6, 2})                // Tasks of every kind, then a Shutdown that cuts at once
-	f.Add([]byte{5, 0x4c, 8, 3, 124, 4, 84, 6, 50})             // Tasks with a pause, then Shutdown within 16ms
-	f.Add([]byte{0, 10, 32, 12, 32, 11, 8, 13, 0, 10, 12, 1})   // Calls, group tasks, cancels; a Stop while submitting
-	f.Add([]byte{0x11, 20, 20, 3, 20, 20, 14, 15, 19, 16, 1})   // Block, bound 1: a pause fills the queue, submitters wait
-	f.Add([]byte{0x62, 20, 20, 20, 19, 19, 14, 16, 2, 8, 10})   // Reject, bound 2: refusals and dead letters
-	f.Add([]byte{0xb1, 40, 3, 0, 0, 19, 19, 7, 10, 2, 16, 0})   // DropOldest, bound 3: drops while paused, then Stop
-	f.Add([]byte{0x55, 20, 17, 37, 0, 0, 57, 18, 6, 38, 0, 13}) // Block with Resize and WaitIdle, a Stop from another goroutine
+	f.Add([]byte{1, 8, 28, 48, 68, 0, 88, 6, 2})                    // Tasks of every kind, then a Shutdown that cuts at once
+	f.Add([]byte{5, 0x4c, 8, 3, 124, 4, 84, 6, 50})                 // Tasks with a pause, then Shutdown within 16ms
+	f.Add([]byte{0, 10, 32, 12, 32, 11, 8, 13, 0, 10, 12, 1})       // Calls, group tasks, cancels; a Stop while submitting
+	f.Add([]byte{0x11, 20, 20, 3, 20, 20, 14, 15, 19, 16, 1})       // Block, bound 1: a pause fills the queue, submitters wait
+	f.Add([]byte{0x62, 20, 20, 20, 19, 19, 14, 16, 2, 8, 10})       // Reject, bound 2: refusals and dead letters
+	f.Add([]byte{0xb1, 40, 3, 0, 0, 19, 19, 7, 10, 2, 16, 0})       // DropOldest, bound 3: drops while paused, then Stop
+	f.Add([]byte{0x55, 20, 17, 37, 0, 0, 57, 18, 6, 38, 0, 13})     // Block with Resize and WaitIdle, a Stop from another goroutine
+	f.Add([]byte{0xb0, 250, 243, 240, 20, 19, 3, 6, 4, 248, 18, 1}) // DropOldest, bound 3: delayed handles fill it, a pause, WaitIdle, StopWait
+	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})         // delayed handles, a cancel, a pause, then Stop
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 || len(data) > 256 {
 			return
@@ -74,9 +76,22 @@ func reportDeadlock(t *testing.T) {
 	}
 }
 
-// fuzzOps is the number of operations a byte encodes: op = b % fuzzOps,
-// arg = b / fuzzOps.
-const fuzzOps = 20
+// fuzzOps is the number of operations a byte below delayedOps encodes:
+// op = b % fuzzOps, arg = b / fuzzOps. A byte from delayedOps up is op
+// fuzzOps (a delayed handle) with arg = b - delayedOps, so that the inputs
+// written before that op existed keep their meaning.
+const (
+	fuzzOps    = 20
+	delayedOps = 240
+)
+
+// decodeOp splits an operation byte into its op and arg.
+func decodeOp(b byte) (op byte, arg int) {
+	if b >= delayedOps {
+		return fuzzOps, int(b - delayedOps)
+	}
+	return b % fuzzOps, int(b / fuzzOps)
+}
 
 type fuzzRun struct {
 	t       *testing.T
@@ -110,6 +125,7 @@ type fuzzRun struct {
 	shared   *Group         // made by the first op 12
 	pending  sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
 	anyStop  atomic.Bool    // a stop began: sends may be refused
+	delayed  atomic.Bool    // a delayed handle was made: under DropOldest, scheduled tasks may fill the bound
 	dropping atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
 }
 
@@ -152,7 +168,7 @@ func runOps(t *testing.T, data []byte) {
 	r.p = New(r.size, options...)
 	lastFuzzPool = r.p
 	for _, b := range data[1 : len(data)-1] {
-		r.do(b%fuzzOps, int(b/fuzzOps))
+		r.do(decodeOp(b))
 	}
 	last := data[len(data)-1]
 	r.stop(int(last%3), int(last/3))
@@ -216,6 +232,8 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.waitIdle(arg)
 	case 19: // Submit a task that takes arg ms: refused ones become dead letters
 		r.submitPlain(sleepFor(arg))
+	case fuzzOps: // a Task or a Future due arg*100ms from now
+		r.delayedTask(arg)
 	}
 }
 
@@ -360,7 +378,7 @@ func (r *fuzzRun) checkGroupErr(err error, what string) {
 	switch {
 	case err == nil, errors.Is(err, errTask), errors.Is(err, ErrStopped):
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && r.policy == Reject, "%s: ErrQueueFull under %v: %v", what, r.policy, err)
+		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 	case errors.Is(err, ErrDropped):
 		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
 	default:
@@ -436,6 +454,42 @@ func (r *fuzzRun) goTask(arg int) {
 	synctest.Wait()
 }
 
+// delayedTask makes a handle due arg*100ms from now: a Task by Delay for an
+// even arg, a Future by At for an odd one. Under DropOldest, scheduled
+// tasks that fill the bound make the pool refuse new tasks (ErrQueueFull).
+func (r *fuzzRun) delayedTask(arg int) {
+	r.delayed.Store(true)
+	wait := time.Duration(arg) * 100 * time.Millisecond
+	due := time.Now().Add(wait)
+	ranEarly := func(what string) {
+		assert.False(r.t, time.Now().Before(due), "%s ran before it was due", what)
+	}
+	r.maybe.Add(1)
+	if arg%2 == 0 {
+		task := r.p.Go(context.Background(), func(ctx context.Context) error {
+			ranEarly("a delayed Task")
+			r.body(func() {})()
+			return nil
+		}, Delay(wait))
+		r.handles = append(r.handles, task)
+		r.pending.Go(func() { r.checkHandleErr(task.Wait(), true, "delayed Task.Wait") })
+		return
+	}
+	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
+		ranEarly("a delayed Future")
+		r.body(func() {})()
+		return arg, nil
+	}, At(due))
+	r.handles = append(r.handles, f)
+	r.pending.Go(func() {
+		v, err := f.Wait()
+		if err == nil {
+			assert.Equal(r.t, arg, v, "delayed Future value")
+		}
+		r.checkHandleErr(err, true, "delayed Future.Wait")
+	})
+}
+
 // call makes a Future whose fn returns arg, and checks what Wait returns.
 func (r *fuzzRun) call(arg int) {
 	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
@@ -462,7 +516,7 @@ func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 	case errors.Is(err, ErrStopped):
 		assert.True(r.t, r.anyStop.Load(), "%s: ErrStopped without a stop: %v", what, err)
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && r.policy == Reject, "%s: ErrQueueFull under %v: %v", what, r.policy, err)
+		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 		r.rejectedSure.Add(1)
 	case errors.Is(err, ErrDropped):
 		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
@@ -528,7 +582,7 @@ func (r *fuzzRun) settle(pt *plainTask, err error, what string) {
 	case errors.Is(err, ErrStopped):
 		assert.True(r.t, r.anyStop.Load(), "%s refused without a stop: %v", what, err)
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && r.policy == Reject, "%s: ErrQueueFull under %v", what, r.policy)
+		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v", what, r.policy)
 		r.rejectedSure.Add(1)
 	case errors.Is(err, context.DeadlineExceeded):
 		assert.True(r.t, r.bound > 0 && r.policy == Block, "%s: gave up waiting for room under %v", what, r.policy)
@@ -577,7 +631,7 @@ func (r *fuzzRun) trySubmit(task func()) {
 		return
 	}
 	pt.verdict.Store(verdictRefused)
-	assert.True(r.t, r.anyStop.Load() || r.bound > 0 && r.policy != DropOldest, "TrySubmit false under %v, bound %d, without a stop", r.policy, r.bound)
+	assert.True(r.t, r.anyStop.Load() || r.bound > 0 && (r.policy != DropOldest || r.refuses()), "TrySubmit false under %v, bound %d, without a stop", r.policy, r.bound)
 	r.rejectedMaybe.Add(1)
 }
 
@@ -608,7 +662,7 @@ func (r *fuzzRun) doBatch(arg int) {
 	}
 	switch err := r.p.DoBatch(batch); {
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && (len(pts) > r.bound || r.policy == Reject), "DoBatch of %d: ErrQueueFull under %v, bound %d", len(pts), r.policy, r.bound)
+		assert.True(r.t, r.bound > 0 && (len(pts) > r.bound || r.refuses()), "DoBatch of %d: ErrQueueFull under %v, bound %d", len(pts), r.policy, r.bound)
 		r.rejectedSure.Add(int64(len(pts)))
 		for _, pt := range pts {
 			pt.verdict.Store(verdictRefused)
@@ -707,7 +761,7 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 			continue
 		case verdictSubmitted:
 			if len(letters) == 1 && errors.Is(letters[0], ErrQueueFull) {
-				assert.True(t, runs == 0 && r.bound > 0 && r.policy == Reject, "a Submit refused as ErrQueueFull: %s, under %v", desc, r.policy)
+				assert.True(t, runs == 0 && r.bound > 0 && r.refuses(), "a Submit refused as ErrQueueFull: %s, under %v", desc, r.policy)
 				rejectedLetters++
 				continue
 			}
@@ -729,6 +783,12 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 		}
 	}
 	return accepted, droppedLetters, rejectedLetters
+}
+
+// refuses reports whether a full queue may refuse a task with ErrQueueFull:
+// under Reject, and under DropOldest once scheduled tasks may fill it.
+func (r *fuzzRun) refuses() bool {
+	return r.policy == Reject || (r.policy == DropOldest && r.delayed.Load())
 }
 
 func sortedInts(s []int) bool {

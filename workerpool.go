@@ -36,6 +36,7 @@ type WorkerPool struct {
 	bound        int                 // WithMaxWaiting's n; 0: unbounded
 	overflow     Overflow            // what a task meets when the queue is full, with a bound
 	roomed       bool                // Block or Reject with a bound: submitters take room (see room)
+	bounded      bool                // any bound: Submit leaves its one-send path (see submitRest)
 	dead         deadLetters         // the dead-letter handler and the letters on their way to it
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
@@ -140,6 +141,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 	if cfg.maxWaiting >= 1 {
 		p.bound, p.overflow = cfg.maxWaiting, cfg.overflow
 		p.roomed = p.overflow != DropOldest
+		p.bounded = true
 		p.room.init(p.bound)
 	}
 	p.dead.handler = cfg.deadLetter
@@ -165,18 +167,18 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	// The common case, one send, is kept small enough to inline.
-	if p.roomed || task == nil || send(p, message{task: task}) != nil {
+	if p.bounded || task == nil || send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
 }
 
-// submitRest is Submit for all but an accepted task of a pool that takes no
-// room: a nil task, a send refused by a stop, and Block and Reject.
+// submitRest is Submit for all but an accepted task of an unbounded pool: a
+// nil task, a send refused by a stop, and every bounded pool.
 func (p *WorkerPool) submitRest(task func()) {
 	if task == nil {
 		return
 	}
-	if !p.roomed {
+	if !p.bounded {
 		panic(errSubmitStopped)
 	}
 	switch err := p.doPlain(task, true, nil); {
@@ -217,6 +219,8 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context) error {
 	m := message{task: task, job: j}
 	switch {
+	case p.scheduledFill(1):
+		return ErrQueueFull
 	case !p.roomed:
 		return send(p, m)
 	case p.room.take(1):
@@ -233,6 +237,13 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 		return nil
 	}
 	return p.submitWithoutRoom(task, j, wait, ctx)
+}
+
+// scheduledFill reports, under DropOldest, whether n more tasks cannot fit
+// because scheduled tasks, which are never dropped, hold the bound's
+// places. (Under Block and Reject they hold room, which submitters take.)
+func (p *WorkerPool) scheduledFill(n int) bool {
+	return p.bounded && !p.roomed && p.scheduled.Load() > int64(p.bound-n)
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was

@@ -108,6 +108,7 @@ func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	assert.Equal(t, 0, s.Workers, "workers")
 	assert.Equal(t, 0, s.Busy, "busy")
 	assert.Equal(t, 0, s.Waiting, "waiting")
+	assert.Equal(t, 0, s.Scheduled, "scheduled")
 	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
 	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped, "submitted == completed + abandoned + canceled + dropped")
 	assert.True(t, p.Stopped(), "Stopped")
