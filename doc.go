@@ -9,7 +9,7 @@
 // It is a drop-in superset of github.com/gammazero/workerpool v1.3: the same
 // names and behaviour, plus task handles with errors, results and contexts,
 // groups, a shutdown with a deadline, a bounded queue, dead letters,
-// resizing at run time, [WorkerPool.Status], a panic handler, and fixes for that library's hangs (see the README). This comment is the
+// resizing at run time, delayed tasks that hold no goroutine, [WorkerPool.Status], a panic handler, and fixes for that library's hangs (see the README). This comment is the
 // full contract; the README shows how to use it.
 //
 // # Dispatcher
@@ -109,6 +109,33 @@
 // anything, for a moment at which no task runs or waits. [WorkerPool.DoBatch]
 // queues many tasks in one hand-off to the dispatcher, which saves one of a
 // task's two goroutine hand-offs.
+//
+// # Delayed tasks
+//
+// The handles' calls take options ([TaskOption]): with [Delay] or [At] the
+// task is not due before a moment, and [WorkerPool.Go], [Call] and
+// [Group.Go] return at once. Until it is due the task waits in a timer heap
+// that the dispatcher owns: no goroutine, no worker and no time.Timer per
+// task (the dispatcher keeps one timer for the earliest). It counts in
+// Status.Scheduled, not Waiting. When it comes due it is handled as a task
+// accepted then: it starts on a free worker or joins the back of the queue.
+// Tasks due at the same moment keep their submission order. Cancel, or the
+// task's context ending, removes a scheduled task at once: it leaves
+// Scheduled and joins Canceled before Wait returns. A Pause's barrier covers
+// the tasks due when Pause was called; tasks that come due during a pause
+// wait in the queue for it to end. Stop abandons scheduled tasks at once
+// (ErrStopped); StopWait runs each when it is due, so it returns only after
+// the last one ran; Shutdown(ctx) does the same until ctx is done, then
+// abandons the rest. WaitIdle waits until no task is scheduled either.
+//
+// Under a bound, scheduled tasks count with the waiting ones. Under Block
+// and Reject they hold room as waiting tasks do (and a delayed task never
+// starts without room, as a task due at once may); under DropOldest, which
+// never drops a scheduled task, a new task that finds the bound filled by
+// scheduled tasks alone is refused as under Reject: ErrQueueFull for the
+// calls that report, the dead-letter handler for Submit. (A plain task that
+// races with the delayed task that fills the bound may still join the
+// queue past it.)
 //
 // # Task states
 //

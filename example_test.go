@@ -295,3 +295,24 @@ func ExampleWorkerPool_DoBatch() {
 	fmt.Println(out)
 	// Output: [0 1 2 3 4]
 }
+
+// Delayed tasks wait in the dispatcher's timer heap, holding no goroutine,
+// and start in the order they come due.
+func ExampleDelay() {
+	p := workerpool.New(1)
+	ctx := context.Background()
+	say := func(s string) func(context.Context) error {
+		return func(context.Context) error { fmt.Println(s); return nil }
+	}
+	later := p.Go(ctx, say("20ms later"), workerpool.Delay(20*time.Millisecond))
+	p.Go(ctx, say("10ms later"), workerpool.Delay(10*time.Millisecond))
+	_ = p.Go(ctx, say("at once"), workerpool.At(time.Now())).Wait()
+	fmt.Println("scheduled:", p.Status().Scheduled)
+	_ = later.Wait()
+	p.StopWait()
+	// Output:
+	// at once
+	// scheduled: 2
+	// 10ms later
+	// 20ms later
+}

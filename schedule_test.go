@@ -1,0 +1,304 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startLog records when each named task started, on the bubble's clock.
+type startLog struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []string
+	at     map[string]time.Duration
+}
+
+func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
+
+func (l *startLog) fn(name string) func(context.Context) error {
+	return func(context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.starts = append(l.starts, name)
+		l.at[name] = time.Since(l.t0)
+		return nil
+	}
+}
+
+// Delayed tasks start when due, not before, in order of due time and, for
+// the same due time, in order of submission; until then they count in
+// Scheduled, not Waiting.
+func TestDelayedTasksStartWhenDueInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		l, ctx := newStartLog(), t.Context()
+		c := p.Go(ctx, l.fn("c"), Delay(3*time.Second))
+		a := p.Go(ctx, l.fn("a"), Delay(time.Second))
+		b := Call(ctx, p, func(ctx context.Context) (int, error) { return 0, l.fn("b")(ctx) }, At(time.Now().Add(time.Second)))
+		now := p.Go(ctx, l.fn("now"))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Scheduled, "scheduled")
+		assert.Equal(t, 0, s.Waiting, "waiting")
+		require.NoError(t, now.Wait())
+		require.NoError(t, a.Wait())
+		_, err := b.Wait()
+		require.NoError(t, err)
+		require.NoError(t, c.Wait())
+		assert.Equal(t, []string{"now", "a", "b", "c"}, l.starts)
+		assert.Equal(t, map[string]time.Duration{"now": 0, "a": time.Second, "b": time.Second, "c": 3 * time.Second}, l.at)
+		assert.Equal(t, 0, p.Status().Scheduled)
+	})
+}
+
+// No delay: Delay of zero or less, At in the past, the zero TaskOption.
+// When Delay and At are both given, the last one wins.
+func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		l, ctx := newStartLog(), t.Context()
+		for name, opts := range map[string][]TaskOption{
+			"zero":     {Delay(0)},
+			"negative": {Delay(-time.Second)},
+			"past":     {At(time.Now().Add(-time.Hour))},
+			"none":     {{}},
+			"last":     {Delay(time.Hour), At(time.Now().Add(2 * time.Second))},
+			"last2":    {At(time.Now().Add(time.Hour)), Delay(-1)},
+		} {
+			p.Go(ctx, l.fn(name), opts...)
+		}
+		time.Sleep(time.Minute)
+		p.StopWait()
+		assert.Equal(t, map[string]time.Duration{"zero": 0, "negative": 0, "past": 0, "none": 0, "last": 2 * time.Second, "last2": 0}, l.at)
+	})
+}
+
+// A scheduled task holds no goroutine: a thousand of them add none.
+func TestScheduledTasksHoldNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(8)
+		defer p.Stop()
+		synctest.Wait()
+		before := runtime.NumGoroutine()
+		for i := range 1000 {
+			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Duration(1+i)*time.Millisecond))
+		}
+		synctest.Wait()
+		assert.Equal(t, before, runtime.NumGoroutine(), "goroutines")
+		assert.Equal(t, 1000, p.Status().Scheduled)
+	})
+}
+
+// Cancel and the task's ctx remove a scheduled task at once: Wait returns,
+// and it has left Scheduled and joined Canceled, long before it was due.
+func TestCancelRemovesAScheduledTaskAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ran := false
+		byCancel := p.Go(t.Context(), func(context.Context) error { ran = true; return nil }, Delay(time.Hour))
+		ctx, cancel := context.WithCancel(t.Context())
+		byCtx := p.Go(ctx, func(context.Context) error { ran = true; return nil }, Delay(time.Hour))
+		g := p.Group(t.Context())
+		g.Go(func(context.Context) error { ran = true; return nil }, Delay(time.Hour))
+		synctest.Wait()
+		require.Equal(t, 3, p.Status().Scheduled)
+		t0 := time.Now()
+		byCancel.Cancel()
+		assert.ErrorIs(t, byCancel.Wait(), context.Canceled)
+		cancel()
+		assert.ErrorIs(t, byCtx.Wait(), context.Canceled)
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Scheduled, "the group's task is still scheduled")
+		assert.Equal(t, uint64(2), s.Canceled)
+		g.cancel(errors.New("group ended"))
+		synctest.Wait()
+		s = p.Status()
+		assert.Equal(t, 0, s.Scheduled, "scheduled")
+		assert.Equal(t, uint64(3), s.Canceled)
+		assert.EqualError(t, g.Wait(), "group ended")
+		assert.Zero(t, time.Since(t0), "no fake time passed")
+		assert.False(t, ran)
+	})
+}
+
+// Stop abandons scheduled tasks at once; StopWait runs them when due;
+// Shutdown waits for them until its ctx is done, then abandons the rest.
+func TestStopsWithScheduledTasks(t *testing.T) {
+	t.Run("Stop", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			task := p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Hour))
+			t0 := time.Now()
+			p.Stop()
+			assert.Zero(t, time.Since(t0))
+			assert.ErrorIs(t, task.Wait(), ErrStopped)
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(1), s.Abandoned)
+		})
+	})
+	t.Run("StopWait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			l := newStartLog()
+			p.Go(t.Context(), l.fn("late"), Delay(5*time.Second))
+			p.Go(t.Context(), l.fn("early"), Delay(time.Second))
+			p.StopWait()
+			assert.Equal(t, 5*time.Second, time.Since(l.t0), "StopWait returned when the last was due and done")
+			assert.Equal(t, map[string]time.Duration{"early": time.Second, "late": 5 * time.Second}, l.at)
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(2), s.Completed)
+		})
+	})
+	t.Run("Shutdown", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			l := newStartLog()
+			p.Go(t.Context(), l.fn("in time"), Delay(time.Second))
+			late := p.Go(t.Context(), l.fn("late"), Delay(10*time.Second))
+			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+			defer cancel()
+			err := p.Shutdown(ctx)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Equal(t, 3*time.Second, time.Since(l.t0))
+			assert.ErrorIs(t, late.Wait(), ErrStopped)
+			assert.Equal(t, map[string]time.Duration{"in time": time.Second}, l.at)
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(1), s.Completed)
+			assert.Equal(t, uint64(1), s.Abandoned)
+		})
+	})
+}
+
+// A task that comes due during a pause waits for the pause to end; one due
+// when Pause was called is before the barrier, and Pause waits for it.
+func TestPauseAndScheduledTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		l := newStartLog()
+		p.Go(t.Context(), l.fn("due at the pause"), Delay(time.Second))
+		p.Go(t.Context(), l.fn("due in the pause"), Delay(2*time.Second))
+		time.Sleep(time.Second) // the first is due now, whether or not dispatch moved it yet
+		ctx, cancel := context.WithCancel(t.Context())
+		p.Pause(ctx)
+		assert.Equal(t, []string{"due at the pause"}, l.starts)
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, []string{"due at the pause"}, l.starts, "nothing starts during the pause")
+		assert.Equal(t, 1, p.Status().Waiting, "the task that came due waits")
+		cancel()
+		p.StopWait()
+		assert.Equal(t, 6*time.Second, l.at["due in the pause"])
+	})
+}
+
+// WaitIdle waits for scheduled tasks too.
+func TestWaitIdleWaitsForScheduledTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		l := newStartLog()
+		p.Go(t.Context(), l.fn("later"), Delay(2*time.Second))
+		require.NoError(t, p.WaitIdle(t.Context()))
+		assert.Equal(t, 2*time.Second, time.Since(l.t0))
+		assert.Equal(t, []string{"later"}, l.starts)
+	})
+}
+
+// The bound counts scheduled tasks: under Reject they take the room, and
+// under DropOldest, which never drops a scheduled task, the new task is
+// refused with ErrQueueFull once they fill it, whatever the call.
+func TestBoundCountsScheduledTasks(t *testing.T) {
+	t.Run("Reject", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, WithMaxWaiting(1, Reject))
+			defer p.Stop()
+			g := newGate()
+			p.Submit(g.task()) // the one worker is busy
+			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second))
+			synctest.Wait()
+			assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
+			assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second)).Wait(), ErrQueueFull)
+			time.Sleep(time.Second)
+			synctest.Wait()
+			assert.Equal(t, 1, p.Status().Waiting, "due, it waits for the busy worker, in the same place")
+			assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
+			g.open()
+			synctest.Wait()
+			assert.True(t, p.TrySubmit(func() {}), "room once the task ran")
+		})
+	})
+	t.Run("DropOldest", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var letters []error
+			p := New(1, WithMaxWaiting(2, DropOldest), WithDeadLetter(func(_ func(), why error) { letters = append(letters, why) }))
+			defer p.Stop()
+			g := newGate()
+			p.Submit(g.task()) // runs
+			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second))
+			p.Submit(func() {}) // waits: with the scheduled task, the bound is full
+			synctest.Wait()
+			p.Submit(func() {}) // drops the waiting one
+			synctest.Wait()
+			assert.Equal(t, []error{ErrDropped}, letters)
+			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second)) // drops the waiting one too
+			synctest.Wait()
+			assert.Equal(t, []error{ErrDropped, ErrDropped}, letters)
+			s := p.Status()
+			require.Equal(t, 2, s.Scheduled)
+			require.Equal(t, 0, s.Waiting)
+			// Scheduled tasks alone fill the bound: every call is refused.
+			p.Submit(func() {})
+			synctest.Wait()
+			assert.Equal(t, []error{ErrDropped, ErrDropped, ErrQueueFull}, letters)
+			assert.ErrorIs(t, p.Do(func() {}), ErrQueueFull)
+			assert.False(t, p.TrySubmit(func() {}))
+			assert.ErrorIs(t, p.DoWait(func() {}), ErrQueueFull)
+			assert.ErrorIs(t, p.DoBatch([]func(){func() {}}), ErrQueueFull)
+			assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }).Wait(), ErrQueueFull)
+			assert.Equal(t, uint64(6), p.Status().Rejected)
+			g.open()
+			p.StopWait()
+			s = requireStoppedClean(t, p)
+			assert.Equal(t, uint64(2), s.Dropped)
+		})
+	})
+}
+
+// Everything a delayed task can meet, mixed, keeps the accounting exact.
+func TestScheduledTasksAccounting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		for i := range 30 {
+			ctx := t.Context()
+			var cancel context.CancelFunc
+			if i%5 == 0 {
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(i)*100*time.Millisecond)
+				defer cancel()
+			}
+			task := p.Go(ctx, func(context.Context) error { time.Sleep(50 * time.Millisecond); return nil }, Delay(time.Duration(i)*200*time.Millisecond))
+			if i%7 == 0 {
+				task.Cancel()
+			}
+		}
+		time.Sleep(3 * time.Second)
+		p.Stop()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(30), s.Submitted)
+		assert.NotZero(t, s.Completed)
+		assert.NotZero(t, s.Canceled)
+		assert.NotZero(t, s.Abandoned)
+	})
+}
