@@ -36,7 +36,6 @@ type WorkerPool struct {
 	bound        int                 // WithMaxWaiting's n; 0: unbounded
 	overflow     Overflow            // what a task meets when the queue is full, with a bound
 	roomed       bool                // Block or Reject with a bound: submitters take room (see room)
-	bounded      bool                // any bound: Submit leaves its one-send path (see submitRest)
 	dead         deadLetters         // the dead-letter handler and the letters on their way to it
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
@@ -141,7 +140,6 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 	if cfg.maxWaiting >= 1 {
 		p.bound, p.overflow = cfg.maxWaiting, cfg.overflow
 		p.roomed = p.overflow != DropOldest
-		p.bounded = true
 		p.room.init(p.bound)
 	}
 	p.dead.handler = cfg.deadLetter
@@ -167,7 +165,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	// The common case, one send, is kept small enough to inline.
-	if p.bounded || task == nil || send(p, message{task: task}) != nil {
+	if p.bound > 0 || task == nil || send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
 }
@@ -178,7 +176,7 @@ func (p *WorkerPool) submitRest(task func()) {
 	if task == nil {
 		return
 	}
-	if !p.bounded {
+	if p.bound == 0 {
 		panic(errSubmitStopped)
 	}
 	switch err := p.doPlain(task, true, nil); {
@@ -243,7 +241,7 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 // because scheduled tasks, which are never dropped, hold the bound's
 // places. (Under Block and Reject they hold room, which submitters take.)
 func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.bounded && !p.roomed && p.scheduled.Load() > int64(p.bound-n)
+	return p.bound > 0 && !p.roomed && p.scheduled.Load() > int64(p.bound-n)
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
