@@ -56,10 +56,9 @@ type job struct {
 	// due is when the job may start (Delay, At); the zero time: at once.
 	// Written by its submitter before the send; read by dispatch.
 	due time.Time
-	// seq orders jobs due at the same time in the timer heap, and index
-	// is the job's place in it: both dispatch's only.
-	seq   uint64
-	index int
+	// seq orders jobs due at the same time in the timer heap; dispatch's
+	// only.
+	seq uint64
 }
 
 // The states of a job.

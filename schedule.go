@@ -61,15 +61,8 @@ func (h timerHeap) Less(i, k int) bool {
 	}
 	return h[i].seq < h[k].seq
 }
-func (h timerHeap) Swap(i, k int) {
-	h[i], h[k] = h[k], h[i]
-	h[i].index, h[k].index = i, k
-}
-func (h *timerHeap) Push(x any) {
-	j := x.(*job)
-	j.index = len(*h)
-	*h = append(*h, j)
-}
+func (h timerHeap) Swap(i, k int) { h[i], h[k] = h[k], h[i] }
+func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*job)) }
 func (h *timerHeap) Pop() any {
 	old := *h
 	j := old[len(old)-1]
@@ -89,7 +82,7 @@ func (d *dispatcher) schedule(j *job) bool {
 	d.scheduledSeq++
 	j.seq = d.scheduledSeq
 	heap.Push(&d.timers, j)
-	if j.index == 0 {
+	if d.timers[0] == j {
 		d.armDueTimer()
 	}
 	return true
@@ -187,7 +180,6 @@ func (d *dispatcher) sweepTimers() {
 	live := d.timers[:0]
 	for _, j := range d.timers {
 		if j.state.Load() == jobScheduled {
-			j.index = len(live)
 			live = append(live, j)
 		} else {
 			j.owner.released()
