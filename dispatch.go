@@ -1136,9 +1136,7 @@ func (d *dispatcher) abandonQueue() {
 			continue
 		}
 		j := d.jobs.Front()
-		if !j.settleIfBlocked() {
-			j.settle(jobAbandoned, ErrStopped) // false if it was settled already
-		}
+		j.abandon()
 		d.pop()
 		j.owner.released()
 	}

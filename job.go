@@ -185,6 +185,15 @@ func (j *job) settleIfBlocked() bool {
 	return false
 }
 
+// abandon settles a job that a stop abandons, if it is not settled yet:
+// canceled if its owner's context ended first, else abandoned, and its
+// owner learns ErrStopped.
+func (j *job) abandon() {
+	if !j.settleIfBlocked() {
+		j.settle(jobAbandoned, ErrStopped) // false if it was settled already
+	}
+}
+
 // work runs on the worker that took the job: it starts the job and runs
 // its task, or skips it if it was settled or must not start.
 func (j *job) work() {

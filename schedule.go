@@ -195,9 +195,7 @@ func (d *dispatcher) sweepTimers() {
 // tasks does (see abandonQueue), and empties the heap.
 func (d *dispatcher) abandonTimers() {
 	for _, j := range d.timers {
-		if !j.settleIfBlocked() {
-			j.settle(jobAbandoned, ErrStopped) // false if it was settled already
-		}
+		j.abandon()
 		j.owner.released()
 	}
 	d.timers = nil
