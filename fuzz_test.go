@@ -284,12 +284,9 @@ func (r *fuzzRun) stop(way, ms int) {
 // clock or the dead-letter deliverer. (Goroutines of other bubbles are
 // other runs': a fuzzing process keeps those of a run that failed.)
 func poolGoroutinesRunning() []string {
-	buf := make([]byte, 1<<20)
-	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
-	buf = buf[:runtime.Stack(buf, true)]
 	var found []string
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
-		if bubbleOf(block) != bubble || finishingGoexit(block) {
+	for _, block := range bubbleStacks() {
+		if finishingGoexit(block) {
 			continue
 		}
 		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*dispatcher).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {
@@ -300,6 +297,21 @@ func poolGoroutinesRunning() []string {
 		}
 	}
 	return found
+}
+
+// bubbleStacks returns the stacks of the goroutines of the caller's
+// synctest bubble, the caller's own included.
+func bubbleStacks() []string {
+	buf := make([]byte, 1<<20)
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
+	buf = buf[:runtime.Stack(buf, true)]
+	var stacks []string
+	for block := range strings.SplitSeq(string(buf), "\n\n") {
+		if bubbleOf(block) == bubble {
+			stacks = append(stacks, block)
+		}
+	}
+	return stacks
 }
 
 // bubbleOf returns the synctest bubble named in a goroutine's stack header,

@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -83,18 +82,19 @@ func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
 	})
 }
 
-// A scheduled task holds no goroutine: a thousand of them add none.
+// A scheduled task holds no goroutine: a thousand of them add none to the
+// bubble's (runtime.NumGoroutine would count other tests' goroutines too).
 func TestScheduledTasksHoldNoGoroutine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(8)
 		defer p.Stop()
 		synctest.Wait()
-		before := runtime.NumGoroutine()
+		before := len(bubbleStacks())
 		for i := range 1000 {
 			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Duration(1+i)*time.Millisecond))
 		}
 		synctest.Wait()
-		assert.Equal(t, before, runtime.NumGoroutine(), "goroutines")
+		assert.Equal(t, before, len(bubbleStacks()), "goroutines")
 		assert.Equal(t, 1000, p.Status().Scheduled)
 	})
 }
