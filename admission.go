@@ -120,10 +120,11 @@ type ticket struct {
 	tasks int  // the tasks it carries (a batch's non-nil ones)
 	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
 	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
-	// delayed says the job has a due time (Delay, At), so it never starts
-	// without room. Dispatch reads this, never the job, before it admits
-	// the ticket: until then the submitter may withdraw and reuse the job.
-	delayed bool
+	// queueOnly says the job has a due time (Delay, At) or a weight above
+	// 1, so it never starts without room. Dispatch reads this, never the
+	// job, before it admits the ticket: until then the submitter may
+	// withdraw and reuse the job.
+	queueOnly bool
 	state   atomic.Uint32
 	err     error         // why it was refused: ErrStopped; written before done is sent
 	done    chan struct{} // buffered (1): the dispatcher's answer
@@ -152,7 +153,7 @@ func (p *WorkerPool) newTicket() *ticket {
 
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
-		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed = nil, nil, nil, 0, 0, false, nil, false
+		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.queueOnly = nil, nil, nil, 0, 0, false, nil, false
 		p.tickets.Put(t)
 	}
 }
@@ -209,7 +210,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 	}
 	t := p.newTicket()
 	t.task, t.job, t.tasks = task, j, 1
-	t.delayed = j != nil && !j.due.IsZero()
+	t.queueOnly = j != nil && (j.due != 0 || j.weight > 1)
 	if !wait {
 		t.try = true // answered at once
 		return p.submitTicket(t, nil)

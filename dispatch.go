@@ -35,14 +35,42 @@ import (
 type dispatcher struct {
 	p *WorkerPool
 
-	// queue holds the tasks waiting for a worker, oldest first; a nil
-	// entry stands for the next job in jobs. pushed and popped count the
-	// entries ever pushed and popped: pauses keep their place in it. Its
-	// buffer never shrinks below queueBaseCap, so that bursts that come
-	// and go do not allocate.
+	// queue holds the tasks of priority level 0 waiting for a worker,
+	// oldest first; a nil entry stands for the next job in jobs. pushed
+	// and popped count the entries ever pushed and popped: pauses keep
+	// their place in it. Its buffer never shrinks below queueBaseCap, so
+	// that bursts that come and go do not allocate. queuedAt holds when
+	// each entry joined it, on the pool's clock, if stamped.
 	queue          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	pushed, popped uint64
+	queuedAt       deque.Deque[int64]
+	stamped        bool // the pool reads queue times: WithPriorityAging or WithMaxQueueWait
+
+	// levels hold the queued jobs of the other priority levels, one FIFO
+	// per level, highest level first, none empty (see queue.go); ranked
+	// counts their entries, and rankedSeq numbers them as they join.
+	// spareLevels are emptied levels kept for reuse.
+	levels      []*level
+	spareLevels []*level
+	ranked      int
+	rankedSeq   uint64
+	heaviest    int // the most weight of a job ever queued: a Resize below it looks for jobs to drop
+
+	// gated says a task may have to wait for more than a worker: for a
+	// token (WithRateLimit), or for slots, while jobs heavier than 1 are
+	// out (heavyOut). heavySent sums weight−1 over the heavy jobs handed
+	// to workers (see fits); tat is the rate limit's state (see
+	// rateLimit). offered is what offerFront last offered.
+	gated     bool
+	heavyOut  bool
+	heavySent uint64
+	tat       int64
+	offered   offer
+
+	// retriesSent counts the jobs with a RetryPolicy handed to workers
+	// (see retries).
+	retriesSent uint64
 	workers        int  // live workers, published in p.workers at once
 	max            int  // the most workers: p.size as of the last resize
 	floor          int  // the workers kept however idle: min(p.minWorkers, max)
@@ -54,13 +82,16 @@ type dispatcher struct {
 	// idleWaiters are the WaitIdle calls not answered yet.
 	idleWaiters []*idleRequest
 
-	// timers holds the jobs not due yet (Delay, At), the earliest first,
-	// settled ones included until they are swept or come due; due fires
-	// when the earliest is due (made on first use). scheduledSeq numbers
-	// the jobs as they are scheduled.
+	// timers holds the jobs not due yet (Delay, At, a retry), the
+	// earliest first, settled ones included until they are swept or come
+	// due. scheduledSeq numbers the jobs as they are scheduled. timer is
+	// the dispatcher's one timer (made on first use), armed for timerAt
+	// on the pool's clock while armed is set (see wakeAt).
 	timers       timerHeap
-	due          *time.Timer
 	scheduledSeq uint64
+	timer        *time.Timer
+	timerAt      int64
+	armed        bool
 
 	// received counts the messages that came through send; at stop it
 	// is compared with p.sendsBegun. submitted counts the tasks among
@@ -95,7 +126,30 @@ type dispatcher struct {
 	// is active. pauses[0].barrier is a position in the push sequence:
 	// tasks pushed before it still run, later ones are held.
 	pauses   []*pauseRequest
-	watching bool // wakeOnReturn is set: waiting for work to come back (a pause's barrier, WaitIdle)
+	watching bool // wakeOnReturn is set: waiting for work to come back (a pause's barrier, WaitIdle, slots for a heavy task)
+}
+
+// An offer is what dispatch offers the workers while it waits: the front
+// of src, and what it must count once a worker takes it, read before the
+// send (a job in a worker's hands may be finished and reused).
+type offer struct {
+	src source
+	out jobOut
+}
+
+// jobOut is what dispatch counts of a job it hands out: its weight and
+// whether it may come back for a retry.
+type jobOut struct {
+	weight    int
+	retriable bool
+}
+
+// outOf reads w's jobOut; call it before the send.
+func outOf(w work) jobOut {
+	if w.job == nil {
+		return jobOut{weight: 1}
+	}
+	return jobOut{weight: w.job.weight, retriable: w.job.retry != nil}
 }
 
 // A message is what travels on taskQueue: a plain task, a job, or a
@@ -128,6 +182,7 @@ type idleRequest struct {
 type pauseRequest struct {
 	end            <-chan struct{} // the caller's ctx.Done(): the pause lasts until it is closed
 	barrier        uint64          // dispatcher.pushed when the request arrived
+	rankedBarrier  uint64          // dispatcher.rankedSeq then: the jobs of other levels than 0 queued before it
 	barrierReached chan struct{}   // closed by dispatch once every earlier task finished; Pause returns
 	reached        bool            // barrierReached is closed (dispatch only)
 }
@@ -138,7 +193,8 @@ type pauseRequest struct {
 type settledTotals struct {
 	canceled  atomic.Uint64 // jobs canceled before they started
 	abandoned atomic.Uint64 // tasks a stop dropped before they started
-	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest)
+	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest), or too heavy after a Resize
+	expired   atomic.Uint64 // tasks that waited in the queue longer than WithMaxQueueWait
 }
 
 // queueBaseCap is the size below which the queue's buffer never shrinks
@@ -156,10 +212,13 @@ type workerTotals struct {
 	returned atomic.Uint64 // work that came back from a worker: ran, or was skipped there
 	skipped  atomic.Uint64 // of returned, the jobs a worker found settled and did not run
 	panicked atomic.Uint64 // panics recovered, by the panic handler or into a *PanicError
+	retried  atomic.Uint64 // of returned, the runs that are to be retried (see RetryPolicy)
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: p.bound == 0, publishAfter: publishEvery}
+	d.stamped = p.aging > 0 || p.maxQueueWait > 0
+	d.gated = p.rate.limited()
 	if p.bound > 0 {
 		d.publishAfter = 1
 	}
@@ -197,7 +256,7 @@ func (d *dispatcher) run() {
 // dispatch mostly avoids a select over several channels. It returns false
 // once dispatch has taken the stop message.
 func (d *dispatcher) step() bool {
-	sent := d.queue.Len() > 0 && d.sendFront()
+	sent := d.queued() > 0 && d.sendFront()
 	select {
 	case m := <-d.p.taskQueue:
 		if !d.receive(m) {
@@ -240,21 +299,98 @@ func (d *dispatcher) advanceWaiters() {
 	if len(d.idleWaiters) > 0 {
 		d.answerIdle()
 	}
-	if len(d.timers) > 0 {
+	if d.retriesSent > 0 && d.p.retries.n.Load() > 0 {
+		d.takeRetries()
+	}
+	if d.armed {
 		d.pollTimers()
 	}
 }
 
-// sendFront drops the settled jobs at the front of the queue, then hands
-// the front task to a ready or new worker if no pause holds it. It never
-// blocks, and reports whether it handed a task.
+// sendFront hands the task to start next (see nextToStart) to a ready or
+// new worker. It never blocks, and reports whether it handed a task.
 func (d *dispatcher) sendFront() bool {
-	d.dropSettledFront()
-	if !d.canDispatchQueued() || !d.offer(d.front()) {
+	src, w := d.nextToStart()
+	if src == none || !d.hand(w) {
 		return false
 	}
-	d.pop()
+	d.popAt(src)
 	return true
+}
+
+// nextToStart returns the task to start next, and where it waits: the
+// queue's head (see head), if abandoning has not begun and it may start
+// now (see mayStart); or none.
+func (d *dispatcher) nextToStart() (source, work) {
+	if d.queued() == 0 {
+		return none, work{}
+	}
+	src := d.head() // first: it may abandon the front job, once abandoning began
+	if src == none || d.p.abandonBegun.Load() {
+		return none, work{}
+	}
+	w := d.workAt(src)
+	if !d.mayStart(w) {
+		return none, work{}
+	}
+	return src, w
+}
+
+// canDispatch reports whether a queued task may go to a worker now.
+func (d *dispatcher) canDispatch() bool {
+	src, _ := d.nextToStart()
+	return src != none
+}
+
+// mayStart reports whether w may start now, as far as the rate limit and
+// the weights of the running tasks allow. Without either it is true at
+// once.
+func (d *dispatcher) mayStart(w work) bool {
+	heavy := w.job != nil && w.job.weight > 1
+	if !d.gated && !heavy {
+		return true
+	}
+	if d.p.rate.limited() && !d.tokenReady() {
+		return false
+	}
+	return d.fits(outOf(w).weight)
+}
+
+// fits reports whether weight more slots are free: the weights of the tasks
+// out with workers leave them. If not, it has returns wake dispatch (see
+// allReturned), which then looks again.
+func (d *dispatcher) fits(weight int) bool {
+	if d.freeSlots() >= weight {
+		d.unwatchSlots()
+		return true
+	}
+	d.setWatching(true)
+	if d.freeSlots() >= weight {
+		d.unwatchSlots()
+		return true
+	}
+	return false
+}
+
+// freeSlots is the pool's size less the slots of the tasks out with
+// workers: one each, and weight−1 more for each heavy one. Workers count a
+// heavy job's slots back before they count its work returned, so it reads
+// returned first.
+func (d *dispatcher) freeSlots() int {
+	out := d.dispatched - d.p.workerTotals.returned.Load()
+	heavy := d.heavySent - d.p.heavyDone.Load()
+	if heavy == 0 && d.heavyOut {
+		d.heavyOut = false
+		d.gated = d.p.rate.limited()
+	}
+	return d.max - int(out) - int(heavy)
+}
+
+// unwatchSlots stops watching returns that only fits asked for.
+func (d *dispatcher) unwatchSlots() {
+	if d.watching && len(d.pauses) == 0 && len(d.idleWaiters) == 0 {
+		d.setWatching(false)
+	}
 }
 
 // waitingNow is the exact number of waiting tasks, as dispatch sees it.
@@ -295,7 +431,7 @@ func (d *dispatcher) await() bool {
 		d.publish()
 	}
 	d.advanceWaiters()
-	if d.queue.Len() > 0 && d.sendFront() {
+	if d.queued() > 0 && d.sendFront() {
 		return true // the waiters' advance (a pause ended, a ticket admitted) let the front task go
 	}
 	switch {
@@ -305,7 +441,8 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.jobs.Len() > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 || len(d.timers) > 0 {
+	if d.jobs.Len() > 0 || d.ranked > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 ||
+		len(d.timers) > 0 || d.retriesOut() {
 		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
@@ -315,8 +452,8 @@ func (d *dispatcher) await() bool {
 	case toWorker <- w:
 		d.sentFront(w)
 	case <-wake:
-	case <-d.dueC():
-		d.advanceTimers()
+	case <-d.timerC():
+		d.timerFired()
 	}
 	return true
 }
@@ -324,11 +461,11 @@ func (d *dispatcher) await() bool {
 // quiet reports whether dispatch has nothing to do but receive: no task
 // queued, no pause in effect, no submitter parked for room, no work to
 // watch come back (see allReturned), no WaitIdle call to answer, and no
-// worker to retire above the pool's size, and no task scheduled. It then
-// waits on taskQueue alone.
+// worker to retire above the pool's size, no timer armed, and no job out
+// that may come back for a retry. It then waits on taskQueue alone.
 func (d *dispatcher) quiet() bool {
-	return d.queue.Len() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching &&
-		len(d.idleWaiters) == 0 && d.workers <= d.max && len(d.timers) == 0
+	return d.queued() == 0 && len(d.pauses) == 0 && d.parked.Len() == 0 && !d.watching &&
+		len(d.idleWaiters) == 0 && d.workers <= d.max && !d.armed && !d.retriesOut()
 }
 
 // offerFront returns what dispatch offers the workers while it waits:
@@ -336,24 +473,26 @@ func (d *dispatcher) quiet() bool {
 // work (to retire one) while more workers exist than the pool's size, and
 // a nil channel (never ready) otherwise.
 func (d *dispatcher) offerFront() (chan<- work, work) {
-	switch {
-	case d.workers > d.max:
+	if d.workers > d.max {
 		return d.p.workerQueue, work{}
-	case d.canDispatchQueued():
-		return d.p.workerQueue, d.front()
 	}
-	return nil, work{}
+	src, w := d.nextToStart()
+	if src == none {
+		return nil, work{}
+	}
+	d.offered = offer{src: src, out: outOf(w)}
+	return d.p.workerQueue, w
 }
 
 // sentFront records that a worker took w, which offerFront offered: the
-// queue's front task, or the zero work that retired the worker.
+// task to start next, or the zero work that retired the worker.
 func (d *dispatcher) sentFront(w work) {
 	if w.stops() {
 		d.workerRetired()
 		return
 	}
-	d.countDispatched()
-	d.pop()
+	d.countDispatched(d.offered.out)
+	d.popAt(d.offered.src)
 }
 
 // awaitPaused is await while a Pause is in effect: only tasks from before
@@ -369,8 +508,8 @@ func (d *dispatcher) awaitPaused() bool {
 		d.sentFront(w)
 	case <-d.p.wake:
 	case <-d.activePauseEnd():
-	case <-d.dueC():
-		d.advanceTimers()
+	case <-d.timerC():
+		d.timerFired()
 	}
 	return true
 }
@@ -439,6 +578,9 @@ func (d *dispatcher) acceptJob(j *job) {
 		d.scheduleNew(j)
 		return
 	}
+	if d.dropIfTooHeavy(j) {
+		return
+	}
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
@@ -463,6 +605,36 @@ func (d *dispatcher) scheduleNew(j *job) {
 	if !d.schedule(j) {
 		d.discard(j) // settled on its way
 	}
+}
+
+// admitDue puts a job that came due in the pool as if it were accepted
+// now: to a free worker if it may start at once, else to the back of its
+// level. A job whose context is done, or that weighs more than the pool's
+// size, is settled instead.
+func (d *dispatcher) admitDue(j *job) {
+	if j.settleIfBlocked() {
+		j.owner.released()
+		return
+	}
+	if d.dropIfTooHeavy(j) {
+		return
+	}
+	if d.mayStartAtOnce() && d.offer(work{job: j}) {
+		return
+	}
+	d.pushJob(j)
+}
+
+// dropIfTooHeavy drops j with ErrTooHeavy, and reports true, if it weighs
+// more than the pool's size: a Resize made the pool smaller after j's
+// submitter checked.
+func (d *dispatcher) dropIfTooHeavy(j *job) bool {
+	if j.weight <= d.max {
+		return false
+	}
+	j.settle(jobDropped, ErrTooHeavy)
+	d.discard(j)
+	return true
 }
 
 // discard lets go of a job that settled before it was queued: its place in
@@ -523,21 +695,37 @@ func (d *dispatcher) unaccept() {
 // left. A plain one goes to the dead-letter handler with ErrDropped; a job
 // settles with ErrDropped, which its caller learns.
 func (d *dispatcher) dropOldest() bool {
-	d.dropSettledFront()
-	if d.queue.Len() == 0 {
+	d.tidy()
+	src := d.oldest()
+	if src == none {
 		return false
 	}
-	if task := d.queue.Front(); task != nil {
+	j := d.frontJob(src)
+	if j == nil {
+		task := d.queue.Front()
 		d.pop()
 		d.p.settledTotals.dropped.Add(1)
 		d.p.giveUp(task, ErrDropped)
 		return true
 	}
-	j := d.jobs.Front()
 	j.settle(jobDropped, ErrDropped)
-	d.pop()
+	d.popAt(src)
 	j.owner.released()
 	return true
+}
+
+// tidy drops the jobs that must not start, and the tasks that expired, at
+// the fronts of the queue (see tidyFronts).
+func (d *dispatcher) tidy() {
+	if d.ranked == 0 && !d.stamped {
+		d.dropSettledFront()
+		return
+	}
+	var now int64
+	if d.stamped {
+		now = d.p.now()
+	}
+	d.tidyFronts(now)
 }
 
 // acceptTicket takes a ticket. One that needs no room is admitted at once.
@@ -578,7 +766,7 @@ func (d *dispatcher) parkOrRefuse(t *ticket) {
 // nothing, if none is or t carries a batch. A parked ticket stops being
 // counted as one.
 func (d *dispatcher) startWithoutRoom(t *ticket) bool {
-	if t.batch != nil || t.delayed || !d.canStartAtOnce() {
+	if t.batch != nil || t.queueOnly || !d.canStartAtOnce() {
 		return false
 	}
 	if t.need > 0 {
@@ -677,7 +865,7 @@ func (d *dispatcher) admitJob(j *job, how admission) {
 			d.discard(j)
 			return
 		}
-		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
+		d.startAtOnce(work{job: j}) // never a job that is not due or heavy (see startWithoutRoom)
 	}
 }
 
@@ -701,9 +889,9 @@ func (d *dispatcher) countSubmitted() {
 }
 
 // mayStartAtOnce reports whether a new task may skip the queue: nothing
-// waits before it and no pause holds it.
+// waits before it and no pause holds it. (offer then asks mayStart.)
 func (d *dispatcher) mayStartAtOnce() bool {
-	return d.queue.Len() == 0 && len(d.pauses) == 0
+	return d.queued() == 0 && len(d.pauses) == 0
 }
 
 // canStartAtOnce reports whether a new task would start at once on a free
@@ -711,7 +899,7 @@ func (d *dispatcher) mayStartAtOnce() bool {
 // fewer workers than the maximum exist or one of them is free, as it has
 // returned its last work (it is then in, or on its way to, its receive).
 func (d *dispatcher) canStartAtOnce() bool {
-	if !d.mayStartAtOnce() || d.workers > d.max {
+	if !d.mayStartAtOnce() || d.workers > d.max || d.gated {
 		return false
 	}
 	busy := d.dispatched - d.p.workerTotals.returned.Load()
@@ -723,27 +911,36 @@ func (d *dispatcher) canStartAtOnce() bool {
 // which the send waits that moment.
 func (d *dispatcher) startAtOnce(w work) {
 	if !d.offer(w) {
+		out := outOf(w)
 		d.p.workerQueue <- w
-		d.countDispatched()
+		d.countDispatched(out)
 	}
 }
 
 // offer gives w to a ready worker, or to a new one if fewer than the
-// maximum exist. It reports false, without blocking, if neither is possible.
+// maximum exist, if it may start now (see mayStart). It reports false,
+// without blocking, if it may not or no worker can take it.
 func (d *dispatcher) offer(w work) bool {
+	return d.mayStart(w) && d.hand(w)
+}
+
+// hand gives w to a ready worker, or to a new one if fewer than the
+// maximum exist. It reports false, without blocking, if neither is possible.
+func (d *dispatcher) hand(w work) bool {
 	if d.workers > d.max && !d.retireSurplus() {
 		return false // no task starts while more workers exist than the size
 	}
+	out := outOf(w)
 	select {
 	case d.p.workerQueue <- w:
-		d.countDispatched()
+		d.countDispatched(out)
 		return true
 	default:
 	}
 	if d.workers >= d.max {
 		return false
 	}
-	d.countDispatched()
+	d.countDispatched(out)
 	d.addWorker(func() { d.p.worker(w) })
 	return true
 }
@@ -786,12 +983,25 @@ func (d *dispatcher) resize() {
 	for d.workers < d.floor {
 		d.startIdleWorker()
 	}
-	for d.queue.Len() > 0 && d.sendFront() {
+	d.dropTooHeavy()
+	for d.queued() > 0 && d.sendFront() {
 	}
 }
 
-func (d *dispatcher) countDispatched() {
+// countDispatched counts a task handed to a worker, which out describes:
+// its slots, whether it may come back for a retry, and its token.
+func (d *dispatcher) countDispatched(out jobOut) {
 	d.dispatched++
+	if out.weight > 1 {
+		d.heavySent += uint64(out.weight - 1)
+		d.heavyOut, d.gated = true, true
+	}
+	if out.retriable {
+		d.retriesSent++
+	}
+	if d.p.rate.limited() {
+		d.takeToken()
+	}
 }
 
 // front is the queue's front task as work. The queue must not be empty.
@@ -806,18 +1016,44 @@ func (d *dispatcher) push(task func()) {
 	d.queue.PushBack(task)
 	d.pushed++
 	d.changeWaiting(1)
+	if d.stamped {
+		d.queuedAt.PushBack(d.stampNow())
+	}
 }
 
-// pushJob queues j behind a nil entry; the move to queued counts it as
-// waiting. A job settled on its way is dropped.
+// pushJob queues j at the back of its level (level 0: behind a nil entry
+// in queue); the move to queued counts it as waiting. A job settled on its
+// way is dropped.
 func (d *dispatcher) pushJob(j *job) {
 	if !j.enqueue() {
 		d.discard(j)
 		return
 	}
+	d.heaviest = max(d.heaviest, j.weight)
+	if d.stamped {
+		j.queuedAt = d.stampNow()
+	}
+	if j.priority != 0 {
+		d.pushRanked(j)
+		return
+	}
 	d.queue.PushBack(nil)
 	d.jobs.PushBack(j)
 	d.pushed++
+	if d.stamped {
+		d.queuedAt.PushBack(j.queuedAt)
+	}
+}
+
+// stampNow reads the clock for an entry joining the queue, and arms the
+// timer for its expiry (a later entry never expires before an earlier one,
+// so wakeAt keeps the earliest).
+func (d *dispatcher) stampNow() int64 {
+	now := d.p.now()
+	if d.p.maxQueueWait > 0 {
+		d.wakeAt(now + int64(d.p.maxQueueWait))
+	}
+	return now
 }
 
 // pop removes the front entry. A plain task stops counting as waiting and
@@ -834,6 +1070,9 @@ func (d *dispatcher) pop() {
 		}
 	}
 	d.popped++
+	if d.stamped {
+		d.queuedAt.PopFront()
+	}
 }
 
 // dropSettledFront pops the jobs at the front of the queue that must not
@@ -850,16 +1089,6 @@ func (d *dispatcher) dropSettledFront() {
 		d.pop()
 		j.owner.released()
 	}
-}
-
-// canDispatchQueued reports whether the queue's front task may go to a
-// worker now: the queue is not empty, abandoning has not begun, and no
-// active pause holds the task.
-func (d *dispatcher) canDispatchQueued() bool {
-	if d.queue.Len() == 0 || d.p.abandonBegun.Load() {
-		return false
-	}
-	return len(d.pauses) == 0 || d.popped < d.pauses[0].barrier
 }
 
 // idleTick and resizeTick are the requests the idle clock and Resize send;
@@ -898,7 +1127,7 @@ func (d *dispatcher) awaitIdlePeriod() {
 // above the floor remain.
 func (d *dispatcher) retireIfIdle() {
 	d.clockRunning = false
-	if !d.sawTask && !d.canDispatchQueued() && d.workers > d.floor {
+	if !d.sawTask && d.workers > d.floor && !d.canDispatch() {
 		select {
 		case d.p.workerQueue <- work{}:
 			d.workerRetired()
@@ -918,7 +1147,7 @@ func (d *dispatcher) workerRetired() {
 // scheduled ones that are due included.
 func (d *dispatcher) addPause(req *pauseRequest) {
 	d.advanceTimers()
-	req.barrier = d.pushed
+	req.barrier, req.rankedBarrier = d.pushed, d.rankedSeq
 	d.pauses = append(d.pauses, req)
 	d.p.paused.Store(true)
 }
@@ -961,7 +1190,7 @@ func (d *dispatcher) advancePauses() {
 // finished: all were taken from the queue, and all work sent to workers
 // has come back.
 func (d *dispatcher) barrierReached(req *pauseRequest) bool {
-	return d.popped >= req.barrier && d.allReturned()
+	return d.popped >= req.barrier && !d.rankedBeforeBarrier(req) && d.allReturned()
 }
 
 // allReturned reports whether all work sent to workers has come back.
@@ -1033,11 +1262,13 @@ func (d *dispatcher) stop() {
 	d.abandonTimers()
 	d.publish() // before retireAll waits for the running tasks
 	d.retireAll()
+	d.abandonRetries() // every worker has returned: none posts any more
 	if d.idle != nil {
 		d.idle.Stop()
 	}
-	if d.due != nil {
-		d.due.Stop()
+	if d.timer != nil {
+		d.timer.Stop()
+		d.armed = false
 	}
 	d.awaitSettles()
 	d.p.dead.seal()
@@ -1081,7 +1312,7 @@ func (d *dispatcher) admitStraggler(m message) {
 			d.scheduleNew(m.job)
 		case !d.makeRoomFor(m.job):
 			d.refuseJob(m.job)
-		default:
+		case !d.dropIfTooHeavy(m.job):
 			d.pushJob(m.job)
 		}
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
@@ -1095,29 +1326,30 @@ func (d *dispatcher) admitStraggler(m message) {
 	}
 }
 
-// drain hands every queued task to a worker, and every scheduled one as it
-// comes due, until abandoning begins (Stop, or a Shutdown that gives up).
-// Workers above the pool's size retire first, as they come back.
+// drain hands every queued task to a worker, every scheduled one as it
+// comes due, and every retry as it comes back and is due, until nothing is
+// left or abandoning begins (Stop, or a Shutdown that gives up). Workers
+// above the pool's size retire first, as they come back.
 func (d *dispatcher) drain() {
-	for {
-		d.dropSettledFront()
-		switch {
-		case d.canDispatchQueued():
-			if d.offer(d.front()) {
-				d.pop()
-				continue
-			}
-		case d.queue.Len() > 0 || d.p.scheduled.Load() == 0 || d.p.abandonBegun.Load():
-			return // abandoning began, or nothing is left
+	for !d.p.abandonBegun.Load() {
+		if d.retriesSent > 0 && d.p.retries.n.Load() > 0 {
+			d.takeRetries()
+		}
+		if d.queued() > 0 && d.sendFront() {
+			continue
+		}
+		d.tidy()
+		if d.queued() == 0 && d.p.scheduled.Load() == 0 && !d.retriesOut() {
+			return
 		}
 		d.publish()
 		toWorker, w := d.offerFront()
 		select {
 		case toWorker <- w:
 			d.sentFront(w)
-		case <-d.p.wake: // look again: abandoning, or a canceled job
-		case <-d.dueC():
-			d.advanceTimers()
+		case <-d.p.wake: // look again: abandoning, a canceled job, a retry, a return
+		case <-d.timerC():
+			d.timerFired()
 		}
 	}
 }
@@ -1140,7 +1372,14 @@ func (d *dispatcher) abandonQueue() {
 		d.pop()
 		j.owner.released()
 	}
-	d.queue, d.jobs = deque.Deque[func()]{}, deque.Deque[*job]{} // free the buffers too
+	for _, l := range d.levels {
+		for j := range l.jobs.IterPopFront() {
+			j.abandon()
+			j.owner.released()
+		}
+	}
+	d.levels, d.spareLevels, d.ranked = nil, nil, 0
+	d.queue, d.jobs, d.queuedAt = deque.Deque[func()]{}, deque.Deque[*job]{}, deque.Deque[int64]{} // free the buffers too
 }
 
 // awaitSettles waits until no settle is in progress (see

@@ -21,7 +21,7 @@ func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context
 	mustHave(ctx, fn != nil, "Call")
 	f := &Future[T]{fn: fn}
 	f.task.init(p, ctx, f)
-	f.task.job.due = dueTime(opts)
+	f.task.job.apply(p.parseOptions(opts))
 	p.submitTask(&f.task)
 	return f
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/gammazero/deque"
 )
@@ -62,11 +61,11 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 	return g
 }
 
-// A heldTask is a fn Go held back because of the group's limit, with when
-// it is due (see TaskOption).
+// A heldTask is a fn Go held back because of the group's limit, with its
+// options (see TaskOption).
 type heldTask struct {
-	fn  func(context.Context) error
-	due time.Time
+	fn   func(context.Context) error
+	opts taskOptions
 }
 
 // watch makes the group cancel its queued and scheduled tasks as soon as
@@ -109,9 +108,9 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	if fn == nil {
 		panic("workerpool: Group.Go called with a nil func")
 	}
-	h := heldTask{fn: fn, due: dueTime(opts)}
+	h := heldTask{fn: fn, opts: g.pool.parseOptions(opts)}
 	g.mu.Lock()
-	if !h.due.IsZero() && !g.watched {
+	if (h.opts.due != 0 || h.opts.retry != nil) && !g.watched {
 		g.watch()
 	}
 	switch {
@@ -197,8 +196,7 @@ func (g *Group) cancel(cause error) { g.cancelCtx(cause) }
 
 // add makes a task of h and counts it as in the pool. g.mu is held.
 func (g *Group) add(h heldTask) *groupTask {
-	t := g.pool.newGroupTask(g, h.fn)
-	t.job.due = h.due
+	t := g.pool.newGroupTask(g, h.fn, h.opts)
 	t.index = len(g.inPool)
 	g.inPool = append(g.inPool, t)
 	return t
@@ -238,7 +236,10 @@ func (g *Group) submit(t *groupTask, held bool) {
 	t.held = held
 	if held {
 		t.job.room.Store(false)
-		err = send(g.pool, message{job: &t.job})
+		err = g.pool.tooHeavy(&t.job)
+		if err == nil {
+			err = send(g.pool, message{job: &t.job})
+		}
 	} else {
 		err = g.pool.sendJob(&t.job, g.ctx)
 	}
@@ -352,7 +353,7 @@ type groupTask struct {
 	held bool
 }
 
-func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error) *groupTask {
+func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o taskOptions) *groupTask {
 	t, _ := p.groupTasks.Get().(*groupTask)
 	if t == nil {
 		t = new(groupTask)
@@ -360,7 +361,7 @@ func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error) *gro
 	}
 	t.group, t.fn = g, fn
 	t.refs.Store(2)
-	t.job.state.Store(jobPending)
+	t.job.reset(o)
 	return t
 }
 
@@ -381,9 +382,13 @@ func (t *groupTask) settled(err error, _ bool) { t.group.settled(t, err) }
 // released drops the pool's reference.
 func (t *groupTask) released() { t.unref() }
 
+// ctxDone reports whether the group's context is done.
+func (t *groupTask) ctxDone() bool { return t.group.ctx.Err() != nil }
+
 func (t *groupTask) unref() {
 	if t.refs.Add(-1) == 0 {
-		t.group, t.fn, t.job.due = nil, nil, time.Time{}
+		t.group, t.fn = nil, nil
+		t.job.reset(taskOptions{})
 		t.job.pool.groupTasks.Put(t)
 	}
 }

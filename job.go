@@ -3,7 +3,6 @@ package workerpool
 import (
 	"errors"
 	"sync/atomic"
-	"time"
 )
 
 // A job carries one task that someone waits for (a DoWait call, a Task or
@@ -14,17 +13,21 @@ import (
 //
 //	pending ──────────────┬──► started ──► finished
 //	   └──► queued ───────┘
-//	pending ◄──► scheduled
+//	pending ◄──► scheduled ◄── started (a run to be retried)
 //	pending, queued, scheduled ──► canceled | abandoned | dropped
+//	queued ──► expired
 //
 // The states mean:
 //   - pending: accepted, or on its way to dispatch, and not in the waiting
 //     queue (dispatch may have handed it straight to a worker).
 //   - queued: in the waiting queue and counted in Status.Waiting, until it
 //     leaves this state; dispatch moves it here when it queues it.
-//   - scheduled: not due yet (Delay, At): dispatch keeps it in its timer
-//     heap and counts it in Status.Scheduled, until it moves it back to
-//     pending when it is due (it is then handled as a job just accepted).
+//   - scheduled: not due yet (Delay, At, or waiting for its next run under
+//     a RetryPolicy): dispatch keeps it in its timer heap and counts it in
+//     Status.Scheduled, until it moves it back to pending when it is due
+//     (it is then handled as a job just accepted). The worker whose run
+//     is to be retried moves it from started to scheduled, and posts it to
+//     dispatch (see retries).
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
 //   - canceled: its context was done, or Cancel was called, before it
@@ -33,9 +36,13 @@ import (
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started.
 //     Dispatch settles the queued jobs, a worker the one it took.
 //   - dropped: dispatch dropped it from a full queue to make room for a
-//     newer task (DropOldest).
+//     newer task (DropOldest), or because a Resize made the pool smaller
+//     than its weight.
+//   - expired: it waited in the queue for WithMaxQueueWait's d (dispatch).
 //
-// Canceled, abandoned, dropped and finished are final. The party that
+// Canceled, abandoned, dropped, expired and finished are final. A job
+// settled after a run that was to be retried tells its owner why joined
+// with that run's error (see withLastRun). The party that
 // settles a job as canceled, abandoned or dropped counts it in Status,
 // takes it out of Waiting if it was queued, and gives back its room before
 // it tells the owner, so a canceled task has left Waiting and joined
@@ -53,12 +60,26 @@ type job struct {
 	pool  *WorkerPool
 	owner jobOwner // set once, when the job is made
 
-	// due is when the job may start (Delay, At); the zero time: at once.
-	// Written by its submitter before the send; read by dispatch.
-	due time.Time
-	// seq orders jobs due at the same time in the timer heap; dispatch's
-	// only.
-	seq uint64
+	// The task's options (see taskOptions), written by its submitter
+	// before the send; due also by the worker that posts it for a retry.
+	due      int64
+	priority int
+	weight   int
+	retry    RetryPolicy
+
+	// attempt counts the runs so far and lastErr is the error of the last
+	// one, once it is to be retried: written by the worker that ran it.
+	attempt int
+	lastErr error
+
+	// Dispatch's own: seq orders the job among those due at the same time
+	// in the timer heap, and among the queued jobs of other levels than 0
+	// (see levels); after is the number of level-0 entries queued before
+	// it; queuedAt is when it joined the queue, on the pool's clock, if
+	// the pool reads it (WithPriorityAging, WithMaxQueueWait).
+	seq      uint64
+	after    uint64
+	queuedAt int64
 }
 
 // The states of a job.
@@ -70,7 +91,8 @@ const (
 	jobFinished
 	jobCanceled
 	jobAbandoned
-	jobDropped // dropped from a full queue to make room (DropOldest)
+	jobDropped // dropped from a full queue to make room (DropOldest), or too heavy after a Resize
+	jobExpired // waited in the queue longer than WithMaxQueueWait
 )
 
 // A jobOwner is the caller's side of a job: a waiter (DoWait), a Task, or a
@@ -90,10 +112,20 @@ type jobOwner interface {
 	// the job: the worker that ran or skipped it, or dispatch, which
 	// dropped it from the queue, is done with it.
 	released()
+	// ctxDone reports whether the context the task runs with is done
+	// (Cancel included), which ends its retries.
+	ctxDone() bool
 }
 
 func (j *job) init(p *WorkerPool, owner jobOwner) {
 	j.pool, j.owner = p, owner
+}
+
+// reset readies a reused job for a new task with options o.
+func (j *job) reset(o taskOptions) {
+	j.apply(o)
+	j.attempt, j.lastErr = 0, nil
+	j.state.Store(jobPending)
 }
 
 // enqueue moves a job that dispatch puts into the waiting queue from
@@ -118,6 +150,9 @@ func (j *job) settled() bool {
 func (j *job) settle(to uint32, err error) bool {
 	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) && !j.settleFrom(jobScheduled, to) {
 		return false
+	}
+	if j.lastErr != nil {
+		err = withLastRun(err, j.lastErr)
 	}
 	j.owner.settled(err, false)
 	return true
@@ -156,6 +191,8 @@ func (j *job) settleFrom(from, to uint32) bool {
 		p.settledTotals.abandoned.Add(1)
 	case jobDropped:
 		p.settledTotals.dropped.Add(1)
+	case jobExpired:
+		p.settledTotals.expired.Add(1)
 	}
 	return true
 }
@@ -195,14 +232,28 @@ func (j *job) abandon() {
 }
 
 // work runs on the worker that took the job: it starts the job and runs
-// its task, or skips it if it was settled or must not start.
+// its task, or skips it if it was settled or must not start. The pool
+// keeps its reference to a job posted for a retry.
 func (j *job) work() {
-	defer j.owner.released()
+	p, weight, retriable := j.pool, j.weight, j.retry != nil
+	kept := false
+	defer func() {
+		if !kept {
+			j.owner.released()
+		}
+		if weight > 1 {
+			p.heavyDone.Add(uint64(weight - 1)) // before the worker counts the work returned
+		}
+		if retriable {
+			p.retries.back.Add(1)
+			p.wakeDispatch()
+		}
+	}()
 	if j.settled() || j.settleIfBlocked() || !j.start() {
-		j.pool.workerTotals.skipped.Add(1)
+		p.workerTotals.skipped.Add(1)
 		return
 	}
-	j.run()
+	kept = j.run()
 }
 
 // start moves the job to started, and reports false if it was settled
@@ -221,16 +272,22 @@ func (j *job) start() bool {
 	return true
 }
 
-// run calls the task and settles the job with its outcome. The deferred
-// call also runs when the task panics past the owner or calls
-// runtime.Goexit, which is then the outcome.
-func (j *job) run() {
+// run calls the task and settles the job with its outcome, or posts it for
+// a retry and reports true. The deferred call also runs when the task
+// panics past the owner or calls runtime.Goexit, which is then the
+// outcome.
+func (j *job) run() (retried bool) {
 	err := ErrGoexit
 	defer func() {
+		if err != ErrGoexit && j.retryLater(err) {
+			retried = true
+			return
+		}
 		j.state.Store(jobFinished)
 		j.owner.settled(err, true)
 	}()
 	err = j.owner.call()
+	return false
 }
 
 // reject settles a job whose send was refused because the pool is

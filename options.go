@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"errors"
 	"math"
 	"time"
 )
@@ -23,6 +24,9 @@ type config struct {
 	overflow     Overflow
 	deadLetter   func(task func(), reason error)
 	minWorkers   int
+	aging        time.Duration
+	maxQueueWait time.Duration
+	rate         rateLimit
 }
 
 func newConfig(options []Option) config {
@@ -128,5 +132,53 @@ func WithDeadLetter(h func(task func(), reason error)) Option {
 func WithMinWorkers(n int) Option {
 	return func(c *config) {
 		c.minWorkers = max(n, 0)
+	}
+}
+
+// WithPriorityAging makes a waiting task's priority rise by one level for
+// every d it has waited in the queue since it became due, so that tasks of
+// low levels cannot starve: the task with the highest level so reached
+// starts next (of two with the same level, the one that became due first).
+// Aging orders only waiting tasks; it never preempts. d <= 0 means no
+// aging.
+//
+// Default: no aging: a task's level is the one Priority gave it.
+func WithPriorityAging(d time.Duration) Option {
+	return func(c *config) {
+		c.aging = max(d, 0)
+	}
+}
+
+// WithMaxQueueWait makes a task expire once it has waited d in the queue
+// since it became due without starting (waited >= d): it never runs. A
+// plain task goes to the dead-letter handler with ErrExpired; a DoWait
+// call, a Task, a Future or a group task reports ErrExpired. Status counts
+// it in Expired, and it leaves Waiting when it expires. Tasks a Pause holds
+// expire too. (A handle's own ctx deadline covers its time in the queue and
+// its run together.) d <= 0 means no expiry.
+//
+// Default: tasks wait as long as they must.
+func WithMaxQueueWait(d time.Duration) Option {
+	return func(c *config) {
+		c.maxQueueWait = max(d, 0)
+	}
+}
+
+// ErrExpired reports a task that waited in the queue longer than
+// WithMaxQueueWait allows, and so never ran.
+var ErrExpired = errors.New("workerpool: task expired in the queue")
+
+// WithRateLimit makes tasks start at most perSecond per second on average,
+// with bursts of up to burst starts: a token bucket, as
+// golang.org/x/time/rate's Limiter, that starts full. A task waiting for a
+// token waits in the queue, holding no worker (Stop, Pause and Shutdown
+// treat it as any waiting task), and the dispatcher waits for the next
+// token on its one timer. A perSecond of zero or less, NaN, or +Inf means
+// no limit; burst < 1 means 1.
+//
+// Default: no limit.
+func WithRateLimit(perSecond float64, burst int) Option {
+	return func(c *config) {
+		c.rate = newRateLimit(perSecond, burst)
 	}
 }

@@ -5,59 +5,14 @@ import (
 	"time"
 )
 
-// A TaskOption changes how the pool schedules one task given to Go, Call or
-// Group.Go. Make one with Delay or At; the zero TaskOption changes nothing.
-// Options apply in the order given: when two set the same thing, the last
-// one wins.
-type TaskOption struct {
-	due   time.Time // when the task may start; the zero time: at once
-	delay time.Duration
-	set   bool // due or delay was set (the last of Delay and At wins)
-}
-
-// Delay makes a task due d after the call that submits it (Go, Call or
-// Group.Go), measured on the clock of that moment: it does not start before
-// then. Until it is due it waits in the dispatcher's timer heap, holding no
-// worker and no goroutine, and counts in Status.Scheduled. A d of zero or
-// less means no delay.
-func Delay(d time.Duration) TaskOption {
-	return TaskOption{delay: d, set: true}
-}
-
-// At makes a task due at t: it does not start before then. A t that has
-// passed (the zero time included) means no delay. See Delay for where the
-// task waits meanwhile.
-func At(t time.Time) TaskOption {
-	return TaskOption{due: t, set: true}
-}
-
-// dueTime is when a task with opts may start, given that it is submitted
-// now: the zero time for at once. It reads the clock only if an option
-// asks for a delay.
-func dueTime(opts []TaskOption) time.Time {
-	var due time.Time
-	for _, o := range opts {
-		switch {
-		case !o.set:
-		case o.delay > 0:
-			due = time.Now().Add(o.delay)
-		case o.delay < 0:
-			due = time.Time{}
-		default:
-			due = o.due
-		}
-	}
-	return due
-}
-
 // timerHeap holds the scheduled jobs, the earliest due first (in order of
 // arrival among those due at the same time). It is dispatch's own.
 type timerHeap []*job
 
 func (h timerHeap) Len() int { return len(h) }
 func (h timerHeap) Less(i, k int) bool {
-	if !h[i].due.Equal(h[k].due) {
-		return h[i].due.Before(h[k].due)
+	if h[i].due != h[k].due {
+		return h[i].due < h[k].due
 	}
 	return h[i].seq < h[k].seq
 }
@@ -71,53 +26,92 @@ func (h *timerHeap) Pop() any {
 	return j
 }
 
+// The dispatcher's one timer wakes it for the earliest of what it waits
+// for in time: the next scheduled job coming due, the oldest queued task
+// expiring (WithMaxQueueWait), and the next token of the rate limit. Each
+// asks for its moment with wakeAt; when the timer fires, timerFired does
+// what is due and arms it for what is left. A timer that fires for nothing
+// (its job was canceled, say) only re-arms.
+
+// wakeAt arms the timer for at, on the pool's clock, unless it is armed
+// for that moment or an earlier one.
+func (d *dispatcher) wakeAt(at int64) {
+	if d.armed && d.timerAt <= at {
+		return
+	}
+	d.armed, d.timerAt = true, at
+	wait := time.Duration(at - d.p.now())
+	if d.timer == nil {
+		d.timer = time.NewTimer(wait)
+		return
+	}
+	d.timer.Reset(wait)
+}
+
+// timerC is the channel dispatch waits on for its timer: nil (never ready)
+// while it is not armed.
+func (d *dispatcher) timerC() <-chan time.Time {
+	if !d.armed {
+		return nil
+	}
+	return d.timer.C
+}
+
+// timerFired moves the jobs that came due, expires the queued tasks that
+// waited their time, and arms the timer for the next moment. (A task
+// waiting for a token is looked at again as dispatch goes on.)
+func (d *dispatcher) timerFired() {
+	d.armed = false
+	d.advanceTimers()
+	if d.p.maxQueueWait > 0 {
+		d.tidyFronts(d.p.now())
+	}
+	d.rearm()
+}
+
+// rearm arms the timer for the next scheduled job and the next expiry.
+func (d *dispatcher) rearm() {
+	if len(d.timers) > 0 {
+		d.wakeAt(d.timers[0].due)
+	}
+	if at, ok := d.nextExpiry(); ok {
+		d.wakeAt(at)
+	}
+}
+
 // schedule puts a job that is not due yet in the timer heap, and arms the
-// timer if it is now the earliest. It reports false, doing nothing, if j
-// was settled on its way.
+// timer for it. It reports false, doing nothing, if j was settled on its
+// way.
 func (d *dispatcher) schedule(j *job) bool {
 	if !j.state.CompareAndSwap(jobPending, jobScheduled) {
 		return false
 	}
 	d.p.scheduled.Add(1)
-	d.scheduledSeq++
-	j.seq = d.scheduledSeq
-	heap.Push(&d.timers, j)
-	if d.timers[0] == j {
-		d.armDueTimer()
-	}
+	d.pushTimer(j)
 	return true
 }
 
-// armDueTimer sets the due timer to the earliest scheduled job, or stops
-// it when there is none.
-func (d *dispatcher) armDueTimer() {
-	if len(d.timers) == 0 {
-		if d.due != nil {
-			d.due.Stop()
-		}
-		return
-	}
-	wait := time.Until(d.timers[0].due)
-	if d.due == nil {
-		d.due = time.NewTimer(wait)
-		return
-	}
-	d.due.Reset(wait)
+// pushTimer puts a scheduled job in the timer heap and arms the timer for
+// it.
+func (d *dispatcher) pushTimer(j *job) {
+	d.scheduledSeq++
+	j.seq = d.scheduledSeq
+	heap.Push(&d.timers, j)
+	d.wakeAt(j.due)
 }
 
 // notDue reports whether the job must wait in the timer heap: it has a due
 // time that has not come yet.
 func (j *job) notDue() bool {
-	return !j.due.IsZero() && time.Now().Before(j.due)
+	return j.due != 0 && j.pool.now() < j.due
 }
 
-// pollTimers, called at every step while jobs are scheduled, moves the
-// jobs that came due if the timer fired, and sweeps the heap if most of it
-// is settled.
+// pollTimers, called at every step while the timer is armed, handles its
+// firing, and sweeps the heap if most of it is settled.
 func (d *dispatcher) pollTimers() {
 	select {
-	case <-d.due.C:
-		d.advanceTimers()
+	case <-d.timer.C:
+		d.timerFired()
 	default:
 		if dead := int64(len(d.timers)) - d.p.scheduled.Load(); dead > int64(len(d.timers))/2 {
 			d.sweepTimers()
@@ -125,54 +119,26 @@ func (d *dispatcher) pollTimers() {
 	}
 }
 
-// dueC is the channel dispatch waits on for the next job to come due: nil
-// (never ready) while none is scheduled.
-func (d *dispatcher) dueC() <-chan time.Time {
-	if len(d.timers) == 0 {
-		return nil
-	}
-	return d.due.C
-}
-
 // advanceTimers moves the jobs that are due to the queue (or to a free
-// worker), drops those settled while they waited, and re-arms the timer.
-// Dispatch calls it when the timer fires and before it places a pause's
-// barrier. It sweeps the whole heap once most of it is settled, so that
-// canceled jobs due far ahead do not pile up.
+// worker), and drops those settled while they waited. Dispatch calls it
+// when the timer fires and before it places a pause's barrier.
 func (d *dispatcher) advanceTimers() {
-	if len(d.timers) == 0 {
-		return
-	}
-	now := time.Now()
-	moved := false
-	for len(d.timers) > 0 && !now.Before(d.timers[0].due) {
-		j := heap.Pop(&d.timers).(*job)
-		moved = true
-		d.makeDue(j)
-	}
-	if moved || len(d.timers) == 0 {
-		d.armDueTimer()
+	now := d.p.now()
+	for len(d.timers) > 0 && now >= d.timers[0].due {
+		d.makeDue(heap.Pop(&d.timers).(*job))
 	}
 }
 
 // makeDue gives a job that came due to the pool as if it were accepted
-// now: to a free worker if it may start at once, else to the back of the
-// queue. It keeps the room it held, as the bound counts scheduled tasks too.
-// A job settled while it waited is only released.
+// now (see admitDue). It keeps the room it held, as the bound counts
+// scheduled tasks too. A job settled while it waited is only released.
 func (d *dispatcher) makeDue(j *job) {
 	if !j.state.CompareAndSwap(jobScheduled, jobPending) {
 		j.owner.released()
 		return
 	}
 	d.p.scheduled.Add(-1)
-	if j.settleIfBlocked() {
-		j.owner.released()
-		return
-	}
-	if d.mayStartAtOnce() && d.offer(work{job: j}) {
-		return
-	}
-	d.pushJob(j)
+	d.admitDue(j)
 }
 
 // sweepTimers drops every settled job from the timer heap.
@@ -188,7 +154,6 @@ func (d *dispatcher) sweepTimers() {
 	clear(d.timers[len(live):])
 	d.timers = live
 	heap.Init(&d.timers)
-	d.armDueTimer()
 }
 
 // abandonTimers settles every scheduled job as a stop that abandons its
@@ -199,5 +164,38 @@ func (d *dispatcher) abandonTimers() {
 		j.owner.released()
 	}
 	d.timers = nil
-	d.armDueTimer()
+}
+
+// retriesOut reports whether jobs with a RetryPolicy are out with workers
+// or posted for dispatch to take (see retries). It loads the count of those
+// back before it looks at the posted ones.
+func (d *dispatcher) retriesOut() bool {
+	if d.retriesSent == 0 {
+		return false
+	}
+	return d.p.retries.back.Load() != d.retriesSent || d.p.retries.n.Load() > 0
+}
+
+// takeRetries puts the jobs posted for a retry in the timer heap, or, due
+// already, in the queue. One settled on its way is only released.
+func (d *dispatcher) takeRetries() {
+	for _, j := range d.p.retries.take() {
+		switch {
+		case j.state.Load() != jobScheduled:
+			j.owner.released()
+		case j.notDue():
+			d.pushTimer(j)
+		default:
+			d.makeDue(j)
+		}
+	}
+}
+
+// abandonRetries settles the jobs posted for a retry as abandonTimers
+// does. Dispatch calls it once every worker has returned.
+func (d *dispatcher) abandonRetries() {
+	for _, j := range d.p.retries.take() {
+		j.abandon()
+		j.owner.released()
+	}
 }

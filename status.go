@@ -45,25 +45,29 @@ func (s State) String() string {
 // its Wait or Done reports it. Once the pool has stopped the snapshot is
 // exact and
 //
-//	Submitted == Completed + Abandoned + Canceled + Dropped
+//	Submitted == Completed + Abandoned + Canceled + Dropped + Expired
 //
-// with Workers, Busy, Waiting and Scheduled all zero. Rejected tasks were never
-// accepted, so they are not in Submitted.
+// with Workers, Busy, Waiting and Scheduled all zero: every accepted task
+// lands in exactly one of those buckets, however many times it was
+// retried. Rejected tasks were never accepted, so they are not in
+// Submitted.
 type Status struct {
 	State      State // the life-cycle stage: running, paused, stopping or stopped
 	MaxWorkers int   // the most workers: New's maxWorkers, or the last Resize's (at least 1)
 	Workers    int   // live worker goroutines, busy or idle
 	Busy       int   // workers running a task (or being handed one)
 	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
-	Scheduled  int   // accepted tasks not due yet (Delay, At), waiting in the timer heap; they join Waiting when due
+	Scheduled  int   // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks
-	Completed uint64 // accepted tasks whose func was called and ended: returned, panicked or called runtime.Goexit
+	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried
 	Panicked  uint64 // of Completed, the tasks whose panic was recovered: by the panic handler, or into a *PanicError
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
-	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest)
-	Rejected  uint64 // tasks refused because the queue was full (whatever the call, a TrySubmit that returned false included); never accepted
+	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy)
+	Expired   uint64 // accepted tasks that waited in the queue longer than WithMaxQueueWait and never ran
+	Retried   uint64 // runs that ended in an error and were followed by another run of the same task (Retry); not a bucket of Submitted
+	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a TrySubmit that returned false included); never accepted
 }
 
 // Size returns the maximum number of workers: as given to New, or to the
@@ -98,10 +102,12 @@ func (p *WorkerPool) Status() Status {
 	stopped := isClosed(p.stopped)
 	// Every accepted task is, at any moment, scheduled, waiting, busy (on its way to
 	// a worker or running), returned by a worker (run, or skipped because
-	// it was settled), or settled without reaching one. Busy is what the
+	// it was settled), or settled without reaching one; a task retried
+	// is one more task for each run that was retried. Busy is what the
 	// other counts leave; while tasks flow they are read a moment apart,
 	// so it is clamped to [0, workers].
 	submitted := p.submitted(stopped)
+	retried := p.workerTotals.retried.Load()
 	returned := p.workerTotals.returned.Load()
 	skipped := p.workerTotals.skipped.Load()
 	canceled := p.settledTotals.canceled.Load()
@@ -110,7 +116,8 @@ func (p *WorkerPool) Status() Status {
 	scheduled := int(max(p.scheduled.Load(), 0))
 	workers := int(p.workers.Load())
 	dropped := p.settledTotals.dropped.Load()
-	busy := submitted - int64(waiting+scheduled) - int64(returned) - int64(canceled+abandoned+dropped-skipped)
+	expired := p.settledTotals.expired.Load()
+	busy := submitted + int64(retried) - int64(waiting+scheduled) - int64(returned) - int64(canceled+abandoned+dropped+expired-skipped)
 	return Status{
 		State:      p.state(stopped),
 		MaxWorkers: p.Size(),
@@ -119,11 +126,13 @@ func (p *WorkerPool) Status() Status {
 		Waiting:    waiting,
 		Scheduled:  scheduled,
 		Submitted:  uint64(submitted),
-		Completed:  returned - min(skipped, returned),
+		Completed:  returned - min(skipped+retried, returned),
 		Panicked:   p.workerTotals.panicked.Load(),
 		Abandoned:  abandoned,
 		Canceled:   canceled,
 		Dropped:    dropped,
+		Expired:    expired,
+		Retried:    retried,
 		Rejected:   p.rejected.Load(),
 	}
 }

@@ -91,7 +91,7 @@ func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error,
 	mustHave(ctx, fn != nil, "Go")
 	t := new(Task)
 	t.init(p, ctx, funcBody(fn))
-	t.job.due = dueTime(opts)
+	t.job.apply(p.parseOptions(opts))
 	p.submitTask(t)
 	return t
 }
@@ -116,13 +116,14 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 
 // submitTask gives t to the pool (under Block, waiting for room until the
 // caller's ctx is done), or settles it with why it was refused: ErrStopped,
-// ErrQueueFull, or the caller's ctx error. With a bound, an accepted task
-// watches a cancelable ctx at once, so that a queued task whose ctx ends
-// gives back its room then, whether or not anyone waits for it.
+// ErrQueueFull, ErrTooHeavy, or the caller's ctx error. With a bound, a
+// delay or a retry policy, an accepted task watches a cancelable ctx at
+// once, so that a queued or scheduled task whose ctx ends gives back its
+// room and leaves Scheduled then, whether or not anyone waits for it.
 func (p *WorkerPool) submitTask(t *Task) {
 	switch err := p.sendJob(&t.job, t.ctx.parent); err {
 	case nil:
-		if (p.bound > 0 || !t.job.due.IsZero()) && t.ctx.parent.Done() != nil {
+		if (p.bound > 0 || t.job.due != 0 || t.job.retry != nil) && t.ctx.parent.Done() != nil {
 			t.doneChan(true)
 		}
 	case errWithdrawn:
@@ -238,6 +239,10 @@ func (t *Task) settled(err error, _ bool) {
 
 // released does nothing: a Task is never reused.
 func (t *Task) released() {}
+
+// ctxDone reports whether fn's context is done: the caller's ctx, Cancel,
+// or a Shutdown that gave up.
+func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 
 // callRecovering runs body with ctx and returns its error, or a
 // *PanicError if it panicked. A runtime.Goexit passes through; the job

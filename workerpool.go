@@ -37,6 +37,10 @@ type WorkerPool struct {
 	overflow     Overflow            // what a task meets when the queue is full, with a bound
 	roomed       bool                // Block or Reject with a bound: submitters take room (see room)
 	dead         deadLetters         // the dead-letter handler and the letters on their way to it
+	epoch        time.Time           // New's time: the pool's clock counts from it (see now)
+	aging        time.Duration       // WithPriorityAging's d; 0: no aging
+	maxQueueWait time.Duration       // WithMaxQueueWait's d; 0: no expiry
+	rate         rateLimit           // WithRateLimit's; rate.interval 0: no limit
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
@@ -68,6 +72,7 @@ type WorkerPool struct {
 	stopped      chan struct{}  // closed by dispatch as its last act: every accepted task is settled, every worker took its zero work, every count is final
 	goroutines   sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
+	retries    retries   // jobs whose run is to be retried, on their way from their workers to dispatch
 	waiters    sync.Pool // idle *waiter values for DoWait
 	groupTasks sync.Pool // idle *groupTask values for Group.Go
 	tickets    sync.Pool // idle *ticket values for submits that wait for an answer
@@ -103,6 +108,10 @@ type WorkerPool struct {
 	// or abandoned and its counting); a stop waits for it to reach zero
 	// before it returns, so that no count is still on its way.
 	settling atomic.Int64
+	// heavyDone sums weight−1 over the jobs of Weight above 1 that their
+	// workers are done with, added before they count the work returned
+	// (see dispatcher.fits).
+	heavyDone atomic.Uint64
 	// submittedAtStop is the exact number of accepted tasks, stored by
 	// dispatch before it closes stopped; until then Status counts them
 	// from the sends, which a refused send can raise for a moment.
@@ -135,6 +144,10 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		wake:         make(chan struct{}, 1),
 		stopping:     make(chan struct{}),
 		stopped:      make(chan struct{}),
+		epoch:        time.Now(),
+		aging:        cfg.aging,
+		maxQueueWait: cfg.maxQueueWait,
+		rate:         cfg.rate,
 	}
 	p.size.Store(int64(max(maxWorkers, 1)))
 	if cfg.maxWaiting >= 1 {
@@ -245,9 +258,9 @@ func (p *WorkerPool) scheduledFill(n int) bool {
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
-// full, and returns err.
+// full or the task too heavy, and returns err.
 func (p *WorkerPool) countRejected(err error, n int) error {
-	if err == ErrQueueFull {
+	if err == ErrQueueFull || err == ErrTooHeavy {
 		p.rejected.Add(uint64(n))
 	}
 	return err
@@ -344,7 +357,18 @@ func (p *WorkerPool) DoWait(task func()) error {
 // Block. It does not count refusals.
 func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 	j.room.Store(false)
+	if err := p.tooHeavy(j); err != nil {
+		return err
+	}
 	return p.sendOne(nil, j, p.overflow == Block, ctx)
+}
+
+// tooHeavy returns ErrTooHeavy if j weighs more than the pool's size.
+func (p *WorkerPool) tooHeavy(j *job) error {
+	if j.weight > 1 && int64(j.weight) > p.size.Load() {
+		return ErrTooHeavy
+	}
+	return nil
 }
 
 // SubmitWait queues task and waits until it has finished running, like
@@ -387,7 +411,7 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	}
 	w.task = task
 	w.refs.Store(2)
-	w.job.state.Store(jobPending)
+	w.job.reset(taskOptions{weight: 1})
 	return w
 }
 
@@ -398,6 +422,9 @@ func (w *waiter) call() error {
 
 // canceled is always nil: a DoWait call cannot be canceled.
 func (w *waiter) canceled() error { return nil }
+
+// ctxDone is always false: a DoWait task has no context.
+func (w *waiter) ctxDone() bool { return false }
 
 // settled reports the outcome: DoWait returns nil once the task ran,
 // however it ended, and ErrStopped if it was abandoned.

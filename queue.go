@@ -1,0 +1,317 @@
+package workerpool
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/gammazero/deque"
+)
+
+// The waiting queue is a FIFO per priority level. Level 0, the level of
+// every plain task, is dispatcher.queue (with its jobs in dispatcher.jobs);
+// the jobs of every other level wait in levels, one FIFO per level. A
+// source names one FIFO: level0, or an index in levels.
+type source int
+
+const (
+	level0 source = -1
+	none   source = -2
+)
+
+// A level is the FIFO of the queued jobs of one priority level other than
+// 0. Dispatch removes a level once it is empty.
+type level struct {
+	priority int
+	jobs     deque.Deque[*job]
+}
+
+// queued is the number of entries in the queue, settled jobs among them.
+func (d *dispatcher) queued() int {
+	return d.queue.Len() + d.ranked
+}
+
+// pushRanked queues j, whose priority is not 0, at the back of its level.
+// seq orders it among the jobs of other levels and after places it among
+// level 0's entries, so that a pause's barrier and DropOldest see the order
+// in which all tasks joined the queue.
+func (d *dispatcher) pushRanked(j *job) {
+	j.seq, j.after = d.rankedSeq, d.pushed
+	d.rankedSeq++
+	i, found := slices.BinarySearchFunc(d.levels, j.priority, func(l *level, p int) int { return cmp.Compare(p, l.priority) })
+	if !found {
+		d.levels = slices.Insert(d.levels, i, d.newLevel(j.priority))
+	}
+	d.levels[i].jobs.PushBack(j)
+	d.ranked++
+}
+
+// popAt removes the front entry of src (see pop for level 0).
+func (d *dispatcher) popAt(src source) {
+	if src == level0 {
+		d.pop()
+		return
+	}
+	l := d.levels[src]
+	l.jobs.PopFront()
+	d.ranked--
+	if l.jobs.Len() == 0 {
+		d.levels = slices.Delete(d.levels, int(src), int(src)+1)
+		if len(d.spareLevels) < maxSpareLevels {
+			d.spareLevels = append(d.spareLevels, l)
+		}
+	}
+}
+
+// newLevel returns an empty level for priority, reusing a spare one (and
+// its buffer) if there is one, so that a level that empties and fills again
+// costs no allocation.
+func (d *dispatcher) newLevel(priority int) *level {
+	if n := len(d.spareLevels); n > 0 {
+		l := d.spareLevels[n-1]
+		d.spareLevels = d.spareLevels[:n-1]
+		l.priority = priority
+		return l
+	}
+	return &level{priority: priority}
+}
+
+// maxSpareLevels bounds the emptied levels kept for reuse.
+const maxSpareLevels = 16
+
+// workAt is the front entry of src as work.
+func (d *dispatcher) workAt(src source) work {
+	if src == level0 {
+		return d.front()
+	}
+	return work{job: d.levels[src].jobs.Front()}
+}
+
+// frontJob is src's front job, or nil if it is a plain task.
+func (d *dispatcher) frontJob(src source) *job {
+	if src != level0 {
+		return d.levels[src].jobs.Front()
+	}
+	if d.queue.Front() == nil {
+		return d.jobs.Front()
+	}
+	return nil
+}
+
+// queuedAtOf is when src's front entry joined the queue (d.stamped only).
+func (d *dispatcher) queuedAtOf(src source) int64 {
+	if src == level0 {
+		return d.queuedAt.Front()
+	}
+	return d.levels[src].jobs.Front().queuedAt
+}
+
+// lenAt is the number of entries in src.
+func (d *dispatcher) lenAt(src source) int {
+	if src == level0 {
+		return d.queue.Len()
+	}
+	return d.levels[src].jobs.Len()
+}
+
+// head is where the task to start next waits: the front of the highest
+// level that may start (with aging, the highest level reached), or none.
+// On its way it drops the settled jobs and the expired tasks at the fronts.
+// While a pause is in effect only the tasks queued before its barrier may
+// start.
+func (d *dispatcher) head() source {
+	if d.ranked == 0 && !d.stamped {
+		d.dropSettledFront()
+		if d.mayLeave(level0) {
+			return level0
+		}
+		return none
+	}
+	var now int64
+	if d.stamped {
+		now = d.p.now()
+	}
+	d.tidyFronts(now)
+	if d.p.aging > 0 {
+		return d.agedHead(now)
+	}
+	// levels is ordered from the highest level down: level 0 goes
+	// between the positive levels and the negative ones.
+	for i, l := range d.levels {
+		if l.priority < 0 && d.mayLeave(level0) {
+			return level0
+		}
+		if d.mayLeave(source(i)) {
+			return source(i)
+		}
+	}
+	if d.mayLeave(level0) {
+		return level0
+	}
+	return none
+}
+
+// agedHead is head under WithPriorityAging: the front with the highest
+// level plus the periods it waited, the older of two that tie.
+func (d *dispatcher) agedHead(now int64) source {
+	best, bestLevel := none, 0
+	consider := func(src source, priority int) {
+		if !d.mayLeave(src) {
+			return
+		}
+		aged := priority + int(min((now-d.queuedAtOf(src))/int64(d.p.aging), maxAgedLevels))
+		if best == none || aged > bestLevel || aged == bestLevel && d.older(src, best) {
+			best, bestLevel = src, aged
+		}
+	}
+	consider(level0, 0)
+	for i, l := range d.levels {
+		consider(source(i), l.priority)
+	}
+	return best
+}
+
+// maxAgedLevels caps the levels a task gains by aging, so that the sum
+// never overflows.
+const maxAgedLevels = 1 << 30
+
+// mayLeave reports whether src's front may leave the queue now: src is not
+// empty and no pause holds its front.
+func (d *dispatcher) mayLeave(src source) bool {
+	if d.lenAt(src) == 0 {
+		return false
+	}
+	if len(d.pauses) == 0 {
+		return true
+	}
+	if src == level0 {
+		return d.popped < d.pauses[0].barrier
+	}
+	return d.levels[src].jobs.Front().seq < d.pauses[0].rankedBarrier
+}
+
+// older reports whether a's front joined the queue before b's.
+func (d *dispatcher) older(a, b source) bool {
+	switch {
+	case a == level0:
+		return d.levels[b].jobs.Front().after > d.popped
+	case b == level0:
+		return d.levels[a].jobs.Front().after <= d.popped
+	}
+	return d.levels[a].jobs.Front().seq < d.levels[b].jobs.Front().seq
+}
+
+// oldest is the source whose front joined the queue first, or none.
+func (d *dispatcher) oldest() source {
+	best := none
+	if d.queue.Len() > 0 {
+		best = level0
+	}
+	for i := range d.levels {
+		if best == none || d.older(source(i), best) {
+			best = source(i)
+		}
+	}
+	return best
+}
+
+// tidyFronts drops, at the front of every level, the jobs that must not
+// start (see dropSettledFront) and, with WithMaxQueueWait, the tasks that
+// have waited their time (see expireFront), and removes the levels it
+// empties.
+func (d *dispatcher) tidyFronts(now int64) {
+	for d.dropSettledFront(); d.expiredAt(level0, now); d.dropSettledFront() {
+		d.expireFront(level0)
+	}
+	for i := len(d.levels) - 1; i >= 0; i-- { // so that removing level i moves none still to tidy
+		d.tidyLevel(source(i), now)
+	}
+}
+
+// tidyLevel is tidyFronts for one level other than 0.
+func (d *dispatcher) tidyLevel(src source, now int64) {
+	for l := d.levels[src]; l.jobs.Len() > 0; {
+		j := l.jobs.Front()
+		switch {
+		case j.settled() || j.settleIfBlocked():
+		case d.expiredAt(src, now):
+			j.settle(jobExpired, ErrExpired)
+		default:
+			return
+		}
+		d.popAt(src)
+		j.owner.released()
+	}
+}
+// expiredAt reports whether src's front has waited WithMaxQueueWait's d at
+// now.
+func (d *dispatcher) expiredAt(src source, now int64) bool {
+	return d.p.maxQueueWait > 0 && d.lenAt(src) > 0 && now-d.queuedAtOf(src) >= int64(d.p.maxQueueWait)
+}
+
+// expireFront removes src's front task, which waited too long: a plain task
+// goes to the dead-letter handler with ErrExpired, a job settles with it
+// (unless it settled already).
+func (d *dispatcher) expireFront(src source) {
+	j := d.frontJob(src)
+	if j == nil {
+		task := d.queue.Front()
+		d.pop()
+		d.p.settledTotals.expired.Add(1)
+		d.p.giveUp(task, ErrExpired)
+		return
+	}
+	j.settle(jobExpired, ErrExpired)
+	d.popAt(src)
+	j.owner.released()
+}
+
+// nextExpiry is when the oldest queued task expires, if the pool expires
+// tasks and one waits.
+func (d *dispatcher) nextExpiry() (int64, bool) {
+	if d.p.maxQueueWait <= 0 || d.queued() == 0 {
+		return 0, false
+	}
+	first, found := int64(0), false
+	if d.queue.Len() > 0 {
+		first, found = d.queuedAt.Front(), true
+	}
+	for _, l := range d.levels {
+		if at := l.jobs.Front().queuedAt; !found || at < first {
+			first, found = at, true
+		}
+	}
+	return first + int64(d.p.maxQueueWait), true
+}
+
+// rankedBeforeBarrier reports whether a job of another level than 0 that
+// joined the queue before req's barrier still waits.
+func (d *dispatcher) rankedBeforeBarrier(req *pauseRequest) bool {
+	for _, l := range d.levels {
+		if l.jobs.Front().seq < req.rankedBarrier {
+			return true
+		}
+	}
+	return false
+}
+
+// dropTooHeavy drops, with ErrTooHeavy, the queued jobs that weigh more
+// than the pool's size, after a Resize made it smaller. They stay in the
+// queue, settled, until they reach its front.
+func (d *dispatcher) dropTooHeavy() {
+	if d.heaviest <= d.max {
+		return
+	}
+	drop := func(j *job) {
+		if j.weight > d.max {
+			j.settle(jobDropped, ErrTooHeavy)
+		}
+	}
+	for j := range d.jobs.Iter() {
+		drop(j)
+	}
+	for _, l := range d.levels {
+		for j := range l.jobs.Iter() {
+			drop(j)
+		}
+	}
+}

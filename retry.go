@@ -1,0 +1,144 @@
+package workerpool
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A RetryPolicy decides whether a task whose run returned err runs again:
+// attempt is the number of runs so far (1 after the first), and the policy
+// returns whether to retry and after what delay (zero or less: at once).
+// It is called on the worker that ran the task, one call at a time per
+// task, and must not block. See Retry and Backoff.
+//
+// A task is not retried, whatever the policy says, when err is nil, when
+// err wraps a Permanent error, when its run called runtime.Goexit, or when
+// its context is done (Cancel, its ctx, the group's ctx, or a Shutdown that
+// gave up). Waiting for its next run, the task is a scheduled task in every
+// respect: it holds no worker, counts in Status.Scheduled and in the bound
+// of WithMaxWaiting (it takes a place if one is free, and never waits for
+// one), StopWait runs it when it is due, and Stop abandons it.
+type RetryPolicy func(attempt int, err error) (delay time.Duration, retry bool)
+
+// Backoff is the RetryPolicy of exponential backoff with full jitter: the
+// delay before run k+1 is random in [0, min(max, base·2^(k−1))], and a task
+// runs at most attempts times in all (attempts < 1 means 1: no retry). A
+// base or max of zero or less means no delay.
+func Backoff(base, max time.Duration, attempts int) RetryPolicy {
+	return func(attempt int, _ error) (time.Duration, bool) {
+		if attempt >= attempts {
+			return 0, false
+		}
+		ceiling := backoffCeiling(base, max, attempt)
+		if ceiling <= 0 {
+			return 0, true
+		}
+		return time.Duration(rand.Int64N(int64(ceiling) + 1)), true
+	}
+}
+
+// backoffCeiling is min(max, base·2^(attempt−1)), without overflow.
+func backoffCeiling(base, max time.Duration, attempt int) time.Duration {
+	if base <= 0 || max <= 0 {
+		return 0
+	}
+	ceiling := base
+	for i := 1; i < attempt && ceiling < max; i++ {
+		ceiling *= 2
+		if ceiling <= 0 { // overflowed
+			return max
+		}
+	}
+	return min(ceiling, max)
+}
+
+// Permanent marks err as one that must not be retried: a task whose run
+// returns it (or an error wrapping it) ends with it, whatever its
+// RetryPolicy says. errors.Is and errors.As see through it, and its message
+// is err's. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
+
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// isPermanent reports whether err wraps a Permanent error.
+func isPermanent(err error) bool {
+	var p *permanentError
+	return errors.As(err, &p)
+}
+
+// withLastRun is err, the reason a task waiting for its next run never ran
+// again, joined with the error of its last run, so that errors.Is finds
+// both.
+func withLastRun(err, last error) error {
+	return fmt.Errorf("%w (last run: %w)", err, last)
+}
+
+// retryLater, called on the worker as a run of j ends with err (not a
+// Goexit), decides whether j runs again (see RetryPolicy). If so it moves j
+// to scheduled, due after the policy's delay, and posts it to dispatch
+// (see retries), and reports true: the pool keeps its reference to the
+// job.
+func (j *job) retryLater(err error) bool {
+	if j.retry == nil || err == nil || isPermanent(err) || j.owner.ctxDone() {
+		return false
+	}
+	j.attempt++
+	delay, again := j.retry(j.attempt, err)
+	if !again {
+		return false
+	}
+	p := j.pool
+	j.lastErr = err
+	j.due = p.now() + max(int64(delay), 0)
+	if p.roomed {
+		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
+	}
+	p.scheduled.Add(1)
+	p.workerTotals.retried.Add(1)
+	j.state.Store(jobScheduled) // only this worker moves a started job
+	p.retries.post(j)
+	return true
+}
+
+// retries carries the jobs that wait for their next run from the workers
+// that ran them to dispatch, which puts them in its timer heap. A job with
+// a RetryPolicy that dispatch hands out is out until its worker is done
+// with it: it posts the job here first if it runs again, then counts it in
+// back, then wakes dispatch. So dispatch, which counts the ones it handed
+// out (dispatcher.retriesSent), waits on wake while some are out, and
+// finds every posted job here once none is.
+type retries struct {
+	back atomic.Uint64 // jobs with a policy that their workers are done with
+	n    atomic.Int64  // len(jobs), readable without mu
+	mu   sync.Mutex
+	jobs []*job
+}
+
+func (r *retries) post(j *job) {
+	r.mu.Lock()
+	r.jobs = append(r.jobs, j)
+	r.n.Add(1)
+	r.mu.Unlock()
+}
+
+// take returns the posted jobs, oldest first, and empties the list.
+func (r *retries) take() []*job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	jobs := r.jobs
+	r.jobs = nil
+	r.n.Store(0)
+	return jobs
+}

@@ -1,0 +1,133 @@
+package workerpool
+
+import (
+	"errors"
+	"time"
+)
+
+// A TaskOption changes how the pool schedules one task given to Go, Call or
+// Group.Go. Make one with Priority, Delay, At, Retry or Weight; the zero
+// TaskOption changes nothing. Options apply in the order given: when two
+// set the same thing, the last one wins (Delay and At both set the due
+// time). A TaskOption holds no pointer but Retry's policy, so passing
+// options costs no allocation.
+type TaskOption struct {
+	kind  optionKind
+	n     int64     // Delay's d, Priority's level, Weight's n
+	at    time.Time // At's t
+	retry RetryPolicy
+}
+
+type optionKind uint8
+
+const (
+	optionNone optionKind = iota
+	optionDelay
+	optionAt
+	optionPriority
+	optionWeight
+	optionRetry
+)
+
+// Priority sets the task's priority level: any int, negative included; the
+// default is 0, which is also the level of every plain task. Among the
+// tasks that wait, the highest level starts next, and within a level the
+// one that became due first (for a task without a delay, the one submitted
+// first). Priority orders only waiting tasks: it never preempts a running
+// one. With WithPriorityAging a waiting task's level rises as it waits.
+func Priority(level int) TaskOption {
+	return TaskOption{kind: optionPriority, n: int64(level)}
+}
+
+// Delay makes a task due d after the call that submits it (Go, Call or
+// Group.Go), measured on the clock of that moment: it does not start before
+// then. Until it is due it waits in the dispatcher's timer heap, holding no
+// worker and no goroutine, and counts in Status.Scheduled. A d of zero or
+// less means no delay.
+func Delay(d time.Duration) TaskOption {
+	return TaskOption{kind: optionDelay, n: int64(d)}
+}
+
+// At makes a task due at t: it does not start before then. A t that has
+// passed (the zero time included) means no delay. See Delay for where the
+// task waits meanwhile.
+func At(t time.Time) TaskOption {
+	return TaskOption{kind: optionAt, at: t}
+}
+
+// Weight makes a task occupy n of the pool's worker slots while it runs:
+// it starts only once n slots are free, and holds them until it returns, so
+// the weights of the running tasks never exceed the pool's size. Tasks
+// start in the order Priority gives, and a heavy task next in that order is
+// not overtaken by lighter ones behind it: they wait until it has started.
+// n < 1 means 1, the weight of every plain task. A task heavier than the
+// pool's size is refused at once with ErrTooHeavy (counted in
+// Status.Rejected); one that waits when a Resize makes the pool smaller
+// than its weight is dropped with ErrTooHeavy (counted in Status.Dropped).
+// Status.Busy counts running tasks, not slots.
+func Weight(n int) TaskOption {
+	return TaskOption{kind: optionWeight, n: int64(n)}
+}
+
+// Retry makes the pool run a task again when a run returns an error, as
+// policy says (see RetryPolicy). A nil policy means no retries.
+func Retry(policy RetryPolicy) TaskOption {
+	return TaskOption{kind: optionRetry, retry: policy}
+}
+
+// ErrTooHeavy reports a task whose Weight is more than the pool's size: it
+// was refused at once, or dropped from the queue by a Resize that made the
+// pool smaller than its weight.
+var ErrTooHeavy = errors.New("workerpool: task heavier than the pool")
+
+// taskOptions is what a task's TaskOptions say, as its job keeps it.
+type taskOptions struct {
+	due      int64 // when the task may start, on the pool's clock (see WorkerPool.now); 0: at once
+	priority int
+	weight   int // at least 1
+	retry    RetryPolicy
+}
+
+// parseOptions reads opts for a task submitted now. It reads the clock only
+// if an option asks for a delay.
+func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
+	o := taskOptions{weight: 1}
+	for _, opt := range opts {
+		switch opt.kind {
+		case optionDelay:
+			o.due = 0
+			if opt.n > 0 {
+				o.due = p.now() + opt.n
+			}
+		case optionAt:
+			o.due = max(p.clockOf(opt.at), 0)
+			if o.due <= p.now() {
+				o.due = 0
+			}
+		case optionPriority:
+			o.priority = int(opt.n)
+		case optionWeight:
+			o.weight = int(max(min(opt.n, maxWeight), 1))
+		case optionRetry:
+			o.retry = opt.retry
+		}
+	}
+	return o
+}
+
+// maxWeight caps a Weight: any larger weight is more than a pool's size can
+// be, and is refused as it is.
+const maxWeight = 1 << 31
+
+// now is the pool's clock: the time since New, in nanoseconds, on the
+// monotonic clock. Due times and queue times are read on it, so a job
+// keeps each in one word.
+func (p *WorkerPool) now() int64 { return int64(time.Since(p.epoch)) }
+
+// clockOf is t on the pool's clock.
+func (p *WorkerPool) clockOf(t time.Time) int64 { return int64(t.Sub(p.epoch)) }
+
+// apply gives j the options o.
+func (j *job) apply(o taskOptions) {
+	j.due, j.priority, j.weight, j.retry = o.due, o.priority, o.weight, o.retry
+}
