@@ -125,11 +125,11 @@ type ticket struct {
 	// job, before it admits the ticket: until then the submitter may
 	// withdraw and reuse the job.
 	queueOnly bool
-	state   atomic.Uint32
-	err     error         // why it was refused: ErrStopped; written before done is sent
-	done    chan struct{} // buffered (1): the dispatcher's answer
-	req     request       // {ticket: t}, set once
-	refs    atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
+	state     atomic.Uint32
+	err       error         // why it was refused: ErrStopped; written before done is sent
+	done      chan struct{} // buffered (1): the dispatcher's answer
+	req       request       // {ticket: t}, set once
+	refs      atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
 }
 
 // The states of a ticket.

@@ -71,10 +71,10 @@ type dispatcher struct {
 	// retriesSent counts the jobs with a RetryPolicy handed to workers
 	// (see retries).
 	retriesSent uint64
-	workers        int  // live workers, published in p.workers at once
-	max            int  // the most workers: p.size as of the last resize
-	floor          int  // the workers kept however idle: min(p.minWorkers, max)
-	plainFast      bool // no bound: a plain task on an empty queue is handled inline in step
+	workers     int  // live workers, published in p.workers at once
+	max         int  // the most workers: p.size as of the last resize
+	floor       int  // the workers kept however idle: min(p.minWorkers, max)
+	plainFast   bool // no bound: a plain task on an empty queue is handled inline in step
 
 	// parked are the tickets that wait for room (Block), in arrival order:
 	// the first is admitted once room frees, and the others wait behind it.

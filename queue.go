@@ -242,6 +242,7 @@ func (d *dispatcher) tidyLevel(src source, now int64) {
 		j.owner.released()
 	}
 }
+
 // expiredAt reports whether src's front has waited WithMaxQueueWait's d at
 // now.
 func (d *dispatcher) expiredAt(src source, now int64) bool {
