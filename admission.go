@@ -47,6 +47,7 @@ var (
 
 	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
 	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", ErrDropped)
+	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", ErrExpired)
 )
 
 // room holds the waiting queue's free places under Block and Reject, and

@@ -76,19 +76,24 @@ func reportDeadlock(t *testing.T) {
 	}
 }
 
-// fuzzOps is the number of operations a byte below delayedOps encodes:
+// fuzzOps is the number of operations a byte below optionOps encodes:
 // op = b % fuzzOps, arg = b / fuzzOps. A byte from delayedOps up is op
-// fuzzOps (a delayed handle) with arg = b - delayedOps, so that the inputs
-// written before that op existed keep their meaning.
+// fuzzOps (a delayed handle) with arg = b - delayedOps, and one from
+// optionOps up is op fuzzOps+1 (a Task with options) with arg = b -
+// optionOps.
 const (
 	fuzzOps    = 20
+	optionOps  = 220
 	delayedOps = 240
 )
 
 // decodeOp splits an operation byte into its op and arg.
 func decodeOp(b byte) (op byte, arg int) {
-	if b >= delayedOps {
+	switch {
+	case b >= delayedOps:
 		return fuzzOps, int(b - delayedOps)
+	case b >= optionOps:
+		return fuzzOps + 1, int(b - optionOps)
 	}
 	return b % fuzzOps, int(b / fuzzOps)
 }
@@ -125,7 +130,11 @@ type fuzzRun struct {
 	shared   *Group         // made by the first op 12
 	pending  sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
 	anyStop  atomic.Bool    // a stop began: sends may be refused
-	delayed  atomic.Bool    // a delayed handle was made: under DropOldest, scheduled tasks may fill the bound
+	delayed  atomic.Bool    // a delayed handle, or one that retries, was made: under DropOldest, scheduled tasks may fill the bound
+	expires  bool           // the pool has WithMaxQueueWait
+	tooHeavy atomic.Int64   // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
+	canceled atomic.Int64   // handle Cancels called
+	retrying atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
 	dropping atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
 }
 
@@ -164,6 +173,15 @@ func runOps(t *testing.T, data []byte) {
 	if policy := opts >> 4 & 3; policy > 0 {
 		r.policy, r.bound = Overflow(policy-1), 1+int(opts>>6)
 		options = append(options, WithMaxWaiting(r.bound, r.policy))
+	}
+	switch len(data) % 4 { // the queue policies of issue 12, picked by the input's length
+	case 1:
+		options = append(options, WithPriorityAging(50*time.Millisecond))
+	case 2:
+		options = append(options, WithMaxQueueWait(300*time.Millisecond))
+		r.expires = true
+	case 3:
+		options = append(options, WithRateLimit(20, 2))
 	}
 	r.p = New(r.size, options...)
 	lastFuzzPool = r.p
@@ -214,6 +232,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.call(arg)
 	case 11: // cancel a handle made earlier
 		if n := len(r.handles); n > 0 {
+			r.canceled.Add(1)
 			r.handles[n-1-arg%n].Cancel()
 		}
 	case 12: // a task of the run's one long-lived group
@@ -234,6 +253,8 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.submitPlain(sleepFor(arg))
 	case fuzzOps: // a Task or a Future due arg*100ms from now
 		r.delayedTask(arg)
+	case fuzzOps + 1: // a Task with a priority, and a retry policy, a weight, or both
+		r.optionTask(arg)
 	}
 }
 
@@ -352,8 +373,9 @@ func (r *fuzzRun) observe() {
 	assert.LessOrEqual(r.t, s.Workers, int(r.maxSize.Load()), "workers <= the largest size")
 	assert.GreaterOrEqual(r.t, s.Waiting, 0, "waiting >= 0")
 	// Tasks a group held back join without room; under DropOldest a task
-	// with a handle counts until the worker it was handed to starts it.
-	if r.bound > 0 && r.groupTasks.Load() == 0 && r.policy != DropOldest {
+	// with a handle counts until the worker it was handed to starts it; a
+	// retry takes a place only if one is free.
+	if r.bound > 0 && r.groupTasks.Load() == 0 && r.policy != DropOldest && !r.retrying.Load() {
 		assert.LessOrEqual(r.t, s.Waiting, r.bound, "waiting <= bound")
 	}
 }
@@ -393,6 +415,8 @@ func (r *fuzzRun) checkGroupErr(err error, what string) {
 		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 	case errors.Is(err, ErrDropped):
 		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+	case errors.Is(err, ErrExpired):
+		assert.True(r.t, r.expires, "%s: ErrExpired without WithMaxQueueWait", what)
 	default:
 		assert.Fail(r.t, what, "%v", err)
 	}
@@ -502,6 +526,63 @@ func (r *fuzzRun) delayedTask(arg int) {
 	})
 }
 
+// optionTask makes a Task with per-task options picked by arg (0 to 19):
+// a priority from -2 to 2, and by arg/5 a Backoff retry with fn failing its
+// first arg%3 runs; a weight of arg%4+1, which may be more than the pool's
+// size; a weight of 2 with a retry after one failure; or a policy that
+// always retries, ended by a Permanent error. Its fn meters the slots it
+// takes. Wait must report success, a Permanent end after one run, or why
+// the task stopped.
+func (r *fuzzRun) optionTask(arg int) {
+	opts := []TaskOption{Priority(arg%5 - 2)}
+	weight, fails, permanent := 1, 0, false
+	switch arg / 5 {
+	case 0:
+		opts, fails = append(opts, Retry(Backoff(10*time.Millisecond, 40*time.Millisecond, 3))), arg%3
+	case 1:
+		weight = arg%4 + 1
+		opts = append(opts, Weight(weight))
+	case 2:
+		weight, fails = 2, 1
+		opts = append(opts, Weight(weight), Retry(Backoff(10*time.Millisecond, 40*time.Millisecond, 2)))
+	default:
+		fails, permanent = 1, true
+		opts = append(opts, Retry(func(int, error) (time.Duration, bool) { return 0, true }))
+	}
+	if fails > 0 {
+		r.delayed.Store(true)
+		r.retrying.Store(true)
+	}
+	var runs atomic.Int32
+	body := r.meter.wrapWeighted(int64(weight), func() { r.ran.Add(1) })
+	task := r.p.Go(context.Background(), func(ctx context.Context) error {
+		body()
+		switch n := runs.Add(1); {
+		case int(n) > fails:
+			return nil
+		case permanent:
+			return Permanent(errTask)
+		}
+		return errTask
+	}, opts...)
+	r.maybe.Add(1)
+	r.handles = append(r.handles, task)
+	r.pending.Go(func() {
+		switch err := task.Wait(); {
+		case errors.Is(err, ErrTooHeavy):
+			assert.Greater(r.t, weight, 1, "a task of weight 1 was too heavy")
+			r.tooHeavy.Add(1)
+		case err == errTask || isPermanent(err): // a run's own error, not why a retry never came
+			// Retries end early only when the task's context ends: a Cancel
+			// or a Shutdown that gave up, while it ran.
+			ended := permanent && runs.Load() == 1 || !permanent && (r.anyStop.Load() || r.canceled.Load() > 0)
+			assert.True(r.t, ended, "a task ended with its run's error after %d runs (permanent %v): %v", runs.Load(), permanent, err)
+		default:
+			r.checkHandleErr(err, true, "option Task.Wait")
+		}
+	})
+}
+
 // call makes a Future whose fn returns arg, and checks what Wait returns.
 func (r *fuzzRun) call(arg int) {
 	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
@@ -533,6 +614,8 @@ func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 	case errors.Is(err, ErrDropped):
 		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
 		r.droppedSure.Add(1)
+	case errors.Is(err, ErrExpired):
+		assert.True(r.t, r.expires, "%s: ErrExpired without WithMaxQueueWait", what)
 	default:
 		assert.True(r.t, ctxErrs && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)), "%s: %v", what, err)
 	}
@@ -733,16 +816,19 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 	assert.Equal(t, r.panics.Load()+r.handlerPanics.Load(), r.handled.Load(), "panics handled")
 	assert.Equal(t, uint64(r.panics.Load()), s.Panicked, "panicked: task panics only")
 	assert.LessOrEqual(t, r.meter.peak.Load(), r.maxSize.Load(), "peak concurrency")
-	assert.Equal(t, uint64(r.ran.Load()), s.Completed, "completed == task bodies run")
+	assert.Equal(t, uint64(r.ran.Load()), s.Completed+s.Retried, "completed + retried == task bodies run")
+	if !r.expires {
+		assert.Zero(t, s.Expired, "expired without WithMaxQueueWait")
+	}
 	assert.LessOrEqual(t, s.Canceled, maybe, "only Tasks, Futures and group tasks are canceled")
 	dropped := droppedLetters + uint64(r.droppedSure.Load())
 	assert.GreaterOrEqual(t, s.Dropped, dropped, "dropped")
-	assert.LessOrEqual(t, s.Dropped, dropped+uint64(r.groupTasks.Load()), "dropped")
+	assert.LessOrEqual(t, s.Dropped, dropped+uint64(r.groupTasks.Load()+r.tooHeavy.Load()), "dropped")
 	rejected := rejectedLetters + uint64(r.rejectedSure.Load())
 	assert.GreaterOrEqual(t, s.Rejected, rejected, "rejected")
-	assert.LessOrEqual(t, s.Rejected, rejected+uint64(r.rejectedMaybe.Load()+r.groupTasks.Load()), "rejected")
+	assert.LessOrEqual(t, s.Rejected, rejected+uint64(r.rejectedMaybe.Load()+r.groupTasks.Load()+r.tooHeavy.Load()), "rejected")
 	if r.bound == 0 || r.policy != DropOldest {
-		assert.Zero(t, s.Dropped, "dropped without DropOldest")
+		assert.LessOrEqual(t, s.Dropped, uint64(r.tooHeavy.Load()), "dropped without DropOldest, but for tasks too heavy")
 	}
 	if stopWaitOnly {
 		assert.Zero(t, s.Abandoned, "StopWait abandoned tasks")
@@ -789,6 +875,8 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 				droppedLetters++
 			case errors.Is(reason, ErrStopped):
 				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")
+			case errors.Is(reason, ErrExpired):
+				assert.True(t, r.expires, "a dead letter for ErrExpired without WithMaxQueueWait")
 			default:
 				assert.Fail(t, "dead letter reason", "%v", reason)
 			}

@@ -336,7 +336,9 @@ func (p *WorkerPool) sendRefused() {
 // called runtime.Goexit, or panicked and the panic handler returned. It
 // returns ErrStopped at once when the pool is stopped, and as soon as Stop
 // or a Shutdown that gives up abandons task before it starts; with
-// StopWait, task runs first. A nil task is ignored and DoWait returns nil.
+// StopWait, task runs first. Under the queue policies it returns why task
+// never ran: ErrQueueFull (Reject), ErrDropped (DropOldest), ErrExpired
+// (WithMaxQueueWait). A nil task is ignored and DoWait returns nil.
 //
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
@@ -374,8 +376,9 @@ func (p *WorkerPool) tooHeavy(j *job) error {
 // SubmitWait queues task and waits until it has finished running, like
 // DoWait, and panics where DoWait would return an error: with an error
 // wrapping ErrStopped when the pool is stopped or a stop abandons task
-// before it starts, ErrQueueFull when a full queue refuses it (Reject), and
-// ErrDropped when a full queue drops it (DropOldest). The same deadlock as
+// before it starts, ErrQueueFull when a full queue refuses it (Reject),
+// ErrDropped when a full queue drops it (DropOldest), and ErrExpired when
+// it waited longer than WithMaxQueueWait. The same deadlock as
 // DoWait's applies to calls from inside a task. Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
 	switch err := p.DoWait(task); err {
@@ -384,6 +387,8 @@ func (p *WorkerPool) SubmitWait(task func()) {
 		panic(errSubmitWaitQueueFull)
 	case ErrDropped:
 		panic(errSubmitWaitDropped)
+	case ErrExpired:
+		panic(errSubmitWaitExpired)
 	default:
 		panic(errSubmitWaitStopped)
 	}

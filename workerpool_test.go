@@ -86,15 +86,21 @@ type concurrencyMeter struct {
 }
 
 func (m *concurrencyMeter) wrap(body func()) func() {
+	return m.wrapWeighted(1, body)
+}
+
+// wrapWeighted meters body as weight running tasks: the peak is then in
+// worker slots.
+func (m *concurrencyMeter) wrapWeighted(weight int64, body func()) func() {
 	return func() {
-		n := m.running.Add(1)
+		n := m.running.Add(weight)
 		for {
 			old := m.peak.Load()
 			if n <= old || m.peak.CompareAndSwap(old, n) {
 				break
 			}
 		}
-		defer m.running.Add(-1) // also when body panics or exits
+		defer m.running.Add(-weight) // also when body panics or exits
 		body()
 	}
 }
@@ -110,7 +116,7 @@ func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	assert.Equal(t, 0, s.Waiting, "waiting")
 	assert.Equal(t, 0, s.Scheduled, "scheduled")
 	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
-	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped, "submitted == completed + abandoned + canceled + dropped")
+	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "submitted == completed + abandoned + canceled + dropped + expired")
 	assert.True(t, p.Stopped(), "Stopped")
 	return s
 }
