@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/gammazero/deque"
@@ -151,14 +152,23 @@ func (d *dispatcher) head() source {
 }
 
 // agedHead is head under WithPriorityAging: the front with the highest
-// level plus the periods it waited, the older of two that tie.
+// level plus the periods it waited, the older of two that tie. As the
+// order may change when a front completes a period, it arms the timer for
+// the next such moment: what dispatch offers the workers while it waits is
+// then chosen again.
 func (d *dispatcher) agedHead(now int64) source {
 	best, bestLevel := none, 0
+	nextPeriod := int64(math.MaxInt64)
 	consider := func(src source, priority int) {
 		if !d.mayLeave(src) {
 			return
 		}
-		aged := priority + int(min((now-d.queuedAtOf(src))/int64(d.p.aging), maxAgedLevels))
+		since := d.queuedAtOf(src)
+		periods := (now - since) / int64(d.p.aging)
+		if next := since + (periods+1)*int64(d.p.aging); periods < maxAgedLevels && next > since { // not past the clock's end
+			nextPeriod = min(nextPeriod, next)
+		}
+		aged := priority + int(min(periods, maxAgedLevels))
 		if best == none || aged > bestLevel || aged == bestLevel && d.older(src, best) {
 			best, bestLevel = src, aged
 		}
@@ -166,6 +176,9 @@ func (d *dispatcher) agedHead(now int64) source {
 	consider(level0, 0)
 	for i, l := range d.levels {
 		consider(source(i), l.priority)
+	}
+	if best != none && nextPeriod != math.MaxInt64 {
+		d.wakeAt(nextPeriod)
 	}
 	return best
 }

@@ -1,0 +1,218 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// With one worker busy, waiting tasks start highest level first, and in
+// submission order within a level; plain tasks are level 0, negative
+// levels come after them.
+func TestPriorityOrderWithOneWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := newGate()
+		p.Submit(g.task())
+		l, ctx := newStartLog(), t.Context()
+		plain := func(name string) func() { return func() { _ = l.fn(name)(ctx) } }
+		p.Go(ctx, l.fn("0a"))
+		p.Go(ctx, l.fn("2a"), Priority(2))
+		p.Submit(plain("0b"))
+		p.Go(ctx, l.fn("-1a"), Priority(-1))
+		p.Go(ctx, l.fn("2b"), Priority(2))
+		p.Go(ctx, l.fn("1a"), Priority(1))
+		Call(ctx, p, func(ctx context.Context) (int, error) { return 0, l.fn("9a")(ctx) }, Priority(9))
+		p.Go(ctx, l.fn("0c"), Priority(0))
+		p.Go(ctx, l.fn("-5a"), Priority(-5))
+		p.Submit(plain("0d"))
+		p.Go(ctx, l.fn("-1b"), Priority(-1))
+		p.Go(ctx, l.fn("last"), Priority(1), Priority(-9)) // the last option wins
+		synctest.Wait()
+		assert.Equal(t, 12, p.Status().Waiting)
+		g.open()
+		p.StopWait()
+		assert.Equal(t, []string{"9a", "2a", "2b", "1a", "0a", "0b", "0c", "0d", "-1a", "-1b", "-5a", "last"}, l.starts)
+		requireStoppedClean(t, p)
+	})
+}
+
+// A group's tasks take their priority too.
+func TestGroupTasksHavePriorities(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := newGate()
+		p.Submit(g.task())
+		l := newStartLog()
+		grp := p.Group(t.Context())
+		grp.Go(l.fn("low"), Priority(-1))
+		grp.Go(l.fn("high"), Priority(3))
+		grp.Go(l.fn("mid"))
+		synctest.Wait()
+		g.open()
+		require.NoError(t, grp.Wait())
+		assert.Equal(t, []string{"high", "mid", "low"}, l.starts)
+	})
+}
+
+// With aging, a task's level rises by one per period it waited since it
+// became due: a task of level 0 that waited 3 periods overtakes one of
+// level 2 that just came. Without aging the level-2 task goes first.
+func TestPriorityAgingLiftsAStarvedTask(t *testing.T) {
+	for _, aging := range []time.Duration{0, time.Second} {
+		t.Run(aging.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1, WithPriorityAging(aging))
+				defer p.Stop()
+				p.Submit(func() { time.Sleep(3 * time.Second) })
+				l, ctx := newStartLog(), t.Context()
+				p.Go(ctx, l.fn("old low"))
+				time.Sleep(2500 * time.Millisecond)
+				p.Go(ctx, l.fn("new high"), Priority(2))
+				p.StopWait()
+				want := []string{"new high", "old low"}
+				if aging > 0 {
+					want = []string{"old low", "new high"}
+				}
+				assert.Equal(t, want, l.starts)
+			})
+		})
+	}
+}
+
+// Aging keeps FIFO between tasks that reach the same level: the one that
+// became due first goes first, whatever its own level. Periods not yet
+// whole do not count.
+func TestPriorityAgingTiesGoToTheOlder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithPriorityAging(time.Second))
+		defer p.Stop()
+		p.Submit(func() { time.Sleep(2 * time.Second) })
+		l, ctx := newStartLog(), t.Context()
+		p.Go(ctx, l.fn("a: level 0, aged 2"))                      // at 0: reaches 2 at 2s
+		time.Sleep(time.Second)                                    //
+		p.Go(ctx, l.fn("b: level 1, aged 1"), Priority(1))         // at 1s: reaches 2 at 2s
+		time.Sleep(500 * time.Millisecond)                         //
+		p.Go(ctx, l.fn("c: level 2, aged 0.5: 2"), Priority(2))    // at 1.5s: 2 at 2s
+		p.Go(ctx, l.fn("d: level 1, aged 0.5: 1"), Priority(1))    // at 1.5s: 1 at 2s
+		p.Go(ctx, l.fn("e: level -2, aged 0.5: -2"), Priority(-2)) // at 1.5s
+		p.StopWait()
+		assert.Equal(t, []string{"a: level 0, aged 2", "b: level 1, aged 1", "c: level 2, aged 0.5: 2", "d: level 1, aged 0.5: 1", "e: level -2, aged 0.5: -2"}, l.starts)
+	})
+}
+
+// A pause's barrier covers the tasks of every level queued before it: they
+// run, in priority order, and Pause returns after them; a task of a higher
+// level submitted after it waits for the pause to end.
+func TestPauseBarrierCoversEveryLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := newGate()
+		p.Submit(g.task())
+		l, ctx := newStartLog(), t.Context()
+		p.Go(ctx, l.fn("before 1"), Priority(1))
+		p.Submit(func() { _ = l.fn("before 0")(ctx) })
+		p.Go(ctx, l.fn("before -1"), Priority(-1))
+		pauseCtx, endPause := context.WithCancel(ctx)
+		paused := make(chan struct{})
+		go func() { p.Pause(pauseCtx); close(paused) }()
+		synctest.Wait()
+		p.Go(ctx, l.fn("after 5"), Priority(5))
+		p.Submit(func() { _ = l.fn("after 0")(ctx) })
+		g.open()
+		<-paused
+		assert.Equal(t, []string{"before 1", "before 0", "before -1"}, l.starts, "when Pause returned")
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Waiting, "held by the pause")
+		endPause()
+		p.StopWait()
+		assert.Equal(t, []string{"before 1", "before 0", "before -1", "after 5", "after 0"}, l.starts)
+	})
+}
+
+// DropOldest drops the task that joined the queue first, whatever its
+// level.
+func TestDropOldestDropsTheOldestOfAnyLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var letters []string
+		p := New(1, WithMaxWaiting(3, DropOldest), WithDeadLetter(func(task func(), reason error) {
+			task() // the plain tasks below record their name
+			letters = append(letters, reason.Error())
+		}))
+		defer p.Stop()
+		g := newGate()
+		p.Submit(g.task())
+		l, ctx := newStartLog(), t.Context()
+		var dropped []string
+		plain := func(name string) func() {
+			return func() { dropped = append(dropped, name) }
+		}
+		high := p.Go(ctx, l.fn("high"), Priority(2))
+		p.Submit(plain("plain"))
+		p.Go(ctx, l.fn("low"), Priority(-1))
+		p.Go(ctx, l.fn("new 1"), Priority(-3)) // drops "high", the oldest
+		assert.ErrorIs(t, high.Wait(), ErrDropped)
+		p.Go(ctx, l.fn("new 2"), Priority(1)) // drops "plain"
+		synctest.Wait()
+		assert.Equal(t, []string{"plain"}, dropped)
+		assert.Equal(t, []string{ErrDropped.Error()}, letters)
+		g.open()
+		p.StopWait()
+		assert.Equal(t, []string{"new 2", "low", "new 1"}, l.starts)
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Dropped)
+	})
+}
+
+// Canceling a queued task of another level than 0 takes it out of Waiting
+// at once; it never runs.
+func TestCancelARankedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := newGate()
+		p.Submit(g.task())
+		l, ctx := newStartLog(), t.Context()
+		a := p.Go(ctx, l.fn("a"), Priority(3))
+		p.Go(ctx, l.fn("b"), Priority(3))
+		synctest.Wait()
+		a.Cancel()
+		assert.ErrorIs(t, a.Wait(), context.Canceled)
+		assert.Equal(t, 1, p.Status().Waiting)
+		assert.Equal(t, uint64(1), p.Status().Canceled)
+		g.open()
+		p.StopWait()
+		assert.Equal(t, []string{"b"}, l.starts)
+		requireStoppedClean(t, p)
+	})
+}
+
+// Stop abandons the queued tasks of every level; each learns ErrStopped.
+func TestStopAbandonsEveryLevel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		g := newGate()
+		p.Submit(g.task())
+		ctx := t.Context()
+		var tasks []*Task
+		for _, level := range []int{4, -4, 0, 4} {
+			tasks = append(tasks, p.Go(ctx, func(context.Context) error { return errors.New("ran") }, Priority(level)))
+		}
+		synctest.Wait()
+		go func() { synctest.Wait(); g.open() }()
+		p.Stop()
+		for _, task := range tasks {
+			assert.ErrorIs(t, task.Wait(), ErrStopped)
+		}
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(4), s.Abandoned)
+	})
+}
