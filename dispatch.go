@@ -212,7 +212,8 @@ type workerTotals struct {
 	returned atomic.Uint64 // work that came back from a worker: ran, or was skipped there
 	skipped  atomic.Uint64 // of returned, the jobs a worker found settled and did not run
 	panicked atomic.Uint64 // panics recovered, by the panic handler or into a *PanicError
-	retried  atomic.Uint64 // of returned, the runs that are to be retried (see RetryPolicy)
+	posted   atomic.Uint64 // of returned, the runs posted for a retry (see RetryPolicy): not a task's last
+	reruns   atomic.Uint64 // runs of a task after its first (Status.Retried)
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {

@@ -135,6 +135,7 @@ type fuzzRun struct {
 	tooHeavy atomic.Int64   // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
 	canceled atomic.Int64   // handle Cancels called
 	retrying atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
+	unrerun  atomic.Int64   // tasks whose last run was posted for a retry that never ran: it counts in Ran, not in Completed or Retried
 	dropping atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
 }
 
@@ -568,7 +569,11 @@ func (r *fuzzRun) optionTask(arg int) {
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
 	r.pending.Go(func() {
-		switch err := task.Wait(); {
+		err := task.Wait()
+		if final := err == nil || err == errTask || isPermanent(err); !final && runs.Load() > 0 {
+			r.unrerun.Add(1)
+		}
+		switch {
 		case errors.Is(err, ErrTooHeavy):
 			assert.Greater(r.t, weight, 1, "a task of weight 1 was too heavy")
 			r.tooHeavy.Add(1)
@@ -816,7 +821,7 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 	assert.Equal(t, r.panics.Load()+r.handlerPanics.Load(), r.handled.Load(), "panics handled")
 	assert.Equal(t, uint64(r.panics.Load()), s.Panicked, "panicked: task panics only")
 	assert.LessOrEqual(t, r.meter.peak.Load(), r.maxSize.Load(), "peak concurrency")
-	assert.Equal(t, uint64(r.ran.Load()), s.Completed+s.Retried, "completed + retried == task bodies run")
+	assert.Equal(t, uint64(r.ran.Load()), s.Completed+s.Retried+uint64(r.unrerun.Load()), "completed + retried + runs whose retry never ran == task bodies run")
 	if !r.expires {
 		assert.Zero(t, s.Expired, "expired without WithMaxQueueWait")
 	}

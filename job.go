@@ -269,6 +269,9 @@ func (j *job) start() bool {
 		return false
 	}
 	j.pool.giveRoomOf(j)
+	if j.attempt > 0 {
+		j.pool.workerTotals.reruns.Add(1)
+	}
 	return true
 }
 

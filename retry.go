@@ -106,7 +106,7 @@ func (j *job) retryLater(err error) bool {
 		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
 	p.scheduled.Add(1)
-	p.workerTotals.retried.Add(1)
+	p.workerTotals.posted.Add(1)
 	j.state.Store(jobScheduled) // only this worker moves a started job
 	p.retries.post(j)
 	return true

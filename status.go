@@ -66,7 +66,7 @@ type Status struct {
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
 	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy)
 	Expired   uint64 // accepted tasks that waited in the queue longer than WithMaxQueueWait and never ran
-	Retried   uint64 // runs that ended in an error and were followed by another run of the same task (Retry); not a bucket of Submitted
+	Retried   uint64 // runs of a task after its first, under Retry; not a bucket of Submitted
 	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a TrySubmit that returned false included); never accepted
 }
 
@@ -102,12 +102,12 @@ func (p *WorkerPool) Status() Status {
 	stopped := isClosed(p.stopped)
 	// Every accepted task is, at any moment, scheduled, waiting, busy (on its way to
 	// a worker or running), returned by a worker (run, or skipped because
-	// it was settled), or settled without reaching one; a task retried
-	// is one more task for each run that was retried. Busy is what the
+	// it was settled), or settled without reaching one; a task is one
+	// more for each run posted for a retry. Busy is what the
 	// other counts leave; while tasks flow they are read a moment apart,
 	// so it is clamped to [0, workers].
 	submitted := p.submitted(stopped)
-	retried := p.workerTotals.retried.Load()
+	posted := p.workerTotals.posted.Load()
 	returned := p.workerTotals.returned.Load()
 	skipped := p.workerTotals.skipped.Load()
 	canceled := p.settledTotals.canceled.Load()
@@ -117,7 +117,7 @@ func (p *WorkerPool) Status() Status {
 	workers := int(p.workers.Load())
 	dropped := p.settledTotals.dropped.Load()
 	expired := p.settledTotals.expired.Load()
-	busy := submitted + int64(retried) - int64(waiting+scheduled) - int64(returned) - int64(canceled+abandoned+dropped+expired-skipped)
+	busy := submitted + int64(posted) - int64(waiting+scheduled) - int64(returned) - int64(canceled+abandoned+dropped+expired-skipped)
 	return Status{
 		State:      p.state(stopped),
 		MaxWorkers: p.Size(),
@@ -126,13 +126,13 @@ func (p *WorkerPool) Status() Status {
 		Waiting:    waiting,
 		Scheduled:  scheduled,
 		Submitted:  uint64(submitted),
-		Completed:  returned - min(skipped+retried, returned),
+		Completed:  returned - min(skipped+posted, returned),
 		Panicked:   p.workerTotals.panicked.Load(),
 		Abandoned:  abandoned,
 		Canceled:   canceled,
 		Dropped:    dropped,
 		Expired:    expired,
-		Retried:    retried,
+		Retried:    p.workerTotals.reruns.Load(),
 		Rejected:   p.rejected.Load(),
 	}
 }

@@ -1,0 +1,398 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var errFlaky = errors.New("flaky")
+
+// recordingPolicy wraps policy and records the delays it returns.
+type recordingPolicy struct {
+	mu     sync.Mutex
+	delays []time.Duration
+}
+
+func (r *recordingPolicy) wrap(policy RetryPolicy) RetryPolicy {
+	return func(attempt int, err error) (time.Duration, bool) {
+		d, ok := policy(attempt, err)
+		if ok {
+			r.mu.Lock()
+			r.delays = append(r.delays, d)
+			r.mu.Unlock()
+		}
+		return d, ok
+	}
+}
+
+// runLog records when each run of a task started, on the bubble's clock.
+type runLog struct {
+	mu sync.Mutex
+	t0 time.Time
+	at []time.Duration
+}
+
+func newRunLog() *runLog { return &runLog{t0: time.Now()} }
+
+// failing returns a fn that records its run and fails its first fails
+// runs with errFlaky (-1: every run).
+func (l *runLog) failing(fails int) func(context.Context) error {
+	return func(context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.at = append(l.at, time.Since(l.t0))
+		if fails < 0 || len(l.at) <= fails {
+			return errFlaky
+		}
+		return nil
+	}
+}
+
+// Under Backoff a failing task runs at most attempts times, each run after
+// the delay the policy drew, which is within its ceiling; Wait returns the
+// last run's error; Status counts the re-runs in Retried and the task once
+// in Completed.
+func TestRetryBackoffRunsAtTheDrawnTimes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		var rec recordingPolicy
+		l := newRunLog()
+		task := p.Go(t.Context(), l.failing(-1), Retry(rec.wrap(Backoff(100*time.Millisecond, 300*time.Millisecond, 4))))
+		assert.ErrorIs(t, task.Wait(), errFlaky)
+		require.Len(t, rec.delays, 3)
+		want := []time.Duration{0}
+		for i, d := range rec.delays {
+			ceiling := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}[i]
+			assert.True(t, d >= 0 && d <= ceiling, "delay %d: %v, ceiling %v", i+1, d, ceiling)
+			want = append(want, want[i]+d)
+		}
+		assert.Equal(t, want, l.at, "run times")
+		s := p.Status()
+		assert.Equal(t, uint64(3), s.Retried)
+		assert.Equal(t, uint64(1), s.Completed)
+		assert.Equal(t, 0, s.Scheduled)
+		p.Stop()
+		requireStoppedClean(t, p)
+	})
+}
+
+// Between runs the task is a scheduled task: it counts in Scheduled, holds
+// no worker, and WaitIdle waits for it; a task that succeeds on a later
+// run ends with nil.
+func TestRetryWaitsAsAScheduledTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		l := newRunLog()
+		constant := func(int, error) (time.Duration, bool) { return time.Second, true }
+		task := p.Go(t.Context(), l.failing(2), Retry(constant))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Scheduled, "scheduled between runs")
+		assert.Equal(t, 0, s.Busy, "busy between runs")
+		assert.Equal(t, 0, s.Waiting)
+		other := p.Go(t.Context(), func(context.Context) error { return nil })
+		require.NoError(t, other.Wait(), "the worker is free for others meanwhile")
+		require.NoError(t, p.WaitIdle(t.Context()))
+		assert.Equal(t, 2*time.Second, time.Since(l.t0), "WaitIdle returned after the last run")
+		require.NoError(t, task.Wait())
+		assert.Equal(t, []time.Duration{0, time.Second, 2 * time.Second}, l.at)
+		assert.Equal(t, uint64(2), p.Status().Retried)
+	})
+}
+
+// A Permanent error ends the retries at once; errors.Is sees through it.
+// Neither nil nor a policy saying no is retried, and Permanent(nil) is
+// nil.
+func TestRetryEndsOnPermanentAndWhenThePolicySaysNo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		always := func(int, error) (time.Duration, bool) { return 0, true }
+		runs := 0
+		task := p.Go(t.Context(), func(context.Context) error {
+			runs++
+			return fmt.Errorf("wrapped: %w", Permanent(errFlaky))
+		}, Retry(always))
+		err := task.Wait()
+		assert.ErrorIs(t, err, errFlaky)
+		assert.Equal(t, "wrapped: flaky", err.Error())
+		assert.Equal(t, 1, runs)
+		assert.NoError(t, Permanent(nil))
+
+		never := func(int, error) (time.Duration, bool) { return time.Hour, false }
+		l := newRunLog()
+		assert.ErrorIs(t, p.Go(t.Context(), l.failing(-1), Retry(never)).Wait(), errFlaky)
+		assert.Len(t, l.at, 1)
+		l = newRunLog()
+		assert.NoError(t, p.Go(t.Context(), l.failing(0), Retry(always)).Wait())
+		assert.Len(t, l.at, 1)
+		l = newRunLog()
+		assert.ErrorIs(t, p.Go(t.Context(), l.failing(-1), Retry(nil)).Wait(), errFlaky, "a nil policy")
+		assert.Len(t, l.at, 1)
+		assert.Zero(t, p.Status().Retried)
+	})
+}
+
+// A panic is an error like any other: the task runs again.
+func TestRetryAfterAPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		runs := 0
+		always := func(int, error) (time.Duration, bool) { return 0, true }
+		task := p.Go(t.Context(), func(context.Context) error {
+			if runs++; runs == 1 {
+				panic("first run")
+			}
+			return nil
+		}, Retry(always))
+		require.NoError(t, task.Wait())
+		assert.Equal(t, 2, runs)
+		s := p.Status()
+		assert.Equal(t, uint64(1), s.Panicked)
+		assert.Equal(t, uint64(1), s.Retried)
+	})
+}
+
+// A ctx deadline that ends while the task waits for its next run removes
+// it at once: it leaves Scheduled, counts as Canceled, and Wait returns the
+// ctx's error joined with the last run's.
+func TestRetryEndsWhenCtxEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ctx, cancel := context.WithTimeout(t.Context(), 250*time.Millisecond)
+		defer cancel()
+		l := newRunLog()
+		every100ms := func(int, error) (time.Duration, bool) { return 100 * time.Millisecond, true }
+		task := p.Go(ctx, l.failing(-1), Retry(every100ms))
+		err := task.Wait()
+		assert.Equal(t, 250*time.Millisecond, time.Since(l.t0), "Wait returned when ctx ended")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.ErrorIs(t, err, errFlaky)
+		assert.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, l.at)
+		s := p.Status()
+		assert.Equal(t, 0, s.Scheduled)
+		assert.Equal(t, uint64(1), s.Canceled)
+		assert.Equal(t, uint64(2), s.Retried)
+		p.Stop()
+		requireStoppedClean(t, p)
+	})
+}
+
+// Cancel during a run ends the retries: Wait returns that run's error.
+// Cancel while the task waits for its next run removes it at once.
+func TestRetryEndsOnCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		always := func(int, error) (time.Duration, bool) { return time.Second, true }
+		var task *Task
+		runs := 0
+		started := make(chan struct{})
+		task = p.Go(t.Context(), func(ctx context.Context) error {
+			runs++
+			close(started)
+			<-ctx.Done()
+			return errFlaky
+		}, Retry(always))
+		<-started
+		task.Cancel()
+		assert.Equal(t, errFlaky, task.Wait())
+		assert.Equal(t, 1, runs)
+
+		l := newRunLog()
+		task = p.Go(t.Context(), l.failing(-1), Retry(always))
+		synctest.Wait()
+		task.Cancel()
+		err := task.Wait()
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.ErrorIs(t, err, errFlaky)
+		assert.Len(t, l.at, 1)
+		p.Stop()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled)
+		assert.Equal(t, uint64(1), s.Completed)
+	})
+}
+
+// StopWait runs a task waiting for its next run when it is due; Stop
+// abandons it, and Wait reports ErrStopped joined with the last run's
+// error; Shutdown runs retries until its ctx is done, then abandons them.
+func TestRetryAtStop(t *testing.T) {
+	every := func(d time.Duration) RetryPolicy {
+		return func(int, error) (time.Duration, bool) { return d, true }
+	}
+	t.Run("StopWait", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			l := newRunLog()
+			task := p.Go(t.Context(), l.failing(3), Retry(every(time.Second)))
+			synctest.Wait()
+			p.StopWait()
+			assert.Equal(t, 3*time.Second, time.Since(l.t0))
+			require.NoError(t, task.Wait())
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(3), s.Retried)
+		})
+	})
+	t.Run("Stop", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			l := newRunLog()
+			task := p.Go(t.Context(), l.failing(-1), Retry(every(time.Second)))
+			synctest.Wait()
+			p.Stop()
+			err := task.Wait()
+			assert.ErrorIs(t, err, ErrStopped)
+			assert.ErrorIs(t, err, errFlaky)
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(1), s.Abandoned)
+			assert.Equal(t, uint64(0), s.Retried, "no run after the first")
+		})
+	})
+	t.Run("Stop during a run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			started, release := make(chan struct{}), newGate()
+			task := p.Go(t.Context(), func(context.Context) error {
+				close(started)
+				release.wait()
+				return errFlaky
+			}, Retry(every(0)))
+			<-started
+			go func() { synctest.Wait(); release.open() }()
+			p.Stop()
+			err := task.Wait()
+			assert.ErrorIs(t, err, ErrStopped)
+			assert.ErrorIs(t, err, errFlaky)
+			requireStoppedClean(t, p)
+		})
+	})
+	t.Run("Shutdown", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			l := newRunLog()
+			task := p.Go(t.Context(), l.failing(-1), Retry(every(time.Second)))
+			ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
+			defer cancel()
+			assert.ErrorIs(t, p.Shutdown(ctx), context.DeadlineExceeded)
+			assert.Equal(t, []time.Duration{0, time.Second, 2 * time.Second}, l.at)
+			err := task.Wait()
+			assert.ErrorIs(t, err, ErrStopped)
+			assert.ErrorIs(t, err, errFlaky)
+			requireStoppedClean(t, p)
+		})
+	})
+}
+
+// In a group, a run that will be retried does not fail the group: only a
+// task's final error counts.
+func TestRetryInAGroupOnlyTheFinalErrorCounts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		l := newRunLog()
+		g.Go(l.failing(2), Retry(Backoff(time.Millisecond, time.Second, 3)))
+		var sawCancel bool
+		g.Go(func(ctx context.Context) error {
+			select {
+			case <-ctx.Done():
+				sawCancel = true
+			case <-time.After(time.Minute):
+			}
+			return nil
+		})
+		require.NoError(t, g.Wait())
+		assert.False(t, sawCancel, "a retried run canceled the group")
+		assert.Len(t, l.at, 3)
+
+		g = p.Group(t.Context())
+		g.Go(newRunLog().failing(-1), Retry(Backoff(time.Millisecond, time.Second, 2)))
+		assert.ErrorIs(t, g.Wait(), errFlaky, "the final error")
+	})
+}
+
+// Backoff: the delay before run k+1 is within [0, min(max, base·2^(k−1))];
+// at most attempts runs (attempts < 1 means 1); base or max of zero or
+// less means no delay; huge values do not overflow.
+func TestBackoffBounds(t *testing.T) {
+	b := Backoff(10*time.Millisecond, 50*time.Millisecond, 5)
+	for attempt, ceiling := range map[int]time.Duration{1: 10 * time.Millisecond, 2: 20 * time.Millisecond, 3: 40 * time.Millisecond, 4: 50 * time.Millisecond} {
+		seen := map[bool]bool{}
+		for range 2000 {
+			d, ok := b(attempt, errFlaky)
+			require.True(t, ok, "attempt %d", attempt)
+			require.True(t, d >= 0 && d <= ceiling, "attempt %d: %v above %v", attempt, d, ceiling)
+			seen[d > ceiling/2] = true
+		}
+		assert.Len(t, seen, 2, "attempt %d: jitter covers the range", attempt)
+	}
+	_, ok := b(5, errFlaky)
+	assert.False(t, ok, "after 5 runs")
+	for _, attempts := range []int{1, 0, -3} {
+		_, ok := Backoff(time.Second, time.Second, attempts)(1, errFlaky)
+		assert.False(t, ok, "attempts %d: one run only", attempts)
+	}
+	for _, b := range []RetryPolicy{Backoff(0, time.Second, 3), Backoff(time.Second, 0, 3), Backoff(-time.Second, time.Second, 3)} {
+		d, ok := b(1, errFlaky)
+		assert.True(t, ok)
+		assert.Zero(t, d)
+	}
+	huge := Backoff(time.Hour, time.Duration(1<<62), 1000)
+	for _, attempt := range []int{40, 64, 200, 999} {
+		d, ok := huge(attempt, errFlaky)
+		assert.True(t, ok)
+		assert.True(t, d >= 0 && d <= time.Duration(1<<62), "attempt %d: %v", attempt, d)
+	}
+}
+
+// A task that retries under a bound takes a free place while it waits,
+// and never waits for one: with the queue full it goes over the bound
+// rather than hold its worker.
+func TestRetryUnderABound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(1, Reject))
+		defer p.Stop()
+		every := func(int, error) (time.Duration, bool) { return time.Second, true }
+		l := newRunLog()
+		task := p.Go(t.Context(), l.failing(1), Retry(every))
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Scheduled)
+		g := newGate()
+		p.Submit(g.task()) // a free worker: it starts at once, without a place
+		assert.ErrorIs(t, p.Do(func() {}), ErrQueueFull, "the retry holds the one place")
+		g.open()
+		require.NoError(t, task.Wait())
+
+		// A run fails while another task holds the place: the retry waits
+		// without one, and the place, once free, goes to a new task.
+		release := newGate()
+		task = p.Go(t.Context(), func(context.Context) error { release.wait(); return errFlaky }, Retry(every))
+		synctest.Wait() // started: its place is free again
+		g = newGate()
+		p.Submit(g.task()) // queued: it takes the place
+		release.open()
+		synctest.Wait() // the run failed; g's task runs
+		require.NoError(t, p.Do(func() {}), "the free place")
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Scheduled)
+		assert.Equal(t, 1, s.Waiting, "over the bound of 1, with the retry")
+		g.open()
+		p.Stop()
+		assert.ErrorIs(t, task.Wait(), ErrStopped)
+		requireStoppedClean(t, p)
+	})
+}
