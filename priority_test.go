@@ -3,6 +3,7 @@ package workerpool
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -214,5 +215,22 @@ func TestStopAbandonsEveryLevel(t *testing.T) {
 		}
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(4), s.Abandoned)
+	})
+}
+
+// Aging never wraps a high level around: a task of level math.MaxInt stays
+// the highest however long others waited.
+func TestPriorityAgingSaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithPriorityAging(time.Millisecond))
+		defer p.Stop()
+		p.Submit(func() { time.Sleep(time.Second) })
+		l, ctx := newStartLog(), t.Context()
+		p.Go(ctx, l.fn("zero"))
+		p.Go(ctx, l.fn("max"), Priority(math.MaxInt))
+		time.Sleep(5 * time.Millisecond)
+		p.Go(ctx, l.fn("min"), Priority(math.MinInt))
+		p.StopWait()
+		assert.Equal(t, []string{"max", "zero", "min"}, l.starts)
 	})
 }

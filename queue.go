@@ -168,7 +168,7 @@ func (d *dispatcher) agedHead(now int64) source {
 		if next := since + (periods+1)*int64(d.p.aging); periods < maxAgedLevels && next > since { // not past the clock's end
 			nextPeriod = min(nextPeriod, next)
 		}
-		aged := priority + int(min(periods, maxAgedLevels))
+		aged := priority + int(min(periods, maxAgedLevels, int64(math.MaxInt-max(priority, 0)))) // never past MaxInt
 		if best == none || aged > bestLevel || aged == bestLevel && d.older(src, best) {
 			best, bestLevel = src, aged
 		}
@@ -183,8 +183,8 @@ func (d *dispatcher) agedHead(now int64) source {
 	return best
 }
 
-// maxAgedLevels caps the levels a task gains by aging, so that the sum
-// never overflows.
+// maxAgedLevels caps the periods agedHead counts, so that the next period's
+// moment is always on the clock.
 const maxAgedLevels = 1 << 30
 
 // mayLeave reports whether src's front may leave the queue now: src is not
