@@ -1,0 +1,163 @@
+package workerpool
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slotMeter records the most slots in use at once, each running task
+// taking its weight.
+type slotMeter struct {
+	mu         sync.Mutex
+	inUse, top int
+}
+
+func (m *slotMeter) task(weight int, d time.Duration) func(context.Context) error {
+	return func(context.Context) error {
+		m.mu.Lock()
+		m.inUse += weight
+		m.top = max(m.top, m.inUse)
+		m.mu.Unlock()
+		time.Sleep(d)
+		m.mu.Lock()
+		m.inUse -= weight
+		m.mu.Unlock()
+		return nil
+	}
+}
+
+// The weights of the running tasks never exceed the pool's size, plain
+// tasks included, and reach it when enough tasks wait.
+func TestWeightsNeverExceedTheSize(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		var m slotMeter
+		rng := rand.New(rand.NewPCG(1, 2))
+		var tasks []*Task
+		for range 300 {
+			w := 1 + rng.IntN(4)
+			d := time.Duration(1+rng.IntN(20)) * time.Millisecond
+			tasks = append(tasks, p.Go(t.Context(), m.task(w, d), Weight(w)))
+			if rng.IntN(3) == 0 {
+				p.Submit(func() { _ = m.task(1, d)(t.Context()) })
+			}
+		}
+		for _, task := range tasks {
+			require.NoError(t, task.Wait())
+		}
+		p.StopWait()
+		assert.Equal(t, 4, m.top, "the most slots in use")
+		requireStoppedClean(t, p)
+	})
+}
+
+// A heavy task at the front waits for its slots, and the light tasks
+// behind it wait until it has started; Busy counts running tasks, not
+// slots.
+func TestHeavyTaskIsNotOvertaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		l, ctx := newStartLog(), t.Context()
+		p.Go(ctx, func(context.Context) error { time.Sleep(time.Second); return nil }, Weight(2))
+		p.Submit(func() { time.Sleep(2 * time.Second) })
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Busy, "running tasks, not slots")
+		heavy := p.Go(ctx, l.fn("heavy"), Weight(3))
+		light := p.Go(ctx, l.fn("light"))
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Waiting, "one slot is free, but the heavy task needs 3")
+		require.NoError(t, heavy.Wait())
+		require.NoError(t, light.Wait())
+		assert.Equal(t, []string{"heavy", "light"}, l.starts)
+		assert.Equal(t, map[string]time.Duration{"heavy": time.Second, "light": time.Second}, l.at)
+	})
+}
+
+// Weight(n) with n < 1 is weight 1; a task heavier than the pool is
+// refused at once with ErrTooHeavy, counted Rejected and not Submitted, in
+// Go, Call and Group.Go alike.
+func TestTooHeavyIsRefusedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		ctx := t.Context()
+		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, Weight(0)).Wait())
+		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, Weight(-7)).Wait())
+		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, Weight(2)).Wait())
+		ran := false
+		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { ran = true; return nil }, Weight(3)).Wait(), ErrTooHeavy)
+		_, err := Call(ctx, p, func(context.Context) (int, error) { ran = true; return 1, nil }, Weight(1<<40)).Wait()
+		assert.ErrorIs(t, err, ErrTooHeavy)
+		g := p.Group(ctx)
+		g.Go(func(context.Context) error { ran = true; return nil }, Weight(3))
+		assert.ErrorIs(t, g.Wait(), ErrTooHeavy)
+		assert.False(t, ran)
+		s := p.Status()
+		assert.Equal(t, uint64(3), s.Submitted)
+		assert.Equal(t, uint64(3), s.Rejected)
+		assert.Zero(t, s.Waiting)
+	})
+}
+
+// A Resize below the weight of a waiting task drops it with ErrTooHeavy,
+// counted in Dropped; a scheduled one is dropped when it comes due if the
+// pool is still too small; lighter tasks go on.
+func TestResizeBelowAWaitingWeightDropsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		g := newGate()
+		for range 4 {
+			p.Submit(g.task())
+		}
+		ctx := t.Context()
+		l := newStartLog()
+		queued := p.Go(ctx, l.fn("queued"), Weight(3))
+		light := p.Go(ctx, l.fn("light"))
+		scheduled := p.Go(ctx, l.fn("scheduled"), Weight(4), Delay(time.Second))
+		synctest.Wait()
+		p.Resize(2)
+		assert.ErrorIs(t, queued.Wait(), ErrTooHeavy)
+		assert.Equal(t, 1, p.Status().Waiting)
+		g.open()
+		require.NoError(t, light.Wait())
+		assert.ErrorIs(t, scheduled.Wait(), ErrTooHeavy)
+		assert.Equal(t, time.Second, time.Since(l.t0), "dropped when due")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Dropped)
+		assert.Equal(t, []string{"light"}, l.starts)
+	})
+}
+
+// Stop abandons a heavy task that waits for slots; StopWait runs it once
+// its slots free.
+func TestHeavyTaskAtStop(t *testing.T) {
+	for _, wait := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(2)
+			p.Submit(func() { time.Sleep(time.Second) })
+			l := newStartLog()
+			heavy := p.Go(t.Context(), l.fn("heavy"), Weight(2))
+			synctest.Wait()
+			if wait {
+				p.StopWait()
+				require.NoError(t, heavy.Wait())
+				assert.Equal(t, map[string]time.Duration{"heavy": time.Second}, l.at)
+			} else {
+				p.Stop()
+				assert.ErrorIs(t, heavy.Wait(), ErrStopped)
+			}
+			requireStoppedClean(t, p)
+		})
+	}
+}
