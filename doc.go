@@ -9,8 +9,11 @@
 // It is a drop-in superset of github.com/gammazero/workerpool v1.3: the same
 // names and behaviour, plus task handles with errors, results and contexts,
 // groups, a shutdown with a deadline, a bounded queue, dead letters,
-// resizing at run time, delayed tasks that hold no goroutine, [WorkerPool.Status], a panic handler, and fixes for that library's hangs (see the README). This comment is the
-// full contract; the README shows how to use it.
+// resizing at run time, a scheduler (priorities with aging, delayed tasks,
+// retries with backoff, expiry, weighted tasks and a rate limit, none of
+// which holds a goroutine while it waits), [WorkerPool.Status], a panic
+// handler, and fixes for that library's hangs (see the README). This
+// comment is the full contract; the README shows how to use it.
 //
 // # Dispatcher
 //
@@ -20,7 +23,8 @@
 // worker, starts a new worker if fewer than the maximum exist, or else puts
 // the task at the back of the waiting queue; while that queue is not empty,
 // workers are fed from its front. So:
-//   - tasks start in submission order (FIFO);
+//   - tasks start in submission order (FIFO), within a priority level (see
+//     Scheduling; plain tasks are all of level 0);
 //   - concurrency never exceeds [WorkerPool.Size], and reaches it whenever
 //     enough tasks wait;
 //   - the dispatcher alone owns the queue and the worker count: the submit
@@ -90,8 +94,9 @@
 // Nothing is lost silently: every accepted task runs, or its waiter learns
 // why not, or, for a plain task whose submitter cannot learn it, the
 // handler set by [WithDeadLetter] gets it with the reason: a Submit refused
-// under Reject ([ErrQueueFull]), a task dropped ([ErrDropped]), a task
-// abandoned by Stop or a Shutdown that gave up ([ErrStopped]). The handler
+// under Reject ([ErrQueueFull]), a task dropped ([ErrDropped]), a task that
+// expired in the queue ([ErrExpired]), a task abandoned by Stop or a
+// Shutdown that gave up ([ErrStopped]). The handler
 // runs on a goroutine of the pool, never the dispatcher's, for one task at a
 // time, in the order the tasks were given up; Stop, StopWait and Shutdown
 // return only after it has returned for every task given up before or
@@ -110,32 +115,90 @@
 // queues many tasks in one hand-off to the dispatcher, which saves one of a
 // task's two goroutine hand-offs.
 //
-// # Delayed tasks
+// # Scheduling
 //
-// The handles' calls take options ([TaskOption]): with [Delay] or [At] the
-// task is not due before a moment, and [WorkerPool.Go], [Call] and
-// [Group.Go] return at once. Until it is due the task waits in a timer heap
-// that the dispatcher owns: no goroutine, no worker and no time.Timer per
-// task (the dispatcher keeps one timer for the earliest). It counts in
+// The handles' calls, [WorkerPool.Go], [Call] and [Group.Go], take options
+// ([TaskOption]) that make the pool a scheduler, not just a queue; the pool
+// options [WithPriorityAging], [WithMaxQueueWait] and [WithRateLimit] set
+// its policies. Each is state the dispatcher owns: waiting never costs a
+// goroutine, a worker or a time.Timer per task (the dispatcher keeps one
+// timer for the earliest moment it waits for), plain Submit and Do tasks
+// keep their defaults (priority 0, no delay, no retry, weight 1), and
+// their path takes no lock and makes no allocation.
+//
+// Priority. [Priority](level) takes any int; the default, and the level of
+// every plain task, is 0. The queue is a FIFO per level: the highest level
+// waiting starts next, and within a level the task that became due first
+// (for a task without a delay, the one submitted first). Priority orders
+// only waiting tasks; it never preempts a running one. With
+// WithPriorityAging(d), a waiting task's level rises by one for each d it
+// has waited in the queue, so low levels cannot starve; of two tasks that
+// reach the same level, the one that joined the queue first starts first.
+//
+// Delayed tasks. With [Delay] or [At] a task is not due before a moment.
+// Until then it waits in the dispatcher's timer heap and counts in
 // Status.Scheduled, not Waiting. When it comes due it is handled as a task
-// accepted then: it starts on a free worker or joins the back of the queue.
-// Tasks due at the same moment keep their submission order. Cancel, or the
-// task's context ending, removes a scheduled task at once: it leaves
-// Scheduled and joins Canceled before Wait returns. A Pause's barrier covers
-// the tasks due when Pause was called; tasks that come due during a pause
-// wait in the queue for it to end. Stop abandons scheduled tasks at once
-// (ErrStopped); StopWait runs each when it is due, so it returns only after
-// the last one ran; Shutdown(ctx) does the same until ctx is done, then
-// abandons the rest. WaitIdle waits until no task is scheduled either.
+// accepted then: it starts on a free worker or joins the back of its
+// level. Tasks due at the same moment keep their submission order. Cancel,
+// or the task's context ending, removes a scheduled task at once: it
+// leaves Scheduled and joins Canceled before Wait returns.
 //
-// Under a bound, scheduled tasks count with the waiting ones. Under Block
-// and Reject they hold room as waiting tasks do (and a delayed task never
-// starts without room, as a task due at once may); under DropOldest, which
-// never drops a scheduled task, a new task that finds the bound filled by
-// scheduled tasks alone is refused as under Reject: ErrQueueFull for the
-// calls that report, the dead-letter handler for Submit. (A plain task that
-// races with the delayed task that fills the bound may still join the
-// queue past it.)
+// Retries. With [Retry](policy), a run that returns an error (a
+// *PanicError included) asks the [RetryPolicy] with attempt 1, 2, ...;
+// if it says retry, the task goes back through the timer heap for the
+// delay it gave, holding no worker, and runs again. A [Permanent] error, a
+// run that called runtime.Goexit, and a done context (Cancel, its ctx, the
+// group's context, or a Shutdown that gave up) end the retries; Wait then
+// returns the last run's error. [Backoff](base, max, attempts) is
+// exponential backoff with full jitter. A task waiting for its next run is
+// a scheduled task in every respect below; if it never runs again
+// (canceled, abandoned, expired, dropped), Wait returns why, joined with
+// the last run's error, so that errors.Is finds both. Status.Retried counts
+// the runs after a task's first. In a Group only a task's final error
+// counts: a run that will be retried does not cancel the group.
+//
+// Expiry. With WithMaxQueueWait(d), a task that has waited d in the queue
+// since it became due without starting expires at that moment, wherever it
+// is in the queue: a plain task goes to the dead-letter handler with
+// [ErrExpired], a waiter or handle reports ErrExpired (SubmitWait panics
+// with it), and Status counts it in Expired instead of Waiting. Tasks a
+// Pause holds expire too. A handle's own ctx deadline covers its time in
+// the queue and its run together.
+//
+// Weights. A task of [Weight](n) starts only once n of the pool's Size
+// worker slots are free, and holds them until it returns, so the weights of
+// the running tasks never exceed Size (Status.Busy counts tasks, not
+// slots). The task to start next, in priority order, is never overtaken:
+// lighter tasks behind a heavy one wait until it has started. n < 1 means 1;
+// a task heavier than Size is refused at once with [ErrTooHeavy] (counted
+// in Rejected, not Submitted), and a Resize below the weight of a waiting
+// or scheduled task drops it with ErrTooHeavy (counted in Dropped).
+//
+// Rate limit. With WithRateLimit(perSecond, burst), tasks start at most
+// perSecond per second on average, with bursts of up to burst: a token
+// bucket, as golang.org/x/time/rate's, that starts full. A task waiting for
+// a token waits in the queue, holding no worker, and Stop, Pause and
+// Shutdown treat it as any waiting task.
+//
+// Stops, pauses and idleness. Stop abandons scheduled tasks at once
+// (ErrStopped); StopWait runs each when it is due, retries included, so it
+// returns only after the last one ran; Shutdown(ctx) does the same until
+// ctx is done, then abandons the rest. A Pause's barrier covers the tasks
+// of every level that were queued, or due, when Pause was called; tasks
+// that come due during a pause wait in the queue for it to end. WaitIdle
+// waits until no task is scheduled either.
+//
+// Bounds. Under [WithMaxWaiting], scheduled tasks count with the waiting
+// ones. Under Block and Reject they hold room as waiting tasks do (a
+// delayed or heavy task never starts without room, as a task due at once
+// may; a retry takes a free place but never waits for one, so with the
+// queue full it waits over the bound rather than hold its worker); under
+// DropOldest, which drops the oldest waiting task of any level and never a
+// scheduled one, a new task that finds the bound filled by scheduled tasks
+// alone is refused as under Reject: ErrQueueFull for the calls that
+// report, the dead-letter handler for Submit. (A plain task that races
+// with the delayed task that fills the bound may still join the queue past
+// it.)
 //
 // # Task states
 //
@@ -144,8 +207,10 @@
 // decided by an atomic compare-and-swap, whoever attempts it:
 //
 //	queued ──► started ──► finished
-//	   │
-//	   └─────► canceled | abandoned
+//	   │          │
+//	   │          └──► scheduled (a run to be retried) ──► queued
+//	   ├─────► canceled | abandoned | dropped | expired
+//	scheduled (not due yet) ──► queued, or canceled | abandoned | dropped
 //
 // The states:
 //   - queued: accepted, and not started yet: waiting in the queue (counted
@@ -163,11 +228,16 @@
 //     wherever it was (in the queue, or handed to a worker); Wait returns
 //     ErrStopped. A task whose own context ended first is canceled instead.
 //   - dropped: a full queue dropped it to make room for a newer task
-//     (DropOldest); Wait returns ErrDropped.
+//     (DropOldest); Wait returns ErrDropped. Or a Resize made the pool
+//     smaller than its weight; Wait returns ErrTooHeavy.
+//   - expired: it waited in the queue longer than WithMaxQueueWait; Wait
+//     returns ErrExpired.
+//   - scheduled: not due yet (Delay, At), or waiting for its next run
+//     (Retry); counted in Status.Scheduled.
 //
-// A settled task (canceled, abandoned or dropped) has left Status.Waiting
-// and is counted in Status.Canceled, Status.Abandoned or Status.Dropped by
-// the time its Wait or Done reports it. Plain tasks from Submit and Do have
+// A settled task (canceled, abandoned, dropped or expired) has left
+// Status.Waiting and Status.Scheduled and is counted in Status.Canceled,
+// Abandoned, Dropped or Expired by the time its Wait or Done reports it. Plain tasks from Submit and Do have
 // no waiter: they are queued, then started and finished, or abandoned or
 // dropped (and given to the dead-letter handler).
 //
@@ -224,11 +294,13 @@
 // task with a handle that was just handed to a worker counts until the
 // worker starts it). Once the pool has stopped the snapshot is exact:
 //
-//	Submitted == Completed + Abandoned + Canceled + Dropped
+//	Submitted == Completed + Abandoned + Canceled + Dropped + Expired
 //
-// and Workers, Busy and Waiting are zero. Rejected counts the tasks refused
-// because the queue was full; they were never accepted, so they are not in
-// Submitted.
+// and Workers, Busy, Waiting and Scheduled are zero: each accepted task is
+// in exactly one of those buckets, however many times it was retried
+// (Retried counts the extra runs apart). Rejected counts the tasks refused
+// because the queue was full or they were too heavy; they were never
+// accepted, so they are not in Submitted.
 //
 // # Idle workers
 //
