@@ -197,6 +197,20 @@ type settledTotals struct {
 	expired   atomic.Uint64 // tasks that waited in the queue longer than WithMaxQueueWait
 }
 
+// count counts one task settled to the state to.
+func (t *settledTotals) count(to uint32) {
+	switch to {
+	case jobCanceled:
+		t.canceled.Add(1)
+	case jobAbandoned:
+		t.abandoned.Add(1)
+	case jobDropped:
+		t.dropped.Add(1)
+	case jobExpired:
+		t.expired.Add(1)
+	}
+}
+
 // queueBaseCap is the size below which the queue's buffer never shrinks
 // (8 KiB, allocated when the first task waits): a burst of up to that many
 // waiting tasks, such as a DoBatch of 1000, costs no allocation once the
@@ -701,17 +715,7 @@ func (d *dispatcher) dropOldest() bool {
 	if src == none {
 		return false
 	}
-	j := d.frontJob(src)
-	if j == nil {
-		task := d.queue.Front()
-		d.pop()
-		d.p.settledTotals.dropped.Add(1)
-		d.p.giveUp(task, ErrDropped)
-		return true
-	}
-	j.settle(jobDropped, ErrDropped)
-	d.popAt(src)
-	j.owner.released()
+	d.giveUpFront(src, jobDropped, ErrDropped)
 	return true
 }
 
@@ -1364,7 +1368,7 @@ func (d *dispatcher) abandonQueue() {
 	for d.queue.Len() > 0 {
 		if task := d.queue.Front(); task != nil {
 			d.pop()
-			d.p.settledTotals.abandoned.Add(1)
+			d.p.settledTotals.count(jobAbandoned)
 			d.p.giveUp(task, ErrStopped)
 			continue
 		}

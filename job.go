@@ -184,16 +184,7 @@ func (j *job) settleFrom(from, to uint32) bool {
 		p.wakeDispatch() // it may take the job out of its timer heap now
 	}
 	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
-	switch to {
-	case jobCanceled:
-		p.settledTotals.canceled.Add(1)
-	case jobAbandoned:
-		p.settledTotals.abandoned.Add(1)
-	case jobDropped:
-		p.settledTotals.dropped.Add(1)
-	case jobExpired:
-		p.settledTotals.expired.Add(1)
-	}
+	p.settledTotals.count(to)
 	return true
 }
 

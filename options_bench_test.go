@@ -41,6 +41,9 @@ func BenchmarkGoOptions(b *testing.B) {
 // ordering would be exercised only as far as the scheduler happened to let
 // the queue build up, differently from run to run. Each iteration thus
 // measures one Pause, 100,000 Go calls into a waiting queue, and draining it.
+//
+// With -short each iteration queues 10,000 tasks instead, so that a smoke
+// run at -benchtime=100x takes seconds rather than half a minute.
 func BenchmarkPriorityLevels(b *testing.B) {
 	b.Run("fifo", func(b *testing.B) { benchmarkQueuedLevels(b, 1) })
 	b.Run("levels8", func(b *testing.B) { benchmarkQueuedLevels(b, 8) })
@@ -49,7 +52,10 @@ func BenchmarkPriorityLevels(b *testing.B) {
 // benchmarkQueuedLevels queues the tasks of BenchmarkPriorityLevels over
 // levels priority levels; with 1, it passes no option at all.
 func benchmarkQueuedLevels(b *testing.B, levels int) {
-	const tasks = 100_000
+	tasks := 100_000
+	if testing.Short() {
+		tasks = 10_000
+	}
 	p, wg := New(4), new(sync.WaitGroup)
 	defer p.StopWait()
 	fn := func(context.Context) error { wg.Done(); return nil }

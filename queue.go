@@ -262,19 +262,25 @@ func (d *dispatcher) expiredAt(src source, now int64) bool {
 	return d.p.maxQueueWait > 0 && d.lenAt(src) > 0 && now-d.queuedAtOf(src) >= int64(d.p.maxQueueWait)
 }
 
-// expireFront removes src's front task, which waited too long: a plain task
-// goes to the dead-letter handler with ErrExpired, a job settles with it
-// (unless it settled already).
+// expireFront removes src's front task, which waited too long.
 func (d *dispatcher) expireFront(src source) {
+	d.giveUpFront(src, jobExpired, ErrExpired)
+}
+
+// giveUpFront removes src's front task, which will never run: a plain task
+// is counted as settled to the state to and goes to the dead-letter handler
+// with reason; a job settles so (unless it settled already), and its owner
+// learns reason.
+func (d *dispatcher) giveUpFront(src source, to uint32, reason error) {
 	j := d.frontJob(src)
 	if j == nil {
 		task := d.queue.Front()
 		d.pop()
-		d.p.settledTotals.expired.Add(1)
-		d.p.giveUp(task, ErrExpired)
+		d.p.settledTotals.count(to)
+		d.p.giveUp(task, reason)
 		return
 	}
-	j.settle(jobExpired, ErrExpired)
+	j.settle(to, reason)
 	d.popAt(src)
 	j.owner.released()
 }
