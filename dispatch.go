@@ -84,7 +84,8 @@ type dispatcher struct {
 
 	// timers holds the jobs not due yet (Delay, At, a retry), the
 	// earliest first, settled ones included until they are swept or come
-	// due. scheduledSeq numbers the jobs as they are scheduled. timer is
+	// due. scheduledSeq numbers the jobs as they are scheduled, which
+	// orders those due at the same moment. timer is
 	// the dispatcher's one timer (made on first use), armed for timerAt
 	// on the pool's clock while armed is set (see wakeAt).
 	timers       timerHeap
@@ -619,7 +620,11 @@ func (d *dispatcher) scheduleNew(j *job) {
 	}
 	if !d.schedule(j) {
 		d.discard(j) // settled on its way
+		return
 	}
+	// A group whose context ended while j was on its way cancels only its
+	// queued and scheduled jobs; now that j is scheduled, look again.
+	j.settleIfBlocked()
 }
 
 // admitDue puts a job that came due in the pool as if it were accepted
@@ -1056,7 +1061,7 @@ func (d *dispatcher) pushJob(j *job) {
 func (d *dispatcher) stampNow() int64 {
 	now := d.p.now()
 	if d.p.maxQueueWait > 0 {
-		d.wakeAt(now + int64(d.p.maxQueueWait))
+		d.wakeAt(later(now, int64(d.p.maxQueueWait)))
 	}
 	return now
 }

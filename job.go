@@ -72,9 +72,8 @@ type job struct {
 	attempt int
 	lastErr error
 
-	// Dispatch's own: seq orders the job among those due at the same time
-	// in the timer heap, and among the queued jobs of other levels than 0
-	// (see levels); after is the number of level-0 entries queued before
+	// Dispatch's own: seq orders the job among the queued jobs of other
+	// levels than 0 (see levels); after is the number of level-0 entries queued before
 	// it; queuedAt is when it joined the queue, on the pool's clock, if
 	// the pool reads it (WithPriorityAging, WithMaxQueueWait).
 	seq      uint64
@@ -273,9 +272,10 @@ func (j *job) start() bool {
 func (j *job) run() (retried bool) {
 	err := ErrGoexit
 	defer func() {
-		if err != ErrGoexit && j.retryLater(err) {
-			retried = true
-			return
+		if err != ErrGoexit {
+			if retried, err = j.retryLater(err); retried {
+				return
+			}
 		}
 		j.state.Store(jobFinished)
 		j.owner.settled(err, true)

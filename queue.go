@@ -38,7 +38,7 @@ func (d *dispatcher) queued() int {
 func (d *dispatcher) pushRanked(j *job) {
 	j.seq, j.after = d.rankedSeq, d.pushed
 	d.rankedSeq++
-	i, found := slices.BinarySearchFunc(d.levels, j.priority, func(l *level, p int) int { return cmp.Compare(p, l.priority) })
+	i, found := slices.BinarySearchFunc(d.levels, j.priority, func(l *level, p int) int { return cmp.Compare(l.priority, p) })
 	if !found {
 		d.levels = slices.Insert(d.levels, i, d.newLevel(j.priority))
 	}
@@ -76,8 +76,10 @@ func (d *dispatcher) newLevel(priority int) *level {
 	return &level{priority: priority}
 }
 
-// maxSpareLevels bounds the emptied levels kept for reuse.
-const maxSpareLevels = 16
+// maxSpareLevels bounds the emptied levels kept for reuse: while no more
+// levels than that come and go, Go with Priority allocates nothing more
+// than Go.
+const maxSpareLevels = 64
 
 // workAt is the front entry of src as work.
 func (d *dispatcher) workAt(src source) work {
@@ -131,17 +133,19 @@ func (d *dispatcher) head() source {
 	if d.stamped {
 		now = d.p.now()
 	}
-	d.tidyFronts(now)
 	if d.p.aging > 0 {
+		d.tidyFronts(now)
 		return d.agedHead(now)
 	}
-	// levels is ordered from the highest level down: level 0 goes
-	// between the positive levels and the negative ones.
-	for i, l := range d.levels {
-		if l.priority < 0 && d.mayLeave(level0) {
+	// From the highest level down, level 0 between the positive levels
+	// and the negative ones; each front is tidied as it is reached, so
+	// that a step costs the levels it looks at, not all of them.
+	d.tidyLevel0(now)
+	for i := len(d.levels) - 1; i >= 0; i-- {
+		if d.levels[i].priority < 0 && d.mayLeave(level0) {
 			return level0
 		}
-		if d.mayLeave(source(i)) {
+		if d.tidyLevel(source(i), now) && d.mayLeave(source(i)) {
 			return source(i)
 		}
 	}
@@ -232,27 +236,37 @@ func (d *dispatcher) oldest() source {
 // have waited their time (see expireFront), and removes the levels it
 // empties.
 func (d *dispatcher) tidyFronts(now int64) {
-	for d.dropSettledFront(); d.expiredAt(level0, now); d.dropSettledFront() {
-		d.expireFront(level0)
-	}
+	d.tidyLevel0(now)
 	for i := len(d.levels) - 1; i >= 0; i-- { // so that removing level i moves none still to tidy
 		d.tidyLevel(source(i), now)
 	}
 }
 
-// tidyLevel is tidyFronts for one level other than 0.
-func (d *dispatcher) tidyLevel(src source, now int64) {
-	for l := d.levels[src]; l.jobs.Len() > 0; {
+// tidyLevel0 is tidyFronts for level 0.
+func (d *dispatcher) tidyLevel0(now int64) {
+	for d.dropSettledFront(); d.expiredAt(level0, now); d.dropSettledFront() {
+		d.expireFront(level0)
+	}
+}
+
+// tidyLevel is tidyFronts for one level other than 0. It reports false if
+// it emptied the level, which is then gone.
+func (d *dispatcher) tidyLevel(src source, now int64) bool {
+	for l := d.levels[src]; ; {
 		j := l.jobs.Front()
 		switch {
 		case j.settled() || j.settleIfBlocked():
 		case d.expiredAt(src, now):
 			j.settle(jobExpired, ErrExpired)
 		default:
-			return
+			return true
 		}
+		last := l.jobs.Len() == 1
 		d.popAt(src)
 		j.owner.released()
+		if last {
+			return false
+		}
 	}
 }
 
@@ -300,7 +314,7 @@ func (d *dispatcher) nextExpiry() (int64, bool) {
 			first, found = at, true
 		}
 	}
-	return first + int64(d.p.maxQueueWait), true
+	return later(first, int64(d.p.maxQueueWait)), true
 }
 
 // rankedBeforeBarrier reports whether a job of another level than 0 that
@@ -314,24 +328,31 @@ func (d *dispatcher) rankedBeforeBarrier(req *pauseRequest) bool {
 	return false
 }
 
-// dropTooHeavy drops, with ErrTooHeavy, the queued jobs that weigh more
-// than the pool's size, after a Resize made it smaller. They stay in the
-// queue, settled, until they reach its front.
+// dropTooHeavy drops, with ErrTooHeavy, the queued and scheduled jobs that
+// weigh more than the pool's size, after a Resize made it smaller. They
+// stay in the queue or the heap, settled, until they reach its front or
+// are swept.
 func (d *dispatcher) dropTooHeavy() {
 	if d.heaviest <= d.max {
 		return
 	}
-	drop := func(j *job) {
-		if j.weight > d.max {
-			j.settle(jobDropped, ErrTooHeavy)
-		}
-	}
 	for j := range d.jobs.Iter() {
-		drop(j)
+		d.dropIfHeavierThanPool(j)
 	}
 	for _, l := range d.levels {
 		for j := range l.jobs.Iter() {
-			drop(j)
+			d.dropIfHeavierThanPool(j)
 		}
+	}
+	for _, e := range d.timers {
+		d.dropIfHeavierThanPool(e.job)
+	}
+}
+
+// dropIfHeavierThanPool settles a queued or scheduled job heavier than the
+// pool's size as dropped with ErrTooHeavy.
+func (d *dispatcher) dropIfHeavierThanPool(j *job) {
+	if j.weight > d.max {
+		j.settle(jobDropped, ErrTooHeavy)
 	}
 }

@@ -52,5 +52,5 @@ func (d *dispatcher) tokenReady() bool {
 
 // takeToken takes a token for a task that starts now.
 func (d *dispatcher) takeToken() {
-	d.tat = max(d.tat, d.p.now()) + d.p.rate.interval
+	d.tat = later(max(d.tat, d.p.now()), d.p.rate.interval)
 }

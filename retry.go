@@ -1,9 +1,12 @@
 package workerpool
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,7 +16,9 @@ import (
 // attempt is the number of runs so far (1 after the first), and the policy
 // returns whether to retry and after what delay (zero or less: at once).
 // It is called on the worker that ran the task, one call at a time per
-// task, and must not block. See Retry and Backoff.
+// task, and must not block. A policy that panics ends the retries: the
+// task ends with a *PanicError carrying the panic value, joined with the
+// run's error. See Retry and Backoff.
 //
 // A task is not retried, whatever the policy says, when err is nil, when
 // err wraps a Permanent error, when its run called runtime.Goexit, or when
@@ -21,7 +26,9 @@ import (
 // gave up). Waiting for its next run, the task is a scheduled task in every
 // respect: it holds no worker, counts in Status.Scheduled and in the bound
 // of WithMaxWaiting (it takes a place if one is free, and never waits for
-// one), StopWait runs it when it is due, and Stop abandons it.
+// one), StopWait runs it when it is due, and Stop abandons it. So a policy
+// that always retries a task that always fails keeps StopWait waiting;
+// Stop, or a Shutdown with a deadline, ends it.
 type RetryPolicy func(attempt int, err error) (delay time.Duration, retry bool)
 
 // Backoff is the RetryPolicy of exponential backoff with full jitter: the
@@ -33,11 +40,14 @@ func Backoff(base, max time.Duration, attempts int) RetryPolicy {
 		if attempt >= attempts {
 			return 0, false
 		}
-		ceiling := backoffCeiling(base, max, attempt)
+		ceiling := int64(backoffCeiling(base, max, attempt))
 		if ceiling <= 0 {
 			return 0, true
 		}
-		return time.Duration(rand.Int64N(int64(ceiling) + 1)), true
+		if ceiling < math.MaxInt64 {
+			ceiling++ // [0, ceiling], not [0, ceiling)
+		}
+		return time.Duration(rand.Int64N(ceiling)), true
 	}
 }
 
@@ -89,27 +99,57 @@ func withLastRun(err, last error) error {
 // Goexit), decides whether j runs again (see RetryPolicy). If so it moves j
 // to scheduled, due after the policy's delay, and posts it to dispatch
 // (see retries), and reports true: the pool keeps its reference to the
-// job.
-func (j *job) retryLater(err error) bool {
+// job. Otherwise it returns the task's outcome: err, or, if the policy
+// panicked, a *PanicError with its value joined with err.
+func (j *job) retryLater(err error) (bool, error) {
 	if j.retry == nil || err == nil || isPermanent(err) || j.owner.ctxDone() {
-		return false
+		return false, err
 	}
 	j.attempt++
-	delay, again := j.retry(j.attempt, err)
-	if !again {
-		return false
+	delay, again, panicked := j.askPolicy(err)
+	switch {
+	case panicked != nil:
+		return false, withLastRun(panicked, err)
+	case !again:
+		return false, err
 	}
 	p := j.pool
 	j.lastErr = err
-	j.due = p.now() + max(int64(delay), 0)
+	j.due = later(p.now(), max(int64(delay), 0))
 	if p.roomed {
 		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
 	p.scheduled.Add(1)
 	p.workerTotals.posted.Add(1)
 	j.state.Store(jobScheduled) // only this worker moves a started job
+	if j.owner.ctxDone() {
+		// A Cancel, or the end of the group's context, that came while the
+		// policy decided found the job started and only canceled its
+		// context: it ends the retries now.
+		j.cancelRetry()
+	}
 	p.retries.post(j)
-	return true
+	return true, nil
+}
+
+// askPolicy asks j's policy about err, and returns what it panicked with,
+// as a *PanicError, if it did.
+func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked error) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	delay, again = j.retry(j.attempt, err)
+	return delay, again, nil
+}
+
+// cancelRetry settles a job waiting for its next run whose context is
+// done: as settleIfBlocked does, or, after its handle's Cancel, canceled.
+func (j *job) cancelRetry() {
+	if !j.settleIfBlocked() {
+		j.settle(jobCanceled, context.Canceled)
+	}
 }
 
 // retries carries the jobs that wait for their next run from the workers

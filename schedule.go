@@ -1,29 +1,87 @@
 package workerpool
 
-import (
-	"container/heap"
-	"time"
-)
+import "time"
 
 // timerHeap holds the scheduled jobs, the earliest due first (in order of
-// arrival among those due at the same time). It is dispatch's own.
-type timerHeap []*job
+// arrival among those due at the same time). It is dispatch's own. It is a
+// 4-ary heap whose entries carry their keys, so that sifting compares
+// neighbouring words instead of reading the jobs, which lie all over the
+// heap: with many tasks scheduled, that was most of its cost.
+type timerHeap []timerEntry
 
-func (h timerHeap) Len() int { return len(h) }
-func (h timerHeap) Less(i, k int) bool {
-	if h[i].due != h[k].due {
-		return h[i].due < h[k].due
-	}
-	return h[i].seq < h[k].seq
+// A timerEntry is one scheduled job with its keys: due, then seq.
+type timerEntry struct {
+	due int64
+	seq uint64
+	job *job
 }
-func (h timerHeap) Swap(i, k int) { h[i], h[k] = h[k], h[i] }
-func (h *timerHeap) Push(x any)   { *h = append(*h, x.(*job)) }
-func (h *timerHeap) Pop() any {
-	old := *h
-	j := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	return j
+
+func (e timerEntry) before(o timerEntry) bool {
+	return e.due < o.due || e.due == o.due && e.seq < o.seq
+}
+
+// push adds e.
+func (h *timerHeap) push(e timerEntry) {
+	*h = append(*h, e)
+	h.up(len(*h) - 1)
+}
+
+// pop removes and returns the first entry. h must not be empty.
+func (h *timerHeap) pop() timerEntry {
+	s := *h
+	first, last := s[0], len(s)-1
+	s[0] = s[last]
+	s[last] = timerEntry{}
+	*h = s[:last]
+	if last > 0 {
+		h.down(0)
+	}
+	return first
+}
+
+func (h timerHeap) up(i int) {
+	e := h[i]
+	for i > 0 {
+		parent := (i - 1) / 4
+		if !e.before(h[parent]) {
+			break
+		}
+		h[i] = h[parent]
+		i = parent
+	}
+	h[i] = e
+}
+
+func (h timerHeap) down(i int) {
+	e := h[i]
+	for {
+		first := 4*i + 1
+		if first >= len(h) {
+			break
+		}
+		least := first
+		for c := first + 1; c < min(first+4, len(h)); c++ {
+			if h[c].before(h[least]) {
+				least = c
+			}
+		}
+		if !h[least].before(e) {
+			break
+		}
+		h[i] = h[least]
+		i = least
+	}
+	h[i] = e
+}
+
+// init orders h as a heap.
+func (h timerHeap) init() {
+	if len(h) < 2 {
+		return
+	}
+	for i := (len(h) - 2) / 4; i >= 0; i-- {
+		h.down(i)
+	}
 }
 
 // The dispatcher's one timer wakes it for the earliest of what it waits
@@ -95,8 +153,8 @@ func (d *dispatcher) schedule(j *job) bool {
 // it.
 func (d *dispatcher) pushTimer(j *job) {
 	d.scheduledSeq++
-	j.seq = d.scheduledSeq
-	heap.Push(&d.timers, j)
+	d.heaviest = max(d.heaviest, j.weight)
+	d.timers.push(timerEntry{due: j.due, seq: d.scheduledSeq, job: j})
 	d.wakeAt(j.due)
 }
 
@@ -125,7 +183,7 @@ func (d *dispatcher) pollTimers() {
 func (d *dispatcher) advanceTimers() {
 	now := d.p.now()
 	for len(d.timers) > 0 && now >= d.timers[0].due {
-		d.makeDue(heap.Pop(&d.timers).(*job))
+		d.makeDue(d.timers.pop().job)
 	}
 }
 
@@ -144,24 +202,24 @@ func (d *dispatcher) makeDue(j *job) {
 // sweepTimers drops every settled job from the timer heap.
 func (d *dispatcher) sweepTimers() {
 	live := d.timers[:0]
-	for _, j := range d.timers {
-		if j.state.Load() == jobScheduled {
-			live = append(live, j)
+	for _, e := range d.timers {
+		if e.job.state.Load() == jobScheduled {
+			live = append(live, e)
 		} else {
-			j.owner.released()
+			e.job.owner.released()
 		}
 	}
 	clear(d.timers[len(live):])
 	d.timers = live
-	heap.Init(&d.timers)
+	d.timers.init()
 }
 
 // abandonTimers settles every scheduled job as a stop that abandons its
 // tasks does (see abandonQueue), and empties the heap.
 func (d *dispatcher) abandonTimers() {
-	for _, j := range d.timers {
-		j.abandon()
-		j.owner.released()
+	for _, e := range d.timers {
+		e.job.abandon()
+		e.job.owner.released()
 	}
 	d.timers = nil
 }
@@ -182,6 +240,9 @@ func (d *dispatcher) takeRetries() {
 	for _, j := range d.p.retries.take() {
 		switch {
 		case j.state.Load() != jobScheduled:
+			j.owner.released()
+		case j.weight > d.max:
+			j.settle(jobDropped, ErrTooHeavy) // a Resize made the pool smaller during its run
 			j.owner.released()
 		case j.notDue():
 			d.pushTimer(j)

@@ -188,11 +188,18 @@ func (t *Task) doneChan(watch bool) <-chan struct{} {
 
 // Cancel skips fn if it has not started yet: Wait then returns
 // context.Canceled at once, and the queued task never takes a worker. If fn
-// is running, Cancel cancels its context and Wait returns what fn returns.
+// is running, Cancel cancels its context and Wait returns what fn returns
+// (a Retry policy does not run it again). If fn waits for its next run
+// under Retry, Cancel removes it at once: Wait returns context.Canceled
+// joined with the last run's error.
 // Once fn has finished, Cancel does nothing. It never blocks.
 func (t *Task) Cancel() {
 	if !t.job.settle(jobCanceled, context.Canceled) {
 		t.ctx.cancel(context.Canceled)
+		// A run that is ending may have been posted for a retry meanwhile:
+		// settle it now. (If it is not posted yet, its worker sees the
+		// canceled context once it is: see retryLater.)
+		t.job.settle(jobCanceled, context.Canceled)
 	}
 }
 
@@ -213,7 +220,10 @@ func (t *Task) call() error {
 // up), the cause, so that the task counts as abandoned.
 func (t *Task) canceled() error {
 	err := t.ctx.parent.Err()
-	if cause := context.Cause(t.ctx.parent); err != nil && errors.Is(cause, ErrStopped) {
+	if err == nil {
+		return nil // before context.Cause, which looks the cause up through every parent
+	}
+	if cause := context.Cause(t.ctx.parent); errors.Is(cause, ErrStopped) {
 		return cause
 	}
 	return err

@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"errors"
+	"math"
 	"time"
 )
 
@@ -97,7 +98,7 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 		case optionDelay:
 			o.due = 0
 			if opt.n > 0 {
-				o.due = p.now() + opt.n
+				o.due = later(p.now(), opt.n)
 			}
 		case optionAt:
 			o.due = max(p.clockOf(opt.at), 0)
@@ -123,6 +124,15 @@ const maxWeight = 1 << 31
 // monotonic clock. Due times and queue times are read on it, so a job
 // keeps each in one word.
 func (p *WorkerPool) now() int64 { return int64(time.Since(p.epoch)) }
+
+// later is d after t on the pool's clock (d >= 0), or the clock's end if
+// that is past it.
+func later(t, d int64) int64 {
+	if d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
+}
 
 // clockOf is t on the pool's clock.
 func (p *WorkerPool) clockOf(t time.Time) int64 { return int64(t.Sub(p.epoch)) }

@@ -108,9 +108,8 @@ func TestTooHeavyIsRefusedAtOnce(t *testing.T) {
 	})
 }
 
-// A Resize below the weight of a waiting task drops it with ErrTooHeavy,
-// counted in Dropped; a scheduled one is dropped when it comes due if the
-// pool is still too small; lighter tasks go on.
+// A Resize below the weight of a waiting or scheduled task drops it at
+// once with ErrTooHeavy, counted in Dropped; lighter tasks go on.
 func TestResizeBelowAWaitingWeightDropsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4)
@@ -127,13 +126,15 @@ func TestResizeBelowAWaitingWeightDropsIt(t *testing.T) {
 		synctest.Wait()
 		p.Resize(2)
 		assert.ErrorIs(t, queued.Wait(), ErrTooHeavy)
-		assert.Equal(t, 1, p.Status().Waiting)
+		assert.ErrorIs(t, scheduled.Wait(), ErrTooHeavy)
+		assert.Zero(t, time.Since(l.t0), "dropped at the Resize")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting)
+		assert.Equal(t, 0, s.Scheduled)
 		g.open()
 		require.NoError(t, light.Wait())
-		assert.ErrorIs(t, scheduled.Wait(), ErrTooHeavy)
-		assert.Equal(t, time.Second, time.Since(l.t0), "dropped when due")
 		p.StopWait()
-		s := requireStoppedClean(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Dropped)
 		assert.Equal(t, []string{"light"}, l.starts)
 	})

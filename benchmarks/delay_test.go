@@ -25,10 +25,13 @@ import (
 // "cpu-ns/task"; the bytes allocated, "B/task"; and the growth of HeapInuse
 // from the start of the iteration to the moment the last task was
 // scheduled, "heap-B/task" (a sample, not a peak: by then some tasks have
-// run, and it counts garbage not yet collected). "goroutines" is
-// runtime.NumGoroutine at that moment, the most seen over the iterations:
-// neither way keeps a goroutine per waiting task. The goal: delay at most
-// 0.5x the CPU of afterfunc, and no more memory.
+// run, and it counts garbage not yet collected); and the growth of
+// StackInuse over the same span, "stack-B/task", which the heap leaves out:
+// the stacks of goroutines that AfterFunc started and that still wait in
+// Submit. "goroutines" is runtime.NumGoroutine at that moment, the most
+// seen over the iterations: neither way keeps a goroutine per waiting
+// task. The goal: delay at most 0.5x the CPU of afterfunc, and no more
+// memory.
 //
 // Every iteration lasts at least a second: run it with -benchtime=1x (or
 // 3x). With -short, n=1000000 is skipped.
@@ -65,7 +68,7 @@ func benchDelayed(b *testing.B, delays []time.Duration, withDelay bool) {
 	task := wg.Done
 	fn := func(context.Context) error { wg.Done(); return nil }
 	ctx := context.Background()
-	var cpu, bytes, heap float64
+	var cpu, bytes, heap, stack float64
 	goroutines := 0
 	for b.Loop() {
 		wg.Add(n)
@@ -82,6 +85,7 @@ func benchDelayed(b *testing.B, delays []time.Duration, withDelay bool) {
 			goroutines = max(goroutines, runtime.NumGoroutine())
 			runtime.ReadMemStats(&after)
 			heap += float64(int64(after.HeapInuse) - int64(before.HeapInuse))
+			stack += float64(int64(after.StackInuse) - int64(before.StackInuse))
 			wg.Wait()
 		})
 		cpu += r.CPU
@@ -91,5 +95,6 @@ func benchDelayed(b *testing.B, delays []time.Duration, withDelay bool) {
 	b.ReportMetric(cpu/tasks, "cpu-ns/task")
 	b.ReportMetric(bytes/tasks, "B/task")
 	b.ReportMetric(heap/tasks, "heap-B/task")
+	b.ReportMetric(stack/tasks, "stack-B/task")
 	b.ReportMetric(float64(goroutines), "goroutines")
 }
