@@ -185,7 +185,9 @@
 // returns only after the last one ran; Shutdown(ctx) does the same until
 // ctx is done, then abandons the rest. A Pause's barrier covers the tasks
 // of every level that were queued, or due, when Pause was called; tasks
-// that come due during a pause wait in the queue for it to end. WaitIdle
+// that come due during a pause wait in the queue for it to end. A task
+// whose run failed and waits for a retry is such a task: Pause may return
+// before its next run, which the pause then holds. WaitIdle
 // waits until no task is scheduled either.
 //
 // Bounds. Under [WithMaxWaiting], scheduled tasks count with the waiting

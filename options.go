@@ -139,8 +139,11 @@ func WithMinWorkers(n int) Option {
 // every d it has waited in the queue since it became due, so that tasks of
 // low levels cannot starve: the task with the highest level so reached
 // starts next (of two with the same level, the one that became due first).
-// Aging orders only waiting tasks; it never preempts. d <= 0 means no
-// aging.
+// Aging orders only waiting tasks; it never preempts. A task gains at most
+// 2^30 levels, and never passes math.MaxInt. With aging, each choice of the
+// next task looks at the front of every level that has tasks waiting, and
+// the dispatcher wakes whenever a front completes a period. d <= 0 means
+// no aging.
 //
 // Default: no aging: a task's level is the one Priority gave it.
 func WithPriorityAging(d time.Duration) Option {
@@ -155,7 +158,9 @@ func WithPriorityAging(d time.Duration) Option {
 // call, a Task, a Future or a group task reports ErrExpired. Status counts
 // it in Expired, and it leaves Waiting when it expires. Tasks a Pause holds
 // expire too. (A handle's own ctx deadline covers its time in the queue and
-// its run together.) d <= 0 means no expiry.
+// its run together.) The dispatcher checks a task's wait when it hands the
+// task out; one handed to a worker at the very moment it expires may still
+// start. d <= 0 means no expiry.
 //
 // Default: tasks wait as long as they must.
 func WithMaxQueueWait(d time.Duration) Option {
@@ -174,7 +179,8 @@ var ErrExpired = errors.New("workerpool: task expired in the queue")
 // token waits in the queue, holding no worker (Stop, Pause and Shutdown
 // treat it as any waiting task), and the dispatcher waits for the next
 // token on its one timer. A perSecond of zero or less, NaN, or +Inf means
-// no limit; burst < 1 means 1.
+// no limit; burst < 1 means 1. The bucket holds at most about 146 years of
+// tokens, so a very slow rate with a large burst gets a smaller burst.
 //
 // Default: no limit.
 func WithRateLimit(perSecond float64, burst int) Option {

@@ -36,6 +36,10 @@ const (
 // one that became due first (for a task without a delay, the one submitted
 // first). Priority orders only waiting tasks: it never preempts a running
 // one. With WithPriorityAging a waiting task's level rises as it waits.
+// Each level with tasks waiting is one FIFO in the dispatcher: choosing
+// the next task looks at the highest levels first, and a Pause, aging or
+// DropOldest make it look at every level's front, so thousands of distinct
+// levels waiting at once cost a step each that much.
 func Priority(level int) TaskOption {
 	return TaskOption{kind: optionPriority, n: int64(level)}
 }
