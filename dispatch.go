@@ -315,9 +315,7 @@ func (d *dispatcher) advanceWaiters() {
 	if len(d.idleWaiters) > 0 {
 		d.answerIdle()
 	}
-	if d.retriesSent > 0 && d.p.retries.n.Load() > 0 {
-		d.takeRetries()
-	}
+	d.pollRetries()
 	if d.armed {
 		d.pollTimers()
 	}
@@ -373,8 +371,8 @@ func (d *dispatcher) mayStart(w work) bool {
 }
 
 // fits reports whether weight more slots are free: the weights of the tasks
-// out with workers leave them. If not, it has returns wake dispatch (see
-// allReturned), which then looks again.
+// out with workers leave them. If not, it has workers wake dispatch as they
+// return work (see allReturned), so that it looks again.
 func (d *dispatcher) fits(weight int) bool {
 	if d.freeSlots() >= weight {
 		d.unwatchSlots()
@@ -649,10 +647,9 @@ func (d *dispatcher) admitDue(j *job) {
 // more than the pool's size: a Resize made the pool smaller after j's
 // submitter checked.
 func (d *dispatcher) dropIfTooHeavy(j *job) bool {
-	if j.weight <= d.max {
+	if !d.dropIfHeavierThanPool(j) {
 		return false
 	}
-	j.settle(jobDropped, ErrTooHeavy)
 	d.discard(j)
 	return true
 }
@@ -731,11 +728,7 @@ func (d *dispatcher) tidy() {
 		d.dropSettledFront()
 		return
 	}
-	var now int64
-	if d.stamped {
-		now = d.p.now()
-	}
-	d.tidyFronts(now)
+	d.tidyFronts(d.queueNow())
 }
 
 // acceptTicket takes a ticket. One that needs no room is admitted at once.
@@ -1342,9 +1335,7 @@ func (d *dispatcher) admitStraggler(m message) {
 // above the pool's size retire first, as they come back.
 func (d *dispatcher) drain() {
 	for !d.p.abandonBegun.Load() {
-		if d.retriesSent > 0 && d.p.retries.n.Load() > 0 {
-			d.takeRetries()
-		}
+		d.pollRetries()
 		if d.queued() > 0 && d.sendFront() {
 			continue
 		}

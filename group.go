@@ -118,7 +118,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		g.record(g.canceledBy())
 	case g.pool.Stopped():
 		g.record(ErrStopped)
-	case h.opts.weight > 1 && int64(h.opts.weight) > g.pool.size.Load():
+	case g.pool.heavierThanPool(h.opts.weight):
 		g.record(g.pool.countRejected(ErrTooHeavy, 1)) // at once, also for a task the limit would hold
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(h)

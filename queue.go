@@ -129,10 +129,7 @@ func (d *dispatcher) head() source {
 		}
 		return none
 	}
-	var now int64
-	if d.stamped {
-		now = d.p.now()
-	}
+	now := d.queueNow()
 	if d.p.aging > 0 {
 		d.tidyFronts(now)
 		return d.agedHead(now)
@@ -253,17 +250,16 @@ func (d *dispatcher) tidyLevel0(now int64) {
 // it emptied the level, which is then gone.
 func (d *dispatcher) tidyLevel(src source, now int64) bool {
 	for l := d.levels[src]; ; {
-		j := l.jobs.Front()
-		switch {
+		last := l.jobs.Len() == 1
+		switch j := l.jobs.Front(); {
 		case j.settled() || j.settleIfBlocked():
+			d.popAt(src)
+			j.owner.released()
 		case d.expiredAt(src, now):
-			j.settle(jobExpired, ErrExpired)
+			d.expireFront(src)
 		default:
 			return true
 		}
-		last := l.jobs.Len() == 1
-		d.popAt(src)
-		j.owner.released()
 		if last {
 			return false
 		}
@@ -349,10 +345,20 @@ func (d *dispatcher) dropTooHeavy() {
 	}
 }
 
-// dropIfHeavierThanPool settles a queued or scheduled job heavier than the
-// pool's size as dropped with ErrTooHeavy.
-func (d *dispatcher) dropIfHeavierThanPool(j *job) {
-	if j.weight > d.max {
-		j.settle(jobDropped, ErrTooHeavy)
+// dropIfHeavierThanPool settles a job heavier than the pool's size as
+// dropped with ErrTooHeavy, and reports whether it is that heavy.
+func (d *dispatcher) dropIfHeavierThanPool(j *job) bool {
+	if j.weight <= d.max {
+		return false
 	}
+	j.settle(jobDropped, ErrTooHeavy)
+	return true
+}
+
+// queueNow is the pool's clock if the queue reads it (stamped), else 0.
+func (d *dispatcher) queueNow() int64 {
+	if d.stamped {
+		return d.p.now()
+	}
+	return 0
 }

@@ -234,6 +234,13 @@ func (d *dispatcher) retriesOut() bool {
 	return d.p.retries.back.Load() != d.retriesSent || d.p.retries.n.Load() > 0
 }
 
+// pollRetries takes the jobs posted for a retry, if any may be.
+func (d *dispatcher) pollRetries() {
+	if d.retriesSent > 0 && d.p.retries.n.Load() > 0 {
+		d.takeRetries()
+	}
+}
+
 // takeRetries puts the jobs posted for a retry in the timer heap, or, due
 // already, in the queue. One settled on its way is only released.
 func (d *dispatcher) takeRetries() {
@@ -241,9 +248,7 @@ func (d *dispatcher) takeRetries() {
 		switch {
 		case j.state.Load() != jobScheduled:
 			j.owner.released()
-		case j.weight > d.max:
-			j.settle(jobDropped, ErrTooHeavy) // a Resize made the pool smaller during its run
-			j.owner.released()
+		case d.dropIfTooHeavy(j): // a Resize made the pool smaller during its run
 		case j.notDue():
 			d.pushTimer(j)
 		default:

@@ -367,10 +367,16 @@ func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 
 // tooHeavy returns ErrTooHeavy if j weighs more than the pool's size.
 func (p *WorkerPool) tooHeavy(j *job) error {
-	if j.weight > 1 && int64(j.weight) > p.size.Load() {
+	if p.heavierThanPool(j.weight) {
 		return ErrTooHeavy
 	}
 	return nil
+}
+
+// heavierThanPool reports whether a task of weight takes more slots than
+// the pool's size.
+func (p *WorkerPool) heavierThanPool(weight int) bool {
+	return weight > 1 && int64(weight) > p.size.Load()
 }
 
 // SubmitWait queues task and waits until it has finished running, like
