@@ -598,6 +598,13 @@ func (d *dispatcher) acceptJob(j *job) {
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
+	d.enqueueNew(j)
+}
+
+// enqueueNew queues a new job that is due, fits the pool and did not start
+// at once; under DropOldest it first drops the oldest waiting tasks to make
+// room, and a job that cannot fit is refused.
+func (d *dispatcher) enqueueNew(j *job) {
 	if !d.makeRoomFor(j) {
 		d.refuseJob(j)
 		return
@@ -1313,10 +1320,8 @@ func (d *dispatcher) admitStraggler(m message) {
 		switch {
 		case m.job.notDue():
 			d.scheduleNew(m.job)
-		case !d.makeRoomFor(m.job):
-			d.refuseJob(m.job)
 		case !d.dropIfTooHeavy(m.job):
-			d.pushJob(m.job)
+			d.enqueueNew(m.job)
 		}
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
 		d.parked.PushBack(m.req.ticket)
