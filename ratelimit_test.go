@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"math"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,23 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// startTimes records when each plain task started, on the bubble's clock.
-type startTimes struct {
-	mu sync.Mutex
-	t0 time.Time
-	at []time.Duration
-}
-
-func newStartTimes() *startTimes { return &startTimes{t0: time.Now()} }
-
-func (s *startTimes) task() func() {
-	return func() {
-		s.mu.Lock()
-		s.at = append(s.at, time.Since(s.t0))
-		s.mu.Unlock()
-	}
-}
 
 func ms(ns ...int) []time.Duration {
 	var d []time.Duration
@@ -43,7 +25,7 @@ func TestRateLimitBurstThenSteadyRate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(8, WithRateLimit(10, 3))
 		defer p.Stop()
-		starts := newStartTimes()
+		starts := newRunLog()
 		for range 7 {
 			p.Submit(starts.task())
 		}
@@ -56,7 +38,7 @@ func TestRateLimitBurstThenSteadyRate(t *testing.T) {
 
 		// Idle for a second: the bucket is full again.
 		time.Sleep(time.Second)
-		starts = newStartTimes()
+		starts = newRunLog()
 		for range 4 {
 			p.Submit(starts.task())
 		}
@@ -89,7 +71,7 @@ func TestRateLimitAppliesToEveryTask(t *testing.T) {
 func TestRateLimitAtStopAndPause(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithRateLimit(1, 1))
-		starts := newStartTimes()
+		starts := newRunLog()
 		for range 3 {
 			p.Submit(starts.task())
 		}
@@ -108,7 +90,7 @@ func TestRateLimitAtStopAndPause(t *testing.T) {
 
 		p = New(2, WithRateLimit(1, 1))
 		defer p.Stop()
-		starts = newStartTimes()
+		starts = newRunLog()
 		ctx, endPause := context.WithCancel(t.Context())
 		p.Pause(ctx)
 		for range 2 {
@@ -138,7 +120,7 @@ func TestRateLimitInput(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithRateLimit(0, 0))
 		defer p.Stop()
-		starts := newStartTimes()
+		starts := newRunLog()
 		for range 5 {
 			p.Submit(starts.task())
 		}

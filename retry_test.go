@@ -33,7 +33,7 @@ func (r *recordingPolicy) wrap(policy RetryPolicy) RetryPolicy {
 	}
 }
 
-// runLog records when each run of a task started, on the bubble's clock.
+// runLog records when each run started, on the bubble's clock.
 type runLog struct {
 	mu sync.Mutex
 	t0 time.Time
@@ -42,14 +42,24 @@ type runLog struct {
 
 func newRunLog() *runLog { return &runLog{t0: time.Now()} }
 
+// record records a run starting now, and returns how many there were.
+func (l *runLog) record() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, time.Since(l.t0))
+	return len(l.at)
+}
+
+// task returns a plain task that records its run.
+func (l *runLog) task() func() {
+	return func() { l.record() }
+}
+
 // failing returns a fn that records its run and fails its first fails
 // runs with errFlaky (-1: every run).
 func (l *runLog) failing(fails int) func(context.Context) error {
 	return func(context.Context) error {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.at = append(l.at, time.Since(l.t0))
-		if fails < 0 || len(l.at) <= fails {
+		if n := l.record(); fails < 0 || n <= fails {
 			return errFlaky
 		}
 		return nil
