@@ -6,14 +6,15 @@ import (
 	"github.com/gammazero/deque"
 )
 
-// deadLetters hands the plain tasks that will never run, and whose
-// submitter cannot learn it, to the handler set by WithDeadLetter: one task
-// at a time, in the order they were given up, on a goroutine of the pool
-// (never the dispatcher's). A deliverer goroutine starts, in p.goroutines,
-// when the first letter comes and returns once it has delivered them all,
-// so a stop waits for it and an idle pool keeps none.
+// deadLetters hands the tasks that will never run, and whose submitting
+// call cannot tell it, to the TaskDropped hook (see Hooks) and, the plain
+// ones, to the handler set by WithDeadLetter: one task at a time, in the
+// order they were given up, on a goroutine of the pool (never the
+// dispatcher's). A deliverer goroutine starts, in p.goroutines, when the
+// first letter comes and returns once it has delivered them all, so a stop
+// waits for it and an idle pool keeps none.
 type deadLetters struct {
-	handler func(task func(), reason error) // nil: letters are dropped
+	handler func(task func(), reason error) // nil: plain tasks go to no handler
 
 	mu         sync.Mutex
 	letters    deque.Deque[deadLetter] // given up, not yet delivered, oldest first
@@ -21,15 +22,16 @@ type deadLetters struct {
 	sealed     bool                    // the pool stopped: no letter is taken any more
 }
 
-// A deadLetter is one task given up, and why.
+// A deadLetter is one task given up, and why: a plain task, or a job
+// (task nil), of which only TaskDropped learns.
 type deadLetter struct {
 	task   func()
 	reason error
 }
 
-// giveUp queues task for the dead-letter handler with reason, and starts a
-// deliverer if none is running. It reports false, and takes nothing, once
-// the pool has stopped (see seal): the caller then treats the task as
+// giveUp queues a letter for task (nil for a job) with reason, and starts
+// a deliverer if none is running. It reports false, and takes nothing, once
+// the pool has stopped (see seal): the caller then treats a plain task as
 // refused because the pool stopped. The deliverer starts under d.mu, so
 // that it is in p.goroutines before seal returns and a stop waits for it.
 func (p *WorkerPool) giveUp(task func(), reason error) bool {
@@ -39,8 +41,8 @@ func (p *WorkerPool) giveUp(task func(), reason error) bool {
 	if d.sealed {
 		return false
 	}
-	if d.handler == nil {
-		return true // dropped: Status counts it
+	if p.hooks.TaskDropped == nil && (task == nil || d.handler == nil) {
+		return true // no one to tell: Status counts it
 	}
 	d.letters.PushBack(deadLetter{task, reason})
 	if !d.delivering {
@@ -85,19 +87,32 @@ func (p *WorkerPool) deliverDeadLetters() {
 	}
 }
 
-// deliver calls the handler with one letter. A panic in it is treated as a
-// task's: the panic handler takes it if there is one.
+// deliver tells TaskDropped about one letter, then gives a plain task to
+// the dead-letter handler.
 func (p *WorkerPool) deliver(l deadLetter) {
+	if p.hooks.TaskDropped != nil {
+		p.callTaskDropped(l.reason)
+	}
+	if l.task != nil && p.dead.handler != nil {
+		p.callDeadLetter(l)
+	}
+}
+
+// callDeadLetter calls the dead-letter handler. A panic in it is treated as
+// a task's: the panic handler takes it if there is one.
+func (p *WorkerPool) callDeadLetter(l deadLetter) {
 	if p.panicHandler != nil {
-		defer p.recoverHandlerPanic()
+		defer p.recoverCallbackPanic("dead-letter handler")
 	}
 	p.dead.handler(l.task, l.reason)
 }
 
-// recoverHandlerPanic is recoverPanic for the dead-letter handler: the
-// panic is not a task's, so it is not counted in Status.Panicked.
-func (p *WorkerPool) recoverHandlerPanic() {
-	if r := recover(); r != nil {
-		p.panicHandler(r)
+// jobDropped tells TaskDropped about a job that will never run, with the
+// reason its owner learns: through the deliverer, or in place once the
+// pool stopped (a job is settled then only by a submitting call that
+// refuses it, never by dispatch).
+func (p *WorkerPool) jobDropped(reason error) {
+	if p.hooks.TaskDropped != nil && !p.giveUp(nil, reason) {
+		p.callTaskDropped(reason)
 	}
 }

@@ -39,13 +39,14 @@ type dispatcher struct {
 	// oldest first; a nil entry stands for the next job in jobs. pushed
 	// and popped count the entries ever pushed and popped: pauses keep
 	// their place in it. Its buffer never shrinks below queueBaseCap, so
-	// that bursts that come and go do not allocate. queuedAt holds when
-	// each entry joined it, on the pool's clock, if stamped.
+	// that bursts that come and go do not allocate. readyAt holds when
+	// each entry became ready to start (see job.readyAt), if stamped.
 	queue          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	pushed, popped uint64
-	queuedAt       deque.Deque[int64]
-	stamped        bool // the pool reads queue times: WithPriorityAging or WithMaxQueueWait
+	readyAt        deque.Deque[int64]
+	stamped        bool // tasks carry the time they became ready: the queue reads it (clocked), or the hooks do (WorkerPool.timed)
+	clocked        bool // the queue's order or expiry reads the clock: WithPriorityAging or WithMaxQueueWait
 
 	// levels hold the queued jobs of the other priority levels, one FIFO
 	// per level, highest level first, none empty (see queue.go); ranked
@@ -233,7 +234,8 @@ type workerTotals struct {
 
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: p.bound == 0, publishAfter: publishEvery}
-	d.stamped = p.aging > 0 || p.maxQueueWait > 0
+	d.clocked = p.aging > 0 || p.maxQueueWait > 0
+	d.stamped = d.clocked || p.timed
 	d.gated = p.rate.limited()
 	if p.bound > 0 {
 		d.publishAfter = 1
@@ -258,11 +260,12 @@ func (d *dispatcher) startFloorWorkers() {
 }
 
 // run is the dispatcher goroutine: it steps until it takes the stop
-// message, then stops the pool.
+// message, then stops the pool and logs its final counts.
 func (d *dispatcher) run() {
 	for d.step() {
 	}
 	d.stop()
+	d.p.logStopped() // the counts are final; stop calls wait for this goroutine
 }
 
 // step does what it can without blocking: it hands the queue's front task
@@ -288,8 +291,8 @@ func (d *dispatcher) step() bool {
 			if m := <-d.p.taskQueue; m.task != nil {
 				d.received++
 				d.countSubmitted()
-				if !d.offer(work{fn: m.task}) {
-					d.push(m.task)
+				if w := d.plainWork(m.task); !d.offer(w) {
+					d.push(w)
 				}
 				return true
 			} else if !d.receive(m) {
@@ -570,14 +573,33 @@ func (d *dispatcher) handle(req *request) {
 // starts at once.
 func (d *dispatcher) accept(task func()) {
 	d.countSubmitted()
-	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
+	w := d.plainWork(task)
+	if d.mayStartAtOnce() && d.offer(w) {
 		if d.p.roomed {
 			d.p.giveRoom(1)
 		}
 		return
 	}
 	d.makeRoom()
-	d.push(task)
+	d.push(w)
+}
+
+// plainWork is an accepted plain task as work, stamped with the time it
+// became ready if tasks carry it (see stamped).
+func (d *dispatcher) plainWork(task func()) work {
+	w := work{fn: task}
+	if d.stamped {
+		w.readyAt = d.p.now()
+	}
+	return w
+}
+
+// markReady stamps j with the time it became ready to start, if tasks
+// carry it (see stamped): it was accepted, due, or it came due.
+func (d *dispatcher) markReady(j *job) {
+	if d.stamped {
+		j.readyAt = d.p.now()
+	}
 }
 
 // acceptJob takes a job as accept takes a plain task. A job whose context
@@ -595,6 +617,7 @@ func (d *dispatcher) acceptJob(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
+	d.markReady(j)
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
@@ -644,6 +667,7 @@ func (d *dispatcher) admitDue(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
+	d.markReady(j)
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return
 	}
@@ -704,6 +728,7 @@ func (d *dispatcher) makeRoomFor(j *job) bool {
 func (d *dispatcher) refuseJob(j *job) {
 	d.unaccept()
 	d.p.rejected.Add(1)
+	d.p.jobDropped(ErrQueueFull) // through the deliverer: never on dispatch
 	j.reject(ErrQueueFull)
 	j.owner.released()
 }
@@ -731,7 +756,7 @@ func (d *dispatcher) dropOldest() bool {
 // tidy drops the jobs that must not start, and the tasks that expired, at
 // the fronts of the queue (see tidyFronts).
 func (d *dispatcher) tidy() {
-	if d.ranked == 0 && !d.stamped {
+	if d.ranked == 0 && !d.clocked {
 		d.dropSettledFront()
 		return
 	}
@@ -854,10 +879,10 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 	case toQueue:
 		d.countSubmitted()
 		d.makeRoom()
-		d.push(task)
+		d.push(d.plainWork(task))
 	case toWorker:
 		d.countSubmitted()
-		d.startAtOnce(work{fn: task})
+		d.startAtOnce(d.plainWork(task))
 	}
 }
 
@@ -875,6 +900,7 @@ func (d *dispatcher) admitJob(j *job, how admission) {
 			d.discard(j)
 			return
 		}
+		d.markReady(j)
 		d.startAtOnce(work{job: j}) // never a job that is not due or heavy (see startWithoutRoom)
 	}
 }
@@ -1016,18 +1042,23 @@ func (d *dispatcher) countDispatched(out jobOut) {
 
 // front is the queue's front task as work. The queue must not be empty.
 func (d *dispatcher) front() work {
-	if fn := d.queue.Front(); fn != nil {
-		return work{fn: fn}
+	fn := d.queue.Front()
+	switch {
+	case fn == nil:
+		return work{job: d.jobs.Front()}
+	case d.stamped:
+		return work{fn: fn, readyAt: d.readyAt.Front()}
 	}
-	return work{job: d.jobs.Front()}
+	return work{fn: fn}
 }
 
-func (d *dispatcher) push(task func()) {
-	d.queue.PushBack(task)
+// push queues the plain task of w at the back of level 0.
+func (d *dispatcher) push(w work) {
+	d.queue.PushBack(w.fn)
 	d.pushed++
 	d.changeWaiting(1)
 	if d.stamped {
-		d.queuedAt.PushBack(d.stampNow())
+		d.pushReadyAt(w.readyAt)
 	}
 }
 
@@ -1040,8 +1071,8 @@ func (d *dispatcher) pushJob(j *job) {
 		return
 	}
 	d.heaviest = max(d.heaviest, j.weight)
-	if d.stamped {
-		j.queuedAt = d.stampNow()
+	if d.p.maxQueueWait > 0 {
+		d.armExpiry(j.readyAt)
 	}
 	if j.priority != 0 {
 		d.pushRanked(j)
@@ -1051,19 +1082,23 @@ func (d *dispatcher) pushJob(j *job) {
 	d.jobs.PushBack(j)
 	d.pushed++
 	if d.stamped {
-		d.queuedAt.PushBack(j.queuedAt)
+		d.readyAt.PushBack(j.readyAt)
 	}
 }
 
-// stampNow reads the clock for an entry joining the queue, and arms the
-// timer for its expiry (a later entry never expires before an earlier one,
-// so wakeAt keeps the earliest).
-func (d *dispatcher) stampNow() int64 {
-	now := d.p.now()
+// pushReadyAt records when a plain task joining level 0 became ready.
+func (d *dispatcher) pushReadyAt(at int64) {
+	d.readyAt.PushBack(at)
 	if d.p.maxQueueWait > 0 {
-		d.wakeAt(later(now, int64(d.p.maxQueueWait)))
+		d.armExpiry(at)
 	}
-	return now
+}
+
+// armExpiry arms the timer for the expiry of an entry that became ready at
+// at and joins the queue now (a later entry never expires before an
+// earlier one, so wakeAt keeps the earliest).
+func (d *dispatcher) armExpiry(at int64) {
+	d.wakeAt(later(at, int64(d.p.maxQueueWait)))
 }
 
 // pop removes the front entry. A plain task stops counting as waiting and
@@ -1081,7 +1116,7 @@ func (d *dispatcher) pop() {
 	}
 	d.popped++
 	if d.stamped {
-		d.queuedAt.PopFront()
+		d.readyAt.PopFront()
 	}
 }
 
@@ -1321,6 +1356,7 @@ func (d *dispatcher) admitStraggler(m message) {
 		case m.job.notDue():
 			d.scheduleNew(m.job)
 		case !d.dropIfTooHeavy(m.job):
+			d.markReady(m.job)
 			d.enqueueNew(m.job)
 		}
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
@@ -1385,7 +1421,7 @@ func (d *dispatcher) abandonQueue() {
 		}
 	}
 	d.levels, d.spareLevels, d.ranked = nil, nil, 0
-	d.queue, d.jobs, d.queuedAt = deque.Deque[func()]{}, deque.Deque[*job]{}, deque.Deque[int64]{} // free the buffers too
+	d.queue, d.jobs, d.readyAt = deque.Deque[func()]{}, deque.Deque[*job]{}, deque.Deque[int64]{} // free the buffers too
 }
 
 // awaitSettles waits until no settle is in progress (see

@@ -306,7 +306,7 @@ func (g *Group) sweep() {
 		return
 	}
 	for i := len(g.inPool) - 1; i >= 0; i-- { // remove moves the last task to i
-		if t := g.inPool[i]; t.job.cancelQueued() {
+		if t := g.inPool[i]; t.job.cancelQueued(why) {
 			g.record(why)
 			g.remove(t)
 			t.unref()

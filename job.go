@@ -3,6 +3,7 @@ package workerpool
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 )
 
 // A job carries one task that someone waits for (a DoWait call, a Task or
@@ -73,12 +74,15 @@ type job struct {
 	lastErr error
 
 	// Dispatch's own: seq orders the job among the queued jobs of other
-	// levels than 0 (see levels); after is the number of level-0 entries queued before
-	// it; queuedAt is when it joined the queue, on the pool's clock, if
-	// the pool reads it (WithPriorityAging, WithMaxQueueWait).
-	seq      uint64
-	after    uint64
-	queuedAt int64
+	// levels than 0 (see levels); after is the number of level-0 entries
+	// queued before it. readyAt is when it last became ready to start, on
+	// the pool's clock: accepted (and due), or came due (Delay, At, a
+	// retry); written by dispatch if tasks carry it (see
+	// dispatcher.stamped), and read by the worker it hands the job to. Its
+	// wait in the queue counts from then.
+	seq     uint64
+	after   uint64
+	readyAt int64
 }
 
 // The states of a job.
@@ -146,33 +150,44 @@ func (j *job) settled() bool {
 // settle moves a job that has not started to canceled, abandoned or
 // dropped (to), counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
-func (j *job) settle(to uint32, err error) bool {
-	if !j.settleFrom(jobPending, to) && !j.settleFrom(jobQueued, to) && !j.settleFrom(jobScheduled, to) {
-		return false
+func (j *job) settle(to uint32, why error) bool {
+	for _, from := range [...]uint32{jobPending, jobQueued, jobScheduled} {
+		if err, ok := j.settleFrom(from, to, why); ok {
+			j.owner.settled(err, false)
+			return true
+		}
 	}
-	if j.lastErr != nil {
-		err = withLastRun(err, j.lastErr)
-	}
-	j.owner.settled(err, false)
-	return true
+	return false
 }
 
 // cancelQueued is settle for an owner that cancels its own queued or
 // scheduled jobs under its own lock: it moves the job to canceled and
-// counts it, but does not call the owner back.
-func (j *job) cancelQueued() bool {
-	return j.settleFrom(jobQueued, jobCanceled) || j.settleFrom(jobScheduled, jobCanceled)
+// counts it, but does not call the owner back. why is the error the owner
+// records for it.
+func (j *job) cancelQueued(why error) bool {
+	_, queued := j.settleFrom(jobQueued, jobCanceled, why)
+	if queued {
+		return true
+	}
+	_, scheduled := j.settleFrom(jobScheduled, jobCanceled, why)
+	return scheduled
 }
 
 // settleFrom moves the job from a state before started to canceled,
-// abandoned or dropped, and counts it; the move and the count are one
-// settle in progress for a stop to wait for.
-func (j *job) settleFrom(from, to uint32) bool {
+// abandoned or dropped, counts it, and tells TaskDropped why it never
+// runs: why, joined with its last run's error if it waited for a next
+// run (see withLastRun), which it returns for the owner. The move, the
+// count and the letter are one settle in progress for a stop to wait for.
+func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	p := j.pool
 	p.beginSettle()
 	defer p.endSettle()
 	if !j.state.CompareAndSwap(from, to) {
-		return false
+		return nil, false
+	}
+	err = why
+	if j.lastErr != nil { // written by the worker before it posted the job: read only once it is the settler's
+		err = withLastRun(why, j.lastErr)
 	}
 	switch from {
 	case jobQueued:
@@ -184,7 +199,8 @@ func (j *job) settleFrom(from, to uint32) bool {
 	}
 	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
 	p.settledTotals.count(to)
-	return true
+	p.jobDropped(err)
+	return err, true
 }
 
 // giveRoomOf gives back the place j held in the waiting queue, if it held
@@ -270,8 +286,17 @@ func (j *job) start() bool {
 // panics past the owner or calls runtime.Goexit, which is then the
 // outcome.
 func (j *job) run() (retried bool) {
+	p := j.pool
+	var waited time.Duration
+	var start int64
+	if p.timed {
+		waited, start = p.taskStarted(j.readyAt)
+	}
 	err := ErrGoexit
 	defer func() {
+		if p.timed {
+			p.taskFinished(waited, start, err)
+		}
 		if err != ErrGoexit {
 			if retried, err = j.retryLater(err); retried {
 				return

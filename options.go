@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"errors"
+	"log/slog"
 	"math"
 	"time"
 )
@@ -27,6 +28,9 @@ type config struct {
 	aging        time.Duration
 	maxQueueWait time.Duration
 	rate         rateLimit
+	name         string
+	hooks        Hooks
+	logger       *slog.Logger
 }
 
 func newConfig(options []Option) config {
@@ -186,5 +190,69 @@ var ErrExpired = errors.New("workerpool: task expired in the queue")
 func WithRateLimit(perSecond float64, burst int) Option {
 	return func(c *config) {
 		c.rate = newRateLimit(perSecond, burst)
+	}
+}
+
+// WithLogger makes the pool log to l. At Info and above it logs exactly:
+//   - one Error record for each panic it recovers, with the panic value and
+//     the stack: a task's (plain tasks under a panic handler, and handles,
+//     which always recover), a hook's, a RetryPolicy's, and the dead-letter
+//     handler's;
+//   - one Info record per Resize that changes the size, with the old and
+//     the new size;
+//   - one Info record per pool when it has stopped, with the final counts
+//     of Status, logged before Stop, StopWait and Shutdown return.
+//
+// Never one record per task. Everything else it logs (the pool's start,
+// the start of a stop, a Shutdown that gives up) is at Debug. Every record
+// carries pool=Name() and further slog key/value pairs. Records are logged
+// on the goroutine where the event happens, never while the dispatcher
+// waits for them, but the stop summary, which the dispatcher logs as its
+// last act. A nil l logs nothing.
+//
+// Default: no logger.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		c.logger = l
+	}
+}
+
+// WithName names the pool: the name is shown in logs and used as the pool label by
+// integrations (the workerpoolprom and workerpoolotel modules). Any string
+// is allowed; pools need not have different names, but a metrics registry
+// may refuse two that share one.
+//
+// Default: "" (no name).
+func WithName(name string) Option {
+	return func(c *config) {
+		c.name = name
+	}
+}
+
+// WithHooks makes the pool call h's hooks (see Hooks). With TaskStarted or
+// TaskFinished set, the pool reads its clock three times per task: when it
+// accepts the task (or the task comes due), when the task starts, and when
+// it ends; without them it reads no clock for a task.
+//
+// TaskStarted and TaskFinished run in the worker goroutine, around the
+// task's func: TaskFinished before the task's Wait returns, before DoWait
+// returns, and before the worker takes its next task. A task that never
+// starts gets neither.
+//
+// TaskDropped runs in the goroutine of the call that refused the task,
+// before that call returns (Do, DoWait, DoContext, TrySubmit, DoBatch, Go,
+// Call and Group.Go, when they refuse it with ErrQueueFull or
+// ErrTooHeavy); for every other task that will never run, on the pool's
+// delivery goroutine, the dead-letter handler's (see WithDeadLetter), one
+// call at a time in the order the tasks were given up, just before the
+// dead-letter handler gets a plain one. Stop, StopWait and Shutdown return
+// only once it has run for every task given up before or during the stop.
+// A task refused because the pool is stopping (ErrStopped at the call) was
+// never accepted nor counted, and gets no call.
+//
+// Default: no hooks.
+func WithHooks(h Hooks) Option {
+	return func(c *config) {
+		c.hooks = h
 	}
 }

@@ -100,12 +100,12 @@ func (d *dispatcher) frontJob(src source) *job {
 	return nil
 }
 
-// queuedAtOf is when src's front entry joined the queue (d.stamped only).
-func (d *dispatcher) queuedAtOf(src source) int64 {
+// readyAtOf is when src's front entry became ready (d.stamped only).
+func (d *dispatcher) readyAtOf(src source) int64 {
 	if src == level0 {
-		return d.queuedAt.Front()
+		return d.readyAt.Front()
 	}
-	return d.levels[src].jobs.Front().queuedAt
+	return d.levels[src].jobs.Front().readyAt
 }
 
 // lenAt is the number of entries in src.
@@ -122,7 +122,7 @@ func (d *dispatcher) lenAt(src source) int {
 // While a pause is in effect only the tasks queued before its barrier may
 // start.
 func (d *dispatcher) head() source {
-	if d.ranked == 0 && !d.stamped {
+	if d.ranked == 0 && !d.clocked {
 		d.dropSettledFront()
 		if d.mayLeave(level0) {
 			return level0
@@ -164,7 +164,7 @@ func (d *dispatcher) agedHead(now int64) source {
 		if !d.mayLeave(src) {
 			return
 		}
-		since := d.queuedAtOf(src)
+		since := d.readyAtOf(src)
 		periods := (now - since) / int64(d.p.aging)
 		if next := since + (periods+1)*int64(d.p.aging); periods < maxAgedLevels && next > since { // not past the clock's end
 			nextPeriod = min(nextPeriod, next)
@@ -269,7 +269,7 @@ func (d *dispatcher) tidyLevel(src source, now int64) bool {
 // expiredAt reports whether src's front has waited WithMaxQueueWait's d at
 // now.
 func (d *dispatcher) expiredAt(src source, now int64) bool {
-	return d.p.maxQueueWait > 0 && d.lenAt(src) > 0 && now-d.queuedAtOf(src) >= int64(d.p.maxQueueWait)
+	return d.p.maxQueueWait > 0 && d.lenAt(src) > 0 && now-d.readyAtOf(src) >= int64(d.p.maxQueueWait)
 }
 
 // expireFront removes src's front task, which waited too long.
@@ -303,10 +303,10 @@ func (d *dispatcher) nextExpiry() (int64, bool) {
 	}
 	first, found := int64(0), false
 	if d.queue.Len() > 0 {
-		first, found = d.queuedAt.Front(), true
+		first, found = d.readyAt.Front(), true
 	}
 	for _, l := range d.levels {
-		if at := l.jobs.Front().queuedAt; !found || at < first {
+		if at := l.jobs.Front().readyAt; !found || at < first {
 			first, found = at, true
 		}
 	}
@@ -355,9 +355,9 @@ func (d *dispatcher) dropIfHeavierThanPool(j *job) bool {
 	return true
 }
 
-// queueNow is the pool's clock if the queue reads it (stamped), else 0.
+// queueNow is the pool's clock if the queue reads it (clocked), else 0.
 func (d *dispatcher) queueNow() int64 {
-	if d.stamped {
+	if d.clocked {
 		return d.p.now()
 	}
 	return 0

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -137,7 +136,9 @@ func (j *job) retryLater(err error) (bool, error) {
 func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked error) {
 	defer func() {
 		if r := recover(); r != nil {
-			panicked = &PanicError{Value: r, Stack: debug.Stack()}
+			e := panicErrorFor(r)
+			j.pool.logPanic("retry policy", e)
+			panicked = e
 		}
 	}()
 	delay, again = j.retry(j.attempt, err)

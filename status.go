@@ -76,6 +76,12 @@ func (p *WorkerPool) Size() int {
 	return int(p.size.Load())
 }
 
+// Name returns the name given with WithName, or "" when not set. It never
+// blocks.
+func (p *WorkerPool) Name() string {
+	return p.name
+}
+
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:
 // tasks queued because every worker was busy, or held by a Pause. It counts
 // user tasks only, never the pool's own bookkeeping; a task that was

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 )
 
@@ -261,8 +260,10 @@ func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 func (p *WorkerPool) callRecovering(ctx context.Context, body taskBody) (err error) {
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
-			err = &PanicError{Value: r, Stack: debug.Stack()}
+			e := panicErrorFor(r)
 			p.workerTotals.panicked.Add(1)
+			p.logPanic("task", e)
+			err = e
 		}
 	}()
 	return body.call(ctx)

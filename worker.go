@@ -1,10 +1,13 @@
 package workerpool
 
 // work is what a worker receives on workerQueue: a plain task (fn) or a job.
-// The zero work is the nil func that tells a worker to return.
+// The zero work is the nil func that tells a worker to return. readyAt is
+// when a plain task was accepted, on the pool's clock, in a timed pool
+// (see WorkerPool.timed); a job carries its own (see job.readyAt).
 type work struct {
-	fn  func()
-	job *job
+	fn      func()
+	job     *job
+	readyAt int64
 }
 
 // stops reports whether w is the zero work.
@@ -48,6 +51,8 @@ func (p *WorkerPool) do(w work) {
 	switch {
 	case w.job != nil:
 		w.job.work()
+	case p.timed:
+		p.runTimed(w.fn, w.readyAt)
 	case p.panicHandler != nil:
 		p.callPlain(w.fn)
 	default:
@@ -57,20 +62,40 @@ func (p *WorkerPool) do(w work) {
 
 // callPlain runs a func() task: a plain one, or a DoWait call's. With a
 // panic handler it recovers a panic and calls the handler; without one the
-// panic crashes the program.
-func (p *WorkerPool) callPlain(fn func()) {
+// panic crashes the program. It returns the recovered panic as a
+// *PanicError if a TaskFinished hook or the logger looks at it, else nil.
+func (p *WorkerPool) callPlain(fn func()) (err error) {
 	if p.panicHandler != nil {
-		defer p.recoverPanic()
+		defer p.recoverPanic(&err)
 	}
 	fn()
+	return nil
 }
 
 // recoverPanic must be deferred directly: recover only stops a panic when
 // called by the deferred function itself. The handler runs before the
-// panicking frames unwind.
-func (p *WorkerPool) recoverPanic() {
+// panicking frames unwind, and so does the logging.
+func (p *WorkerPool) recoverPanic(err *error) {
 	if r := recover(); r != nil {
 		p.workerTotals.panicked.Add(1)
+		if p.hooks.TaskFinished != nil || p.log != nil {
+			e := panicErrorFor(r)
+			p.logPanic("task", e)
+			*err = e
+		}
+		p.panicHandler(r)
+	}
+}
+
+// recoverCallbackPanic is recoverPanic for a func of the pool's user that
+// is not a task (what names it: a hook, the dead-letter handler): the
+// panic is logged and handed to the panic handler, but not counted in
+// Status.Panicked. Deferred only with a panic handler.
+func (p *WorkerPool) recoverCallbackPanic(what string) {
+	if r := recover(); r != nil {
+		if p.log != nil {
+			p.logPanic(what, panicErrorFor(r))
+		}
 		p.panicHandler(r)
 	}
 }

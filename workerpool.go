@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type WorkerPool struct {
 	aging        time.Duration       // WithPriorityAging's d; 0: no aging
 	maxQueueWait time.Duration       // WithMaxQueueWait's d; 0: no expiry
 	rate         rateLimit           // WithRateLimit's; rate.interval 0: no limit
+	name         string              // WithName's
+	hooks        Hooks               // WithHooks's
+	timed        bool                // TaskStarted or TaskFinished is set: tasks carry the time they became ready (see readyAt)
+	log          *slog.Logger        // WithLogger's, with the pool's name; nil: no logging
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
@@ -148,6 +153,10 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		aging:        cfg.aging,
 		maxQueueWait: cfg.maxQueueWait,
 		rate:         cfg.rate,
+		name:         cfg.name,
+		hooks:        cfg.hooks,
+		timed:        cfg.hooks.timed(),
+		log:          newLogger(cfg.logger, cfg.name),
 	}
 	p.size.Store(int64(max(maxWorkers, 1)))
 	if cfg.maxWaiting >= 1 {
@@ -159,6 +168,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 	d := newDispatcher(p)
 	d.startFloorWorkers()
 	p.goroutines.Go(d.run)
+	p.logDebug("pool started", "max_workers", p.Size())
 	return p
 }
 
@@ -258,10 +268,12 @@ func (p *WorkerPool) scheduledFill(n int) bool {
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
-// full or the task too heavy, and returns err.
+// full or the task too heavy, and tells TaskDropped; it returns err. The
+// submitting call that refuses them calls it, in its goroutine.
 func (p *WorkerPool) countRejected(err error, n int) error {
 	if err == ErrQueueFull || err == ErrTooHeavy {
 		p.rejected.Add(uint64(n))
+		p.refused(err, n)
 	}
 	return err
 }
@@ -426,9 +438,10 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	return w
 }
 
+// call runs the task; it returns a recovered panic as callPlain does,
+// which only TaskFinished sees: DoWait returns nil once the task ran.
 func (w *waiter) call() error {
-	w.job.pool.callPlain(w.task)
-	return nil
+	return w.job.pool.callPlain(w.task)
 }
 
 // canceled is always nil: a DoWait call cannot be canceled.
@@ -508,7 +521,8 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 	if p.stopBegun.Load() {
 		return
 	}
-	p.size.Store(int64(max(maxWorkers, 1)))
+	to := int64(max(maxWorkers, 1))
+	p.logResized(p.size.Swap(to), to)
 	_ = sendControl(p, message{req: &resizeTick}) // dispatch reads size; refused only by a stop
 }
 
@@ -613,6 +627,7 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 // cutShort ends a Shutdown's wait: the queue is abandoned and the contexts
 // of running Tasks and groups are canceled.
 func (p *WorkerPool) cutShort() {
+	p.logDebug("shutdown gave up")
 	p.abandonQueue()
 	p.live.cutAll()
 }
@@ -636,6 +651,7 @@ func (p *WorkerPool) stop() {
 // always receives taskQueue while running, so the message arrives promptly.
 func (p *WorkerPool) beginStop() {
 	p.stopOnce.Do(func() {
+		p.logDebug("pool stopping", "abandon", p.abandonBegun.Load())
 		p.stopBegun.Store(true)
 		close(p.stopping)
 		p.taskQueue <- message{}

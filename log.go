@@ -1,0 +1,62 @@
+package workerpool
+
+import (
+	"context"
+	"log/slog"
+	"runtime/debug"
+)
+
+// newLogger returns l with the pool's name on every record, or nil.
+func newLogger(l *slog.Logger, name string) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return l.With("pool", name)
+}
+
+// logPanic logs a recovered panic: what panicked, its value and stack.
+func (p *WorkerPool) logPanic(what string, e *PanicError) {
+	if p.log != nil {
+		p.log.Error(what+" panicked", "panic", e.Value, "stack", string(e.Stack))
+	}
+}
+
+// panicErrorFor makes the *PanicError for a panic just recovered, r, from
+// the frames still on the stack. Call it in the deferred func that
+// recovered r.
+func panicErrorFor(r any) *PanicError {
+	return &PanicError{Value: r, Stack: debug.Stack()}
+}
+
+// logDebug logs msg at Debug, if the logger takes Debug records.
+func (p *WorkerPool) logDebug(msg string, args ...any) {
+	if p.log != nil && p.log.Enabled(context.Background(), slog.LevelDebug) {
+		p.log.Debug(msg, args...)
+	}
+}
+
+// logResized logs a Resize.
+func (p *WorkerPool) logResized(from, to int64) {
+	if p.log != nil {
+		p.log.Info("pool resized", "from", from, "to", to)
+	}
+}
+
+// logStopped logs the final counts of a pool that has stopped.
+func (p *WorkerPool) logStopped() {
+	if p.log == nil {
+		return
+	}
+	s := p.Status()
+	p.log.Info("pool stopped",
+		"submitted", s.Submitted,
+		"completed", s.Completed,
+		"panicked", s.Panicked,
+		"abandoned", s.Abandoned,
+		"canceled", s.Canceled,
+		"dropped", s.Dropped,
+		"expired", s.Expired,
+		"retried", s.Retried,
+		"rejected", s.Rejected,
+	)
+}
