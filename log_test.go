@@ -1,0 +1,176 @@
+package workerpool
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// logBuffer collects a JSON handler's records, one map per record.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// logger returns a logger that writes every record of level and above to b.
+func (b *logBuffer) logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: level}))
+}
+
+// records returns the records logged at level or above.
+func (b *logBuffer) records(t *testing.T, level slog.Level) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.Lines(b.buf.String()) {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "record %q", line)
+		var l slog.Level
+		require.NoError(t, l.UnmarshalText([]byte(r["level"].(string))))
+		if l >= level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// messages returns the messages of records.
+func messages(records []map[string]any) []string {
+	var msgs []string
+	for _, r := range records {
+		msgs = append(msgs, r["msg"].(string))
+	}
+	return msgs
+}
+
+// At Info and above the logger gets exactly: an Error record with the
+// stack for each recovered panic (plain tasks, DoWait, handles, hooks, the
+// retry policy, the dead-letter handler), an Info record per Resize, and
+// one Info summary at stop with the final counts; never a record per task.
+// Every record carries the pool's name.
+func TestLoggerRecordsAtInfo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logs logBuffer
+		hookPanicked := false
+		p := New(1, WithName("images"), WithLogger(logs.logger(slog.LevelDebug)),
+			WithPanicHandler(func(any) {}), WithMaxWaiting(1, Reject),
+			WithDeadLetter(func(func(), error) { panic("letter") }),
+			WithHooks(Hooks{TaskStarted: func(time.Duration) {
+				if !hookPanicked {
+					hookPanicked = true
+					panic("hook")
+				}
+			}}))
+		ctx := t.Context()
+		require.NoError(t, p.DoWait(func() {})) // its TaskStarted panics
+		for range 100 {
+			require.NoError(t, p.DoWait(func() {}))
+		}
+		p.Submit(panicsPlain)
+		require.NoError(t, p.DoWait(panicsPlain))
+		assert.Error(t, p.Go(ctx, func(context.Context) error { panic("handle") }).Wait())
+		assert.Error(t, p.Go(ctx, func(context.Context) error { return errFlaky },
+			Retry(func(int, error) (time.Duration, bool) { panic("policy") })).Wait())
+		g := newGate()
+		p.Submit(g.task())
+		synctest.Wait()
+		p.Submit(func() {})
+		p.Submit(func() {}) // refused: a dead letter, whose handler panics
+		synctest.Wait()
+		p.Resize(3)
+		p.Resize(3)
+		g.open()
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+
+		records := logs.records(t, slog.LevelInfo)
+		assert.Equal(t, []string{"TaskStarted hook panicked", "task panicked", "task panicked", "task panicked", "retry policy panicked",
+			"dead-letter handler panicked", "pool resized", "pool resized", "pool stopped"}, messages(records), "records at Info and above")
+		for _, r := range records {
+			assert.Equal(t, "images", r["pool"], "pool of %v", r["msg"])
+			if strings.HasSuffix(r["msg"].(string), "panicked") {
+				assert.Equal(t, "ERROR", r["level"], "level of %v", r["msg"])
+				assert.Contains(t, r["stack"], "runtime/debug.Stack", "stack of %v", r["msg"])
+				assert.NotEmpty(t, r["panic"], "panic value of %v", r["msg"])
+			} else {
+				assert.Equal(t, "INFO", r["level"], "level of %v", r["msg"])
+			}
+		}
+		assert.Contains(t, records[1]["stack"], "panicsPlain", "a plain task's panic shows its frames")
+		assert.Equal(t, "handle", records[3]["panic"], "panic value")
+		assert.Equal(t, map[string]any{"from": 1.0, "to": 3.0}, pick(records[6], "from", "to"), "first Resize")
+		assert.Equal(t, map[string]any{"from": 3.0, "to": 3.0}, pick(records[7], "from", "to"), "second Resize")
+		assert.Equal(t, map[string]any{
+			"submitted": float64(s.Submitted), "completed": float64(s.Completed), "panicked": float64(s.Panicked),
+			"abandoned": float64(s.Abandoned), "canceled": float64(s.Canceled), "dropped": float64(s.Dropped),
+			"expired": float64(s.Expired), "retried": float64(s.Retried), "rejected": float64(s.Rejected),
+		}, pick(records[8], "submitted", "completed", "panicked", "abandoned", "canceled", "dropped", "expired", "retried", "rejected"),
+			"the stop summary holds the final counts")
+		assert.Equal(t, 1.0, records[8]["rejected"], "rejected in the summary")
+
+		debug := messages(logs.records(t, slog.LevelDebug))
+		assert.Contains(t, debug, "pool started", "Debug records")
+		assert.Contains(t, debug, "pool stopping", "Debug records")
+	})
+}
+
+func panicsPlain() { panic("plain") }
+
+// pick returns r's values for keys.
+func pick(r map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		out[k] = r[k]
+	}
+	return out
+}
+
+// A logger at Info gets no Debug record; a Shutdown that gives up says so at
+// Debug; a Resize on a stopped pool, which does nothing, logs nothing.
+func TestLoggerLevels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var info, debug logBuffer
+		for _, b := range []*logBuffer{&info, &debug} {
+			level := slog.LevelInfo
+			if b == &debug {
+				level = slog.LevelDebug
+			}
+			p := New(1, WithLogger(b.logger(level)))
+			g := newGate()
+			p.Submit(g.task())
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			go func() { time.Sleep(2 * time.Second); g.open() }()
+			assert.ErrorIs(t, p.Shutdown(ctx), context.DeadlineExceeded)
+			cancel()
+			p.Resize(5)
+		}
+		assert.Equal(t, []string{"pool stopped"}, messages(info.records(t, slog.LevelDebug)), "an Info logger's records")
+		assert.Equal(t, []string{"pool started", "pool stopping", "shutdown gave up", "pool stopped"}, messages(debug.records(t, slog.LevelDebug)),
+			"a Debug logger's records")
+		assert.Equal(t, "", debug.records(t, slog.LevelDebug)[0]["pool"], "an unnamed pool's records carry pool=\"\"")
+	})
+}
+
+func TestName(t *testing.T) {
+	p := New(1, WithName("thumbnails"))
+	defer p.Stop()
+	assert.Equal(t, "thumbnails", p.Name())
+	q := New(1)
+	defer q.Stop()
+	assert.Equal(t, "", q.Name(), "no name")
+}
