@@ -291,8 +291,8 @@ func (d *dispatcher) step() bool {
 			if m := <-d.p.taskQueue; m.task != nil {
 				d.received++
 				d.countSubmitted()
-				if w := d.plainWork(m.task); !d.offer(w) {
-					d.push(w)
+				if !d.offer(work{fn: m.task}) {
+					d.push(m.task)
 				}
 				return true
 			} else if !d.receive(m) {
@@ -573,33 +573,14 @@ func (d *dispatcher) handle(req *request) {
 // starts at once.
 func (d *dispatcher) accept(task func()) {
 	d.countSubmitted()
-	w := d.plainWork(task)
-	if d.mayStartAtOnce() && d.offer(w) {
+	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
 		if d.p.roomed {
 			d.p.giveRoom(1)
 		}
 		return
 	}
 	d.makeRoom()
-	d.push(w)
-}
-
-// plainWork is an accepted plain task as work, stamped with the time it
-// became ready if tasks carry it (see stamped).
-func (d *dispatcher) plainWork(task func()) work {
-	w := work{fn: task}
-	if d.stamped {
-		w.readyAt = d.p.now()
-	}
-	return w
-}
-
-// markReady stamps j with the time it became ready to start, if tasks
-// carry it (see stamped): it was accepted, due, or it came due.
-func (d *dispatcher) markReady(j *job) {
-	if d.stamped {
-		j.readyAt = d.p.now()
-	}
+	d.push(task)
 }
 
 // acceptJob takes a job as accept takes a plain task. A job whose context
@@ -617,7 +598,6 @@ func (d *dispatcher) acceptJob(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	d.markReady(j)
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
@@ -667,7 +647,6 @@ func (d *dispatcher) admitDue(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	d.markReady(j)
 	if d.mayStartAtOnce() && d.offer(work{job: j}) {
 		return
 	}
@@ -879,10 +858,10 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 	case toQueue:
 		d.countSubmitted()
 		d.makeRoom()
-		d.push(d.plainWork(task))
+		d.push(task)
 	case toWorker:
 		d.countSubmitted()
-		d.startAtOnce(d.plainWork(task))
+		d.startAtOnce(work{fn: task})
 	}
 }
 
@@ -900,7 +879,6 @@ func (d *dispatcher) admitJob(j *job, how admission) {
 			d.discard(j)
 			return
 		}
-		d.markReady(j)
 		d.startAtOnce(work{job: j}) // never a job that is not due or heavy (see startWithoutRoom)
 	}
 }
@@ -947,17 +925,33 @@ func (d *dispatcher) canStartAtOnce() bool {
 // which the send waits that moment.
 func (d *dispatcher) startAtOnce(w work) {
 	if !d.offer(w) {
+		w = d.atOnce(w)
 		out := outOf(w)
 		d.p.workerQueue <- w
 		d.countDispatched(out)
 	}
 }
 
-// offer gives w to a ready worker, or to a new one if fewer than the
-// maximum exist, if it may start now (see mayStart). It reports false,
-// without blocking, if it may not or no worker can take it.
+// offer gives w, a task that has not waited in the queue, to a ready
+// worker, or to a new one if fewer than the maximum exist, if it may start
+// now (see mayStart). It reports false, without blocking, if it may not or
+// no worker can take it.
 func (d *dispatcher) offer(w work) bool {
-	return d.mayStart(w) && d.hand(w)
+	return d.mayStart(w) && d.hand(d.atOnce(w))
+}
+
+// atOnce marks w, a task handed to a worker as it becomes ready, as one
+// that waited nothing (see readyNow), if tasks carry when they became
+// ready; if the hand-off fails, push or pushJob stamps it after all.
+func (d *dispatcher) atOnce(w work) work {
+	if d.stamped {
+		if w.job != nil {
+			w.job.readyAt = readyNow
+		} else {
+			w.readyAt = readyNow
+		}
+	}
+	return w
 }
 
 // hand gives w to a ready worker, or to a new one if fewer than the
@@ -1052,13 +1046,14 @@ func (d *dispatcher) front() work {
 	return work{fn: fn}
 }
 
-// push queues the plain task of w at the back of level 0.
-func (d *dispatcher) push(w work) {
-	d.queue.PushBack(w.fn)
+// push queues a plain task at the back of level 0, stamped with the time
+// it joined, if tasks carry it.
+func (d *dispatcher) push(task func()) {
+	d.queue.PushBack(task)
 	d.pushed++
 	d.changeWaiting(1)
 	if d.stamped {
-		d.pushReadyAt(w.readyAt)
+		d.readyAt.PushBack(d.stampNow())
 	}
 }
 
@@ -1071,8 +1066,8 @@ func (d *dispatcher) pushJob(j *job) {
 		return
 	}
 	d.heaviest = max(d.heaviest, j.weight)
-	if d.p.maxQueueWait > 0 {
-		d.armExpiry(j.readyAt)
+	if d.stamped {
+		j.readyAt = d.stampNow()
 	}
 	if j.priority != 0 {
 		d.pushRanked(j)
@@ -1086,19 +1081,15 @@ func (d *dispatcher) pushJob(j *job) {
 	}
 }
 
-// pushReadyAt records when a plain task joining level 0 became ready.
-func (d *dispatcher) pushReadyAt(at int64) {
-	d.readyAt.PushBack(at)
+// stampNow reads the clock for an entry joining the queue, and arms the
+// timer for its expiry (a later entry never expires before an earlier one,
+// so wakeAt keeps the earliest).
+func (d *dispatcher) stampNow() int64 {
+	now := d.p.now()
 	if d.p.maxQueueWait > 0 {
-		d.armExpiry(at)
+		d.wakeAt(later(now, int64(d.p.maxQueueWait)))
 	}
-}
-
-// armExpiry arms the timer for the expiry of an entry that became ready at
-// at and joins the queue now (a later entry never expires before an
-// earlier one, so wakeAt keeps the earliest).
-func (d *dispatcher) armExpiry(at int64) {
-	d.wakeAt(later(at, int64(d.p.maxQueueWait)))
+	return now
 }
 
 // pop removes the front entry. A plain task stops counting as waiting and
@@ -1356,7 +1347,6 @@ func (d *dispatcher) admitStraggler(m message) {
 		case m.job.notDue():
 			d.scheduleNew(m.job)
 		case !d.dropIfTooHeavy(m.job):
-			d.markReady(m.job)
 			d.enqueueNew(m.job)
 		}
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):

@@ -75,11 +75,10 @@ type job struct {
 
 	// Dispatch's own: seq orders the job among the queued jobs of other
 	// levels than 0 (see levels); after is the number of level-0 entries
-	// queued before it. readyAt is when it last became ready to start, on
-	// the pool's clock: accepted (and due), or came due (Delay, At, a
-	// retry); written by dispatch if tasks carry it (see
-	// dispatcher.stamped), and read by the worker it hands the job to. Its
-	// wait in the queue counts from then.
+	// queued before it. readyAt is when it last joined the queue, on the
+	// pool's clock, accepted or come due (Delay, At, a retry), or readyNow
+	// if it went to a worker at once: written by dispatch if tasks carry it
+	// (see dispatcher.stamped), and read by the worker it hands the job to.
 	seq     uint64
 	after   uint64
 	readyAt int64

@@ -230,9 +230,11 @@ func WithName(name string) Option {
 }
 
 // WithHooks makes the pool call h's hooks (see Hooks). With TaskStarted or
-// TaskFinished set, the pool reads its clock three times per task: when it
-// accepts the task (or the task comes due), when the task starts, and when
-// it ends; without them it reads no clock for a task.
+// TaskFinished set, the pool reads its clock as each task starts and as it
+// ends, and as it joins the waiting queue if it must wait there: a task
+// that a worker takes as soon as it is accepted (or comes due) waited 0,
+// and one that waited in the queue waited from the moment it joined it to
+// its start. Without them the pool reads no clock for a task.
 //
 // TaskStarted and TaskFinished run in the worker goroutine, around the
 // task's func: TaskFinished before the task's Wait returns, before DoWait

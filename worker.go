@@ -1,14 +1,22 @@
 package workerpool
 
+import "math"
+
 // work is what a worker receives on workerQueue: a plain task (fn) or a job.
 // The zero work is the nil func that tells a worker to return. readyAt is
-// when a plain task was accepted, on the pool's clock, in a timed pool
-// (see WorkerPool.timed); a job carries its own (see job.readyAt).
+// when a plain task joined the queue, on the pool's clock, or readyNow, in
+// a pool whose tasks carry it (see dispatcher.stamped); a job carries its
+// own (see job.readyAt).
 type work struct {
 	fn      func()
 	job     *job
 	readyAt int64
 }
+
+// readyNow is the readyAt of a task handed to a worker as it became ready,
+// without waiting in the queue: it waited nothing. (The pool then reads the
+// clock for it only as it starts and ends.)
+const readyNow = math.MaxInt64
 
 // stops reports whether w is the zero work.
 func (w work) stops() bool { return w.fn == nil && w.job == nil }

@@ -97,6 +97,9 @@ var libraries = []library{
 	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
 		note: "queues; Submit never blocks; Go returns a Task; Group on the pool", open: openOurs,
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound)},
+	{name: "ours+hooks", queues: true, handles: true, groups: true, resizes: true, batches: true,
+		note: "this library with all three Hooks set to funcs that do nothing: what the hooks cost the pool (three clock reads and two calls per task)",
+		open: openOursHooked},
 	{name: floor, queues: true, batches: true,
 		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter", open: openRelay},
 	{name: "gammazero", queues: true, note: "queues; Submit never blocks", open: openGammazero},
@@ -145,6 +148,18 @@ func (a gammazeroPool) Close()             { a.p.StopWait() }
 type oursPool struct{ wp *workerpool.WorkerPool }
 
 func openOurs(workers int) pool { return oursPool{workerpool.New(workers)} }
+
+// noopHooks are the hooks of ours+hooks: set, so that the pool times every
+// task and calls them, and empty, so that only the pool's cost shows.
+var noopHooks = workerpool.Hooks{
+	TaskStarted:  func(time.Duration) {},
+	TaskFinished: func(time.Duration, time.Duration, error) {},
+	TaskDropped:  func(error) {},
+}
+
+func openOursHooked(workers int) pool {
+	return oursPool{workerpool.New(workers, workerpool.WithHooks(noopHooks))}
+}
 
 func openOursBounded(workers, bound int) pool {
 	return oursPool{workerpool.New(workers, workerpool.WithMaxWaiting(bound, workerpool.Block))}
