@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -25,7 +26,9 @@ import (
 // pool goroutine left and no dead-letter handler running, every Wait
 // answered truthfully, every accepted plain task run or given to the
 // dead-letter handler exactly once with a true reason, every refused one
-// neither, and no goroutine left at all (the bubble's check).
+// neither, and no goroutine left at all (the bubble's check). For every
+// other length/4 the pool also has all three hooks and a logger, checked
+// once the stop returned (see checkObserved).
 //
 // data[0] holds the options: bits 0-1 the size (1 to 4), bits 2-3 the idle
 // timeout, bits 4-5 the overflow policy (0: no bound, then Block, Reject,
@@ -137,6 +140,71 @@ type fuzzRun struct {
 	retrying atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
 	unrerun  atomic.Int64   // tasks whose last run was posted for a retry that never ran: it counts in Ran, not in Completed or Retried
 	dropping atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
+
+	hooked bool        // the pool has every hook and a logger (see observe)
+	hooks  fuzzHooks   // what the hooks saw
+	logs   countingLog // what the logger got
+}
+
+// fuzzHooks count the hook calls of a run.
+type fuzzHooks struct {
+	started, finished, dropped atomic.Int64
+	onDispatcher               atomic.Int64 // calls made on the dispatcher goroutine
+	negative                   atomic.Int64 // waits or runs below zero
+}
+
+func (h *fuzzHooks) hooks() Hooks {
+	return Hooks{
+		TaskStarted: func(waited time.Duration) {
+			h.check(waited, 0)
+			h.started.Add(1)
+		},
+		TaskFinished: func(waited, ran time.Duration, _ error) {
+			h.check(waited, ran)
+			h.finished.Add(1)
+		},
+		TaskDropped: func(error) {
+			h.check(0, 0)
+			h.dropped.Add(1)
+		},
+	}
+}
+
+func (h *fuzzHooks) check(waited, ran time.Duration) {
+	if waited < 0 || ran < 0 {
+		h.negative.Add(1)
+	}
+	if onDispatcher() {
+		h.onDispatcher.Add(1)
+	}
+}
+
+// countingLog is a slog.Handler that counts the records it gets by
+// message, and keeps the stop summary's submitted count.
+type countingLog struct {
+	mu        sync.Mutex
+	counts    map[string]int
+	submitted uint64
+}
+
+func (l *countingLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *countingLog) WithAttrs([]slog.Attr) slog.Handler        { return l }
+func (l *countingLog) WithGroup(string) slog.Handler             { return l }
+
+func (l *countingLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.counts == nil {
+		l.counts = map[string]int{}
+	}
+	l.counts[r.Message]++
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "submitted" {
+			l.submitted = a.Value.Uint64()
+		}
+		return true
+	})
+	return nil
 }
 
 // A plainTask is one plain task of the run (Submit, Do, TrySubmit,
@@ -174,6 +242,10 @@ func runOps(t *testing.T, data []byte) {
 	if policy := opts >> 4 & 3; policy > 0 {
 		r.policy, r.bound = Overflow(policy-1), 1+int(opts>>6)
 		options = append(options, WithMaxWaiting(r.bound, r.policy))
+	}
+	if len(data)/4%2 == 1 { // hooks and a logger, picked by the input's length
+		r.hooked = true
+		options = append(options, WithHooks(r.hooks.hooks()), WithLogger(slog.New(&r.logs)), WithName("fuzz"))
 	}
 	switch len(data) % 4 { // the queue policies of issue 12, picked by the input's length
 	case 1:
@@ -842,6 +914,30 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 		order := r.order.order()
 		assert.True(t, sortedInts(order), "FIFO start order %v", order)
 	}
+	if r.hooked {
+		r.checkObserved(s)
+	}
+}
+
+// checkObserved checks what the hooks and the logger got, which is
+// complete once the stop returned: a start and a finish per run, a
+// TaskDropped per task counted as never run, none on the dispatcher; an
+// Error record per panic the handler took, one stop summary with the final
+// counts.
+func (r *fuzzRun) checkObserved(s Status) {
+	t, h := r.t, &r.hooks
+	assert.Equal(t, r.ran.Load(), h.started.Load(), "TaskStarted calls == task bodies run")
+	assert.Equal(t, h.started.Load(), h.finished.Load(), "TaskFinished calls == TaskStarted calls")
+	assert.Equal(t, s.Rejected+s.Dropped+s.Abandoned+s.Canceled+s.Expired, uint64(h.dropped.Load()),
+		"TaskDropped calls == rejected + dropped + abandoned + canceled + expired")
+	assert.Zero(t, h.onDispatcher.Load(), "hook calls on the dispatcher")
+	assert.Zero(t, h.negative.Load(), "negative waits or runs")
+	r.logs.mu.Lock()
+	defer r.logs.mu.Unlock()
+	assert.Equal(t, 1, r.logs.counts["pool stopped"], "stop summaries")
+	assert.Equal(t, s.Submitted, r.logs.submitted, "the stop summary's submitted count")
+	assert.Equal(t, int(r.panics.Load()), r.logs.counts["task panicked"], "task panic records")
+	assert.Equal(t, int(r.handlerPanics.Load()), r.logs.counts["dead-letter handler panicked"], "dead-letter handler panic records")
 }
 
 // checkPlainTasks checks every plain task against what its call said, and
