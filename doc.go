@@ -304,6 +304,47 @@
 // because the queue was full or they were too heavy; they were never
 // accepted, so they are not in Submitted.
 //
+// # Observability
+//
+// Operators ask how long tasks wait, how long they run, and what was lost.
+// [WorkerPool.Status] answers the counts at any moment; [WithName] names
+// the pool for logs and metrics; [WithHooks] and [WithLogger] answer the
+// rest, and cost nothing when not set: without TaskStarted and
+// TaskFinished the pool reads no clock for a task, and the submit and run
+// paths allocate nothing either way.
+//
+// [Hooks] are three funcs. TaskStarted and TaskFinished run in the worker
+// goroutine around each run of a task, a retried task's every attempt
+// included, with its wait (from the moment it joined the queue, accepted or
+// come due, to its start; 0 for a task that a worker took at once) and run
+// time, and TaskFinished with the run's error: the handle's error, a
+// [*PanicError] for every recovered panic, [ErrGoexit], or nil for a plain
+// func that returned. TaskDropped runs exactly once for each task counted
+// in Rejected, Dropped, Abandoned, Canceled or Expired, with the reason
+// (wrapping [ErrQueueFull], [ErrTooHeavy], [ErrDropped], [ErrExpired],
+// [ErrStopped], or the task's context error): in the call that refused the
+// task, before it returns, and otherwise on the dead-letter goroutine,
+// before a plain task goes to the dead-letter handler. No hook ever runs on
+// the dispatcher, and every hook call for tasks given up before or during a
+// stop has returned when Stop, StopWait or Shutdown returns. So after a
+// stop, the TaskDropped calls equal Rejected + Dropped + Abandoned +
+// Canceled + Expired, and TaskStarted and TaskFinished are called once per
+// run. A panicking hook is treated like a task's panic (see Panics), but
+// not counted as one.
+//
+// The logger gets, at Info and above, exactly one Error record with the
+// stack per recovered panic (a task's, a handle's, a hook's, a retry
+// policy's, the dead-letter handler's), one Info record per Resize, and
+// one Info summary of the final counts when the pool has stopped: never a
+// record per task. Everything else is at Debug. Every record carries
+// pool=[WorkerPool.Name].
+//
+// The nested modules github.com/e86d9661/workerpool/workerpoolprom
+// (Prometheus) and github.com/e86d9661/workerpool/workerpoolotel
+// (OpenTelemetry) export Status at scrape time and the two durations as
+// histograms fed by the hooks, under the pool's name; workerpoolotel also
+// wraps Go and Call tasks in spans.
+//
 // # Idle workers
 //
 // When no task comes in for a whole idle period (see [WithIdleTimeout]), the
@@ -328,7 +369,11 @@
 // and groups return the panic as an error instead; someone waits for it.)
 // With [WithPanicHandler], the pool recovers the panic and calls the handler
 // in the panicking goroutine, where debug.Stack still shows the task's
-// frames; the worker then goes on. A task that calls runtime.Goexit (as
+// frames; the worker then goes on, and the logger, if any, gets the panic
+// with its stack. A panic in a hook or in the dead-letter handler is
+// treated the same way, without counting in Status.Panicked (a
+// RetryPolicy's panic is always recovered: it ends the task's retries with
+// a *PanicError). A task that calls runtime.Goexit (as
 // t.FailNow does) ends its worker goroutine, and a new goroutine takes its
 // place, so neither a panic nor Goexit ever costs the pool a worker or
 // hangs a stop.
