@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"os/signal"
@@ -506,4 +507,66 @@ func ExampleWithRateLimit() {
 	s := p.Status()
 	fmt.Println("completed:", s.Completed, "abandoned:", s.Abandoned)
 	// Output: completed: 2 abandoned: 3
+}
+
+// Hooks count runs and failures, and report, with the reason, every task
+// that will never run: here one a full queue refused and one a Shutdown
+// abandoned.
+func ExampleWithHooks() {
+	var started, finished, failed atomic.Int64
+	var mu sync.Mutex
+	var lost []string
+	p := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.Reject), workerpool.WithHooks(workerpool.Hooks{
+		TaskStarted: func(waited time.Duration) { started.Add(1) },
+		TaskFinished: func(waited, ran time.Duration, err error) {
+			finished.Add(1)
+			if err != nil {
+				failed.Add(1)
+			}
+		},
+		TaskDropped: func(reason error) {
+			mu.Lock()
+			defer mu.Unlock()
+			lost = append(lost, reason.Error())
+		},
+	}))
+	ctx := context.Background()
+	fmt.Println(p.Go(ctx, func(context.Context) error { return errors.New("no such file") }).Wait())
+	running := make(chan struct{})
+	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() })
+	<-running
+	p.Submit(func() {})                 // waits in the queue, which is now full
+	fmt.Println(p.TrySubmit(func() {})) // refused: TaskDropped runs before TrySubmit returns
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	fmt.Println(p.Shutdown(now)) // abandons the queued task and cancels the running one
+	fmt.Printf("started %d, finished %d, failed %d\n", started.Load(), finished.Load(), failed.Load())
+	fmt.Println(lost)
+	// Output:
+	// no such file
+	// false
+	// context canceled
+	// started 2, finished 2, failed 2
+	// [workerpool: waiting queue full workerpool: pool stopped]
+}
+
+// The logger gets one record per Resize and a summary when the pool stops,
+// never a record per task.
+func ExampleWithLogger() {
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
+	p := workerpool.New(2, workerpool.WithName("thumbnails"), workerpool.WithLogger(logger))
+	for range 100 {
+		p.Submit(func() {})
+	}
+	p.Resize(4)
+	p.StopWait()
+	// Output:
+	// level=INFO msg="pool resized" pool=thumbnails from=2 to=4
+	// level=INFO msg="pool stopped" pool=thumbnails submitted=100 completed=100 panicked=0 abandoned=0 canceled=0 dropped=0 expired=0 retried=0 rejected=0
 }

@@ -188,8 +188,8 @@ type countingLog struct {
 }
 
 func (l *countingLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *countingLog) WithAttrs([]slog.Attr) slog.Handler        { return l }
-func (l *countingLog) WithGroup(string) slog.Handler             { return l }
+func (l *countingLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *countingLog) WithGroup(string) slog.Handler            { return l }
 
 func (l *countingLog) Handle(_ context.Context, r slog.Record) error {
 	l.mu.Lock()
