@@ -108,9 +108,10 @@ func (p *WorkerPool) callDeadLetter(l deadLetter) {
 }
 
 // jobDropped tells TaskDropped about a job that will never run, with the
-// reason its owner learns: through the deliverer, or in place once the
-// pool stopped (a job is settled then only by a submitting call that
-// refuses it, never by dispatch).
+// reason its owner learns, through the deliverer. (Once the pool stopped
+// every job is final, so none is settled after the letters are sealed;
+// should one be, it is told in place, never by dispatch, which sealed
+// them as its last act.)
 func (p *WorkerPool) jobDropped(reason error) {
 	if p.hooks.TaskDropped != nil && !p.giveUp(nil, reason) {
 		p.callTaskDropped(reason)

@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -311,14 +310,9 @@ func TestHookPanicWithoutHandlerCrashes(t *testing.T) {
 		p.StopWait()
 		os.Exit(0) // reached only if the pool swallowed the panic
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHookPanicWithoutHandlerCrashes$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "WORKERPOOL_HOOK_CRASH_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
-	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
-	assert.Contains(t, string(out), "panic: hook boom", "panic message")
-	assert.Contains(t, string(out), "panickingHook", "stack shows the hook")
+	out := requireChildPanics(t, "TestHookPanicWithoutHandlerCrashes", "WORKERPOOL_HOOK_CRASH_CHILD")
+	assert.Contains(t, out, "panic: hook boom", "panic message")
+	assert.Contains(t, out, "panickingHook", "stack shows the hook")
 }
 
 func panickingHook(time.Duration) { panic("hook boom") }

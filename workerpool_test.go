@@ -738,14 +738,24 @@ func TestPanicWithoutHandlerCrashes(t *testing.T) {
 		p.StopWait()
 		os.Exit(0) // reached only if the pool swallowed the panic
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestPanicWithoutHandlerCrashes$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "WORKERPOOL_CRASH_CHILD=1")
+	out := requireChildPanics(t, "TestPanicWithoutHandlerCrashes", "WORKERPOOL_CRASH_CHILD")
+	assert.Contains(t, out, "panic: boom", "panic message")
+	assert.Contains(t, out, "panickingTask", "stack shows the task")
+}
+
+// requireChildPanics runs the test named test again in a child process,
+// with the environment variable env set to 1 so that it knows it is the
+// child, requires the child to exit as an unrecovered panic makes a
+// program exit, and returns what it printed.
+func requireChildPanics(t *testing.T, test, env string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"=1")
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
 	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
-	assert.Contains(t, string(out), "panic: boom", "panic message")
-	assert.Contains(t, string(out), "panickingTask", "stack shows the task")
+	return string(out)
 }
 
 func TestGoexitInTaskKeepsWorkerSlotAndStopWaitReturns(t *testing.T) {
