@@ -223,13 +223,17 @@ const queueBaseCap = 1024
 // without publishing waitingDelta, in a pool without a bound.
 const publishEvery = 64
 
-// workerTotals are the counters behind Status that workers write.
+// workerTotals are the counters behind Status that workers write. Every
+// work a worker is done with counts in exactly one of the first three, as
+// the worker's last act with it (see WorkerPool.returned): so Completed is
+// one counter, which never goes back, and the work that came back is their
+// sum (see WorkerPool.returnedWork).
 type workerTotals struct {
-	returned atomic.Uint64 // work that came back from a worker: ran, or was skipped there
-	skipped  atomic.Uint64 // of returned, the jobs a worker found settled and did not run
-	panicked atomic.Uint64 // panics recovered, by the panic handler or into a *PanicError
-	posted   atomic.Uint64 // of returned, the runs posted for a retry (see RetryPolicy): not a task's last
-	reruns   atomic.Uint64 // runs of a task after its first (Status.Retried)
+	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
+	skipped   atomic.Uint64 // jobs a worker found settled and did not run
+	posted    atomic.Uint64 // runs posted for a retry (see RetryPolicy): not a task's last
+	panicked  atomic.Uint64 // panics recovered, by the panic handler or into a *PanicError
+	reruns    atomic.Uint64 // runs of a task after its first (Status.Retried)
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
@@ -394,7 +398,7 @@ func (d *dispatcher) fits(weight int) bool {
 // heavy job's slots back before they count its work returned, so it reads
 // returned first.
 func (d *dispatcher) freeSlots() int {
-	out := d.dispatched - d.p.workerTotals.returned.Load()
+	out := d.dispatched - d.p.returnedWork()
 	heavy := d.heavySent - d.p.heavyDone.Load()
 	if heavy == 0 && d.heavyOut {
 		d.heavyOut = false
@@ -916,7 +920,7 @@ func (d *dispatcher) canStartAtOnce() bool {
 	if !d.mayStartAtOnce() || d.workers > d.max || d.gated {
 		return false
 	}
-	busy := d.dispatched - d.p.workerTotals.returned.Load()
+	busy := d.dispatched - d.p.returnedWork()
 	return d.workers < d.max || busy < uint64(d.workers)
 }
 
@@ -1237,7 +1241,7 @@ func (d *dispatcher) allReturned() bool {
 	// returned before loading wakeOnReturn: one of the two always sees
 	// the other.
 	d.setWatching(true)
-	if d.p.workerTotals.returned.Load() != d.dispatched {
+	if d.p.returnedWork() != d.dispatched {
 		return false
 	}
 	d.setWatching(false)

@@ -237,9 +237,10 @@ func (j *job) abandon() {
 }
 
 // work runs on the worker that took the job: it starts the job and runs
-// its task, or skips it if it was settled or must not start. The pool
-// keeps its reference to a job posted for a retry.
-func (j *job) work() {
+// its task, or skips it if it was settled or must not start. It returns
+// the count of workerTotals the work goes to: completed, skipped, or
+// posted for a retry (then the pool keeps its reference to the job).
+func (j *job) work() (count *atomic.Uint64) {
 	p, weight, retriable := j.pool, j.weight, j.retry != nil
 	kept := false
 	defer func() {
@@ -255,10 +256,12 @@ func (j *job) work() {
 		}
 	}()
 	if j.settled() || j.settleIfBlocked() || !j.start() {
-		p.workerTotals.skipped.Add(1)
-		return
+		return &p.workerTotals.skipped
 	}
-	kept = j.run()
+	if kept = j.run(); kept {
+		return &p.workerTotals.posted
+	}
+	return &p.workerTotals.completed
 }
 
 // start moves the job to started, and reports false if it was settled

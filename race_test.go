@@ -286,7 +286,7 @@ func TestTaskCanceledWhileDispatchTakesItNeverRuns(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Zero(t, s.Completed, "completed")
-		assert.Equal(t, p.workerTotals.returned.Load(), p.workerTotals.skipped.Load(), "a worker that got it skipped it")
+		assert.Equal(t, p.returnedWork(), p.workerTotals.skipped.Load(), "a worker that got it skipped it")
 	})
 }
 
@@ -312,7 +312,7 @@ func TestCancelRightAfterGoIsTruthful(t *testing.T) {
 		}
 		assert.Same(t, context.Canceled, err, "round %d: Wait of a canceled task", round)
 		assert.Equal(t, uint64(1), s.Canceled, "round %d: canceled", round)
-		assert.Equal(t, p.workerTotals.returned.Load(), p.workerTotals.skipped.Load(), "round %d: a worker that got it skipped it", round)
+		assert.Equal(t, p.returnedWork(), p.workerTotals.skipped.Load(), "round %d: a worker that got it skipped it", round)
 	})
 }
 
@@ -334,7 +334,7 @@ func TestCanceledFrontTaskTakesNoWorker(t *testing.T) {
 		blocker.open()
 		synctest.Wait()
 		assert.False(t, ran.Load(), "fn ran")
-		assert.Equal(t, uint64(1), p.workerTotals.returned.Load(), "work that came back from a worker: only the blocker")
+		assert.Equal(t, uint64(1), p.returnedWork(), "work that came back from a worker: only the blocker")
 		assert.Zero(t, p.workerTotals.skipped.Load(), "canceled jobs a worker took and skipped")
 	})
 }
@@ -546,7 +546,7 @@ func TestPauseCancelAndIdleRetirementTogether(t *testing.T) {
 		end()
 		synctest.Wait()
 		assert.Equal(t, int64(2), ran.Load())
-		assert.Equal(t, uint64(3), p.workerTotals.returned.Load(), "the canceled task took no worker")
+		assert.Equal(t, uint64(3), p.returnedWork(), "the canceled task took no worker")
 		ctx2, end2 := context.WithCancel(context.Background())
 		defer end2()
 		p.Pause(ctx2)

@@ -42,7 +42,9 @@ func (s State) String() string {
 // task just handed to a worker may still show as waiting, and one that
 // SubmitWait has just seen finish may not be counted in Completed yet. A
 // task that was canceled has left Waiting and joined Canceled by the time
-// its Wait or Done reports it. Once the pool has stopped the snapshot is
+// its Wait or Done reports it. The counters (Submitted to Rejected) never
+// go back from one snapshot to the next, but for Submitted while the pool
+// stops: a submit that the stop refuses counts in it for a moment. Once the pool has stopped the snapshot is
 // exact and
 //
 //	Submitted == Completed + Abandoned + Canceled + Dropped + Expired
@@ -106,16 +108,13 @@ func (p *WorkerPool) Status() Status {
 	// and a snapshot says StateStopped only if all its counts were read
 	// after that.
 	stopped := isClosed(p.stopped)
-	// Every accepted task is, at any moment, scheduled, waiting, busy (on its way to
-	// a worker or running), returned by a worker (run, or skipped because
-	// it was settled), or settled without reaching one; a task is one
-	// more for each run posted for a retry. Busy is what the
-	// other counts leave; while tasks flow they are read a moment apart,
-	// so it is clamped to [0, workers].
+	// Every accepted task is, at any moment, scheduled (a retry's next
+	// run included), waiting, busy (on its way to a worker or running),
+	// completed, or settled. Busy is what the other counts leave; while
+	// tasks flow they are read a moment apart, so it is clamped to [0,
+	// workers]. Completed is one counter, read once: it never goes back.
 	submitted := p.submitted(stopped)
-	posted := p.workerTotals.posted.Load()
-	returned := p.workerTotals.returned.Load()
-	skipped := p.workerTotals.skipped.Load()
+	completed := p.workerTotals.completed.Load()
 	canceled := p.settledTotals.canceled.Load()
 	abandoned := p.settledTotals.abandoned.Load()
 	waiting := p.WaitingQueueSize()
@@ -123,7 +122,7 @@ func (p *WorkerPool) Status() Status {
 	workers := int(p.workers.Load())
 	dropped := p.settledTotals.dropped.Load()
 	expired := p.settledTotals.expired.Load()
-	busy := submitted + int64(posted) - int64(waiting+scheduled) - int64(returned) - int64(canceled+abandoned+dropped+expired-skipped)
+	busy := submitted - int64(waiting+scheduled) - int64(completed) - int64(canceled+abandoned+dropped+expired)
 	return Status{
 		State:      p.state(stopped),
 		MaxWorkers: p.Size(),
@@ -132,7 +131,7 @@ func (p *WorkerPool) Status() Status {
 		Waiting:    waiting,
 		Scheduled:  scheduled,
 		Submitted:  uint64(submitted),
-		Completed:  returned - min(skipped+posted, returned),
+		Completed:  completed,
 		Panicked:   p.workerTotals.panicked.Load(),
 		Abandoned:  abandoned,
 		Canceled:   canceled,

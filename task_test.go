@@ -146,7 +146,7 @@ func TestCancelOnQueuedTaskSkipsItWithoutAWorker(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Equal(t, uint64(2), s.Completed, "completed: the blocker and the task ahead")
-		assert.Equal(t, uint64(2), p.workerTotals.returned.Load(), "work that came back from a worker: not the canceled task")
+		assert.Equal(t, uint64(2), p.returnedWork(), "work that came back from a worker: not the canceled task")
 	})
 }
 
@@ -172,7 +172,7 @@ func TestDeadlineThatExpiresInTheQueueSkipsTheTask(t *testing.T) {
 		assert.Zero(t, ran.Load(), "fn ran")
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Canceled, "canceled")
-		assert.Equal(t, uint64(2), p.workerTotals.returned.Load(), "work that came back from a worker: not the canceled tasks")
+		assert.Equal(t, uint64(2), p.returnedWork(), "work that came back from a worker: not the canceled tasks")
 	})
 }
 
@@ -262,16 +262,15 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		canceled := new(Task)
 		canceled.init(p, t.Context(), fn)
 		canceled.Cancel()
-		canceled.job.work() // as the worker would
+		assert.Same(t, &p.workerTotals.skipped, canceled.job.work(), "the canceled task's return counts as") // as the worker would
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		late := new(Task)
 		late.init(p, ctx, fn)
-		late.job.work() // its ctx ended after dispatch checked it
+		assert.Same(t, &p.workerTotals.skipped, late.job.work(), "the late task's return counts as") // its ctx ended after dispatch checked it
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
 		assert.Same(t, context.Canceled, late.Wait(), "Wait of the task whose ctx ended")
-		assert.Equal(t, uint64(2), p.workerTotals.skipped.Load(), "skipped by a worker")
 		assert.Equal(t, uint64(2), p.Status().Canceled, "canceled")
 	})
 }

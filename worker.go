@@ -1,6 +1,9 @@
 package workerpool
 
-import "math"
+import (
+	"math"
+	"sync/atomic"
+)
 
 // work is what a worker receives on workerQueue: a plain task (fn) or a job.
 // The zero work is the nil func that tells a worker to return. readyAt is
@@ -30,10 +33,10 @@ func (p *WorkerPool) worker(w work) {
 		if !retired {
 			// The task ended this goroutine with runtime.Goexit (or
 			// panicked with no handler, and the program is going down).
-			// Count it as returned, and let a fresh goroutine take this
-			// worker's place, so the worker count dispatch keeps stays
-			// true.
-			p.returned()
+			// Count it as returned, ended for good, and let a fresh
+			// goroutine take this worker's place, so the worker count
+			// dispatch keeps stays true.
+			p.returned(&p.workerTotals.completed)
 			p.goroutines.Go(p.idleWorker)
 		}
 	}()
@@ -41,8 +44,7 @@ func (p *WorkerPool) worker(w work) {
 	// task (the deferred func does not capture it), so what that task
 	// captured can be collected.
 	for ; !w.stops(); w = <-p.workerQueue {
-		p.do(w)
-		p.returned()
+		p.returned(p.do(w))
 	}
 	retired = true
 }
@@ -54,11 +56,12 @@ func (p *WorkerPool) idleWorker() {
 	p.worker(<-p.workerQueue)
 }
 
-// do runs one work: a job, or a plain task.
-func (p *WorkerPool) do(w work) {
+// do runs one work, a job or a plain task, and returns the count of
+// workerTotals its return goes to.
+func (p *WorkerPool) do(w work) *atomic.Uint64 {
 	switch {
 	case w.job != nil:
-		w.job.work()
+		return w.job.work()
 	case p.timed:
 		p.runTimed(w.fn, w.readyAt)
 	case p.panicHandler != nil:
@@ -66,6 +69,7 @@ func (p *WorkerPool) do(w work) {
 	default:
 		w.fn() // no defer on the common path
 	}
+	return &p.workerTotals.completed
 }
 
 // callPlain runs a func() task: a plain one, or a DoWait call's. With a
@@ -108,11 +112,20 @@ func (p *WorkerPool) recoverCallbackPanic(what string) {
 	}
 }
 
-// returned counts one work a worker is done with, and wakes dispatch if it
-// is waiting for running tasks to finish (see dispatcher.barrierReached).
-func (p *WorkerPool) returned() {
-	p.workerTotals.returned.Add(1)
+// returned counts one work a worker is done with in count, one of
+// workerTotals, as its last use of the work, and wakes dispatch if it is
+// waiting for running tasks to finish (see dispatcher.barrierReached).
+func (p *WorkerPool) returned(count *atomic.Uint64) {
+	count.Add(1)
 	if p.wakeOnReturn.Load() {
 		p.wakeDispatch()
 	}
+}
+
+// returnedWork is the work that came back from workers: each return is
+// counted in exactly one of workerTotals' three counts. Dispatch compares
+// it with the work it handed out.
+func (p *WorkerPool) returnedWork() uint64 {
+	t := &p.workerTotals
+	return t.completed.Load() + t.skipped.Load() + t.posted.Load()
 }

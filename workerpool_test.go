@@ -1271,6 +1271,42 @@ func TestStateString(t *testing.T) {
 	}
 }
 
+// Status.Completed never goes back, however the runs end: plain tasks,
+// handles, and runs posted for a retry, while a reader polls it.
+func TestStatusCompletedNeverGoesBack(t *testing.T) {
+	p := New(4)
+	var back atomic.Int64
+	done := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		last := uint64(0)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c := p.Status().Completed
+			if c < last {
+				back.Add(1)
+			}
+			last = max(last, c)
+		}
+	}()
+	again := Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 })
+	ctx := context.Background()
+	for range 20000 {
+		p.Submit(func() {})
+		p.Go(ctx, func(context.Context) error { return errFlaky }, again)
+	}
+	p.StopWait()
+	close(done)
+	<-polled
+	assert.Zero(t, back.Load(), "times Completed went back")
+	assert.Equal(t, uint64(40000), p.Status().Completed, "completed")
+}
+
 // --- benchmarks ---
 
 // Benchmarks measure pool overhead: tasks do nothing, and the task func is
