@@ -90,11 +90,11 @@ func (p *WorkerPool) deliverDeadLetters() {
 // deliver tells TaskDropped about one letter, then gives a plain task to
 // the dead-letter handler.
 func (p *WorkerPool) deliver(l deadLetter) {
+	if l.task != nil && p.dead.handler != nil {
+		defer p.callDeadLetter(l) // also if TaskDropped calls runtime.Goexit
+	}
 	if p.hooks.TaskDropped != nil {
 		p.callTaskDropped(l.reason)
-	}
-	if l.task != nil && p.dead.handler != nil {
-		p.callDeadLetter(l)
 	}
 }
 

@@ -709,10 +709,12 @@ func (d *dispatcher) makeRoomFor(j *job) bool {
 // refuseJob refuses a job that does not fit (see makeRoom): it is counted
 // in Status.Rejected, not Submitted, and its caller learns ErrQueueFull.
 func (d *dispatcher) refuseJob(j *job) {
+	if !j.refuse(ErrQueueFull) {
+		d.discard(j) // canceled on its way: accepted, and counted so
+		return
+	}
 	d.unaccept()
-	d.p.rejected.Add(1)
-	d.p.jobDropped(ErrQueueFull) // through the deliverer: never on dispatch
-	j.reject(ErrQueueFull)
+	d.p.rejectedLater(ErrQueueFull)
 	j.owner.released()
 }
 

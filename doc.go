@@ -390,7 +390,7 @@
 //     context is done or a stop begins (then it returns ErrStopped).
 //   - Stop, StopWait or Shutdown called from inside a task waits for that
 //     task to finish, forever, and called from inside the dead-letter
-//     handler, for the handler to return. So does a Task's Wait, or a
+//     handler or a hook, for the handler or the hook to return. So does a Task's Wait, or a
 //     Group's, called from inside a task while the awaited tasks cannot get
 //     a worker.
 //   - A Pause with a context that is never done holds later tasks until a

@@ -109,6 +109,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		panic("workerpool: Group.Go called with a nil func")
 	}
 	h := heldTask{fn: fn, opts: g.pool.parseOptions(opts)}
+	tooHeavy := false
 	g.mu.Lock()
 	if (h.opts.due != 0 || h.opts.retry != nil) && !g.watched {
 		g.watch()
@@ -118,8 +119,9 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		g.record(g.canceledBy())
 	case g.pool.Stopped():
 		g.record(ErrStopped)
-	case g.pool.heavierThanPool(h.opts.weight):
-		g.record(g.pool.countRejected(ErrTooHeavy, 1)) // at once, also for a task the limit would hold
+	case g.pool.heavierThanPool(h.opts.weight): // at once, also for a task the limit would hold
+		g.record(ErrTooHeavy)
+		tooHeavy = true
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(h)
 	default:
@@ -130,6 +132,9 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	}
 	g.changedLocked()
 	g.mu.Unlock()
+	if tooHeavy {
+		g.pool.countRejected(ErrTooHeavy, 1) // outside g.mu: TaskDropped runs here
+	}
 }
 
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
@@ -250,10 +255,16 @@ func (g *Group) submit(t *groupTask, held bool) {
 		return
 	case errWithdrawn:
 		err = g.canceledBy()
+	case ErrTooHeavy:
+		if held { // released by a worker or a SetLimit, after Go returned
+			g.pool.rejectedLater(err)
+			break
+		}
+		g.pool.countRejected(err, 1)
 	default:
 		g.pool.countRejected(err, 1)
 	}
-	t.job.reject(err)
+	t.job.refuse(err)
 	t.released()
 }
 

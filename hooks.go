@@ -34,24 +34,48 @@ func (h *Hooks) timed() bool {
 	return h.TaskStarted != nil || h.TaskFinished != nil
 }
 
-// taskStarted reads the clock as a task starts, after waiting since
-// readyAt on the pool's clock, and calls TaskStarted. It returns the wait
-// and the start, for taskFinished.
-func (p *WorkerPool) taskStarted(readyAt int64) (waited time.Duration, start int64) {
-	start = p.now()
-	waited = time.Duration(max(start-readyAt, 0))
-	if p.hooks.TaskStarted != nil {
-		p.callTaskStarted(waited)
-	}
-	return waited, start
+// A runClock is when a run of a task started, on the pool's clock, and how
+// long the task had waited for it.
+type runClock struct {
+	waited time.Duration
+	start  int64
 }
 
-// taskFinished reads the clock as a task that started at start ends with
-// err, and calls TaskFinished.
-func (p *WorkerPool) taskFinished(waited time.Duration, start int64, err error) {
-	if p.hooks.TaskFinished != nil {
-		p.callTaskFinished(waited, time.Duration(max(p.now()-start, 0)), err)
+// startRun reads the clock as a run of a task that became ready at readyAt
+// (see readyNow) starts.
+func (p *WorkerPool) startRun(readyAt int64) runClock {
+	start := p.now()
+	return runClock{waited: time.Duration(max(start-readyAt, 0)), start: start}
+}
+
+// taskStarted calls TaskStarted for the run that c started.
+func (p *WorkerPool) taskStarted(c runClock) {
+	if p.hooks.TaskStarted != nil {
+		p.callTaskStarted(c.waited)
 	}
+}
+
+// taskFinished, deferred directly around a run that c started, reads the
+// clock as the run ends with *err and calls TaskFinished. It is deferred
+// before TaskStarted is called, so a hook that calls runtime.Goexit ends
+// the run, not the pool's bookkeeping. A panic that no one recovered (a
+// func() task's, with no panic handler) is recovered here only to give
+// TaskFinished its *PanicError, and then raised again with the same value:
+// it crashes the program as before, its stack showing the task's frames.
+func (p *WorkerPool) taskFinished(c runClock, err *error) {
+	if p.hooks.TaskFinished == nil {
+		return // recover not called: a panic goes on
+	}
+	if r := recover(); r != nil {
+		p.callTaskFinished(c.waited, p.since(c.start), panicErrorFor(r))
+		panic(r)
+	}
+	p.callTaskFinished(c.waited, p.since(c.start), *err)
+}
+
+// since is the time from start, on the pool's clock, to now.
+func (p *WorkerPool) since(start int64) time.Duration {
+	return time.Duration(max(p.now()-start, 0))
 }
 
 func (p *WorkerPool) callTaskStarted(waited time.Duration) {
@@ -87,10 +111,11 @@ func (p *WorkerPool) refused(reason error, n int) {
 }
 
 // runTimed runs a plain task between TaskStarted and TaskFinished; it
-// waited since readyAt.
+// became ready at readyAt.
 func (p *WorkerPool) runTimed(task func(), readyAt int64) {
-	waited, start := p.taskStarted(readyAt)
+	c := p.startRun(readyAt)
 	err := ErrGoexit
-	defer func() { p.taskFinished(waited, start, err) }()
+	defer p.taskFinished(c, &err)
+	p.taskStarted(c)
 	err = p.callPlain(task)
 }

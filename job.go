@@ -3,7 +3,6 @@ package workerpool
 import (
 	"errors"
 	"sync/atomic"
-	"time"
 )
 
 // A job carries one task that someone waits for (a DoWait call, a Task or
@@ -286,19 +285,11 @@ func (j *job) start() bool {
 // run calls the task and settles the job with its outcome, or posts it for
 // a retry and reports true. The deferred call also runs when the task
 // panics past the owner or calls runtime.Goexit, which is then the
-// outcome.
+// outcome; in a timed pool the hooks run inside it (see taskFinished).
 func (j *job) run() (retried bool) {
 	p := j.pool
-	var waited time.Duration
-	var start int64
-	if p.timed {
-		waited, start = p.taskStarted(j.readyAt)
-	}
 	err := ErrGoexit
 	defer func() {
-		if p.timed {
-			p.taskFinished(waited, start, err)
-		}
 		if err != ErrGoexit {
 			if retried, err = j.retryLater(err); retried {
 				return
@@ -307,13 +298,23 @@ func (j *job) run() (retried bool) {
 		j.state.Store(jobFinished)
 		j.owner.settled(err, true)
 	}()
+	if p.timed {
+		c := p.startRun(j.readyAt)
+		defer p.taskFinished(c, &err)
+		p.taskStarted(c)
+	}
 	err = j.owner.call()
 	return false
 }
 
-// reject settles a job whose send was refused because the pool is
-// stopping. The job was never accepted, so it is not counted anywhere.
-func (j *job) reject(err error) {
-	j.state.Store(jobAbandoned)
+// refuse settles a job that the pool refused with err: its send failed,
+// or dispatch refused it (see dispatcher.refuseJob). It reports false, and
+// does nothing, if the job was settled meanwhile (a Cancel that came after
+// the send). Whoever refuses the job counts it.
+func (j *job) refuse(err error) bool {
+	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
+		return false
+	}
 	j.owner.settled(err, false)
+	return true
 }

@@ -198,8 +198,8 @@ func WithRateLimit(perSecond float64, burst int) Option {
 //     the stack: a task's (plain tasks under a panic handler, and handles,
 //     which always recover), a hook's, a RetryPolicy's, and the dead-letter
 //     handler's;
-//   - one Info record per Resize that changes the size, with the old and
-//     the new size;
+//   - one Info record per Resize on a pool that has not begun to stop (a
+//     Resize to the same size included), with the old and the new size;
 //   - one Info record per pool when it has stopped, with the final counts
 //     of Status, logged before Stop, StopWait and Shutdown return.
 //
@@ -241,16 +241,24 @@ func WithName(name string) Option {
 // returns, and before the worker takes its next task. A task that never
 // starts gets neither.
 //
-// TaskDropped runs in the goroutine of the call that refused the task,
-// before that call returns (Do, DoWait, DoContext, TrySubmit, DoBatch, Go,
-// Call and Group.Go, when they refuse it with ErrQueueFull or
-// ErrTooHeavy); for every other task that will never run, on the pool's
+// TaskDropped runs in the goroutine of the submitting call that refuses
+// the task before handing it to the dispatcher, before that call returns
+// (Do, DoWait, DoContext, TrySubmit, DoBatch, Go, Call and Group.Go, when
+// they find the queue full under Block or Reject, or the task heavier than
+// the pool); for every other task that will never run, on the pool's
 // delivery goroutine, the dead-letter handler's (see WithDeadLetter), one
 // call at a time in the order the tasks were given up, just before the
-// dead-letter handler gets a plain one. Stop, StopWait and Shutdown return
-// only once it has run for every task given up before or during the stop.
-// A task refused because the pool is stopping (ErrStopped at the call) was
-// never accepted nor counted, and gets no call.
+// dead-letter handler gets a plain one. (So a task the dispatcher refuses
+// under DropOldest, because scheduled tasks fill the bound, and a task a
+// Group held back and releases once it is too heavy, are told there.)
+// Stop, StopWait and Shutdown return only once it has run for every task
+// given up before or during the stop. A task refused because the pool is
+// stopping (ErrStopped at the call) was never accepted nor counted, and
+// gets no call.
+//
+// A hook must not call Stop, StopWait or Shutdown, nor wait for anything
+// that needs the pool to go on: a stop waits for the hooks that run (the
+// workers' and the delivery goroutine's), so it would wait for itself.
 //
 // Default: no hooks.
 func WithHooks(h Hooks) Option {

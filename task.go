@@ -127,9 +127,9 @@ func (p *WorkerPool) submitTask(t *Task) {
 			t.doneChan(true)
 		}
 	case errWithdrawn:
-		t.job.reject(t.ctx.parent.Err())
+		t.job.refuse(t.ctx.parent.Err())
 	default:
-		t.job.reject(p.countRejected(err, 1))
+		t.job.refuse(p.countRejected(err, 1))
 	}
 }
 

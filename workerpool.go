@@ -278,6 +278,15 @@ func (p *WorkerPool) countRejected(err error, n int) error {
 	return err
 }
 
+// rejectedLater counts a task in Status.Rejected that the pool refuses
+// after its submitting call returned, and tells TaskDropped through the
+// deliverer (see jobDropped): dispatch refusing a job, a group releasing a
+// held task too heavy for the pool.
+func (p *WorkerPool) rejectedLater(err error) {
+	p.rejected.Add(1)
+	p.jobDropped(err)
+}
+
 // giveRoom gives back n places of the waiting queue, and wakes dispatch if
 // submitters wait for room.
 func (p *WorkerPool) giveRoom(n int) {
