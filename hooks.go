@@ -4,9 +4,11 @@ import "time"
 
 // Hooks are funcs the pool calls as tasks start, finish and are given up,
 // for metrics and tracing (see WithHooks). Each may be nil; a nil hook
-// costs nothing. Hooks run on pool goroutines, never on the dispatcher's,
-// and several may run at once: each must be safe for concurrent use, and
-// quick, as it delays the task or the next one. A hook that panics is
+// costs nothing. No hook ever runs on the dispatcher goroutine:
+// TaskStarted and TaskFinished run on the workers, TaskDropped on the
+// pool's delivery goroutine or in the submitting call that refused the
+// task (see WithHooks). Several may run at once: each must be safe for
+// concurrent use, and quick, as it delays the task or the next one. A hook that panics is
 // treated like a task's panic: with a panic handler (WithPanicHandler) it
 // is recovered and handed to the handler, logged, and the pool goes on (a
 // task whose TaskStarted panicked still runs); without one it crashes the

@@ -279,9 +279,9 @@ func (p *WorkerPool) countRejected(err error, n int) error {
 }
 
 // rejectedLater counts a task in Status.Rejected that the pool refuses
-// after its submitting call returned, and tells TaskDropped through the
-// deliverer (see jobDropped): dispatch refusing a job, a group releasing a
-// held task too heavy for the pool.
+// once its submitting call has handed it over, and tells TaskDropped
+// through the deliverer (see jobDropped): dispatch refusing a job, a group
+// releasing a held task too heavy for the pool.
 func (p *WorkerPool) rejectedLater(err error) {
 	p.rejected.Add(1)
 	p.jobDropped(err)
