@@ -1,0 +1,120 @@
+package workerpoolotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/e86d9661/workerpool"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// A statusGauge is one Status field that can go up and down, reported as
+// an observable UpDownCounter: its sum over pools is meaningful (all the
+// workers of a process, all its waiting tasks).
+type statusGauge struct {
+	name, unit, description string
+	field                   func(workerpool.Status) int
+}
+
+// A statusCounter is one Status total, reported as an observable Counter.
+type statusCounter struct {
+	name, unit, description string
+	field                   func(workerpool.Status) uint64
+}
+
+var statusGauges = []statusGauge{
+	{"workerpool.workers", "{worker}", "Live worker goroutines, busy or idle.",
+		func(s workerpool.Status) int { return s.Workers }},
+	{"workerpool.workers.busy", "{worker}", "Workers running a task.",
+		func(s workerpool.Status) int { return s.Busy }},
+	{"workerpool.workers.max", "{worker}", "The most workers the pool may run: its size.",
+		func(s workerpool.Status) int { return s.MaxWorkers }},
+	{"workerpool.tasks.waiting", "{task}", "Accepted tasks waiting for a worker, including those a Pause holds.",
+		func(s workerpool.Status) int { return s.Waiting }},
+	{"workerpool.tasks.scheduled", "{task}", "Accepted tasks not due yet: delayed, or waiting for a retry.",
+		func(s workerpool.Status) int { return s.Scheduled }},
+}
+
+var statusCounters = []statusCounter{
+	{"workerpool.tasks.submitted", "{task}", "Tasks accepted by the pool.",
+		func(s workerpool.Status) uint64 { return s.Submitted }},
+	{"workerpool.tasks.completed", "{task}", "Accepted tasks that ran and ended for good: returned, panicked or called runtime.Goexit.",
+		func(s workerpool.Status) uint64 { return s.Completed }},
+	{"workerpool.tasks.panicked", "{task}", "Completed tasks whose panic was recovered.",
+		func(s workerpool.Status) uint64 { return s.Panicked }},
+	{"workerpool.tasks.abandoned", "{task}", "Accepted tasks that never ran because the pool stopped first.",
+		func(s workerpool.Status) uint64 { return s.Abandoned }},
+	{"workerpool.tasks.canceled", "{task}", "Accepted tasks that never ran because their context ended or they were canceled.",
+		func(s workerpool.Status) uint64 { return s.Canceled }},
+	{"workerpool.tasks.rejected", "{task}", "Tasks refused because the queue was full or they were heavier than the pool; never accepted.",
+		func(s workerpool.Status) uint64 { return s.Rejected }},
+	{"workerpool.tasks.dropped", "{task}", "Accepted tasks dropped from a full queue for newer ones, or heavier than the pool after a resize.",
+		func(s workerpool.Status) uint64 { return s.Dropped }},
+	{"workerpool.tasks.expired", "{task}", "Accepted tasks that waited in the queue longer than the pool allows and never ran.",
+		func(s workerpool.Status) uint64 { return s.Expired }},
+	{"workerpool.task.retries", "{retry}", "Runs of tasks after their first, under a retry policy.",
+		func(s workerpool.Status) uint64 { return s.Retried }},
+}
+
+// RegisterStatus creates observable instruments that report
+// pool.Status() (see the package documentation for their names and
+// units), each with the attribute workerpool.name set to pool.Name(), and
+// registers one callback for all of them: the pool is read once per
+// collection, when the MeterProvider collects, and never per task. Use
+// WithMeterProvider to choose the provider.
+//
+// It never blocks, and never waits for the pool. The callback goes on
+// reporting after the pool has stopped (the final, exact counts) until
+// the returned Registration's Unregister is called, and until then the
+// MeterProvider keeps the pool reachable: call Unregister when the pool is
+// no longer needed. Register each pool once, and give the pools you
+// register different names: two of the same name report the same series,
+// which the SDK cannot tell apart.
+//
+// It returns an error, and registers nothing, if the meter refuses an
+// instrument or the callback. RegisterStatus panics if pool is nil. Safe
+// for concurrent use.
+func RegisterStatus(pool *workerpool.WorkerPool, opts ...Option) (metric.Registration, error) {
+	if pool == nil {
+		panic("workerpoolotel: RegisterStatus called with a nil pool")
+	}
+	c := newConfig(opts)
+	meter := c.meter()
+	gauges := make([]metric.Int64ObservableUpDownCounter, len(statusGauges))
+	counters := make([]metric.Int64ObservableCounter, len(statusCounters))
+	observables := make([]metric.Observable, 0, len(gauges)+len(counters))
+	var errs []error
+	for i, g := range statusGauges {
+		inst, err := meter.Int64ObservableUpDownCounter(g.name, metric.WithUnit(g.unit), metric.WithDescription(g.description))
+		errs = append(errs, err)
+		gauges[i] = inst
+		observables = append(observables, inst)
+	}
+	for i, ct := range statusCounters {
+		inst, err := meter.Int64ObservableCounter(ct.name, metric.WithUnit(ct.unit), metric.WithDescription(ct.description))
+		errs = append(errs, err)
+		counters[i] = inst
+		observables = append(observables, inst)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("workerpoolotel: RegisterStatus: %w", err)
+	}
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(nameKey, pool.Name())))
+	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := pool.Status()
+		for i, g := range statusGauges {
+			o.ObserveInt64(gauges[i], int64(g.field(s)), attrs)
+		}
+		for i, ct := range statusCounters {
+			o.ObserveInt64(counters[i], int64(min(ct.field(s), math.MaxInt64)), attrs)
+		}
+		return nil
+	}, observables...)
+	if err != nil {
+		return nil, fmt.Errorf("workerpoolotel: RegisterStatus: %w", err)
+	}
+	return reg, nil
+}

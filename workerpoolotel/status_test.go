@@ -1,0 +1,219 @@
+package workerpoolotel
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// statusInstruments is what RegisterStatus promises: each instrument's
+// unit, and whether it is a Counter (monotonic) or an UpDownCounter.
+var statusInstruments = map[string]struct {
+	unit      string
+	monotonic bool
+}{
+	"workerpool.workers":         {"{worker}", false},
+	"workerpool.workers.busy":    {"{worker}", false},
+	"workerpool.workers.max":     {"{worker}", false},
+	"workerpool.tasks.waiting":   {"{task}", false},
+	"workerpool.tasks.scheduled": {"{task}", false},
+	"workerpool.tasks.submitted": {"{task}", true},
+	"workerpool.tasks.completed": {"{task}", true},
+	"workerpool.tasks.panicked":  {"{task}", true},
+	"workerpool.tasks.abandoned": {"{task}", true},
+	"workerpool.tasks.canceled":  {"{task}", true},
+	"workerpool.tasks.rejected":  {"{task}", true},
+	"workerpool.tasks.dropped":   {"{task}", true},
+	"workerpool.tasks.expired":   {"{task}", true},
+	"workerpool.task.retries":    {"{retry}", true},
+}
+
+// statusValues is what the instruments should report for s.
+func statusValues(s workerpool.Status) map[string]int64 {
+	return map[string]int64{
+		"workerpool.workers":         int64(s.Workers),
+		"workerpool.workers.busy":    int64(s.Busy),
+		"workerpool.workers.max":     int64(s.MaxWorkers),
+		"workerpool.tasks.waiting":   int64(s.Waiting),
+		"workerpool.tasks.scheduled": int64(s.Scheduled),
+		"workerpool.tasks.submitted": int64(s.Submitted),
+		"workerpool.tasks.completed": int64(s.Completed),
+		"workerpool.tasks.panicked":  int64(s.Panicked),
+		"workerpool.tasks.abandoned": int64(s.Abandoned),
+		"workerpool.tasks.canceled":  int64(s.Canceled),
+		"workerpool.tasks.rejected":  int64(s.Rejected),
+		"workerpool.tasks.dropped":   int64(s.Dropped),
+		"workerpool.tasks.expired":   int64(s.Expired),
+		"workerpool.task.retries":    int64(s.Retried),
+	}
+}
+
+// collectStatus collects from reader and returns the value of each status
+// instrument per pool name (its workerpool.name attribute). It checks the
+// scope, and each instrument's unit, kind and description, as it goes.
+func collectStatus(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(t.Context(), &rm), "Collect")
+	pools := make(map[string]map[string]int64)
+	for _, sm := range rm.ScopeMetrics {
+		assert.Equal(t, ScopeName, sm.Scope.Name, "scope name")
+		assert.Equal(t, Version, sm.Scope.Version, "scope version")
+		for _, m := range sm.Metrics {
+			want, ok := statusInstruments[m.Name]
+			require.True(t, ok, "unexpected instrument %q", m.Name)
+			assert.Equal(t, want.unit, m.Unit, "unit of %s", m.Name)
+			assert.NotEmpty(t, m.Description, "description of %s", m.Name)
+			sum, ok := m.Data.(metricdata.Sum[int64])
+			require.True(t, ok, "%s is an int64 sum, not %T", m.Name, m.Data)
+			assert.Equal(t, want.monotonic, sum.IsMonotonic, "monotonic %s", m.Name)
+			assert.Equal(t, metricdata.CumulativeTemporality, sum.Temporality, "temporality of %s", m.Name)
+			for _, dp := range sum.DataPoints {
+				assert.Equal(t, 1, dp.Attributes.Len(), "attributes of %s: %v", m.Name, dp.Attributes)
+				name, ok := dp.Attributes.Value("workerpool.name")
+				require.True(t, ok, "%s has no workerpool.name", m.Name)
+				if pools[name.AsString()] == nil {
+					pools[name.AsString()] = make(map[string]int64)
+				}
+				pools[name.AsString()][m.Name] = dp.Value
+			}
+		}
+	}
+	return pools
+}
+
+func noop(context.Context) error { return nil }
+
+// TestRegisterStatusReportsEveryField runs two pools through a workload
+// that moves every Status field, and reads every instrument through the
+// SDK: while the pools run, after they stopped, and after each
+// Unregister. The counts are all different, so that two swapped
+// instruments would fail.
+func TestRegisterStatusReportsEveryField(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reader := sdkmetric.NewManualReader()
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		defer func() { assert.NoError(t, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
+		ctx := t.Context()
+
+		// "drop": one worker and room for one: a second waiting task drops the first.
+		q := workerpool.New(1, workerpool.WithName("drop"), workerpool.WithMaxWaiting(1, workerpool.DropOldest))
+		defer q.Stop()
+		regQ, err := RegisterStatus(q, WithMeterProvider(mp))
+		require.NoError(t, err, "RegisterStatus(drop)")
+		release := make(chan struct{})
+		q.Submit(func() { <-release })
+		synctest.Wait()
+		first := q.Go(ctx, noop)
+		second := q.Go(ctx, noop)
+		assert.ErrorIs(t, first.Wait(), workerpool.ErrDropped, "the first waiting task")
+		close(release)
+		assert.NoError(t, second.Wait(), "the task that dropped it")
+		q.StopWait()
+		dropped := workerpool.Status{State: workerpool.StateStopped, MaxWorkers: 1, Submitted: 3, Completed: 2, Dropped: 1}
+		require.Equal(t, dropped, q.Status(), "status of drop")
+
+		// "reject": four slots, three workers kept, room for six.
+		p := workerpool.New(4,
+			workerpool.WithName("reject"),
+			workerpool.WithMinWorkers(3),
+			workerpool.WithIdleTimeout(-1),
+			workerpool.WithPanicHandler(func(any) {}),
+			workerpool.WithMaxWaiting(6, workerpool.Reject),
+			workerpool.WithMaxQueueWait(time.Minute))
+		defer p.Stop()
+		regP, err := RegisterStatus(p, WithMeterProvider(mp))
+		require.NoError(t, err, "RegisterStatus(reject)")
+
+		// Completed 5: three plain tasks, a panic the handler recovers,
+		// and a task that fails twice (Retried 2) and then succeeds; one
+		// at a time, each once the workers are idle, so that the three
+		// workers kept do them all.
+		synctest.Wait()
+		for range 3 {
+			p.Submit(func() {})
+			synctest.Wait()
+		}
+		p.Submit(func() { panic("boom") })
+		synctest.Wait()
+		runs := 0
+		retried := p.Go(ctx, func(context.Context) error {
+			if runs++; runs < 3 {
+				return errors.New("not yet")
+			}
+			return nil
+		}, workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
+		require.NoError(t, retried.Wait(), "the retried task")
+		synctest.Wait()
+
+		// Two tasks hold two workers; a task of weight 3 waits for three
+		// free slots (Waiting 1), and five wait for their delay
+		// (Scheduled 5): the queue is full, so TrySubmit fails (Rejected 3).
+		hold := make(chan struct{})
+		for range 2 {
+			p.Submit(func() { <-hold })
+		}
+		heavy := p.Go(ctx, noop, workerpool.Weight(3))
+		var delayed []*workerpool.Task
+		for range 5 {
+			delayed = append(delayed, p.Go(ctx, noop, workerpool.Delay(time.Hour)))
+		}
+		synctest.Wait()
+		for range 3 {
+			assert.False(t, p.TrySubmit(func() {}), "TrySubmit with a full queue")
+		}
+		running := workerpool.Status{State: workerpool.StateRunning, MaxWorkers: 4, Workers: 3, Busy: 2, Waiting: 1, Scheduled: 5,
+			Submitted: 13, Completed: 5, Panicked: 1, Retried: 2, Rejected: 3}
+		require.Equal(t, running, p.Status(), "status of reject while it runs")
+		assert.Equal(t, map[string]map[string]int64{"drop": statusValues(dropped), "reject": statusValues(running)},
+			collectStatus(t, reader), "instruments while reject runs")
+
+		// Canceled 4: four of the delayed tasks. Expired 5: the heavy task
+		// and four behind it, which may not overtake it.
+		for _, task := range delayed[:4] {
+			task.Cancel()
+			assert.ErrorIs(t, task.Wait(), context.Canceled, "a canceled delayed task")
+		}
+		behind := []*workerpool.Task{heavy}
+		for range 4 {
+			behind = append(behind, p.Go(ctx, noop))
+		}
+		time.Sleep(time.Minute + time.Second)
+		for _, task := range behind {
+			assert.ErrorIs(t, task.Wait(), workerpool.ErrExpired, "a task that waited a minute")
+		}
+
+		// Completed 7: the two held tasks end. Abandoned 6: the delayed
+		// task left and five more.
+		close(hold)
+		for range 5 {
+			p.Go(ctx, noop, workerpool.Delay(time.Hour))
+		}
+		p.Stop()
+		stopped := workerpool.Status{State: workerpool.StateStopped, MaxWorkers: 4,
+			Submitted: 22, Completed: 7, Panicked: 1, Abandoned: 6, Canceled: 4, Rejected: 3, Expired: 5, Retried: 2}
+		require.Equal(t, stopped, p.Status(), "status of reject once stopped")
+		assert.Equal(t, map[string]map[string]int64{"drop": statusValues(dropped), "reject": statusValues(stopped)},
+			collectStatus(t, reader), "instruments once both stopped")
+
+		require.NoError(t, regP.Unregister(), "Unregister(reject)")
+		assert.Equal(t, map[string]map[string]int64{"drop": statusValues(dropped)},
+			collectStatus(t, reader), "instruments after Unregister(reject)")
+		require.NoError(t, regQ.Unregister(), "Unregister(drop)")
+		assert.Empty(t, collectStatus(t, reader), "instruments after both Unregister")
+	})
+}
+
+func TestRegisterStatusPanicsOnNilPool(t *testing.T) {
+	assert.PanicsWithValue(t, "workerpoolotel: RegisterStatus called with a nil pool", func() {
+		_, _ = RegisterStatus(nil)
+	}, "RegisterStatus(nil)")
+}
