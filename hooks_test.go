@@ -366,16 +366,6 @@ func BenchmarkSubmitHooks(b *testing.B) {
 		name string
 		opts []Option
 	}{{"hooks=none", nil}, {"hooks=all", []Option{WithHooks(all)}}} {
-		b.Run(c.name, func(b *testing.B) {
-			p, wg := New(4, c.opts...), new(sync.WaitGroup)
-			defer p.StopWait()
-			task := wg.Done
-			b.ReportAllocs()
-			for b.Loop() {
-				wg.Add(1)
-				p.Submit(task)
-			}
-			wg.Wait()
-		})
+		b.Run(c.name, func(b *testing.B) { benchmarkSubmit(b, 4, c.opts...) })
 	}
 }

@@ -1314,18 +1314,22 @@ func TestStatusCompletedNeverGoesBack(t *testing.T) {
 
 func BenchmarkSubmit(b *testing.B) {
 	for _, workers := range []int{1, 4, 64, 1024} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			p, wg := New(workers), new(sync.WaitGroup)
-			defer p.StopWait()
-			task := wg.Done
-			b.ReportAllocs()
-			for b.Loop() {
-				wg.Add(1)
-				p.Submit(task)
-			}
-			wg.Wait()
-		})
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchmarkSubmit(b, workers) })
 	}
+}
+
+// benchmarkSubmit submits no-op tasks to a pool of workers made with
+// options, one at a time, and waits for all of them.
+func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
+	p, wg := New(workers, options...), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(1)
+		p.Submit(task)
+	}
+	wg.Wait()
 }
 
 func BenchmarkSubmitWait(b *testing.B) {
