@@ -40,7 +40,8 @@ type dispatcher struct {
 	// and popped count the entries ever pushed and popped: pauses keep
 	// their place in it. Its buffer never shrinks below queueBaseCap, so
 	// that bursts that come and go do not allocate. readyAt holds when
-	// each entry became ready to start (see job.readyAt), if stamped.
+	// each entry joined the queue, on the pool's clock, if stamped: its
+	// wait counts from then (see job.readyAt).
 	queue          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	pushed, popped uint64

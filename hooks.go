@@ -8,11 +8,13 @@ import "time"
 // TaskStarted and TaskFinished run on the workers, TaskDropped on the
 // pool's delivery goroutine or in the submitting call that refused the
 // task (see WithHooks). Several may run at once: each must be safe for
-// concurrent use, and quick, as it delays the task or the next one. A hook that panics is
-// treated like a task's panic: with a panic handler (WithPanicHandler) it
-// is recovered and handed to the handler, logged, and the pool goes on (a
-// task whose TaskStarted panicked still runs); without one it crashes the
-// program. It is not counted in Status.Panicked.
+// concurrent use, and quick, as it delays the task or the next one.
+//
+// A hook that panics is treated like a task's panic: with a panic handler
+// (WithPanicHandler) it is recovered and handed to the handler, logged,
+// and the pool goes on (a task whose TaskStarted panicked still runs);
+// without one it crashes the program. It is not counted in
+// Status.Panicked.
 type Hooks struct {
 	// TaskStarted runs in the worker goroutine just before a task's func runs; waited is the
 	// time from acceptance (or from becoming due, for delayed tasks and retries) to start.
