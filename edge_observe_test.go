@@ -36,12 +36,7 @@ func obsGoid() string {
 // obsOnDeliverer reports whether the calling goroutine is the dead-letter
 // deliverer.
 func obsOnDeliverer() bool {
-	buf := make([]byte, 64<<10)
-	stack := string(buf[:runtime.Stack(buf, false)])
-	if i := strings.Index(stack, "\ncreated by "); i >= 0 {
-		stack = stack[:i]
-	}
-	return strings.Contains(stack, "deliverDeadLetters(")
+	return strings.Contains(ownStack(), "deliverDeadLetters(")
 }
 
 // obsDrops counts TaskDropped calls: all of them, the ones per goroutine,
@@ -87,10 +82,6 @@ func (d *obsDrops) on(id string) int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.byGoroutine[id]
-}
-
-func obsNeverRun(s Status) uint64 {
-	return s.Rejected + s.Dropped + s.Abandoned + s.Canceled + s.Expired
 }
 
 // Regression: the doc promised "one Info record per Resize that
@@ -140,7 +131,7 @@ func TestObserveDropOldestRefusalByDispatchToldOnDeliverer(t *testing.T) {
 		g.open()
 		p.Stop()
 		s := p.Status()
-		assert.Equal(t, int(obsNeverRun(s)), d.count(), "one TaskDropped per task never run")
+		assert.Equal(t, int(neverRun(s)), d.count(), "one TaskDropped per task never run")
 		assert.Zero(t, d.onDispatcher, "TaskDropped on the dispatcher")
 		if err == ErrQueueFull && inCaller == 0 {
 			byDispatch++
@@ -394,7 +385,7 @@ func obsStopRace(t *testing.T, seed int) {
 	stopReturned.Store(true)
 	wg.Wait()
 	s := requireStoppedClean(t, p)
-	assert.Equal(t, int(obsNeverRun(s)), d.count(), "seed %d: one TaskDropped per task never run: %+v", seed, s)
+	assert.Equal(t, int(neverRun(s)), d.count(), "seed %d: one TaskDropped per task never run: %+v", seed, s)
 	assert.Zero(t, d.onDispatcher, "seed %d: TaskDropped on the dispatcher", seed)
 	assert.Zero(t, delivererAfterStop.Load(), "seed %d: TaskDropped delivered after the stop returned", seed)
 	assert.Equal(t, fnRuns.Load(), started.Load(), "seed %d: one TaskStarted per run", seed)
@@ -493,7 +484,7 @@ func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 		var onWorker, calls atomic.Int64
 		p := New(2, WithHooks(Hooks{TaskDropped: func(reason error) {
 			calls.Add(1)
-			if !obsOnDeliverer() && strings.Contains(obsStack(), "(*job).run(") {
+			if !obsOnDeliverer() && strings.Contains(ownStack(), "(*job).run(") {
 				onWorker.Add(1)
 			}
 		}}))
@@ -512,11 +503,6 @@ func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 		assert.Equal(t, int64(1), calls.Load(), "one TaskDropped")
 		assert.Zero(t, onWorker.Load(), "TaskDropped ran on a worker, inside another task's run")
 	})
-}
-
-func obsStack() string {
-	buf := make([]byte, 64<<10)
-	return string(buf[:runtime.Stack(buf, false)])
 }
 
 // Regression guards: WithHooks(Hooks{}) is no hooks; of several WithHooks
@@ -570,7 +556,7 @@ func TestObserveDoBatchRefusalOnePerTaskInCaller(t *testing.T) {
 		assert.Equal(t, int64(66_666), calls.Load(), "one call per non-nil task, before DoBatch returned")
 		p.StopWait()
 		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(calls.Load()), obsNeverRun(s))
+		assert.Equal(t, uint64(calls.Load()), neverRun(s))
 	})
 }
 
@@ -606,7 +592,7 @@ func TestObserveDeadlinesGroupCancelAndShutdown(t *testing.T) {
 		assert.ErrorIs(t, blocker.Wait(), ErrStopped, "the running Task's ctx was cut")
 		assert.ErrorIs(t, late.Wait(), ErrStopped)
 		s := requireStoppedClean(t, p)
-		assert.Equal(t, int(obsNeverRun(s)), d.count())
+		assert.Equal(t, int(neverRun(s)), d.count())
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		require.Len(t, d.reasons, 5)
@@ -801,7 +787,7 @@ func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 			cancel()
 			g.open()
 			p.Stop()
-			if s := p.Status(); int64(obsNeverRun(s)) != drops.Load() || s.Submitted != s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired {
+			if s := p.Status(); int64(neverRun(s)) != drops.Load() || s.Submitted != s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired {
 				panic(fmt.Sprintf("iteration %d: %+v, %d TaskDropped calls", i, s, drops.Load()))
 			}
 		}
