@@ -1,0 +1,422 @@
+package natsfeed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A Handler does the work a message asks for. It runs on a worker of the
+// pool given to Feed, and its result settles the message: nil acknowledges
+// it, an error wrapping ErrPermanent terminates it, any other error gives
+// it back for redelivery after the backoff delay. ctx carries Feed's ctx's
+// values; it ends with Feed's ctx only under WithCancelOnStop. A Handler
+// must not settle msg itself, and must be idempotent: see the package
+// documentation.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// ErrPermanent marks a handler error that retrying cannot cure: a message
+// whose handler returns an error wrapping it (fmt.Errorf("...: %w",
+// ErrPermanent), or errors.Join) is terminated, never redelivered.
+var ErrPermanent = errors.New("natsfeed: permanent failure")
+
+// errAbandoned is the failure passed to the backoff policy for a handler
+// that panicked or called runtime.Goexit.
+var errAbandoned = errors.New("natsfeed: handler panicked or called runtime.Goexit")
+
+// defaultAckWait is JetStream's AckWait when the consumer's is not known.
+const defaultAckWait = 30 * time.Second
+
+// ackRetryFirst and ackRetryMax bound the pauses between tries of a failed
+// acknowledgement.
+const (
+	ackRetryFirst = 50 * time.Millisecond
+	ackRetryMax   = 2 * time.Second
+)
+
+// Feed runs h on pool for the messages of cons, a pull consumer with
+// explicit acknowledgement, until ctx is done.
+//
+// Feed pulls with Fetch, asking each time for as many messages as it has
+// free slots: min(WithMaxInFlight, pool.Size()) minus the messages it
+// holds. A message counts from the moment it arrives until it is settled,
+// including while it waits for a worker and while it is acknowledged, so
+// the process never holds more unsettled messages than that bound, and a
+// cluster of processes never more than the sum of theirs. Feed counts only
+// its own messages: other work on the same pool shares its workers, and
+// messages then wait in the pool's queue (WithProgress keeps them alive).
+//
+// Each message is settled by what h does with it:
+//   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
+//     failed acknowledgement is reported and tried again until it succeeds
+//     or the consumer's AckWait since the message arrived has passed; then
+//     the server redelivers the message.
+//   - returns an error wrapping ErrPermanent: terminated (TermWithReason).
+//   - returns another error: nak'd with the delay the backoff policy gives
+//     for the message's delivery count (WithBackoff), or terminated if the
+//     policy gives up.
+//   - panics or calls runtime.Goexit: the same as an error, and then the
+//     pool's panic policy applies: its panic handler, or a crash without
+//     one ([workerpool.WithPanicHandler]).
+//   - never runs, because the pool refused it or gave it up (a stop, a full
+//     queue under Reject, DropOldest, WithMaxQueueWait): nak'd at once and
+//     reported. A stopped pool also ends Feed, as below.
+//
+// When ctx is done, Feed sends no more pull requests, lets the one it has
+// sent finish (at most the fetch wait), waits until every message it took
+// has been settled (with WithCancelOnStop, their handlers' ctx ends), and
+// returns nil. It never stops the pool. If the pool stops first, Feed does
+// the same and returns an error wrapping [workerpool.ErrStopped]. Errors on
+// the way (fetches, acknowledgements) never end Feed: they are reported to
+// the error handler (WithErrorHandler) and retried.
+//
+// Feed returns an error at once, before taking any message, for a nil ctx,
+// pool, consumer or handler, a stopped pool, or a bad option. Feed blocks
+// a worker for as long as it runs if called from a task of pool. Several
+// Feeds may share one pool and one consumer.
+func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts ...Option) error {
+	f, err := newFeed(ctx, pool, cons, h, opts)
+	if err != nil {
+		return err
+	}
+	err = f.fetchUntil(ctx)
+	f.deliveries.Wait()
+	return err
+}
+
+// A feed is one call of Feed.
+type feed struct {
+	pool       *workerpool.WorkerPool
+	cons       jetstream.Consumer
+	h          Handler
+	cfg        config
+	stats      *Stats
+	handlerCtx context.Context
+	ackWait    time.Duration // the consumer's: how long an acknowledgement is worth trying
+
+	// held counts the messages the feed holds or has asked for: the fetch
+	// loop adds a pull request's batch before sending it and gives back
+	// what did not come; each delivery gives back its one once settled.
+	held  atomic.Int64
+	freed chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
+	// deliveries counts the messages not yet settled; Feed returns after
+	// it reaches zero.
+	deliveries  sync.WaitGroup
+	poolStopped atomic.Bool // a delivery found the pool stopped: fetch no more
+}
+
+var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
+
+func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts []Option) (*feed, error) {
+	switch {
+	case ctx == nil:
+		return nil, errors.New("natsfeed: Feed called with a nil context")
+	case pool == nil:
+		return nil, errors.New("natsfeed: Feed called with a nil pool")
+	case cons == nil:
+		return nil, errors.New("natsfeed: Feed called with a nil consumer")
+	case h == nil:
+		return nil, errors.New("natsfeed: Feed called with a nil handler")
+	case pool.Stopped():
+		return nil, errPoolStopped
+	}
+	cfg := newConfig(opts)
+	if cfg.err != nil {
+		return nil, cfg.err
+	}
+	f := &feed{
+		pool: pool, cons: cons, h: h, cfg: cfg,
+		stats:      cfg.stats,
+		handlerCtx: context.WithoutCancel(ctx),
+		ackWait:    defaultAckWait,
+		freed:      make(chan struct{}, 1),
+	}
+	if f.stats == nil {
+		f.stats = new(Stats)
+	}
+	if cfg.cancelOnStop {
+		f.handlerCtx = ctx
+	}
+	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
+		f.ackWait = info.Config.AckWait
+	}
+	return f, nil
+}
+
+// fetchUntil pulls messages and hands them out until ctx is done (nil) or
+// the pool is found stopped (errPoolStopped).
+func (f *feed) fetchUntil(ctx context.Context) error {
+	for {
+		if f.pool.Stopped() || f.poolStopped.Load() {
+			return errPoolStopped
+		}
+		k := f.room(ctx)
+		if k == 0 {
+			return nil
+		}
+		if err := f.fetch(k); err != nil {
+			f.cfg.onError(err)
+			if !sleep(ctx, f.cfg.fetchWait) {
+				return nil
+			}
+		}
+	}
+}
+
+// room waits until the feed may ask for more messages and returns how
+// many, or 0 once ctx is done.
+func (f *feed) room(ctx context.Context) int {
+	for ctx.Err() == nil {
+		if k := f.limit() - int(f.held.Load()); k > 0 {
+			return k
+		}
+		select {
+		case <-f.freed:
+		case <-ctx.Done():
+		}
+	}
+	return 0
+}
+
+// limit is the most messages the feed may hold now.
+func (f *feed) limit() int {
+	if n := f.pool.Size(); f.cfg.maxInFlight == 0 || n < f.cfg.maxInFlight {
+		return n
+	}
+	return f.cfg.maxInFlight
+}
+
+// fetch sends one pull request for k messages and hands out what comes.
+func (f *feed) fetch(k int) error {
+	f.held.Add(int64(k))
+	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
+	if err != nil {
+		f.release(k)
+		return fmt.Errorf("natsfeed: fetch: %w", err)
+	}
+	n := 0
+	for msg := range batch.Messages() {
+		n++
+		f.deliver(msg)
+	}
+	f.release(k - n)
+	if err := batch.Error(); err != nil {
+		return fmt.Errorf("natsfeed: fetch: %w", err)
+	}
+	return nil
+}
+
+// release gives back n of the messages held.
+func (f *feed) release(n int) {
+	if n == 0 {
+		return
+	}
+	f.held.Add(-int64(n))
+	select {
+	case f.freed <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// report passes err to the error handler.
+func (f *feed) report(err error) {
+	f.cfg.onError(err)
+}
+
+// deliver starts settling msg: its goroutine waits for the pool to run it.
+func (f *feed) deliver(msg jetstream.Msg) {
+	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
+	f.stats.took(uint64(d.attempt))
+	f.deliveries.Add(1)
+	go d.run()
+}
+
+// deliveryCount is the server's count of msg's deliveries, this one
+// included.
+func deliveryCount(msg jetstream.Msg) int {
+	md, err := msg.Metadata()
+	if err != nil || md.NumDelivered < 1 {
+		return 1
+	}
+	return int(min(md.NumDelivered, uint64(maxInt)))
+}
+
+const maxInt = int(^uint(0) >> 1)
+
+// sleep waits for d, or until ctx is done; it reports whether ctx is
+// still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// A delivery is one message the feed holds, from its arrival until it is
+// settled. Its goroutine waits in DoWait while a worker runs handle; the
+// one that settles it (the worker, or the goroutine when the pool refused
+// it) sets settled.
+type delivery struct {
+	f       *feed
+	msg     jetstream.Msg
+	arrived time.Time
+	attempt int // the server's delivery count, 1 on the first
+	settled bool
+}
+
+// run has the pool run the message's handler and settles it if the pool
+// never does.
+func (d *delivery) run() {
+	defer d.f.deliveries.Done()
+	defer d.f.beat(d.msg)()
+	if err := d.f.pool.DoWait(d.handle); err != nil {
+		d.notRun(err)
+	}
+}
+
+// handle runs on a worker: the handler, then the settlement. A panic or
+// Goexit on the way naks the message before it goes on to the pool.
+func (d *delivery) handle() {
+	defer d.f.release(1)
+	defer d.settleAbandoned()
+	d.settle(d.f.h(d.f.handlerCtx, d.msg))
+}
+
+// settleAbandoned settles a message whose handler (or settlement) did not
+// return.
+func (d *delivery) settleAbandoned() {
+	if !d.settled {
+		d.retryLater(errAbandoned)
+	}
+}
+
+// notRun settles a message the pool refused or gave up: nak at once, for
+// another process to take.
+func (d *delivery) notRun(err error) {
+	if errors.Is(err, workerpool.ErrStopped) {
+		d.f.poolStopped.Store(true)
+	}
+	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
+	d.nak(0)
+	d.f.release(1)
+}
+
+// settle settles the message by the handler's result.
+func (d *delivery) settle(err error) {
+	switch {
+	case err == nil:
+		d.ack()
+	case errors.Is(err, ErrPermanent):
+		d.term(err)
+	default:
+		d.retryLater(err)
+	}
+}
+
+// retryLater naks the message with the backoff delay, or terminates it if
+// the policy gives up.
+func (d *delivery) retryLater(err error) {
+	delay, retry := d.f.cfg.backoff(d.attempt, err)
+	if !retry {
+		d.term(err)
+		return
+	}
+	d.nak(delay)
+}
+
+// ack acknowledges the message and waits for the server to confirm it,
+// trying again while that may still help.
+func (d *delivery) ack() {
+	d.settled = true
+	for pause := ackRetryFirst; ; pause = min(2*pause, ackRetryMax) {
+		err := d.msg.DoubleAck(context.Background())
+		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			d.f.stats.settled(&d.f.stats.acked)
+			return
+		}
+		d.f.report(fmt.Errorf("natsfeed: ack %v: %w", d, err))
+		if final(err) || time.Since(d.arrived)+pause >= d.f.ackWait {
+			d.f.report(fmt.Errorf("natsfeed: ack %v: gave up; the server redelivers it after AckWait", d))
+			d.f.stats.settled(&d.f.stats.unsettled)
+			return
+		}
+		time.Sleep(pause)
+	}
+}
+
+// final reports whether trying a settlement again cannot help.
+func final(err error) bool {
+	return errors.Is(err, nats.ErrConnectionClosed) ||
+		errors.Is(err, jetstream.ErrMsgNotBound) ||
+		errors.Is(err, jetstream.ErrMsgNoReply)
+}
+
+// nak gives the message back for redelivery after delay (at once if zero).
+func (d *delivery) nak(delay time.Duration) {
+	d.settled = true
+	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.naked)
+}
+
+// term ends the message for good, with why as the reason the server
+// publishes in its advisory.
+func (d *delivery) term(why error) {
+	d.settled = true
+	d.count(d.msg.TermWithReason(why.Error()), "term", &d.f.stats.terminated)
+}
+
+// count counts a nak or term that was sent, or reports one that failed.
+func (d *delivery) count(err error, what string, outcome *atomic.Int64) {
+	if err != nil {
+		d.f.report(fmt.Errorf("natsfeed: %s %v: %w; the server redelivers it after AckWait", what, d, err))
+		outcome = &d.f.stats.unsettled
+	}
+	d.f.stats.settled(outcome)
+}
+
+// String names the message in errors.
+func (d *delivery) String() string {
+	md, err := d.msg.Metadata()
+	if err != nil {
+		return "message on " + d.msg.Subject()
+	}
+	return fmt.Sprintf("message %d of stream %s", md.Sequence.Stream, md.Stream)
+}
+
+// beat sends InProgress for msg every progress period until the returned
+// stop is called; stop returns once the beats have ended.
+func (f *feed) beat(msg jetstream.Msg) (stop func()) {
+	if f.cfg.progress <= 0 {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(f.cfg.progress)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if err := msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+					f.report(fmt.Errorf("natsfeed: progress: %w", err))
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}

@@ -1,0 +1,169 @@
+package natsfeed
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+)
+
+// An Option configures Feed. Options apply in order; the last one of a
+// kind wins. An option given a bad value makes Feed return an error
+// naming it, before Feed takes any message.
+type Option func(*config)
+
+type config struct {
+	maxInFlight  int // 0: no bound but the pool's size
+	fetchWait    time.Duration
+	backoff      workerpool.RetryPolicy
+	progress     time.Duration // 0: no InProgress beats
+	onError      func(error)
+	cancelOnStop bool
+	stats        *Stats
+	err          error // the first bad option
+}
+
+const (
+	// DefaultFetchWait is how long one pull request waits for messages
+	// before Feed sends the next.
+	DefaultFetchWait = time.Second
+	// DefaultBackoffBase and DefaultBackoffMax shape DefaultBackoff.
+	DefaultBackoffBase = time.Second
+	DefaultBackoffMax  = time.Minute
+)
+
+// DefaultBackoff is the nak delay when no WithBackoff is given:
+// exponential from DefaultBackoffBase to DefaultBackoffMax with full jitter,
+// and no limit on deliveries (the consumer's MaxDeliver sets one).
+var DefaultBackoff = workerpool.Backoff(DefaultBackoffBase, DefaultBackoffMax, math.MaxInt)
+
+func newConfig(opts []Option) config {
+	c := config{
+		fetchWait: DefaultFetchWait,
+		backoff:   DefaultBackoff,
+		onError:   logError,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// refuse records the first bad option.
+func (c *config) refuse(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("natsfeed: "+format, args...)
+	}
+}
+
+// logError is the default error handler.
+func logError(err error) {
+	slog.Warn("natsfeed", "err", err)
+}
+
+// WithMaxInFlight bounds the messages Feed holds at once to n: received from
+// the server and not yet settled, whether waiting for a worker, running or
+// being acknowledged. Feed never holds more than the pool's size either. n
+// must be at least 1.
+//
+// Default: the pool's size ([workerpool.WorkerPool.Size], read before each
+// fetch, so a Resize takes effect).
+func WithMaxInFlight(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			c.refuse("WithMaxInFlight(%d): n must be at least 1", n)
+		}
+		c.maxInFlight = n
+	}
+}
+
+// WithFetchWait sets how long one pull request waits on the server for
+// messages. A shorter wait sends more requests to an idle stream; a longer
+// one delays Feed's return after its ctx is done, since Feed lets the
+// request it has sent finish rather than drop what the server is already
+// sending. d must be positive.
+//
+// Default: DefaultFetchWait.
+func WithFetchWait(d time.Duration) Option {
+	return func(c *config) {
+		if d <= 0 {
+			c.refuse("WithFetchWait(%v): d must be positive", d)
+		}
+		c.fetchWait = d
+	}
+}
+
+// WithBackoff sets the delay of the nak that follows a handler error: p is
+// called with the message's delivery count as the attempt (1 on its first
+// delivery) and the handler's error. If p returns retry false, the message
+// is terminated instead, as for ErrPermanent. p is called on the worker
+// that ran the handler and must not block. p must not be nil.
+//
+// Default: DefaultBackoff.
+func WithBackoff(p workerpool.RetryPolicy) Option {
+	return func(c *config) {
+		if p == nil {
+			c.refuse("WithBackoff(nil)")
+		}
+		c.backoff = p
+	}
+}
+
+// WithProgress makes Feed tell the server every period that a message it
+// holds is still being worked on (InProgress), from the moment it arrives
+// until it is settled, so that a handler longer than the consumer's AckWait
+// does not get its message redelivered elsewhere. Choose every well below
+// AckWait. every must be positive.
+//
+// Default: no progress beats.
+func WithProgress(every time.Duration) Option {
+	return func(c *config) {
+		if every <= 0 {
+			c.refuse("WithProgress(%v): every must be positive", every)
+		}
+		c.progress = every
+	}
+}
+
+// WithErrorHandler sets the function that learns of every error Feed meets
+// and does not return: a failed fetch (retried after the fetch wait), a
+// failed acknowledgement (retried), a failed nak, term or progress beat, a
+// message the pool refused to run (nak'd). f is called from Feed's and the
+// pool's goroutines, possibly at once, and must not block for long. f must
+// not be nil.
+//
+// Default: each error is logged with [slog.Warn].
+func WithErrorHandler(f func(error)) Option {
+	return func(c *config) {
+		if f == nil {
+			c.refuse("WithErrorHandler(nil)")
+		}
+		c.onError = f
+	}
+}
+
+// WithCancelOnStop makes the handlers' context end when Feed's ctx does,
+// so that running handlers can give up at once; their messages are then
+// settled by what they return. Without it, the handlers' context carries
+// ctx's values but never ends, and a drain lets every handler finish.
+func WithCancelOnStop() Option {
+	return func(c *config) {
+		c.cancelOnStop = true
+	}
+}
+
+// WithStats makes Feed count what it does in s, which can be read at any
+// time with [Stats.Counts]. Several feeds may share one Stats. s must not
+// be nil.
+func WithStats(s *Stats) Option {
+	return func(c *config) {
+		if s == nil {
+			c.refuse("WithStats(nil)")
+		}
+		c.stats = s
+	}
+}

@@ -1,0 +1,78 @@
+package natsfeed_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+)
+
+// startServer starts an embedded JetStream server on a free port, storing
+// in dir (t.TempDir() if empty), and shuts it down when the test ends.
+func startServer(t testing.TB, dir string) *server.Server {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir,
+		NoLog: true, NoSigs: true,
+	})
+	require.NoError(t, err, "new server")
+	s.Start()
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	require.True(t, s.ReadyForConnections(10*time.Second), "server ready")
+	return s
+}
+
+// connect opens a JetStream client on url, closed when the test ends.
+func connect(t testing.TB, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err, "connect")
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err, "jetstream")
+	return js
+}
+
+// jobsConfig is the stream the tests publish jobs to: subjects jobs.>.
+var jobsConfig = jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}}
+
+// newConsumer creates the stream JOBS and a durable pull consumer on it
+// with explicit acks and ackWait.
+func newConsumer(t testing.TB, js jetstream.JetStream, ackWait time.Duration) jetstream.Consumer {
+	t.Helper()
+	ctx := context.Background()
+	st, err := js.CreateOrUpdateStream(ctx, jobsConfig)
+	require.NoError(t, err, "stream")
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
+	})
+	require.NoError(t, err, "consumer")
+	return cons
+}
+
+// publish publishes n jobs with bodies "0" to "n-1", each confirmed.
+func publish(t testing.TB, js jetstream.JetStream, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		_, err := js.PublishAsync(fmt.Sprintf("jobs.%d", i%16), []byte(fmt.Sprint(i)))
+		require.NoError(t, err, "publish")
+		_ = ctx
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(30 * time.Second):
+		t.Fatal("publishing did not complete")
+	}
+}
