@@ -65,9 +65,10 @@ const (
 //   - panics or calls runtime.Goexit: the same as an error, and then the
 //     pool's panic policy applies: its panic handler, or a crash without
 //     one ([workerpool.WithPanicHandler]).
-//   - never runs, because the pool refused it or gave it up (a stop, a full
-//     queue under Reject, DropOldest, WithMaxQueueWait): nak'd at once and
-//     reported. A stopped pool also ends Feed, as below.
+//   - never runs, because the pool refused it or gave it up: reported, and
+//     nak'd at once if the pool stopped (which also ends Feed, as below),
+//     or after the backoff delay for a full queue (Reject, DropOldest,
+//     WithMaxQueueWait).
 //
 // When ctx is done, Feed sends no more pull requests, lets the one it has
 // sent finish (at most the fetch wait), waits until every message it took
@@ -301,14 +302,18 @@ func (d *delivery) settleAbandoned() {
 	}
 }
 
-// notRun settles a message the pool refused or gave up: nak at once, for
-// another process to take.
+// notRun settles a message the pool refused or gave up: a stopped pool's
+// at once, for another process to take; a full pool's after the backoff
+// delay, so that the feed does not spin on it.
 func (d *delivery) notRun(err error) {
+	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
 	if errors.Is(err, workerpool.ErrStopped) {
 		d.f.poolStopped.Store(true)
+		d.nak(0)
+	} else {
+		delay, _ := d.f.cfg.backoff(d.attempt, err)
+		d.nak(delay)
 	}
-	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
-	d.nak(0)
 	d.f.release(1)
 }
 

@@ -2,47 +2,449 @@ package natsfeed_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/e86d9661/workerpool"
 	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func TestFeedAcksEveryMessage(t *testing.T) {
+// setup starts a server with the JOBS stream and a consumer of ackWait,
+// and publishes n jobs.
+func setup(t *testing.T, ackWait time.Duration, n int) (jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
 	s := startServer(t, "")
 	js := connect(t, s.ClientURL())
-	cons := newConsumer(t, js, 30*time.Second)
-	publish(t, js, 1000)
+	cons := newConsumer(t, js, ackWait)
+	publish(t, js, n)
+	return js, cons
+}
+
+// run starts Feed on a goroutine; wait returns its error.
+func run(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h natsfeed.Handler, opts ...natsfeed.Option) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- natsfeed.Feed(ctx, pool, cons, h, opts...) }()
+	return func() error {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			return errors.New("Feed did not return within a minute")
+		}
+	}
+}
+
+// info returns the consumer's state on the server.
+func info(t *testing.T, cons jetstream.Consumer) *jetstream.ConsumerInfo {
+	t.Helper()
+	i, err := cons.Info(context.Background())
+	require.NoError(t, err, "consumer info")
+	return i
+}
+
+// eventually waits for cond, failing the test with what after a minute.
+func eventually(t *testing.T, cond func() bool, what string) {
+	t.Helper()
+	require.Eventually(t, cond, time.Minute, 5*time.Millisecond, what)
+}
+
+// job returns the job number a message carries.
+func job(msg jetstream.Msg) int {
+	n, _ := strconv.Atoi(string(msg.Data()))
+	return n
+}
+
+// delivered returns the message's delivery count.
+func delivered(msg jetstream.Msg) uint64 {
+	md, err := msg.Metadata()
+	if err != nil {
+		return 0
+	}
+	return md.NumDelivered
+}
+
+func TestFeedAcksEveryMessageOnce(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 1000)
 	pool := workerpool.New(8)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var mu sync.Mutex
-	seen := map[string]int{}
+	seen := map[int]int{}
 	stats := new(natsfeed.Stats)
-	done := make(chan error)
+	wait := run(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[job(msg)]++
+		if len(seen) == 1000 {
+			cancel()
+		}
+		return nil
+	}, natsfeed.WithStats(stats))
+	require.NoError(t, wait(), "Feed")
+	assert.Len(t, seen, 1000, "jobs handled")
+	for id, n := range seen {
+		require.Equal(t, 1, n, "handlings of job %d", id)
+	}
+	assert.Equal(t, natsfeed.Counts{Taken: 1000, Acked: 1000, MaxInFlight: 8}, stats.Counts(), "counts")
+	i := info(t, cons)
+	assert.Equal(t, 0, i.NumAckPending, "unacked on the server")
+	assert.Equal(t, uint64(0), i.NumPending, "undelivered on the server")
+	assert.Equal(t, uint64(1000), i.AckFloor.Consumer, "ack floor")
+}
+
+// gate holds handlers until it is opened, and counts those inside.
+type gate struct {
+	open    chan struct{}
+	inside  atomic.Int64
+	entered atomic.Int64
+}
+
+func newGate() *gate { return &gate{open: make(chan struct{})} }
+
+func (g *gate) handler(ctx context.Context, msg jetstream.Msg) error {
+	g.entered.Add(1)
+	g.inside.Add(1)
+	defer g.inside.Add(-1)
+	<-g.open
+	return nil
+}
+
+func TestFeedHoldsAtMostMaxInFlight(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 50)
+	pool := workerpool.New(16)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, stats := newGate(), new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, g.handler, natsfeed.WithMaxInFlight(5), natsfeed.WithStats(stats))
+	eventually(t, func() bool { return g.inside.Load() == 5 }, "5 handlers running")
+	// The server's own count: Feed asked for no more than its 5 slots.
+	assert.Equal(t, 5, info(t, cons).NumAckPending, "messages delivered and unacked on the server")
+	assert.Equal(t, int64(5), stats.Counts().InFlight, "in flight")
+	close(g.open)
+	eventually(t, func() bool { return stats.Counts().Acked == 50 }, "all 50 acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, int64(5), stats.Counts().MaxInFlight, "max in flight")
+}
+
+func TestFeedHoldsAtMostThePoolsSizeAndFollowsResize(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 50)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	gates := make(chan chan struct{}, 50)
+	stats := new(natsfeed.Stats)
+	var inside atomic.Int64
+	wait := run(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+		inside.Add(1)
+		defer inside.Add(-1)
+		g := make(chan struct{})
+		gates <- g
+		<-g
+		return nil
+	}, natsfeed.WithMaxInFlight(10), natsfeed.WithStats(stats))
+	eventually(t, func() bool { return inside.Load() == 2 }, "2 handlers running")
+	assert.Equal(t, 2, info(t, cons).NumAckPending, "unacked on the server with a pool of 2")
+	pool.Resize(4)
+	close(<-gates) // a settle wakes the fetch loop, which now has 4 slots
+	eventually(t, func() bool { return inside.Load() == 4 }, "4 handlers running after Resize(4)")
+	assert.Equal(t, 4, info(t, cons).NumAckPending, "unacked on the server with a pool of 4")
+	cancel()
 	go func() {
-		done <- natsfeed.Feed(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
-			mu.Lock()
-			seen[string(msg.Data())]++
-			n := len(seen)
-			mu.Unlock()
-			if n == 1000 {
-				cancel()
-			}
-			return nil
-		}, natsfeed.WithStats(stats))
+		for g := range gates {
+			close(g)
+		}
 	}()
-	require.NoError(t, <-done)
-	assert.Len(t, seen, 1000)
+	require.NoError(t, wait(), "Feed")
+	close(gates)
+	assert.Equal(t, int64(4), stats.Counts().MaxInFlight, "max in flight")
+}
+
+// advisories collects the server's advisories of terminated messages of
+// the JOBS consumer: stream sequence and reason.
+func advisories(t *testing.T, js jetstream.JetStream) func() map[uint64]string {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[uint64]string{}
+	sub, err := js.Conn().Subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.JOBS.workers", func(m *nats.Msg) {
+		var a struct {
+			StreamSeq uint64 `json:"stream_seq"`
+			Reason    string `json:"reason"`
+		}
+		if assert.NoError(t, json.Unmarshal(m.Data, &a), "advisory") {
+			mu.Lock()
+			got[a.StreamSeq] = a.Reason
+			mu.Unlock()
+		}
+	})
+	require.NoError(t, err, "subscribe to advisories")
+	t.Cleanup(func() { sub.Unsubscribe() })
+	return func() map[uint64]string {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(got)
+	}
+}
+
+var errGiveUp = errors.New("fails every time")
+
+func TestFeedSettlesByTheHandlersResult(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 6)
+	terminated := advisories(t, js)
+	var panics atomic.Int64
+	pool := workerpool.New(8, workerpool.WithPanicHandler(func(any) { panics.Add(1) }))
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const delay = 300 * time.Millisecond
+	var mu sync.Mutex
+	deliveries := map[int][]uint64{}  // job: delivery counts seen
+	arrived := map[int][]time.Time{}  // job: when each delivery reached the handler
+	returned := map[int][]time.Time{} // job: when each failed run returned
+	type call struct {
+		attempt int
+		err     string
+	}
+	var calls []call
+	policy := func(attempt int, err error) (time.Duration, bool) {
+		mu.Lock()
+		calls = append(calls, call{attempt, err.Error()})
+		mu.Unlock()
+		return delay, !errors.Is(err, errGiveUp) || attempt < 2
+	}
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+		id, n := job(msg), delivered(msg)
+		mu.Lock()
+		deliveries[id] = append(deliveries[id], n)
+		arrived[id] = append(arrived[id], time.Now())
+		mu.Unlock()
+		failed := func(err error) error {
+			mu.Lock()
+			returned[id] = append(returned[id], time.Now())
+			mu.Unlock()
+			return err
+		}
+		switch {
+		case id == 1:
+			return fmt.Errorf("job 1: %w", natsfeed.ErrPermanent)
+		case id == 2 && n < 3:
+			return failed(fmt.Errorf("job 2 fails on delivery %d", n))
+		case id == 3 && n == 1:
+			failed(nil)
+			panic("job 3 panics")
+		case id == 4:
+			return failed(fmt.Errorf("job 4: %w", errGiveUp))
+		case id == 5 && n == 1:
+			failed(nil)
+			runtime.Goexit()
+		}
+		return nil
+	}, natsfeed.WithBackoff(policy), natsfeed.WithStats(stats))
+	eventually(t, func() bool { c := stats.Counts(); return c.Acked == 4 && c.Terminated == 2 }, "4 acked and 2 terminated")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+
+	assert.Equal(t, map[int][]uint64{0: {1}, 1: {1}, 2: {1, 2, 3}, 3: {1, 2}, 4: {1, 2}, 5: {1, 2}}, deliveries, "delivery counts per job")
+	assert.Equal(t, natsfeed.Counts{Taken: 11, Redelivered: 5, Acked: 4, Naked: 5, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Equal(t, int64(1), panics.Load(), "panics passed to the pool's handler")
+	assert.ElementsMatch(t, []call{
+		{1, "job 2 fails on delivery 1"}, {2, "job 2 fails on delivery 2"},
+		{1, "natsfeed: handler panicked or called runtime.Goexit"},
+		{1, "job 4: fails every time"}, {2, "job 4: fails every time"},
+		{1, "natsfeed: handler panicked or called runtime.Goexit"},
+	}, calls, "backoff policy calls: delivery count and error")
+	// The server redelivers a nak'd message no sooner than its delay.
+	for id, times := range returned {
+		for i, r := range times[:len(arrived[id])-1] {
+			assert.GreaterOrEqual(t, arrived[id][i+1].Sub(r), delay, "job %d: delivery %d came after the nak delay", id, i+2)
+		}
+	}
+	// Job 1 (ErrPermanent) and job 4 (the policy gave up) were terminated,
+	// with the error as the reason (stream sequence = job + 1).
+	eventually(t, func() bool { return len(terminated()) == 2 }, "2 term advisories")
+	assert.Equal(t, map[uint64]string{2: "job 1: natsfeed: permanent failure", 5: "job 4: fails every time"}, terminated(), "terminated messages and reasons")
+	i := info(t, cons)
+	assert.Equal(t, 0, i.NumAckPending, "unacked on the server")
+	assert.Equal(t, uint64(0), i.NumPending, "undelivered on the server")
+}
+
+func TestFeedDrainsWhatItHolds(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 200)
+	pool := workerpool.New(100)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, stats := newGate(), new(natsfeed.Stats)
+	var ctxLive atomic.Int64
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		err := g.handler(hctx, msg)
+		if hctx.Err() == nil {
+			ctxLive.Add(1)
+		}
+		return err
+	}, natsfeed.WithStats(stats))
+	eventually(t, func() bool { return g.inside.Load() == 100 }, "100 handlers running")
+	require.Equal(t, 100, info(t, cons).NumAckPending, "unacked on the server")
+	cancel()
+	close(g.open)
+	require.NoError(t, wait(), "Feed")
+	// Feed returned only after every message it took was settled.
+	assert.Equal(t, natsfeed.Counts{Taken: 100, Acked: 100, MaxInFlight: 100}, stats.Counts(), "counts when Feed returned")
+	assert.Equal(t, int64(100), ctxLive.Load(), "handlers whose ctx was still live (no WithCancelOnStop)")
+	i := info(t, cons)
+	assert.Equal(t, 0, i.NumAckPending, "unacked on the server after the drain")
+	assert.Equal(t, 0, i.NumRedelivered, "redelivered on the server after the drain")
+	assert.Equal(t, uint64(100), i.NumPending, "left for later")
+
+	// A second feed gets the other 100, none of them a redelivery.
+	ctx, cancel = context.WithCancel(context.Background())
+	stats2 := new(natsfeed.Stats)
+	wait = run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		if stats2.Counts().Acked == 99 {
+			cancel()
+		}
+		return nil
+	}, natsfeed.WithStats(stats2), natsfeed.WithMaxInFlight(1))
+	require.NoError(t, wait(), "second Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 100, Acked: 100, MaxInFlight: 1}, stats2.Counts(), "second feed's counts")
+}
+
+func TestFeedWithCancelOnStopEndsTheHandlersContext(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 10)
+	pool := workerpool.New(10)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var inside atomic.Int64
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		inside.Add(1)
+		<-hctx.Done()
+		return hctx.Err()
+	}, natsfeed.WithCancelOnStop(), natsfeed.WithStats(stats))
+	eventually(t, func() bool { return inside.Load() == 10 }, "10 handlers running")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 10, Naked: 10, MaxInFlight: 10}, stats.Counts(), "counts")
+}
+
+func TestFeedNaksWhatThePoolRefusesAndEndsWhenItStops(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 3)
+	// One worker, room for one waiting task, refusals beyond: a task of
+	// the test's own takes the worker and the place, so the feed's first
+	// message is refused.
+	pool := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.Reject))
+	busy, queued := make(chan struct{}), make(chan struct{})
+	require.NoError(t, pool.Do(func() { <-busy }), "busy task")
+	require.NoError(t, pool.Do(func() { <-queued }), "queued task")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	var reported []error
+	stats := new(natsfeed.Stats)
+	var handled atomic.Int64
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		handled.Add(1)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(err error) {
+		mu.Lock()
+		reported = append(reported, err)
+		mu.Unlock()
+	}))
+	eventually(t, func() bool { return stats.Counts().Naked >= 1 }, "a refused message nak'd")
+	mu.Lock()
+	require.NotEmpty(t, reported, "errors reported")
+	assert.ErrorIs(t, reported[0], workerpool.ErrQueueFull, "the refusal reported")
+	mu.Unlock()
+	close(busy)
+	close(queued)
+	eventually(t, func() bool { return stats.Counts().Acked == 3 }, "the three messages acked once the pool has room")
+
+	// A stopped pool ends Feed with ErrStopped.
+	pool.Stop()
+	assert.ErrorIs(t, wait(), workerpool.ErrStopped, "Feed's error once the pool stopped")
 	c := stats.Counts()
-	t.Logf("%+v", c)
-	info, err := cons.Info(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, 0, info.NumAckPending)
-	assert.Equal(t, uint64(0), info.NumPending)
+	assert.Equal(t, c.Taken, c.Acked+c.Naked, "every message taken was acked or nak'd")
+	assert.Equal(t, int64(3), handled.Load(), "handled")
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+func TestFeedRefusesBadInput(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 0)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	ctx := context.Background()
+	stopped := workerpool.New(1)
+	stopped.Stop()
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"nil ctx", natsfeed.Feed(nil, pool, cons, h), "natsfeed: Feed called with a nil context"}, //lint:ignore SA1012 the nil context is the input under test
+		{"nil pool", natsfeed.Feed(ctx, nil, cons, h), "natsfeed: Feed called with a nil pool"},
+		{"nil consumer", natsfeed.Feed(ctx, pool, nil, h), "natsfeed: Feed called with a nil consumer"},
+		{"nil handler", natsfeed.Feed(ctx, pool, cons, nil), "natsfeed: Feed called with a nil handler"},
+		{"stopped pool", natsfeed.Feed(ctx, stopped, cons, h), "natsfeed: workerpool: pool stopped"},
+		{"WithMaxInFlight(0)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(0)), "natsfeed: WithMaxInFlight(0): n must be at least 1"},
+		{"WithFetchWait(0)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(0)), "natsfeed: WithFetchWait(0s): d must be positive"},
+		{"WithBackoff(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithBackoff(nil)), "natsfeed: WithBackoff(nil)"},
+		{"WithProgress(-1s)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(-time.Second)), "natsfeed: WithProgress(-1s): every must be positive"},
+		{"WithErrorHandler(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithErrorHandler(nil)), "natsfeed: WithErrorHandler(nil)"},
+		{"WithStats(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithStats(nil)), "natsfeed: WithStats(nil)"},
+		{"first bad option", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(-1), natsfeed.WithMaxInFlight(-2)), "natsfeed: WithFetchWait(-1ns): d must be positive"},
+	} {
+		assert.EqualError(t, c.err, c.want, c.name)
+	}
+	assert.ErrorIs(t, natsfeed.Feed(ctx, stopped, cons, h), workerpool.ErrStopped, "stopped pool")
+	assert.Equal(t, uint64(0), pool.Status().Submitted, "nothing submitted")
+	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "nothing delivered")
+}
+
+// TestFeedProgressOutlivesAckWait runs a handler three times as long as
+// the consumer's AckWait: with progress beats the message is not
+// redelivered; without them (the control) it is.
+func TestFeedProgressOutlivesAckWait(t *testing.T) {
+	for _, beats := range []bool{true, false} {
+		t.Run(fmt.Sprintf("progress=%v", beats), func(t *testing.T) {
+			const ackWait = time.Second
+			_, cons := setup(t, ackWait, 1)
+			pool := workerpool.New(2)
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			var redelivered atomic.Bool
+			first := make(chan struct{})
+			opts := []natsfeed.Option{}
+			if beats {
+				opts = append(opts, natsfeed.WithProgress(ackWait/5))
+			}
+			wait := run(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+				if delivered(msg) > 1 {
+					redelivered.Store(true)
+					return nil
+				}
+				defer close(first)
+				time.Sleep(3 * ackWait) // the work: longer than AckWait
+				return nil
+			}, opts...)
+			<-first
+			cancel()
+			require.NoError(t, wait(), "Feed")
+			assert.Equal(t, !beats, redelivered.Load(), "redelivered while the handler ran")
+		})
+	}
 }

@@ -6,7 +6,7 @@ import "sync/atomic"
 // pass it to Feed with WithStats. Safe for concurrent use.
 type Stats struct {
 	taken, redelivered, acked, naked, terminated, unsettled atomic.Int64
-	inFlight, maxInFlight                                 atomic.Int64
+	inFlight, maxInFlight                                   atomic.Int64
 }
 
 // Counts is a snapshot of a Stats. Once every feed that counts in it has

@@ -1,0 +1,223 @@
+package natsfeed_test
+
+// The tests in this file check Feed's own clock, exactly, in synctest
+// bubbles: progress beats, acknowledgement retries and the pause after a
+// failed fetch. A real server cannot run in a bubble (its connections'
+// write loops wait on sync.Cond, which the fake clock does not count as
+// durably blocked), so here a fake consumer hands out fake messages that
+// record what Feed does to them and when. Everything else is tested against
+// a real server.
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clockLog records what happened at which fake-clock time since start.
+type clockLog struct {
+	start  time.Time
+	mu     sync.Mutex
+	events []string
+}
+
+func newClockLog() *clockLog { return &clockLog{start: time.Now()} }
+
+func (l *clockLog) add(what string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, what+" at "+time.Since(l.start).String())
+}
+
+func (l *clockLog) all() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.events...)
+}
+
+// fakeMsg is a message whose settlements are logged; DoubleAck returns
+// the errors in ackErrs in turn, then nil. Methods Feed must not call are
+// left to the nil embedded Msg, and panic.
+type fakeMsg struct {
+	jetstream.Msg
+	log     *clockLog
+	mu      sync.Mutex
+	ackErrs []error
+}
+
+func (m *fakeMsg) Metadata() (*jetstream.MsgMetadata, error) {
+	return &jetstream.MsgMetadata{NumDelivered: 1, Stream: "JOBS", Sequence: jetstream.SequencePair{Stream: 1}}, nil
+}
+
+func (m *fakeMsg) DoubleAck(context.Context) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.log.add("ack")
+	if len(m.ackErrs) == 0 {
+		return nil
+	}
+	err := m.ackErrs[0]
+	m.ackErrs = m.ackErrs[1:]
+	return err
+}
+
+func (m *fakeMsg) InProgress() error { m.log.add("progress"); return nil }
+
+func (m *fakeMsg) NakWithDelay(d time.Duration) error { m.log.add("nak " + d.String()); return nil }
+
+// fakeBatch delivers msgs, and closes after wait if it has fewer than asked.
+type fakeBatch struct {
+	msgs chan jetstream.Msg
+	err  error
+}
+
+func (b *fakeBatch) Messages() <-chan jetstream.Msg { return b.msgs }
+func (b *fakeBatch) Error() error                   { return b.err }
+
+// fakeConsumer serves fetches from msgs, logging each; a fetch fails with
+// the next of fetchErrs while there are any.
+type fakeConsumer struct {
+	jetstream.Consumer
+	log       *clockLog
+	ackWait   time.Duration
+	mu        sync.Mutex
+	msgs      []jetstream.Msg
+	fetchErrs []error
+}
+
+func (c *fakeConsumer) CachedInfo() *jetstream.ConsumerInfo {
+	return &jetstream.ConsumerInfo{Config: jetstream.ConsumerConfig{AckWait: c.ackWait}}
+}
+
+func (c *fakeConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.log.add("fetch")
+	if len(c.fetchErrs) > 0 {
+		err := c.fetchErrs[0]
+		c.fetchErrs = c.fetchErrs[1:]
+		return nil, err
+	}
+	b := &fakeBatch{msgs: make(chan jetstream.Msg, batch)}
+	n := min(batch, len(c.msgs))
+	for _, m := range c.msgs[:n] {
+		b.msgs <- m
+	}
+	c.msgs = c.msgs[n:]
+	if n == batch {
+		close(b.msgs)
+	} else {
+		time.AfterFunc(natsfeed.DefaultFetchWait, func() { close(b.msgs) })
+	}
+	return b, nil
+}
+
+// feedFor runs Feed on cons in a pool of 1 until the handler has run
+// and then stop has passed, and returns the errors reported.
+func feedFor(t *testing.T, cons *fakeConsumer, h natsfeed.Handler, stop time.Duration, opts ...natsfeed.Option) []string {
+	t.Helper()
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(stop, cancel)
+	var mu sync.Mutex
+	var reported []string
+	opts = append(opts, natsfeed.WithErrorHandler(func(err error) {
+		mu.Lock()
+		reported = append(reported, err.Error())
+		mu.Unlock()
+	}))
+	require.NoError(t, natsfeed.Feed(ctx, pool, cons, h, opts...), "Feed")
+	return reported
+}
+
+func done(context.Context, jetstream.Msg) error { return nil }
+
+func TestProgressBeatsEveryPeriodUntilSettled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		m := &fakeMsg{log: log}
+		cons := &fakeConsumer{log: log, msgs: []jetstream.Msg{m}}
+		work := func(context.Context, jetstream.Msg) error {
+			time.Sleep(35 * time.Second)
+			return nil
+		}
+		feedFor(t, cons, work, 36*time.Second, natsfeed.WithProgress(10*time.Second), natsfeed.WithMaxInFlight(1))
+		assert.Equal(t, []string{
+			"fetch at 0s",
+			"progress at 10s", "progress at 20s", "progress at 30s",
+			"ack at 35s",
+			"fetch at 35s", // the slot is free again; this fetch ends at 36s with Feed's ctx
+		}, log.all(), "what Feed did, and when")
+	})
+}
+
+func TestAckRetriesWithDoublingPauses(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		timeout := errors.New("timeout")
+		m := &fakeMsg{log: log, ackErrs: []error{timeout, timeout, timeout}}
+		cons := &fakeConsumer{log: log, ackWait: time.Minute, msgs: []jetstream.Msg{m}}
+		stats := new(natsfeed.Stats)
+		reported := feedFor(t, cons, done, 0, natsfeed.WithStats(stats))
+		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "ack at 50ms", "ack at 150ms", "ack at 350ms"}, log.all(), "fetch and ack tries")
+		assert.Equal(t, []string{
+			"natsfeed: ack message 1 of stream JOBS: timeout",
+			"natsfeed: ack message 1 of stream JOBS: timeout",
+			"natsfeed: ack message 1 of stream JOBS: timeout",
+		}, reported, "errors reported")
+		assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	})
+}
+
+func TestAckGivesUpWhenAckWaitRunsOut(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		timeout := errors.New("timeout")
+		m := &fakeMsg{log: log, ackErrs: []error{timeout, timeout, timeout, timeout, timeout, timeout, timeout}}
+		cons := &fakeConsumer{log: log, ackWait: time.Second, msgs: []jetstream.Msg{m}}
+		stats := new(natsfeed.Stats)
+		reported := feedFor(t, cons, done, 0, natsfeed.WithStats(stats))
+		// Tries at 0, 50, 150, 350 and 750ms; the next pause (800ms) would
+		// end past the second of AckWait, when the server redelivers.
+		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "ack at 50ms", "ack at 150ms", "ack at 350ms", "ack at 750ms"}, log.all(), "fetch and ack tries")
+		require.Len(t, reported, 6, "errors reported")
+		assert.Equal(t, "natsfeed: ack message 1 of stream JOBS: gave up; the server redelivers it after AckWait", reported[5], "last error")
+		assert.Equal(t, natsfeed.Counts{Taken: 1, Unsettled: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	})
+}
+
+func TestAckGivesUpAtOnceOnAClosedConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		m := &fakeMsg{log: log, ackErrs: []error{nats.ErrConnectionClosed}}
+		cons := &fakeConsumer{log: log, ackWait: time.Minute, msgs: []jetstream.Msg{m}}
+		stats := new(natsfeed.Stats)
+		reported := feedFor(t, cons, done, 0, natsfeed.WithStats(stats))
+		assert.Equal(t, []string{"fetch at 0s", "ack at 0s"}, log.all(), "fetch and ack tries")
+		assert.Len(t, reported, 2, "errors reported: the failure and the giving up")
+		assert.Equal(t, natsfeed.Counts{Taken: 1, Unsettled: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	})
+}
+
+func TestFailedFetchIsRetriedAfterTheFetchWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		m := &fakeMsg{log: log}
+		down := errors.New("no responders")
+		cons := &fakeConsumer{log: log, msgs: []jetstream.Msg{m}, fetchErrs: []error{down, down}}
+		reported := feedFor(t, cons, done, 3*time.Second, natsfeed.WithFetchWait(time.Second))
+		assert.Equal(t, []string{"fetch at 0s", "fetch at 1s", "fetch at 2s", "ack at 2s", "fetch at 2s"}, log.all(), "fetches and the ack")
+		assert.Equal(t, []string{"natsfeed: fetch: no responders", "natsfeed: fetch: no responders"}, reported, "errors reported")
+	})
+}
