@@ -152,12 +152,12 @@ func TestProgressBeatsEveryPeriodUntilSettled(t *testing.T) {
 			time.Sleep(35 * time.Second)
 			return nil
 		}
-		feedFor(t, cons, work, 36*time.Second, natsfeed.WithProgress(10*time.Second), natsfeed.WithMaxInFlight(1))
+		feedFor(t, cons, work, 35*time.Second+500*time.Millisecond, natsfeed.WithProgress(10*time.Second), natsfeed.WithMaxInFlight(1))
 		assert.Equal(t, []string{
 			"fetch at 0s",
 			"progress at 10s", "progress at 20s", "progress at 30s",
 			"ack at 35s",
-			"fetch at 35s", // the slot is free again; this fetch ends at 36s with Feed's ctx
+			"fetch at 35s", // the slot is free again; Feed's ctx ends at 35.5s, this fetch at 36s
 		}, log.all(), "what Feed did, and when")
 	})
 }
@@ -169,7 +169,7 @@ func TestAckRetriesWithDoublingPauses(t *testing.T) {
 		m := &fakeMsg{log: log, ackErrs: []error{timeout, timeout, timeout}}
 		cons := &fakeConsumer{log: log, ackWait: time.Minute, msgs: []jetstream.Msg{m}}
 		stats := new(natsfeed.Stats)
-		reported := feedFor(t, cons, done, 0, natsfeed.WithStats(stats))
+		reported := feedFor(t, cons, done, time.Nanosecond, natsfeed.WithStats(stats))
 		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "ack at 50ms", "ack at 150ms", "ack at 350ms"}, log.all(), "fetch and ack tries")
 		assert.Equal(t, []string{
 			"natsfeed: ack message 1 of stream JOBS: timeout",
@@ -187,7 +187,7 @@ func TestAckGivesUpWhenAckWaitRunsOut(t *testing.T) {
 		m := &fakeMsg{log: log, ackErrs: []error{timeout, timeout, timeout, timeout, timeout, timeout, timeout}}
 		cons := &fakeConsumer{log: log, ackWait: time.Second, msgs: []jetstream.Msg{m}}
 		stats := new(natsfeed.Stats)
-		reported := feedFor(t, cons, done, 0, natsfeed.WithStats(stats))
+		reported := feedFor(t, cons, done, time.Nanosecond, natsfeed.WithStats(stats))
 		// Tries at 0, 50, 150, 350 and 750ms; the next pause (800ms) would
 		// end past the second of AckWait, when the server redelivers.
 		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "ack at 50ms", "ack at 150ms", "ack at 350ms", "ack at 750ms"}, log.all(), "fetch and ack tries")
@@ -203,8 +203,10 @@ func TestAckGivesUpAtOnceOnAClosedConnection(t *testing.T) {
 		m := &fakeMsg{log: log, ackErrs: []error{nats.ErrConnectionClosed}}
 		cons := &fakeConsumer{log: log, ackWait: time.Minute, msgs: []jetstream.Msg{m}}
 		stats := new(natsfeed.Stats)
-		reported := feedFor(t, cons, done, 0, natsfeed.WithStats(stats))
-		assert.Equal(t, []string{"fetch at 0s", "ack at 0s"}, log.all(), "fetch and ack tries")
+		reported := feedFor(t, cons, done, time.Nanosecond, natsfeed.WithStats(stats))
+		// The slot is free at once, and the feed fetches again before its
+		// ctx ends at 1ns.
+		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "fetch at 0s"}, log.all(), "fetch and ack tries")
 		assert.Len(t, reported, 2, "errors reported: the failure and the giving up")
 		assert.Equal(t, natsfeed.Counts{Taken: 1, Unsettled: 1, MaxInFlight: 1}, stats.Counts(), "counts")
 	})
@@ -216,7 +218,7 @@ func TestFailedFetchIsRetriedAfterTheFetchWait(t *testing.T) {
 		m := &fakeMsg{log: log}
 		down := errors.New("no responders")
 		cons := &fakeConsumer{log: log, msgs: []jetstream.Msg{m}, fetchErrs: []error{down, down}}
-		reported := feedFor(t, cons, done, 3*time.Second, natsfeed.WithFetchWait(time.Second))
+		reported := feedFor(t, cons, done, 2500*time.Millisecond, natsfeed.WithFetchWait(time.Second))
 		assert.Equal(t, []string{"fetch at 0s", "fetch at 1s", "fetch at 2s", "ack at 2s", "fetch at 2s"}, log.all(), "fetches and the ack")
 		assert.Equal(t, []string{"natsfeed: fetch: no responders", "natsfeed: fetch: no responders"}, reported, "errors reported")
 	})
