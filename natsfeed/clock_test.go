@@ -11,6 +11,7 @@ package natsfeed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -45,24 +46,30 @@ func (l *clockLog) all() []string {
 	return append([]string(nil), l.events...)
 }
 
-// fakeMsg is a message whose settlements are logged; DoubleAck returns
-// the errors in ackErrs in turn, then nil. Methods Feed must not call are
-// left to the nil embedded Msg, and panic.
+// fakeMsg is a message whose settlements are logged; DoubleAck takes
+// ackTakes (if negative: until its ctx ends, with its error) and returns the errors in ackErrs in turn, then nil. Methods
+// Feed must not call are left to the nil embedded Msg, and panic.
 type fakeMsg struct {
 	jetstream.Msg
-	log     *clockLog
-	mu      sync.Mutex
-	ackErrs []error
+	log      *clockLog
+	ackTakes time.Duration
+	mu       sync.Mutex
+	ackErrs  []error
 }
 
 func (m *fakeMsg) Metadata() (*jetstream.MsgMetadata, error) {
 	return &jetstream.MsgMetadata{NumDelivered: 1, Stream: "JOBS", Sequence: jetstream.SequencePair{Stream: 1}}, nil
 }
 
-func (m *fakeMsg) DoubleAck(context.Context) error {
+func (m *fakeMsg) DoubleAck(ctx context.Context) error {
+	m.log.add("ack")
+	if m.ackTakes < 0 { // no answer: wait for ctx
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	time.Sleep(m.ackTakes)
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.log.add("ack")
 	if len(m.ackErrs) == 0 {
 		return nil
 	}
@@ -197,6 +204,27 @@ func TestAckGivesUpWhenAckWaitRunsOut(t *testing.T) {
 	})
 }
 
+// TestAckTriesEndByAckWait acknowledges a message the server never
+// confirms, under an AckWait of 3s: the first try waits 2s (the most one
+// waits), the second from 2.05s until the AckWait ends at 3s, and then the
+// next pause would end past it.
+func TestAckTriesEndByAckWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		m := &fakeMsg{log: log, ackTakes: -1}
+		cons := &fakeConsumer{log: log, ackWait: 3 * time.Second, msgs: []jetstream.Msg{m}}
+		stats := new(natsfeed.Stats)
+		reported := feedFor(t, cons, done, time.Nanosecond, natsfeed.WithStats(stats))
+		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "ack at 2.05s"}, log.all(), "fetch and ack tries")
+		assert.Equal(t, []string{
+			"natsfeed: ack message 1 of stream JOBS: context deadline exceeded",
+			"natsfeed: ack message 1 of stream JOBS: context deadline exceeded",
+			"natsfeed: ack message 1 of stream JOBS: gave up; the server redelivers it after AckWait",
+		}, reported, "errors reported")
+		assert.Equal(t, natsfeed.Counts{Taken: 1, Unsettled: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	})
+}
+
 func TestAckGivesUpAtOnceOnAClosedConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newClockLog()
@@ -222,4 +250,52 @@ func TestFailedFetchIsRetriedAfterTheFetchWait(t *testing.T) {
 		assert.Equal(t, []string{"fetch at 0s", "fetch at 1s", "fetch at 2s", "ack at 2s", "fetch at 2s"}, log.all(), "fetches and the ack")
 		assert.Equal(t, []string{"natsfeed: fetch: no responders", "natsfeed: fetch: no responders"}, reported, "errors reported")
 	})
+}
+
+// TestAcknowledgementsWaitOffTheWorker runs three messages whose handler
+// takes 2s and whose acknowledgement waits 1s for the server, on one
+// worker. With the default bound (the pool's size, 1), the next message is
+// fetched once the last is acknowledged; with a bound of 2 it is fetched
+// as soon as the worker is free, while the acknowledgement waits.
+func TestAcknowledgementsWaitOffTheWorker(t *testing.T) {
+	for _, c := range []struct {
+		bound int
+		want  []string
+	}{
+		{1, []string{
+			"fetch at 0s", "run at 0s", "ack at 2s",
+			"fetch at 3s", "run at 3s", "ack at 5s",
+			"fetch at 6s", "run at 6s", "ack at 8s",
+			"fetch at 9s",
+		}},
+		{2, []string{
+			"fetch at 0s", "run at 0s", "ack at 2s",
+			"fetch at 2s", "run at 2s", "ack at 4s",
+			"fetch at 4s", "run at 4s", "ack at 6s",
+			"fetch at 6s", // the stream is empty: a pull request every fetch wait
+			"fetch at 7s", "fetch at 8s", "fetch at 9s",
+		}},
+	} {
+		t.Run(fmt.Sprintf("bound=%d", c.bound), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				log := newClockLog()
+				var msgs []jetstream.Msg
+				for range 3 {
+					msgs = append(msgs, &fakeMsg{log: log, ackTakes: time.Second})
+				}
+				cons := &fakeConsumer{log: log, ackWait: time.Minute, msgs: msgs}
+				work := func(context.Context, jetstream.Msg) error {
+					log.add("run")
+					time.Sleep(2 * time.Second)
+					return nil
+				}
+				stats := new(natsfeed.Stats)
+				feedFor(t, cons, work, 9500*time.Millisecond, natsfeed.WithMaxInFlight(c.bound), natsfeed.WithStats(stats))
+				// Events at one instant come from different goroutines,
+				// in no set order; their times are exact.
+				assert.ElementsMatch(t, c.want, log.all(), "what Feed did, and when")
+				assert.Equal(t, natsfeed.Counts{Taken: 3, Acked: 3, MaxInFlight: int64(c.bound)}, stats.Counts(), "counts")
+			})
+		})
+	}
 }

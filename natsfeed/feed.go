@@ -35,23 +35,29 @@ var errAbandoned = errors.New("natsfeed: handler panicked or called runtime.Goex
 const defaultAckWait = 30 * time.Second
 
 // ackRetryFirst and ackRetryMax bound the pauses between tries of a failed
-// acknowledgement.
+// acknowledgement; ackTryTimeout bounds one try's wait for the server.
 const (
 	ackRetryFirst = 50 * time.Millisecond
 	ackRetryMax   = 2 * time.Second
+	ackTryTimeout = 2 * time.Second
 )
 
 // Feed runs h on pool for the messages of cons, a pull consumer with
 // explicit acknowledgement, until ctx is done.
 //
-// Feed pulls with Fetch, asking each time for as many messages as it has
-// free slots: min(WithMaxInFlight, pool.Size()) minus the messages it
-// holds. A message counts from the moment it arrives until it is settled,
-// including while it waits for a worker and while it is acknowledged, so
-// the process never holds more unsettled messages than that bound, and a
-// cluster of processes never more than the sum of theirs. Feed counts only
-// its own messages: other work on the same pool shares its workers, and
-// messages then wait in the pool's queue (WithProgress keeps them alive).
+// Feed pulls with Fetch, asking each time for as many messages as the
+// pool has workers free of the feed's messages, and never for more than
+// the bound of WithMaxInFlight leaves (by default the pool's size, read
+// before each fetch, so that a Resize takes effect). A message counts in
+// flight from the moment it arrives until it is settled, including while
+// it waits for a worker and while its acknowledgement waits for the
+// server's confirmation (off the worker, which takes the next message),
+// so the process never holds more unsettled messages than the bound, and
+// a cluster of processes never more than the sum of theirs. Feed counts
+// only its own messages: other work on the same pool shares its workers,
+// and messages then wait in the pool's queue (WithProgress keeps them
+// alive). Several pull requests may be pending at once, each for the
+// places free when it was sent.
 //
 // Each message is settled by what h does with it:
 //   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
@@ -67,10 +73,10 @@ const (
 //     one ([workerpool.WithPanicHandler]).
 //   - never runs, because the pool refused it or gave it up: reported, and
 //     nak'd at once if the pool stopped (which also ends Feed, as below),
-//     or after the backoff delay for a full queue (Reject, DropOldest,
-//     WithMaxQueueWait).
+//     or with the fetch wait as the delay for a full queue (Reject,
+//     DropOldest, WithMaxQueueWait).
 //
-// When ctx is done, Feed sends no more pull requests, lets the one it has
+// When ctx is done, Feed sends no more pull requests, lets those it has
 // sent finish (at most the fetch wait), waits until every message it took
 // has been settled (with WithCancelOnStop, their handlers' ctx ends), and
 // returns nil. It never stops the pool. If the pool stops first, Feed does
@@ -88,7 +94,7 @@ func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consu
 		return err
 	}
 	err = f.fetchUntil(ctx)
-	f.deliveries.Wait()
+	f.outstanding.Wait()
 	return err
 }
 
@@ -102,14 +108,17 @@ type feed struct {
 	handlerCtx context.Context
 	ackWait    time.Duration // the consumer's: how long an acknowledgement is worth trying
 
-	// held counts the messages the feed holds or has asked for: the fetch
-	// loop adds a pull request's batch before sending it and gives back
-	// what did not come; each delivery gives back its one once settled.
-	held  atomic.Int64
-	freed chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
-	// deliveries counts the messages not yet settled; Feed returns after
-	// it reaches zero.
-	deliveries  sync.WaitGroup
+	// held counts the messages the feed holds or has asked for, against
+	// the bound of WithMaxInFlight; working counts those of them that need
+	// a worker: asked for, waiting for one, or running the handler. The
+	// fetch loop adds a pull request's batch to both before sending it;
+	// its receiver gives back what did not come; a delivery gives back
+	// working when its handler returns and held once it is settled.
+	held, working atomic.Int64
+	freed         chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
+	// outstanding counts the pull requests not yet ended and the messages
+	// not yet settled; Feed returns once it reaches zero.
+	outstanding sync.WaitGroup
 	poolStopped atomic.Bool // a delivery found the pool stopped: fetch no more
 }
 
@@ -162,7 +171,7 @@ func (f *feed) fetchUntil(ctx context.Context) error {
 		if k == 0 {
 			return nil
 		}
-		if err := f.fetch(k); err != nil {
+		if err := f.fetch(ctx, k); err != nil {
 			f.cfg.onError(err)
 			if !sleep(ctx, f.cfg.fetchWait) {
 				return nil
@@ -172,10 +181,16 @@ func (f *feed) fetchUntil(ctx context.Context) error {
 }
 
 // room waits until the feed may ask for more messages and returns how
-// many, or 0 once ctx is done.
+// many, or 0 once ctx is done: as many as the pool has workers free of
+// the feed's messages, and as many as the bound leaves.
 func (f *feed) room(ctx context.Context) int {
 	for ctx.Err() == nil {
-		if k := f.limit() - int(f.held.Load()); k > 0 {
+		size := f.pool.Size()
+		bound := f.cfg.maxInFlight
+		if bound == 0 {
+			bound = size
+		}
+		if k := min(size-int(f.working.Load()), bound-int(f.held.Load())); k > 0 {
 			return k
 		}
 		select {
@@ -186,40 +201,51 @@ func (f *feed) room(ctx context.Context) int {
 	return 0
 }
 
-// limit is the most messages the feed may hold now.
-func (f *feed) limit() int {
-	if n := f.pool.Size(); f.cfg.maxInFlight == 0 || n < f.cfg.maxInFlight {
-		return n
-	}
-	return f.cfg.maxInFlight
-}
-
-// fetch sends one pull request for k messages and hands out what comes.
-func (f *feed) fetch(k int) error {
-	f.held.Add(int64(k))
+// fetch sends one pull request for k messages, whose receiver hands out
+// what comes while the loop goes on.
+func (f *feed) fetch(ctx context.Context, k int) error {
+	f.take(k)
 	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
 	if err != nil {
-		f.release(k)
+		f.give(k, k)
 		return fmt.Errorf("natsfeed: fetch: %w", err)
 	}
+	f.outstanding.Add(1)
+	go f.receive(ctx, batch, k)
+	return nil
+}
+
+// receive hands out the messages of a pull request for k and gives back
+// the places of those that did not come. A request that failed keeps them
+// for the fetch wait first, so that failing requests do not follow one
+// another at once.
+func (f *feed) receive(ctx context.Context, batch jetstream.MessageBatch, k int) {
+	defer f.outstanding.Done()
 	n := 0
 	for msg := range batch.Messages() {
 		n++
 		f.deliver(msg)
 	}
-	f.release(k - n)
 	if err := batch.Error(); err != nil {
-		return fmt.Errorf("natsfeed: fetch: %w", err)
+		f.report(fmt.Errorf("natsfeed: fetch: %w", err))
+		sleep(ctx, f.cfg.fetchWait)
 	}
-	return nil
+	f.give(k-n, k-n)
 }
 
-// release gives back n of the messages held.
-func (f *feed) release(n int) {
-	if n == 0 {
+// take counts k messages asked for, in held and in working.
+func (f *feed) take(k int) {
+	f.held.Add(int64(k))
+	f.working.Add(int64(k))
+}
+
+// give gives back places in held and in working, and wakes the fetch loop.
+func (f *feed) give(held, working int) {
+	if held == 0 && working == 0 {
 		return
 	}
-	f.held.Add(-int64(n))
+	f.held.Add(-int64(held))
+	f.working.Add(-int64(working))
 	select {
 	case f.freed <- struct{}{}:
 	default: // a wake-up is already pending
@@ -235,7 +261,7 @@ func (f *feed) report(err error) {
 func (f *feed) deliver(msg jetstream.Msg) {
 	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
-	f.deliveries.Add(1)
+	f.outstanding.Add(1)
 	go d.run()
 }
 
@@ -265,68 +291,71 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // A delivery is one message the feed holds, from its arrival until it is
-// settled. Its goroutine waits in DoWait while a worker runs handle; the
-// one that settles it (the worker, or the goroutine when the pool refused
-// it) sets settled.
+// settled. Its goroutine waits in DoWait while a worker runs handle, and
+// then acknowledges the message if the handler returned nil: the worker is
+// free for the next message while the server confirms. The worker settles
+// a failure itself (a nak or term is sent without waiting), so that the
+// backoff policy and a panic meet the pool's panic policy. Each field is
+// written by the worker, then read by the goroutine after DoWait.
 type delivery struct {
 	f       *feed
 	msg     jetstream.Msg
 	arrived time.Time
-	attempt int // the server's delivery count, 1 on the first
-	settled bool
+	attempt int  // the server's delivery count, 1 on the first
+	handled bool // the handler returned nil: acknowledge
+	settled bool // nak'd or terminated
 }
 
-// run has the pool run the message's handler and settles it if the pool
-// never does.
+// run has the pool run the message's handler, acknowledges it, or settles
+// it if the pool never ran it.
 func (d *delivery) run() {
-	defer d.f.deliveries.Done()
+	defer d.f.outstanding.Done()
 	defer d.f.beat(d.msg)()
-	if err := d.f.pool.DoWait(d.handle); err != nil {
+	switch err := d.f.pool.DoWait(d.handle); {
+	case err != nil:
 		d.notRun(err)
-	}
-}
-
-// handle runs on a worker: the handler, then the settlement. A panic or
-// Goexit on the way naks the message before it goes on to the pool.
-func (d *delivery) handle() {
-	defer d.f.release(1)
-	defer d.settleAbandoned()
-	d.settle(d.f.h(d.f.handlerCtx, d.msg))
-}
-
-// settleAbandoned settles a message whose handler (or settlement) did not
-// return.
-func (d *delivery) settleAbandoned() {
-	if !d.settled {
-		d.retryLater(errAbandoned)
-	}
-}
-
-// notRun settles a message the pool refused or gave up: a stopped pool's
-// at once, for another process to take; a full pool's after the backoff
-// delay, so that the feed does not spin on it.
-func (d *delivery) notRun(err error) {
-	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
-	if errors.Is(err, workerpool.ErrStopped) {
-		d.f.poolStopped.Store(true)
-		d.nak(0)
-	} else {
-		delay, _ := d.f.cfg.backoff(d.attempt, err)
-		d.nak(delay)
-	}
-	d.f.release(1)
-}
-
-// settle settles the message by the handler's result.
-func (d *delivery) settle(err error) {
-	switch {
-	case err == nil:
+	case d.handled:
 		d.ack()
+	}
+	d.f.give(1, 0)
+}
+
+// handle runs on a worker: the handler, and the settlement of a failure.
+// A panic or Goexit on the way naks the message before it goes on to the
+// pool.
+func (d *delivery) handle() {
+	defer d.f.give(0, 1)
+	defer d.settleAbandoned()
+	switch err := d.f.h(d.f.handlerCtx, d.msg); {
+	case err == nil:
+		d.handled = true
 	case errors.Is(err, ErrPermanent):
 		d.term(err)
 	default:
 		d.retryLater(err)
 	}
+}
+
+// settleAbandoned settles a message whose handler (or settlement) did not
+// return.
+func (d *delivery) settleAbandoned() {
+	if !d.handled && !d.settled {
+		d.retryLater(errAbandoned)
+	}
+}
+
+// notRun settles a message the pool refused or gave up: a stopped pool's
+// at once, for another process to take; a full pool's after the fetch
+// wait, so that the feed does not spin on it.
+func (d *delivery) notRun(err error) {
+	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
+	d.f.give(0, 1)
+	if errors.Is(err, workerpool.ErrStopped) {
+		d.f.poolStopped.Store(true)
+		d.nak(0)
+		return
+	}
+	d.nak(d.f.cfg.fetchWait)
 }
 
 // retryLater naks the message with the backoff delay, or terminates it if
@@ -341,23 +370,40 @@ func (d *delivery) retryLater(err error) {
 }
 
 // ack acknowledges the message and waits for the server to confirm it,
-// trying again while that may still help.
+// trying again while that may still help: until the consumer's AckWait
+// since the message arrived has passed, when the server redelivers it.
+// Each try waits at most ackTryTimeout for the confirmation (a server
+// restarted from an older state does not answer), and no try waits past
+// that point but the first.
 func (d *delivery) ack() {
-	d.settled = true
+	expiry := d.arrived.Add(d.f.ackWait)
 	for pause := ackRetryFirst; ; pause = min(2*pause, ackRetryMax) {
-		err := d.msg.DoubleAck(context.Background())
+		err := d.tryAck(expiry)
 		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			d.f.stats.settled(&d.f.stats.acked)
 			return
 		}
 		d.f.report(fmt.Errorf("natsfeed: ack %v: %w", d, err))
-		if final(err) || time.Since(d.arrived)+pause >= d.f.ackWait {
+		if final(err) || time.Until(expiry) < pause {
 			d.f.report(fmt.Errorf("natsfeed: ack %v: gave up; the server redelivers it after AckWait", d))
 			d.f.stats.settled(&d.f.stats.unsettled)
 			return
 		}
 		time.Sleep(pause)
 	}
+}
+
+// tryAck sends one acknowledgement and waits for its confirmation, for at
+// most ackTryTimeout, and no later than expiry if that is sooner and
+// still ahead.
+func (d *delivery) tryAck(expiry time.Time) error {
+	timeout := ackTryTimeout
+	if left := time.Until(expiry); left > 0 && left < timeout {
+		timeout = left
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return d.msg.DoubleAck(ctx)
 }
 
 // final reports whether trying a settlement again cannot help.

@@ -67,8 +67,10 @@ func logError(err error) {
 
 // WithMaxInFlight bounds the messages Feed holds at once to n: received from
 // the server and not yet settled, whether waiting for a worker, running or
-// being acknowledged. Feed never holds more than the pool's size either. n
-// must be at least 1.
+// being acknowledged. Feed still asks for no more messages than the pool
+// has workers free, so n above the pool's size lets the next messages
+// arrive and run while the last ones' acknowledgements wait for the
+// server: twice the size hides that round trip. n must be at least 1.
 //
 // Default: the pool's size ([workerpool.WorkerPool.Size], read before each
 // fetch, so a Resize takes effect).
@@ -84,8 +86,8 @@ func WithMaxInFlight(n int) Option {
 // WithFetchWait sets how long one pull request waits on the server for
 // messages. A shorter wait sends more requests to an idle stream; a longer
 // one delays Feed's return after its ctx is done, since Feed lets the
-// request it has sent finish rather than drop what the server is already
-// sending. d must be positive.
+// requests it has sent finish rather than drop what the server is already
+// sending. A failed request is retried after d. d must be positive.
 //
 // Default: DefaultFetchWait.
 func WithFetchWait(d time.Duration) Option {
