@@ -39,7 +39,8 @@ func connect(t testing.TB, url string) jetstream.JetStream {
 	nc, err := nats.Connect(url)
 	require.NoError(t, err, "connect")
 	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
+	// publish keeps up to a batch of tests' size unconfirmed.
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(16384))
 	require.NoError(t, err, "jetstream")
 	return js
 }
@@ -64,11 +65,9 @@ func newConsumer(t testing.TB, js jetstream.JetStream, ackWait time.Duration) je
 // publish publishes n jobs with bodies "0" to "n-1", each confirmed.
 func publish(t testing.TB, js jetstream.JetStream, n int) {
 	t.Helper()
-	ctx := context.Background()
 	for i := range n {
 		_, err := js.PublishAsync(fmt.Sprintf("jobs.%d", i%16), []byte(fmt.Sprint(i)))
 		require.NoError(t, err, "publish")
-		_ = ctx
 	}
 	select {
 	case <-js.PublishAsyncComplete():
