@@ -56,8 +56,7 @@ const (
 // a cluster of processes never more than the sum of theirs. Feed counts
 // only its own messages: other work on the same pool shares its workers,
 // and messages then wait in the pool's queue (WithProgress keeps them
-// alive). Several pull requests may be pending at once, each for the
-// places free when it was sent.
+// alive).
 //
 // Each message is settled by what h does with it:
 //   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
@@ -76,7 +75,7 @@ const (
 //     or with the fetch wait as the delay for a full queue (Reject,
 //     DropOldest, WithMaxQueueWait).
 //
-// When ctx is done, Feed sends no more pull requests, lets those it has
+// When ctx is done, Feed sends no more pull requests, lets the one it has
 // sent finish (at most the fetch wait), waits until every message it took
 // has been settled (with WithCancelOnStop, their handlers' ctx ends), and
 // returns nil. It never stops the pool. If the pool stops first, Feed does
@@ -111,13 +110,13 @@ type feed struct {
 	// held counts the messages the feed holds or has asked for, against
 	// the bound of WithMaxInFlight; working counts those of them that need
 	// a worker: asked for, waiting for one, or running the handler. The
-	// fetch loop adds a pull request's batch to both before sending it;
-	// its receiver gives back what did not come; a delivery gives back
-	// working when its handler returns and held once it is settled.
+	// fetch loop adds a pull request's batch to both before sending it and
+	// gives back what did not come; a delivery gives back working when its
+	// handler returns and held once it is settled.
 	held, working atomic.Int64
 	freed         chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
-	// outstanding counts the pull requests not yet ended and the messages
-	// not yet settled; Feed returns once it reaches zero.
+	// outstanding counts the messages not yet settled; Feed returns once
+	// it reaches zero.
 	outstanding sync.WaitGroup
 	poolStopped atomic.Bool // a delivery found the pool stopped: fetch no more
 }
@@ -171,7 +170,7 @@ func (f *feed) fetchUntil(ctx context.Context) error {
 		if k == 0 {
 			return nil
 		}
-		if err := f.fetch(ctx, k); err != nil {
+		if err := f.fetch(k); err != nil {
 			f.cfg.onError(err)
 			if !sleep(ctx, f.cfg.fetchWait) {
 				return nil
@@ -201,36 +200,26 @@ func (f *feed) room(ctx context.Context) int {
 	return 0
 }
 
-// fetch sends one pull request for k messages, whose receiver hands out
-// what comes while the loop goes on.
-func (f *feed) fetch(ctx context.Context, k int) error {
+// fetch sends one pull request for k messages, hands out what comes, and
+// gives back the places of those that did not come. One request at a time
+// is enough: the places that free while it is pending go into the next.
+func (f *feed) fetch(k int) error {
 	f.take(k)
 	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
 	if err != nil {
 		f.give(k, k)
 		return fmt.Errorf("natsfeed: fetch: %w", err)
 	}
-	f.outstanding.Add(1)
-	go f.receive(ctx, batch, k)
-	return nil
-}
-
-// receive hands out the messages of a pull request for k and gives back
-// the places of those that did not come. A request that failed keeps them
-// for the fetch wait first, so that failing requests do not follow one
-// another at once.
-func (f *feed) receive(ctx context.Context, batch jetstream.MessageBatch, k int) {
-	defer f.outstanding.Done()
 	n := 0
 	for msg := range batch.Messages() {
 		n++
 		f.deliver(msg)
 	}
-	if err := batch.Error(); err != nil {
-		f.report(fmt.Errorf("natsfeed: fetch: %w", err))
-		sleep(ctx, f.cfg.fetchWait)
-	}
 	f.give(k-n, k-n)
+	if err := batch.Error(); err != nil {
+		return fmt.Errorf("natsfeed: fetch: %w", err)
+	}
+	return nil
 }
 
 // take counts k messages asked for, in held and in working.

@@ -162,7 +162,8 @@ func TestFeedHoldsAtMostThePoolsSizeAndFollowsResize(t *testing.T) {
 	pool.Resize(4)
 	close(<-gates) // a settle wakes the fetch loop, which now has 4 slots
 	eventually(t, func() bool { return inside.Load() == 4 }, "4 handlers running after Resize(4)")
-	assert.Equal(t, 4, info(t, cons).NumAckPending, "unacked on the server with a pool of 4")
+	// The first message's acknowledgement may still be on its way.
+	eventually(t, func() bool { return info(t, cons).NumAckPending == 4 }, "unacked on the server with a pool of 4")
 	cancel()
 	go func() {
 		for g := range gates {
@@ -171,7 +172,9 @@ func TestFeedHoldsAtMostThePoolsSizeAndFollowsResize(t *testing.T) {
 	}()
 	require.NoError(t, wait(), "Feed")
 	close(gates)
-	assert.Equal(t, int64(4), stats.Counts().MaxInFlight, "max in flight")
+	// Acknowledgements wait off the workers, so up to the bound of 10 may
+	// be held while the workers run the next messages.
+	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(10), "max in flight")
 }
 
 // advisories collects the server's advisories of terminated messages of

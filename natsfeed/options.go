@@ -86,7 +86,7 @@ func WithMaxInFlight(n int) Option {
 // WithFetchWait sets how long one pull request waits on the server for
 // messages. A shorter wait sends more requests to an idle stream; a longer
 // one delays Feed's return after its ctx is done, since Feed lets the
-// requests it has sent finish rather than drop what the server is already
+// request it has sent finish rather than drop what the server is already
 // sending. A failed request is retried after d. d must be positive.
 //
 // Default: DefaultFetchWait.
