@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
@@ -11,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e86d9661/workerpool/internal/exectest"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -18,8 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deadline bounds each wait on the real process: generous, as a loaded
-// machine (or -race) can be slow to build and start it.
+// deadline bounds the wait for the counters to move.
 const deadline = 30 * time.Second
 
 // The program end to end: build it, start it on a free port, scrape it
@@ -31,8 +29,8 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 	out, err := build.CombinedOutput()
 	require.NoError(t, err, "go build: %s", out)
 
-	p := start(t, bin, "-addr", "127.0.0.1:0")
-	line := p.line(t)
+	p := exectest.Start(t, bin, "-addr", "127.0.0.1:0")
+	line := p.Line(t)
 	url, ok := strings.CutPrefix(line, "serving metrics on ")
 	require.True(t, ok, "first line %q", line)
 	require.True(t, strings.HasPrefix(url, "http://127.0.0.1:") && strings.HasSuffix(url, "/metrics"), "metrics URL %q", url)
@@ -62,11 +60,11 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 		assert.Greater(t, second[name], first[name], "%s between two scrapes", name)
 	}
 
-	require.NoError(t, p.cmd.Process.Signal(os.Interrupt), "send SIGINT")
-	last := p.line(t)
+	require.NoError(t, p.Cmd.Process.Signal(os.Interrupt), "send SIGINT")
+	last := p.Line(t)
 	assert.Regexp(t, `^metrics example stopped: submitted=\d+ completed=\d+ dropped=\d+ `, last, "final line")
-	err = p.wait(t)
-	require.NoError(t, err, "exit status 0; stderr:\n%s", p.stderr)
+	err = p.Wait(t)
+	require.NoError(t, err, "exit status 0; stderr:\n%s", p.Stderr)
 }
 
 // scrape GETs url and returns each sample of the pool named demo, by
@@ -104,85 +102,4 @@ func scrape(t *testing.T, url string) map[string]float64 {
 	}
 	require.Len(t, samples, 16, "workerpool_ samples: %v", samples)
 	return samples
-}
-
-// process is the program running: its stdout line by line, its stderr,
-// and its exit.
-type process struct {
-	cmd    *exec.Cmd
-	lines  <-chan string // stdout, closed at EOF
-	stderr *bytes.Buffer // read only once exited has been received from
-	exited <-chan error  // cmd.Wait's result, once stdout is drained
-	waited bool          // exited has been received from
-}
-
-// start starts bin with args; the test's cleanup kills it if it is still
-// running.
-func start(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stderr := new(bytes.Buffer)
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err, "StdoutPipe")
-	require.NoError(t, cmd.Start(), "start %s", bin)
-
-	// The reader owns stdout: it sends each line, closes lines at EOF (the
-	// program has exited), then calls Wait, which must follow the reads.
-	// The program prints two lines, so it never blocks on lines.
-	lines, exited := make(chan string, 16), make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
-	p := &process{cmd: cmd, lines: lines, stderr: stderr, exited: exited}
-	t.Cleanup(func() {
-		if !p.waited {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	return p
-}
-
-// line returns the next line of the program's stdout.
-func (p *process) line(t *testing.T) string {
-	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		if !ok {
-			err := p.wait(t)
-			require.FailNow(t, "stdout ended", "exit: %v; stderr:\n%s", err, p.stderr)
-		}
-		return l
-	case <-time.After(deadline):
-		require.FailNow(t, "no line on stdout", "after %v", deadline)
-		return ""
-	}
-}
-
-// wait waits for the program to exit, logging any further stdout, and
-// returns cmd.Wait's error.
-func (p *process) wait(t *testing.T) error {
-	t.Helper()
-	timeout, lines := time.After(deadline), p.lines
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil // EOF: wait for exited alone
-				continue
-			}
-			t.Logf("more stdout: %s", l)
-		case err := <-p.exited:
-			p.waited = true
-			return err
-		case <-timeout:
-			require.FailNow(t, "program did not exit", "after %v", deadline)
-		}
-	}
 }

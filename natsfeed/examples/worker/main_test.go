@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -15,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e86d9661/workerpool/internal/exectest"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -22,17 +21,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// deadline bounds each wait on a real process: generous, as a loaded
-// machine (or -race) can be slow to build and start it.
-const deadline = 60 * time.Second
+// deadline bounds each wait on the server's state.
+const deadline = exectest.Deadline
 
 // Without -url the program starts its own server, publishes -n jobs,
 // handles them all and exits by itself.
 func TestHandlesDemoJobsAndExits(t *testing.T) {
-	p := start(t, binary(t), "-n", "200")
-	assert.Equal(t, "published 200 jobs to JOBS", p.line(t), "first line")
-	s := p.summary(t)
-	require.NoError(t, p.wait(t), "exit status 0; stderr:\n%s", p.stderr)
+	p := exectest.Start(t, binary(t), "-n", "200")
+	assert.Equal(t, "published 200 jobs to JOBS", p.Line(t), "first line")
+	s := summaryOf(t, p)
+	require.NoError(t, p.Wait(t), "exit status 0; stderr:\n%s", p.Stderr)
 
 	assert.Equal(t, 200, s.handled, "handled")
 	assert.Equal(t, 0, s.redelivered, "redelivered")
@@ -47,15 +45,15 @@ func TestHandlesDemoJobsAndExits(t *testing.T) {
 func TestDrainsOnInterrupt(t *testing.T) {
 	const jobs = 1000
 	url := testServer(t)
-	p := start(t, binary(t), "-url", url, "-n", strconv.Itoa(jobs), "-workers", "4", "-work", "5ms")
-	assert.Equal(t, fmt.Sprintf("published %d jobs to JOBS", jobs), p.line(t), "first line")
-	assert.Equal(t, "working; press Ctrl-C to drain and stop", p.line(t), "second line")
+	p := exectest.Start(t, binary(t), "-url", url, "-n", strconv.Itoa(jobs), "-workers", "4", "-work", "5ms")
+	assert.Equal(t, fmt.Sprintf("published %d jobs to JOBS", jobs), p.Line(t), "first line")
+	assert.Equal(t, "working; press Ctrl-C to drain and stop", p.Line(t), "second line")
 	cons := consumer(t, url)
 	waitFor(t, cons, "50 deliveries", func(i *jetstream.ConsumerInfo) bool { return i.Delivered.Consumer >= 50 })
 
-	require.NoError(t, p.cmd.Process.Signal(os.Interrupt), "send SIGINT")
-	s := p.summary(t)
-	require.NoError(t, p.wait(t), "exit status 0; stderr:\n%s", p.stderr)
+	require.NoError(t, p.Cmd.Process.Signal(os.Interrupt), "send SIGINT")
+	s := summaryOf(t, p)
+	require.NoError(t, p.Wait(t), "exit status 0; stderr:\n%s", p.Stderr)
 	t.Logf("interrupted: %+v", s)
 	assert.GreaterOrEqual(t, s.handled, 50, "handled")
 	assert.Equal(t, 0, s.redelivered, "redelivered")
@@ -75,25 +73,25 @@ func TestDrainsOnInterrupt(t *testing.T) {
 func TestServeAndJoin(t *testing.T) {
 	const jobs = 300
 	bin := binary(t)
-	host := start(t, bin, "-serve", "127.0.0.1:0", "-n", "0", "-workers", "2", "-work", "2ms")
-	url, ok := strings.CutPrefix(host.line(t), "serving NATS at ")
+	host := exectest.Start(t, bin, "-serve", "127.0.0.1:0", "-n", "0", "-workers", "2", "-work", "2ms")
+	url, ok := strings.CutPrefix(host.Line(t), "serving NATS at ")
 	require.True(t, ok, "first line names the server's URL")
-	assert.Equal(t, "working; press Ctrl-C to drain and stop", host.line(t), "second line")
+	assert.Equal(t, "working; press Ctrl-C to drain and stop", host.Line(t), "second line")
 
-	joined := start(t, bin, "-url", url, "-n", strconv.Itoa(jobs), "-workers", "2", "-work", "2ms")
-	assert.Equal(t, fmt.Sprintf("published %d jobs to JOBS", jobs), joined.line(t), "first line")
-	assert.Equal(t, "working; press Ctrl-C to drain and stop", joined.line(t), "second line")
+	joined := exectest.Start(t, bin, "-url", url, "-n", strconv.Itoa(jobs), "-workers", "2", "-work", "2ms")
+	assert.Equal(t, fmt.Sprintf("published %d jobs to JOBS", jobs), joined.Line(t), "first line")
+	assert.Equal(t, "working; press Ctrl-C to drain and stop", joined.Line(t), "second line")
 	cons := consumer(t, url)
 	waitFor(t, cons, "every job acknowledged", func(i *jetstream.ConsumerInfo) bool {
 		return i.AckFloor.Stream == jobs && i.NumAckPending == 0
 	})
 
 	var total int
-	for _, p := range []*process{joined, host} { // the server last
-		require.NoError(t, p.cmd.Process.Signal(os.Interrupt), "send SIGINT")
-		s := p.summary(t)
-		require.NoError(t, p.wait(t), "exit status 0; stderr:\n%s", p.stderr)
-		t.Logf("%s: %+v", p.cmd.Args[1:3], s)
+	for _, p := range []*exectest.Process{joined, host} { // the server last
+		require.NoError(t, p.Cmd.Process.Signal(os.Interrupt), "send SIGINT")
+		s := summaryOf(t, p)
+		require.NoError(t, p.Wait(t), "exit status 0; stderr:\n%s", p.Stderr)
+		t.Logf("%s: %+v", p.Cmd.Args[1:3], s)
 		assert.Equal(t, 0, s.redelivered, "redelivered")
 		assert.Equal(t, 0, s.duplicates, "duplicates")
 		assert.LessOrEqual(t, s.maxInFlight, s.bound, "max in flight within the bound")
@@ -113,12 +111,12 @@ var (
 	inFlightLine = regexp.MustCompile(`^max in flight (\d+) \(bound (\d+)\)$`)
 )
 
-// summary reads the summary from the program's stdout.
-func (p *process) summary(t *testing.T) summary {
+// summaryOf reads the summary from the program's stdout.
+func summaryOf(t *testing.T, p *exectest.Process) summary {
 	t.Helper()
 	var s summary
-	scan(t, handledLine, p.line(t), &s.handled, &s.redelivered, &s.duplicates)
-	scan(t, inFlightLine, p.line(t), &s.maxInFlight, &s.bound)
+	scan(t, handledLine, p.Line(t), &s.handled, &s.redelivered, &s.duplicates)
+	scan(t, inFlightLine, p.Line(t), &s.maxInFlight, &s.bound)
 	return s
 }
 
@@ -211,85 +209,4 @@ func binary(t *testing.T) string {
 	})
 	require.NoError(t, buildErr, "build the program")
 	return built
-}
-
-// process is the program running: its stdout line by line, its stderr,
-// and its exit.
-type process struct {
-	cmd    *exec.Cmd
-	lines  <-chan string // stdout, closed at EOF
-	stderr *bytes.Buffer // read only once exited has been received from
-	exited <-chan error  // cmd.Wait's result, once stdout is drained
-	waited bool          // exited has been received from
-}
-
-// start starts bin with args; the test's cleanup kills it if it is still
-// running.
-func start(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	cmd := exec.Command(bin, args...)
-	stderr := new(bytes.Buffer)
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err, "StdoutPipe")
-	require.NoError(t, cmd.Start(), "start %s", bin)
-
-	// The reader owns stdout: it sends each line, closes lines at EOF (the
-	// program has exited), then calls Wait, which must follow the reads.
-	// The program prints a few lines, so it never blocks on lines.
-	lines, exited := make(chan string, 16), make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-		exited <- cmd.Wait()
-	}()
-	p := &process{cmd: cmd, lines: lines, stderr: stderr, exited: exited}
-	t.Cleanup(func() {
-		if !p.waited {
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	return p
-}
-
-// line returns the next line of the program's stdout.
-func (p *process) line(t *testing.T) string {
-	t.Helper()
-	select {
-	case l, ok := <-p.lines:
-		if !ok {
-			err := p.wait(t)
-			require.FailNow(t, "stdout ended", "exit: %v; stderr:\n%s", err, p.stderr)
-		}
-		return l
-	case <-time.After(deadline):
-		require.FailNow(t, "no line on stdout", "after %v", deadline)
-		return ""
-	}
-}
-
-// wait waits for the program to exit, logging any further stdout, and
-// returns cmd.Wait's error.
-func (p *process) wait(t *testing.T) error {
-	t.Helper()
-	timeout, lines := time.After(deadline), p.lines
-	for {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				lines = nil // EOF: wait for exited alone
-				continue
-			}
-			t.Logf("more stdout: %s", l)
-		case err := <-p.exited:
-			p.waited = true
-			return err
-		case <-timeout:
-			require.FailNow(t, "program did not exit", "after %v", deadline)
-		}
-	}
 }
