@@ -34,6 +34,10 @@ var errAbandoned = errors.New("natsfeed: handler panicked or called runtime.Goex
 // defaultAckWait is JetStream's AckWait when the consumer's is not known.
 const defaultAckWait = 30 * time.Second
 
+// defaultMaxBatch caps one pull request, as Consume's default batch does:
+// a larger pool asks in several requests.
+const defaultMaxBatch = 500
+
 // ackRetryFirst and ackRetryMax bound the pauses between tries of a failed
 // acknowledgement; ackTryTimeout bounds one try's wait for the server.
 const (
@@ -56,7 +60,8 @@ const (
 // a cluster of processes never more than the sum of theirs. Feed counts
 // only its own messages: other work on the same pool shares its workers,
 // and messages then wait in the pool's queue (WithProgress keeps them
-// alive).
+// alive). One pull request asks for at most 500 messages, or the
+// consumer's MaxRequestBatch if that is lower.
 //
 // Each message is settled by what h does with it:
 //   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
@@ -106,6 +111,7 @@ type feed struct {
 	stats      *Stats
 	handlerCtx context.Context
 	ackWait    time.Duration // the consumer's: how long an acknowledgement is worth trying
+	maxBatch   int           // the most messages one pull request asks for
 
 	// held counts the messages the feed holds or has asked for, against
 	// the bound of WithMaxInFlight; working counts those of them that need
@@ -145,6 +151,7 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		stats:      cfg.stats,
 		handlerCtx: context.WithoutCancel(ctx),
 		ackWait:    defaultAckWait,
+		maxBatch:   defaultMaxBatch,
 		freed:      make(chan struct{}, 1),
 	}
 	if f.stats == nil {
@@ -153,8 +160,13 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 	if cfg.cancelOnStop {
 		f.handlerCtx = ctx
 	}
-	if info := cons.CachedInfo(); info != nil && info.Config.AckWait > 0 {
-		f.ackWait = info.Config.AckWait
+	if info := cons.CachedInfo(); info != nil {
+		if info.Config.AckWait > 0 {
+			f.ackWait = info.Config.AckWait
+		}
+		if info.Config.MaxRequestBatch > 0 {
+			f.maxBatch = min(f.maxBatch, info.Config.MaxRequestBatch)
+		}
 	}
 	return f, nil
 }
@@ -170,8 +182,8 @@ func (f *feed) fetchUntil(ctx context.Context) error {
 		if k == 0 {
 			return nil
 		}
-		if err := f.fetch(k); err != nil {
-			f.cfg.onError(err)
+		if err := f.fetch(min(k, f.maxBatch)); err != nil {
+			f.report(err)
 			if !sleep(ctx, f.cfg.fetchWait) {
 				return nil
 			}

@@ -451,3 +451,33 @@ func TestFeedProgressOutlivesAckWait(t *testing.T) {
 		})
 	}
 }
+
+// TestFeedAsksNoMoreThanMaxRequestBatch gives a pool of 8 a consumer that
+// refuses pull requests for more than 2 messages: Feed asks for 2 at a
+// time and meets no refusal.
+func TestFeedAsksNoMoreThanMaxRequestBatch(t *testing.T) {
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	ctx := context.Background()
+	st, err := js.CreateOrUpdateStream(ctx, jobsConfig)
+	require.NoError(t, err, "stream")
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2,
+	})
+	require.NoError(t, err, "consumer")
+	publish(t, js, 100)
+	pool := workerpool.New(8)
+	defer pool.Stop()
+	fctx, cancel := context.WithCancel(ctx)
+	stats := new(natsfeed.Stats)
+	var reported atomic.Int64
+	wait := run(fctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(err error) {
+			reported.Add(1)
+			t.Log(err)
+		}))
+	eventually(t, func() bool { return stats.Counts().Acked == 100 }, "100 acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, int64(0), reported.Load(), "errors reported")
+}
