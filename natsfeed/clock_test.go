@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -53,6 +54,8 @@ type fakeMsg struct {
 	jetstream.Msg
 	log      *clockLog
 	ackTakes time.Duration
+	action   byte         // what FuzzFeed's handler does with it
+	settles  atomic.Int32 // acks confirmed, naks and terms sent
 	mu       sync.Mutex
 	ackErrs  []error
 }
@@ -71,6 +74,7 @@ func (m *fakeMsg) DoubleAck(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.ackErrs) == 0 {
+		m.settles.Add(1)
 		return nil
 	}
 	err := m.ackErrs[0]
@@ -80,7 +84,17 @@ func (m *fakeMsg) DoubleAck(ctx context.Context) error {
 
 func (m *fakeMsg) InProgress() error { m.log.add("progress"); return nil }
 
-func (m *fakeMsg) NakWithDelay(d time.Duration) error { m.log.add("nak " + d.String()); return nil }
+func (m *fakeMsg) NakWithDelay(d time.Duration) error {
+	m.log.add("nak " + d.String())
+	m.settles.Add(1)
+	return nil
+}
+
+func (m *fakeMsg) TermWithReason(string) error {
+	m.log.add("term")
+	m.settles.Add(1)
+	return nil
+}
 
 // fakeBatch delivers msgs, and closes after wait if it has fewer than asked.
 type fakeBatch struct {
@@ -92,11 +106,12 @@ func (b *fakeBatch) Messages() <-chan jetstream.Msg { return b.msgs }
 func (b *fakeBatch) Error() error                   { return b.err }
 
 // fakeConsumer serves fetches from msgs, logging each; a fetch fails with
-// the next of fetchErrs while there are any.
+// the next of fetchErrs while there are any. It never redelivers.
 type fakeConsumer struct {
 	jetstream.Consumer
 	log       *clockLog
 	ackWait   time.Duration
+	wait      time.Duration // how long a batch short of messages stays open; 0: DefaultFetchWait
 	mu        sync.Mutex
 	msgs      []jetstream.Msg
 	fetchErrs []error
@@ -124,7 +139,11 @@ func (c *fakeConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.M
 	if n == batch {
 		close(b.msgs)
 	} else {
-		time.AfterFunc(natsfeed.DefaultFetchWait, func() { close(b.msgs) })
+		wait := c.wait
+		if wait == 0 {
+			wait = natsfeed.DefaultFetchWait
+		}
+		time.AfterFunc(wait, func() { close(b.msgs) })
 	}
 	return b, nil
 }

@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	_ "runtime"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -283,10 +283,10 @@ func TestEdgeNegativeNakDelay(t *testing.T) {
 // consumer with AckNone is accepted, and then every acknowledgement waits
 // for a confirmation that never comes.
 func TestEdgeAckNoneConsumer(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy}, 1)
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, AckWait: time.Second}, 1)
 	pool := workerpool.New(2)
 	defer pool.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	var errs edgeErrors
 	stats := new(natsfeed.Stats)
@@ -347,4 +347,114 @@ func TestEdgeMaxFetchWait(t *testing.T) {
 	assert.LessOrEqual(t, n, int64(5), "pull requests sent in 1.5s; %d errors reported", len(errs.all()))
 	cancel()
 	_, _ = wait(5 * time.Second)
+}
+
+// edgeGoroutines waits for the number of goroutines to come back to at
+// most base, and fails with a dump of them if it does not.
+func edgeGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Errorf("goroutines: %d, more than the %d before Feed:\n%s", runtime.NumGoroutine(), base, buf[:n])
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEdgePoolStopsUnderFeed stops the pool, in each of its three ways,
+// while Feed has messages running, waiting in the queue and being
+// acknowledged: Feed must return ErrStopped, every message it took must be
+// acked or nak'd (none left to AckWait), its Stats balance, no goroutine of
+// its stays behind, and a second feed then handles every other job.
+func TestEdgePoolStopsUnderFeed(t *testing.T) {
+	const n = 300
+	stops := map[string]func(p *workerpool.WorkerPool){
+		"Stop":     (*workerpool.WorkerPool).Stop,
+		"StopWait": (*workerpool.WorkerPool).StopWait,
+		"Shutdown": func(p *workerpool.WorkerPool) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Millisecond)
+			defer cancel()
+			_ = p.Shutdown(ctx)
+		},
+		"Shutdown(done ctx)": func(p *workerpool.WorkerPool) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = p.Shutdown(ctx)
+		},
+	}
+	for name, stop := range stops {
+		t.Run(name, func(t *testing.T) {
+			_, cons := setup(t, 30*time.Second, n)
+			var mu sync.Mutex
+			acked := map[int]bool{}
+			handler := func(_ context.Context, msg jetstream.Msg) error {
+				time.Sleep(time.Duration(job(msg)%3) * time.Millisecond)
+				mu.Lock()
+				acked[job(msg)] = true // a nil return: acknowledged (at least once)
+				mu.Unlock()
+				return nil
+			}
+			base := runtime.NumGoroutine()
+			// Other work on the pool makes Feed's messages wait in its queue.
+			pool := workerpool.New(4)
+			stats := new(natsfeed.Stats)
+			var errs edgeErrors
+			wait := edgeRun(context.Background(), pool, cons, handler, natsfeed.WithStats(stats),
+				natsfeed.WithMaxInFlight(16), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(300*time.Millisecond))
+			for i := range 8 {
+				pool.Submit(func() { time.Sleep(time.Duration(i) * time.Millisecond) })
+			}
+			eventually(t, func() bool { return stats.Counts().Acked >= 40 }, "some messages acked")
+			stop(pool)
+			err, ok := wait(time.Minute)
+			require.True(t, ok, "Feed returned after the pool stopped")
+			assert.ErrorIs(t, err, workerpool.ErrStopped, "Feed's error")
+			c := stats.Counts()
+			edgeBalanced(t, c)
+			assert.Zero(t, c.Unsettled, "unsettled: %+v, errors %v", c, errs.all())
+			edgeGoroutines(t, base)
+			// Acks are confirmed; naks are sent without waiting, so the
+			// server may count them a moment later.
+			eventually(t, func() bool { return info(t, cons).NumAckPending == 0 }, "nothing left pending on the server")
+
+			// A second feed takes the rest, none of it a redelivery by
+			// AckWait.
+			pool2 := workerpool.New(4)
+			defer pool2.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			wait2 := run(ctx, pool2, cons, handler)
+			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) == n }, "every job handled")
+			cancel()
+			require.NoError(t, wait2(), "second Feed")
+		})
+	}
+}
+
+// TestEdgePoolStopsAndCtxEndsTogether races the pool's Stop with the
+// cancellation of Feed's ctx, many times: Feed returns (nil or ErrStopped,
+// nothing else), and its Stats balance.
+func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 2000)
+	for i := range 20 {
+		pool := workerpool.New(3)
+		ctx, cancel := context.WithCancel(context.Background())
+		stats := new(natsfeed.Stats)
+		var errs edgeErrors
+		wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(6), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
+		eventually(t, func() bool { return stats.Counts().Taken >= int64(i) }, "messages taken")
+		go cancel()
+		pool.Stop()
+		err, ok := wait(time.Minute)
+		require.True(t, ok, "Feed returned")
+		if err != nil {
+			assert.ErrorIs(t, err, workerpool.ErrStopped, "Feed's error")
+		}
+		edgeBalanced(t, stats.Counts())
+		assert.Zero(t, stats.Counts().Unsettled, "unsettled; errors %v", errs.all())
+	}
 }

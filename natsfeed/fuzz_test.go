@@ -1,0 +1,136 @@
+package natsfeed_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// FuzzFeed races Feed against the pool's Stop, Resize and Pause and its
+// own ctx ending, with handlers that return, fail, fail for good, panic
+// and call runtime.Goexit, on fake messages (a fuzzer cannot wait for a
+// real server). Whatever happens, Feed returns, every message it took is
+// settled exactly once, its counts add up, and it never holds more than
+// its bound.
+//
+// data[0] picks the pool's size (1-4), data[1] the bound (0: the
+// default), data[2] the options; each further byte is one message: its
+// low 3 bits what its handler does, its high bits what the fuzz body does
+// to the pool or the feed once the handler has started.
+func FuzzFeed(f *testing.F) {
+	f.Add([]byte{2, 0, 0, 0, 1, 2, 3, 4, 5, 0, 0})
+	f.Add([]byte{1, 3, 1, 0, 0x08, 0, 0x10, 1, 0x18, 2, 0x20})
+	f.Add([]byte{4, 2, 3, 3, 4, 0x28, 0, 0, 0x30, 0x38, 1, 1})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) < 3 || len(data) > 64 {
+			return
+		}
+		size, bound, flags := 1+int(data[0]%4), int(data[1]%5), data[2]
+		log := newClockLog()
+		var msgs []jetstream.Msg
+		for _, b := range data[3:] {
+			msgs = append(msgs, &fakeMsg{log: log, action: b})
+		}
+		cons := &fakeConsumer{log: log, ackWait: time.Minute, wait: time.Millisecond, msgs: msgs}
+		pool := workerpool.New(size, workerpool.WithPanicHandler(func(any) {}))
+		defer pool.Stop()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		acts := make(chan byte, len(msgs))
+		opts := []natsfeed.Option{natsfeed.WithFetchWait(time.Millisecond), natsfeed.WithErrorHandler(func(error) {}),
+			natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, flags&2 == 0 })}
+		if bound > 0 {
+			opts = append(opts, natsfeed.WithMaxInFlight(bound))
+		}
+		if flags&1 != 0 {
+			opts = append(opts, natsfeed.WithCancelOnStop())
+		}
+		stats := new(natsfeed.Stats)
+		opts = append(opts, natsfeed.WithStats(stats))
+		done := make(chan error, 1)
+		go func() {
+			done <- natsfeed.Feed(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+				m := msg.(*fakeMsg)
+				acts <- m.action >> 3
+				switch m.action & 7 {
+				case 1:
+					return errors.New("failed")
+				case 2:
+					return natsfeed.ErrPermanent
+				case 3:
+					panic("handler panics")
+				case 4:
+					runtime.Goexit()
+				case 5:
+					select {
+					case <-hctx.Done():
+					case <-time.After(time.Millisecond):
+					}
+				}
+				return nil
+			}, opts...)
+		}()
+		maxSize := size
+		var err error
+		deadline := time.After(20 * time.Second)
+	loop:
+		for {
+			select {
+			case a := <-acts:
+				switch a % 8 {
+				case 1:
+					go pool.Stop()
+				case 2:
+					n := 1 + int(a/8)%4
+					maxSize = max(maxSize, n)
+					pool.Resize(n)
+				case 3:
+					pctx, unpause := context.WithTimeout(context.Background(), time.Millisecond)
+					go func() { pool.Pause(pctx); unpause() }()
+				case 4:
+					cancel()
+				}
+			case err = <-done:
+				break loop
+			case <-time.After(time.Millisecond):
+				if stats.Counts().Taken == int64(len(msgs)) {
+					cancel()
+				}
+			case <-deadline:
+				t.Fatalf("Feed did not return: %+v", stats.Counts())
+			}
+		}
+		if err != nil && !errors.Is(err, workerpool.ErrStopped) {
+			t.Fatalf("Feed returned %v", err)
+		}
+		c := stats.Counts()
+		if c.Taken != c.Acked+c.Naked+c.Terminated+c.Unsettled || c.InFlight != 0 {
+			t.Fatalf("counts do not add up: %+v", c)
+		}
+		limit := maxSize
+		if bound > 0 {
+			limit = bound
+		}
+		if c.MaxInFlight > int64(limit) {
+			t.Fatalf("held %d, above the bound %d", c.MaxInFlight, limit)
+		}
+		var settled int64
+		for i, m := range msgs {
+			switch n := m.(*fakeMsg).settles.Load(); {
+			case n > 1:
+				t.Fatalf("message %d settled %d times", i, n)
+			case n == 1:
+				settled++
+			}
+		}
+		if settled != c.Taken-c.Unsettled {
+			t.Fatalf("%d messages settled, %d taken: %+v", settled, c.Taken, c)
+		}
+	})
+}
