@@ -39,12 +39,15 @@
 // # The consumer
 //
 // Give Feed a durable pull consumer with explicit acknowledgement
-// (jetstream.AckExplicitPolicy), shared by every process. Its AckWait is how
+// (jetstream.AckExplicitPolicy; Feed refuses any other), shared by every
+// process. Its AckWait is how
 // long a message held by a dead process waits before another takes it:
 // make it longer than a handler runs, or use WithProgress. Its MaxDeliver,
 // if set, ends the redeliveries of a message that always fails; its
 // MaxAckPending (1,000 by default) must be at least the sum of the
-// processes' bounds, or the server holds back what they ask for.
+// processes' bounds, or the server holds back what they ask for, plus the
+// nak'd messages waiting for their redelivery, which the server counts
+// there too.
 //
 // # Stopping
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -61,37 +63,53 @@ const (
 // only its own messages: other work on the same pool shares its workers,
 // and messages then wait in the pool's queue (WithProgress keeps them
 // alive). One pull request asks for at most 500 messages, or the
-// consumer's MaxRequestBatch if that is lower.
+// consumer's MaxRequestBatch if that is lower, and waits at most the fetch
+// wait, or the consumer's MaxRequestExpires if that is lower. The bound is
+// each Feed's: several Feeds on one pool hold up to the sum of theirs.
 //
 // Each message is settled by what h does with it:
 //   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
 //     failed acknowledgement is reported and tried again until it succeeds
-//     or the consumer's AckWait since the message arrived has passed; then
-//     the server redelivers the message.
-//   - returns an error wrapping ErrPermanent: terminated (TermWithReason).
+//     or the consumer's AckWait since the message arrived (since the first
+//     try, under WithProgress) has passed; then the server redelivers the
+//     message.
+//   - returns an error wrapping ErrPermanent: terminated, with the error's
+//     text (its first 1024 bytes) as the reason. (An error marked with
+//     workerpool.Permanent is not; Feed cannot see that mark.)
+//   - returns its ctx's error after Feed's ctx ended, under
+//     WithCancelOnStop: nak'd with the fetch wait as the delay, whatever
+//     the policy says; a drain is not a failure.
 //   - returns another error: nak'd with the delay the backoff policy gives
 //     for the message's delivery count (WithBackoff), or terminated if the
 //     policy gives up.
-//   - panics or calls runtime.Goexit: the same as an error, and then the
-//     pool's panic policy applies: its panic handler, or a crash without
-//     one ([workerpool.WithPanicHandler]).
+//   - panics or calls runtime.Goexit: nak'd with the policy's delay (never
+//     terminated), and then the pool's panic policy applies: its panic
+//     handler, or a crash without one ([workerpool.WithPanicHandler]). So
+//     does a panic in the backoff policy, whose message is nak'd with the
+//     fetch wait as the delay, and reported.
 //   - never runs, because the pool refused it or gave it up: reported, and
 //     nak'd at once if the pool stopped (which also ends Feed, as below),
 //     or with the fetch wait as the delay for a full queue (Reject,
-//     DropOldest, WithMaxQueueWait).
+//     DropOldest, WithMaxQueueWait); then its place stays taken for the
+//     fetch wait, so that Feed does not take message after message for a
+//     pool that refuses them all.
 //
 // When ctx is done, Feed sends no more pull requests, lets the one it has
 // sent finish (at most the fetch wait), waits until every message it took
 // has been settled (with WithCancelOnStop, their handlers' ctx ends), and
-// returns nil. It never stops the pool. If the pool stops first, Feed does
+// returns nil. Messages waiting in a paused pool hold the drain until the
+// Pause ends. It never stops the pool. If the pool stops first, Feed does
 // the same and returns an error wrapping [workerpool.ErrStopped]. Errors on
 // the way (fetches, acknowledgements) never end Feed: they are reported to
 // the error handler (WithErrorHandler) and retried.
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
-// pool, consumer or handler, a stopped pool, or a bad option. Feed blocks
-// a worker for as long as it runs if called from a task of pool. Several
-// Feeds may share one pool and one consumer.
+// pool, consumer or handler, a stopped pool, a bad option, or a consumer
+// it cannot serve: one whose acknowledgement is not explicit (AckNone, as
+// ordered consumers have, or AckAll, where one ack settles every earlier
+// message), or one with priority groups. Several Feeds may share one pool
+// and one consumer. Feed must not run on a worker of pool: it counts that
+// worker as free (with one worker, the messages it takes never run).
 func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts ...Option) error {
 	f, err := newFeed(ctx, pool, cons, h, opts)
 	if err != nil {
@@ -109,6 +127,7 @@ type feed struct {
 	h          Handler
 	cfg        config
 	stats      *Stats
+	ctx        context.Context // Feed's
 	handlerCtx context.Context
 	ackWait    time.Duration // the consumer's: how long an acknowledgement is worth trying
 	maxBatch   int           // the most messages one pull request asks for
@@ -135,7 +154,7 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		return nil, errors.New("natsfeed: Feed called with a nil context")
 	case pool == nil:
 		return nil, errors.New("natsfeed: Feed called with a nil pool")
-	case cons == nil:
+	case cons == nil || isNilPointer(cons):
 		return nil, errors.New("natsfeed: Feed called with a nil consumer")
 	case h == nil:
 		return nil, errors.New("natsfeed: Feed called with a nil handler")
@@ -149,6 +168,7 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 	f := &feed{
 		pool: pool, cons: cons, h: h, cfg: cfg,
 		stats:      cfg.stats,
+		ctx:        ctx,
 		handlerCtx: context.WithoutCancel(ctx),
 		ackWait:    defaultAckWait,
 		maxBatch:   defaultMaxBatch,
@@ -161,14 +181,38 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		f.handlerCtx = ctx
 	}
 	if info := cons.CachedInfo(); info != nil {
-		if info.Config.AckWait > 0 {
-			f.ackWait = info.Config.AckWait
-		}
-		if info.Config.MaxRequestBatch > 0 {
-			f.maxBatch = min(f.maxBatch, info.Config.MaxRequestBatch)
+		if err := f.fit(info.Config); err != nil {
+			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// isNilPointer reports whether v is a nil pointer of some type.
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
+}
+
+// fit takes the consumer's settings that bound the feed's, and refuses a
+// consumer Feed cannot serve.
+func (f *feed) fit(c jetstream.ConsumerConfig) error {
+	switch {
+	case c.AckPolicy != jetstream.AckExplicitPolicy:
+		return fmt.Errorf("natsfeed: consumer %s acknowledges with %v; Feed needs explicit acknowledgement (AckExplicitPolicy)", c.Name, c.AckPolicy)
+	case len(c.PriorityGroups) > 0:
+		return fmt.Errorf("natsfeed: consumer %s has priority groups, which Feed's pull requests cannot name", c.Name)
+	}
+	if c.AckWait > 0 {
+		f.ackWait = c.AckWait
+	}
+	if c.MaxRequestBatch > 0 {
+		f.maxBatch = min(f.maxBatch, c.MaxRequestBatch)
+	}
+	if c.MaxRequestExpires > 0 {
+		f.cfg.fetchWait = min(f.cfg.fetchWait, c.MaxRequestExpires)
+	}
+	return nil
 }
 
 // fetchUntil pulls messages and hands them out until ctx is done (nil) or
@@ -204,10 +248,15 @@ func (f *feed) room(ctx context.Context) int {
 		if k := min(size-int(f.working.Load()), bound-int(f.held.Load())); k > 0 {
 			return k
 		}
+		// A settle wakes the loop; the fetch wait rechecks the pool's
+		// size, which a Resize may have raised.
+		recheck := time.NewTimer(f.cfg.fetchWait)
 		select {
 		case <-f.freed:
+		case <-recheck.C:
 		case <-ctx.Done():
 		}
+		recheck.Stop()
 	}
 	return 0
 }
@@ -332,31 +381,52 @@ func (d *delivery) handle() {
 		d.handled = true
 	case errors.Is(err, ErrPermanent):
 		d.term(err)
+	case d.f.cfg.cancelOnStop && d.f.handlerCtx.Err() != nil && errors.Is(err, d.f.handlerCtx.Err()):
+		// Given up for the drain, not failed: no attempt spent, and the
+		// delay keeps the feed's last pull request from taking it again.
+		d.nak(d.f.cfg.fetchWait)
 	default:
 		d.retryLater(err)
 	}
 }
 
 // settleAbandoned settles a message whose handler (or settlement) did not
-// return.
+// return: a nak with the backoff delay, or with the fetch wait if the
+// policy panics (perhaps it is what panicked first).
 func (d *delivery) settleAbandoned() {
 	if !d.handled && !d.settled {
-		d.retryLater(errAbandoned)
+		d.nak(d.abandonedDelay())
 	}
 }
 
+// abandonedDelay is the policy's delay for an abandoned run, whether or not
+// it would retry; a panic in the policy is reported and gives the fetch
+// wait.
+func (d *delivery) abandonedDelay() (delay time.Duration) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.f.report(fmt.Errorf("natsfeed: backoff policy panicked for %v: %v; nak'd with the fetch wait as delay", d, r))
+			delay = d.f.cfg.fetchWait
+		}
+	}()
+	delay, _ = d.f.cfg.backoff(d.attempt, errAbandoned)
+	return delay
+}
+
 // notRun settles a message the pool refused or gave up: a stopped pool's
-// at once, for another process to take; a full pool's after the fetch
-// wait, so that the feed does not spin on it.
+// at once, for another process to take; a full pool's with the fetch wait
+// as delay, and its place stays taken for as long, so that the feed does
+// not take message after message for a pool that refuses them all.
 func (d *delivery) notRun(err error) {
 	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
-	d.f.give(0, 1)
 	if errors.Is(err, workerpool.ErrStopped) {
 		d.f.poolStopped.Store(true)
 		d.nak(0)
-		return
+	} else {
+		d.nak(d.f.cfg.fetchWait)
+		sleep(d.f.ctx, d.f.cfg.fetchWait)
 	}
-	d.nak(d.f.cfg.fetchWait)
+	d.f.give(0, 1)
 }
 
 // retryLater naks the message with the backoff delay, or terminates it if
@@ -372,12 +442,17 @@ func (d *delivery) retryLater(err error) {
 
 // ack acknowledges the message and waits for the server to confirm it,
 // trying again while that may still help: until the consumer's AckWait
-// since the message arrived has passed, when the server redelivers it.
+// since the message arrived (since the first try, under WithProgress) has
+// passed, when the server redelivers it.
 // Each try waits at most ackTryTimeout for the confirmation (a server
 // restarted from an older state does not answer), and no try waits past
 // that point but the first.
 func (d *delivery) ack() {
-	expiry := d.arrived.Add(d.f.ackWait)
+	from := d.arrived
+	if d.f.cfg.progress > 0 {
+		from = time.Now() // the beats have kept the message alive until now
+	}
+	expiry := from.Add(d.f.ackWait)
 	for pause := ackRetryFirst; ; pause = min(2*pause, ackRetryMax) {
 		err := d.tryAck(expiry)
 		if err == nil || errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
@@ -423,8 +498,28 @@ func (d *delivery) nak(delay time.Duration) {
 // term ends the message for good, with why as the reason the server
 // publishes in its advisory.
 func (d *delivery) term(why error) {
+	reason := reasonOf(why)
 	d.settled = true
-	d.count(d.msg.TermWithReason(why.Error()), "term", &d.f.stats.terminated)
+	d.count(d.msg.TermWithReason(reason), "term", &d.f.stats.terminated)
+}
+
+// maxReason bounds a term's reason: it travels in the ack message, which
+// the server's max payload bounds.
+const maxReason = 1024
+
+// reasonOf is err's text, cut to maxReason bytes; an error whose Error
+// method panics gives a fixed text.
+func reasonOf(err error) (reason string) {
+	defer func() {
+		if recover() != nil {
+			reason = "natsfeed: the handler's error cannot be printed"
+		}
+	}()
+	reason = err.Error()
+	if len(reason) > maxReason {
+		reason = strings.ToValidUTF8(reason[:maxReason], "")
+	}
+	return reason
 }
 
 // count counts a nak or term that was sent, or reports one that failed.

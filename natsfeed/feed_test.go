@@ -404,12 +404,13 @@ func TestFeedRefusesBadInput(t *testing.T) {
 		{"nil handler", natsfeed.Feed(ctx, pool, cons, nil), "natsfeed: Feed called with a nil handler"},
 		{"stopped pool", natsfeed.Feed(ctx, stopped, cons, h), "natsfeed: workerpool: pool stopped"},
 		{"WithMaxInFlight(0)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(0)), "natsfeed: WithMaxInFlight(0): n must be at least 1"},
-		{"WithFetchWait(0)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(0)), "natsfeed: WithFetchWait(0s): d must be positive"},
+		{"WithFetchWait(0)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(0)), "natsfeed: WithFetchWait(0s): d must be from 1ms to 1h0m0s"},
+		{"WithFetchWait(2h)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(2*time.Hour)), "natsfeed: WithFetchWait(2h0m0s): d must be from 1ms to 1h0m0s"},
 		{"WithBackoff(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithBackoff(nil)), "natsfeed: WithBackoff(nil)"},
 		{"WithProgress(-1s)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(-time.Second)), "natsfeed: WithProgress(-1s): every must be positive"},
 		{"WithErrorHandler(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithErrorHandler(nil)), "natsfeed: WithErrorHandler(nil)"},
 		{"WithStats(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithStats(nil)), "natsfeed: WithStats(nil)"},
-		{"first bad option", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(-1), natsfeed.WithMaxInFlight(-2)), "natsfeed: WithFetchWait(-1ns): d must be positive"},
+		{"first bad option", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(-1), natsfeed.WithMaxInFlight(-2)), "natsfeed: WithFetchWait(-1ns): d must be from 1ms to 1h0m0s"},
 	} {
 		assert.EqualError(t, c.err, c.want, c.name)
 	}

@@ -29,6 +29,11 @@ const (
 	// DefaultFetchWait is how long one pull request waits for messages
 	// before Feed sends the next.
 	DefaultFetchWait = time.Second
+	// MinFetchWait and MaxFetchWait bound WithFetchWait: a shorter request
+	// expires before the server can serve it, and the client's own timer
+	// for a longer one would overflow.
+	MinFetchWait = time.Millisecond
+	MaxFetchWait = time.Hour
 	// DefaultBackoffBase and DefaultBackoffMax shape DefaultBackoff.
 	DefaultBackoffBase = time.Second
 	DefaultBackoffMax  = time.Minute
@@ -87,13 +92,15 @@ func WithMaxInFlight(n int) Option {
 // messages. A shorter wait sends more requests to an idle stream; a longer
 // one delays Feed's return after its ctx is done, since Feed lets the
 // request it has sent finish rather than drop what the server is already
-// sending. A failed request is retried after d. d must be positive.
+// sending. A failed request is retried after d, and a Resize that raises
+// the pool's size is seen within d. d must be from MinFetchWait to
+// MaxFetchWait; a consumer's MaxRequestExpires, if lower, lowers it.
 //
 // Default: DefaultFetchWait.
 func WithFetchWait(d time.Duration) Option {
 	return func(c *config) {
-		if d <= 0 {
-			c.refuse("WithFetchWait(%v): d must be positive", d)
+		if d < MinFetchWait || d > MaxFetchWait {
+			c.refuse("WithFetchWait(%v): d must be from %v to %v", d, MinFetchWait, MaxFetchWait)
 		}
 		c.fetchWait = d
 	}
@@ -134,9 +141,9 @@ func WithProgress(every time.Duration) Option {
 // WithErrorHandler sets the function that learns of every error Feed meets
 // and does not return: a failed fetch (retried after the fetch wait), a
 // failed acknowledgement (retried), a failed nak, term or progress beat, a
-// message the pool refused to run (nak'd). f is called from Feed's and the
-// pool's goroutines, possibly at once, and must not block for long. f must
-// not be nil.
+// message the pool refused to run (nak'd), a backoff policy that panicked.
+// f is called from Feed's and the pool's goroutines, possibly at once, and
+// must not block for long or panic. f must not be nil.
 //
 // Default: each error is logged with [slog.Warn].
 func WithErrorHandler(f func(error)) Option {
