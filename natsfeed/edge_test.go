@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/e86d9661/workerpool"
@@ -417,19 +418,18 @@ func TestEdgePoolStopsUnderFeed(t *testing.T) {
 			edgeBalanced(t, c)
 			assert.Zero(t, c.Unsettled, "unsettled: %+v, errors %v", c, errs.all())
 			edgeGoroutines(t, base)
-			// Acks are confirmed; naks are sent without waiting, so the
-			// server may count them a moment later.
-			eventually(t, func() bool { return info(t, cons).NumAckPending == 0 }, "nothing left pending on the server")
 
-			// A second feed takes the rest, none of it a redelivery by
-			// AckWait.
+			// A second feed takes the rest at once: the nak'd messages
+			// come back without waiting for the AckWait of 30s.
 			pool2 := workerpool.New(4)
 			defer pool2.Stop()
 			ctx, cancel := context.WithCancel(context.Background())
 			wait2 := run(ctx, pool2, cons, handler)
-			eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) == n }, "every job handled")
+			require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(acked) == n }, 15*time.Second, 5*time.Millisecond,
+				"every job handled well before AckWait")
 			cancel()
 			require.NoError(t, wait2(), "second Feed")
+			assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
 		})
 	}
 }
@@ -438,15 +438,20 @@ func TestEdgePoolStopsUnderFeed(t *testing.T) {
 // cancellation of Feed's ctx, many times: Feed returns (nil or ErrStopped,
 // nothing else), and its Stats balance.
 func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 2000)
+	js, cons := setup(t, 30*time.Second, 0)
 	for i := range 20 {
+		publish(t, js, 30) // enough that the feed is busy when the stop comes
 		pool := workerpool.New(3)
 		ctx, cancel := context.WithCancel(context.Background())
 		stats := new(natsfeed.Stats)
 		var errs edgeErrors
 		wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(6), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
-		eventually(t, func() bool { return stats.Counts().Taken >= int64(i) }, "messages taken")
+		if !assert.Eventually(t, func() bool { return stats.Counts().Taken >= int64(i%10) }, 20*time.Second, 5*time.Millisecond, "messages taken") {
+			ci := info(t, cons)
+			t.Fatalf("iteration %d: counts %+v; errors %v; consumer: pending %d, ack pending %d, waiting %d, redelivered %d, delivered %+v, ack floor %+v",
+				i, stats.Counts(), errs.all(), ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.NumRedelivered, ci.Delivered, ci.AckFloor)
+		}
 		go cancel()
 		pool.Stop()
 		err, ok := wait(time.Minute)
@@ -457,4 +462,737 @@ func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
 		edgeBalanced(t, stats.Counts())
 		assert.Zero(t, stats.Counts().Unsettled, "unsettled; errors %v", errs.all())
 	}
+}
+
+// TestEdgePauseHoldsTheDrain: messages Feed took wait in the queue of a
+// paused pool; when Feed's ctx ends, Feed waits for them, so for the pause
+// to end (with or without WithCancelOnStop: the handlers have not
+// started). Then it returns nil with everything acked. (Not in the doc:
+// see the report.)
+func TestEdgePauseHoldsTheDrain(t *testing.T) {
+	for _, cancelOnStop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancelOnStop=%v", cancelOnStop), func(t *testing.T) {
+			_, cons := setup(t, 30*time.Second, 10)
+			pool := workerpool.New(2)
+			defer pool.Stop()
+			pauseCtx, endPause := context.WithCancel(context.Background())
+			defer endPause()
+			pool.Pause(pauseCtx) // no task before it: returns at once, then holds
+			ctx, cancel := context.WithCancel(context.Background())
+			stats := new(natsfeed.Stats)
+			opts := []natsfeed.Option{natsfeed.WithStats(stats), natsfeed.WithFetchWait(200 * time.Millisecond)}
+			if cancelOnStop {
+				opts = append(opts, natsfeed.WithCancelOnStop())
+			}
+			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, opts...)
+			eventually(t, func() bool { return stats.Counts().InFlight == 2 }, "2 messages held by the paused pool")
+			cancel()
+			_, returned := wait(time.Second)
+			assert.False(t, returned, "Feed returned while the pool held its messages")
+			assert.Equal(t, int64(2), stats.Counts().Taken, "taken while paused: no more than the pool's size")
+			endPause()
+			err, returned := wait(time.Minute)
+			require.True(t, returned, "Feed returned once the pause ended")
+			require.NoError(t, err, "Feed")
+			assert.Equal(t, natsfeed.Counts{Taken: 2, Acked: 2, MaxInFlight: 2}, stats.Counts(), "counts")
+		})
+	}
+}
+
+// TestEdgeCanceledCtxTakesNothing: Feed with a ctx done already, or a
+// deadline passed, returns nil at once and sends no pull request.
+func TestEdgeCanceledCtxTakesNothing(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 5)
+	counting := &edgeCountingConsumer{Consumer: cons}
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for name, ctx := range map[string]context.Context{"canceled": canceled, "deadline passed": expired} {
+		stats := new(natsfeed.Stats)
+		err, ok := edgeRun(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))(time.Minute)
+		require.True(t, ok, "%s: Feed returned", name)
+		assert.NoError(t, err, "%s: Feed", name)
+		assert.Zero(t, stats.Counts(), "%s: counts", name)
+	}
+	assert.Zero(t, counting.fetches.Load(), "pull requests")
+	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "delivered")
+}
+
+// TestEdgeCtxDeadline: a ctx with a deadline ends Feed like a cancel:
+// nil, everything taken settled.
+func TestEdgeCtxDeadline(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 100)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	err, ok := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		time.Sleep(10 * time.Millisecond)
+		return nil
+	}, natsfeed.WithStats(stats))(time.Minute)
+	require.True(t, ok, "Feed returned")
+	require.NoError(t, err, "Feed")
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Equal(t, c.Taken, c.Acked, "all taken acked: %+v", c)
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+// TestEdgeOddOptions: a nil Option is skipped; extreme but valid values
+// work: a bound of math.MaxInt (the pool's size still bounds the fetch),
+// a fetch wait of 1ms, progress beats every millisecond; the last option
+// of a kind wins, also after a bad one of the same kind (the first bad
+// one is still refused).
+func TestEdgeOddOptions(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 50)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}, nil, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(math.MaxInt), nil,
+		natsfeed.WithFetchWait(time.Millisecond), natsfeed.WithProgress(time.Millisecond), natsfeed.WithErrorHandler(errs.handler))
+	eventually(t, func() bool { return stats.Counts().Acked == 50 }, "50 acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	assert.Equal(t, natsfeed.Counts{Taken: 50, Acked: 50, MaxInFlight: c.MaxInFlight}, c, "counts")
+	// Acknowledgements wait off the workers, so beyond the pool's size
+	// only the (unbounded) bound limits what is held.
+	assert.GreaterOrEqual(t, c.MaxInFlight, int64(1), "max in flight")
+	assert.Empty(t, errs.all(), "errors reported")
+
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(0), natsfeed.WithMaxInFlight(3)),
+		"natsfeed: WithMaxInFlight(0): n must be at least 1", "a bad option then a good one of its kind")
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(0)),
+		"natsfeed: WithProgress(0s): every must be positive", "WithProgress(0)")
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(math.MinInt)),
+		fmt.Sprintf("natsfeed: WithMaxInFlight(%d): n must be at least 1", math.MinInt), "WithMaxInFlight(MinInt)")
+}
+
+// TestEdgeTypedNilConsumer: a nil pointer of a type that implements
+// jetstream.Consumer (a wrapper of the caller's) is a nil consumer too:
+// Feed should refuse it with an error, not panic.
+func TestEdgeTypedNilConsumer(t *testing.T) {
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	var cons *edgeCountingConsumer
+	err, ok := edgeRun(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })(10 * time.Second)
+	require.True(t, ok, "Feed returned")
+	assert.Error(t, err, "Feed with a typed nil consumer")
+	assert.NotContains(t, fmt.Sprint(err), "panicked", "Feed's error")
+}
+
+// TestEdgeTinyFetchWait: a pull request that waits 1ns (anything below
+// some 10-100µs) has always expired by the time the server looks for
+// messages, so a feed would take nothing, ever: WithFetchWait refuses
+// waits below 1ms.
+func TestEdgeTinyFetchWait(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 0)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	assert.EqualError(t, natsfeed.Feed(context.Background(), pool, cons, h, natsfeed.WithFetchWait(time.Nanosecond)),
+		"natsfeed: WithFetchWait(1ns): d must be from 1ms to 1h0m0s", "Feed")
+}
+
+// TestEdgeMaxRequestExpires: a consumer's MaxRequestExpires below the
+// fetch wait makes the server refuse every pull request ("Exceeded
+// MaxRequestExpires"); Feed reports each and tries again, the same
+// request, forever: no message is handled. (As MaxRequestBatch, which
+// Feed reads from the consumer, Feed could shorten its wait to it.)
+func TestEdgeMaxRequestExpires(t *testing.T) {
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestExpires: 300 * time.Millisecond}, 5)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	ok := assert.Eventually(t, func() bool { return stats.Counts().Acked == 5 }, 5*time.Second, 5*time.Millisecond,
+		"5 messages acked with the default fetch wait (1s) and MaxRequestExpires 300ms")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	if !ok && len(errs.all()) > 0 {
+		t.Logf("errors reported: %d, the first: %v", len(errs.all()), errs.all()[0])
+	}
+}
+
+// edgeFeedConn starts a server with the stream JOBS and the consumer
+// workers (ackWait), publishes n jobs, and returns the test's JetStream
+// client, and the consumer as seen through a connection of its own, for
+// Feed, that the test may close.
+func edgeFeedConn(t *testing.T, ackWait time.Duration, n int) (url string, js jetstream.JetStream, feedJS jetstream.JetStream, cons jetstream.Consumer) {
+	t.Helper()
+	s := startServer(t, "")
+	js = connect(t, s.ClientURL())
+	newConsumer(t, js, ackWait)
+	publish(t, js, n)
+	feedJS = connect(t, s.ClientURL())
+	cons, err := feedJS.Consumer(context.Background(), "JOBS", "workers")
+	require.NoError(t, err, "consumer on the feed's connection")
+	return s.ClientURL(), js, feedJS, cons
+}
+
+// TestEdgeConnectionClosed closes Feed's connection while handlers run:
+// the failed fetches are reported and retried every fetch wait (no hot
+// loop), the acknowledgements give up at once (the connection is closed
+// for good) and count as unsettled, and Feed returns once its ctx ends.
+// The server redelivers the messages to another feed after AckWait.
+func TestEdgeConnectionClosed(t *testing.T) {
+	const ackWait = 2 * time.Second
+	_, js, feedJS, cons := edgeFeedConn(t, ackWait, 10)
+	counting := &edgeCountingConsumer{Consumer: cons}
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, stats := newGate(), new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+		natsfeed.WithFetchWait(250*time.Millisecond))
+	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
+	before := counting.fetches.Load()
+	feedJS.Conn().Close()
+	close(g.open)
+	time.Sleep(time.Second)
+	fetches := counting.fetches.Load() - before
+	cancel()
+	err, ok := wait(time.Minute)
+	require.True(t, ok, "Feed returned")
+	require.NoError(t, err, "Feed")
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Equal(t, natsfeed.Counts{Taken: 4, Unsettled: 4, MaxInFlight: 4}, c, "counts")
+	assert.LessOrEqual(t, fetches, int64(8), "pull requests tried in 1s on a closed connection, with a fetch wait of 250ms")
+	assert.NotZero(t, errs.count("fetch"), "failed fetches reported")
+
+	// Nothing was lost: another client gets all 10, the 4 as redeliveries.
+	cons2, err := js.Consumer(context.Background(), "JOBS", "workers")
+	require.NoError(t, err, "consumer")
+	pool2 := workerpool.New(4)
+	defer pool2.Stop()
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	stats2 := new(natsfeed.Stats)
+	wait2 := run(ctx2, pool2, cons2, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats2))
+	eventually(t, func() bool { return stats2.Counts().Acked == 10 }, "all 10 acked by a second feed")
+	cancel2()
+	require.NoError(t, wait2(), "second Feed")
+	assert.Equal(t, int64(4), stats2.Counts().Redelivered, "redelivered")
+}
+
+// TestEdgeConsumerOrStreamDeleted deletes the consumer (or its stream)
+// while Feed runs with messages in its handlers: fetches fail and are
+// retried every fetch wait (no hot loop), and Feed returns once its ctx
+// ends and the acknowledgements have given up (by AckWait at the latest).
+func TestEdgeConsumerOrStreamDeleted(t *testing.T) {
+	for _, what := range []string{"consumer", "stream"} {
+		t.Run(what, func(t *testing.T) {
+			const ackWait = 2 * time.Second
+			_, js, _, cons := edgeFeedConn(t, ackWait, 10)
+			counting := &edgeCountingConsumer{Consumer: cons}
+			pool := workerpool.New(4)
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			g, stats := newGate(), new(natsfeed.Stats)
+			var errs edgeErrors
+			wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+				natsfeed.WithFetchWait(250*time.Millisecond))
+			eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
+			if what == "consumer" {
+				require.NoError(t, js.DeleteConsumer(context.Background(), "JOBS", "workers"), "delete consumer")
+			} else {
+				require.NoError(t, js.DeleteStream(context.Background(), "JOBS"), "delete stream")
+			}
+			before := counting.fetches.Load()
+			close(g.open)
+			time.Sleep(time.Second)
+			fetches := counting.fetches.Load() - before
+			cancel()
+			start := time.Now()
+			err, ok := wait(time.Minute)
+			require.True(t, ok, "Feed returned")
+			require.NoError(t, err, "Feed")
+			t.Logf("Feed returned %v after its ctx ended; counts %+v; %d errors, the first %v", time.Since(start), stats.Counts(), len(errs.all()), errs.all()[:min(1, len(errs.all()))])
+			edgeBalanced(t, stats.Counts())
+			assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
+		})
+	}
+}
+
+// TestEdgeServerShutdown shuts the server down while handlers run: fetches
+// and acknowledgements fail while the client reconnects, nothing spins,
+// and Feed returns once its ctx ends and the acknowledgements have given
+// up by AckWait.
+func TestEdgeServerShutdown(t *testing.T) {
+	const ackWait = 2 * time.Second
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, ackWait)
+	publish(t, js, 10)
+	counting := &edgeCountingConsumer{Consumer: cons}
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	g, stats := newGate(), new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+		natsfeed.WithFetchWait(250*time.Millisecond))
+	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
+	s.Shutdown()
+	s.WaitForShutdown()
+	before := counting.fetches.Load()
+	close(g.open)
+	time.Sleep(time.Second)
+	fetches := counting.fetches.Load() - before
+	cancel()
+	err, ok := wait(time.Minute)
+	require.True(t, ok, "Feed returned")
+	require.NoError(t, err, "Feed")
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Equal(t, natsfeed.Counts{Taken: 4, Unsettled: 4, MaxInFlight: 4}, c, "counts")
+	assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
+}
+
+// TestEdgePermanentErrors: ErrPermanent found through errors.Join and
+// through several wraps terminates; workerpool.Permanent, the pool's own
+// "do not retry" mark, is not ErrPermanent: such a message is nak'd and
+// retried by the backoff policy (see the report: a doc gap).
+func TestEdgePermanentErrors(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 3)
+	terminated := advisories(t, js)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var poolPermanentRuns atomic.Int64
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		switch job(msg) {
+		case 0:
+			return errors.Join(errors.New("bad"), natsfeed.ErrPermanent)
+		case 1:
+			return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", errors.Join(natsfeed.ErrPermanent)))
+		default:
+			if delivered(msg) == 1 {
+				poolPermanentRuns.Add(1)
+				return workerpool.Permanent(errors.New("pool's permanent"))
+			}
+			return nil
+		}
+	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }))
+	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 2 && c.Acked == 1 }, "2 terminated, 1 acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 4, Redelivered: 1, Acked: 1, Naked: 1, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	eventually(t, func() bool { return len(terminated()) == 2 }, "2 term advisories")
+	assert.Equal(t, map[uint64]string{1: "bad\nnatsfeed: permanent failure", 2: "outer: inner: natsfeed: permanent failure"}, terminated(), "reasons")
+}
+
+// TestEdgeHandlerSettlesItself: the handler must not settle msg, but if it
+// acknowledges it and returns nil, the acknowledgement counts (no error);
+// if it acknowledges it and fails, Feed's nak fails ("already
+// acknowledged") and is reported; nothing hangs and the Stats balance.
+func TestEdgeHandlerSettlesItself(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 4)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		switch job(msg) {
+		case 0:
+			return msg.Ack()
+		case 1:
+			return msg.DoubleAck(hctx)
+		case 2:
+			require.NoError(t, msg.InProgress(), "InProgress")
+			return nil
+		default:
+			_ = msg.Ack()
+			return errors.New("failed after acking")
+		}
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	eventually(t, func() bool { c := stats.Counts(); return c.Acked+c.Unsettled == 4 }, "4 settled")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Equal(t, int64(3), c.Acked, "acked: %+v", c)
+	assert.Equal(t, 1, errs.count("already acknowledged"), "the failed nak reported: %v", errs.all())
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+// TestEdgeSeveralFeedsOnePoolOneConsumer: three feeds on one pool and one
+// consumer, the pool also running other work, with Resizes to and fro:
+// every job is acked, none twice, each feed's Stats balance, and the
+// messages held by all (NumAckPending on the server) never exceed the sum
+// of the feeds' bounds.
+func TestEdgeSeveralFeedsOnePoolOneConsumer(t *testing.T) {
+	const n, feeds, bound = 1500, 3, 5
+	_, cons := setup(t, 30*time.Second, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	seen := map[int]int{}
+	handler := func(_ context.Context, msg jetstream.Msg) error {
+		mu.Lock()
+		seen[job(msg)]++
+		mu.Unlock()
+		return nil
+	}
+	var stats [feeds]natsfeed.Stats
+	var waits []func() error
+	for i := range feeds {
+		waits = append(waits, run(ctx, pool, cons, handler, natsfeed.WithStats(&stats[i]), natsfeed.WithMaxInFlight(bound)))
+	}
+	stopOther := make(chan struct{})
+	var other sync.WaitGroup
+	other.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stopOther:
+				return
+			default:
+			}
+			pool.Submit(func() { time.Sleep(time.Millisecond) })
+			if i%50 == 0 {
+				pool.Resize(1 + i%7)
+			}
+			time.Sleep(500 * time.Microsecond)
+		}
+	})
+	maxPending := 0
+	eventually(t, func() bool {
+		maxPending = max(maxPending, info(t, cons).NumAckPending)
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen) == n
+	}, "every job handled")
+	close(stopOther)
+	other.Wait()
+	cancel()
+	for i, wait := range waits {
+		require.NoError(t, wait(), "Feed %d", i)
+	}
+	var acked int64
+	for i := range feeds {
+		c := stats[i].Counts()
+		edgeBalanced(t, c)
+		assert.LessOrEqual(t, c.MaxInFlight, int64(bound), "feed %d: max in flight", i)
+		acked += c.Acked
+	}
+	assert.Equal(t, int64(n), acked, "acked by the feeds")
+	for id, k := range seen {
+		require.Equal(t, 1, k, "handlings of job %d", id)
+	}
+	assert.LessOrEqual(t, maxPending, feeds*bound, "most messages pending on the server at once")
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+// TestEdgeBoundUnderChurn samples, under a stream of fast handlers, the
+// feed's InFlight and the server's NumAckPending: neither ever exceeds
+// the bound. With acknowledgements only, the server's count is exact too
+// (an acknowledgement is confirmed before its place frees). With naks it
+// is not a measure of what the feed holds: a nak'd message stays pending
+// on the server until it is redelivered (and a nak is not confirmed), so
+// there only Feed's own counts are checked.
+func TestEdgeBoundUnderChurn(t *testing.T) {
+	for _, naks := range []bool{false, true} {
+		t.Run(fmt.Sprintf("naks=%v", naks), func(t *testing.T) {
+			const n, bound = 3000, 6
+			_, cons := setup(t, 30*time.Second, n)
+			pool := workerpool.New(4)
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			stats := new(natsfeed.Stats)
+			wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+				if naks && job(msg)%97 == 0 && delivered(msg) == 1 {
+					return fmt.Errorf("retry job %d: %w", job(msg), errGiveUp) // nak'd: back at once
+				}
+				return nil
+			}, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(bound), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }))
+			maxPending, maxInFlight := 0, int64(0)
+			eventually(t, func() bool {
+				maxPending = max(maxPending, info(t, cons).NumAckPending)
+				maxInFlight = max(maxInFlight, stats.Counts().InFlight)
+				return stats.Counts().Acked == n
+			}, "every job acked")
+			cancel()
+			require.NoError(t, wait(), "Feed")
+			edgeBalanced(t, stats.Counts())
+			assert.LessOrEqual(t, maxInFlight, int64(bound), "sampled InFlight")
+			assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(bound), "MaxInFlight")
+			if !naks {
+				assert.LessOrEqual(t, maxPending, bound, "sampled NumAckPending on the server")
+			} else {
+				t.Logf("most NumAckPending sampled with naks: %d (bound %d)", maxPending, bound)
+			}
+		})
+	}
+}
+
+// TestEdgeResizeDownWhileFull: a pool of 8 full of the feed's messages is
+// resized to 1: the feed asks for no more until its messages held fall
+// below the new bound, and then holds at most 1.
+func TestEdgeResizeDownWhileFull(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 40)
+	pool := workerpool.New(8)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	g := newGate()
+	var inside, most atomic.Int64
+	wait := run(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+		k := inside.Add(1)
+		defer inside.Add(-1)
+		if g.entered.Add(1) > 8 {
+			for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
+			}
+		}
+		<-g.open
+		return nil
+	}, natsfeed.WithStats(stats))
+	eventually(t, func() bool { return inside.Load() == 8 }, "8 handlers running")
+	pool.Resize(1)
+	close(g.open)
+	eventually(t, func() bool { return stats.Counts().Acked == 40 }, "all acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, int64(1), most.Load(), "most handlers running at once after Resize(1)")
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+// TestEdgeProgressWhileQueued: a message waiting in the pool's queue
+// behind other work for three times the AckWait is kept alive by
+// WithProgress: it is handled once, not redelivered.
+func TestEdgeProgressWhileQueued(t *testing.T) {
+	const ackWait = time.Second
+	_, cons := setup(t, ackWait, 1)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	pool.Submit(func() { time.Sleep(3 * ackWait) }) // the other work
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var runs atomic.Int64
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		runs.Add(1)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithProgress(ackWait/5), natsfeed.WithFetchWait(200*time.Millisecond))
+	eventually(t, func() bool { return stats.Counts().Acked == 1 }, "acked")
+	time.Sleep(ackWait + 200*time.Millisecond) // a redelivery would come by now
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, int64(1), runs.Load(), "runs")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+}
+
+// TestEdgeAckRetryUnderProgress: with WithProgress, the server's AckWait
+// of a message restarts at every beat, and the beats go on while Feed
+// tries to acknowledge it, so the acknowledgement is worth trying for as
+// long as that. Feed still measures its tries from the message's arrival:
+// a handler longer than AckWait (the very case of WithProgress) whose
+// first acknowledgement fails is given up at once, and the server, told
+// nothing, redelivers it after AckWait: a second run for a transient
+// error.
+func TestEdgeAckRetryUnderProgress(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		timeout := errors.New("timeout")
+		m := &fakeMsg{log: log, ackErrs: []error{timeout}}
+		cons := &fakeConsumer{log: log, ackWait: time.Second, msgs: []jetstream.Msg{m}}
+		work := func(context.Context, jetstream.Msg) error {
+			time.Sleep(3 * time.Second)
+			return nil
+		}
+		stats := new(natsfeed.Stats)
+		reported := feedFor(t, cons, work, 3500*time.Millisecond, natsfeed.WithProgress(200*time.Millisecond), natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
+		assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts; errors reported %q", reported)
+	})
+}
+
+// TestEdgeResizeUpWhileBusy: Feed reads the pool's size "before each
+// fetch, so that a Resize takes effect", but while every worker runs a
+// long handler of the feed's, the fetch loop sleeps until one settles: a
+// Resize up is not seen for as long as the handlers run (an hour-long
+// handler: an hour of idle new workers).
+func TestEdgeResizeUpWhileBusy(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 10)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := newGate()
+	wait := run(ctx, pool, cons, g.handler, natsfeed.WithFetchWait(200*time.Millisecond))
+	eventually(t, func() bool { return g.inside.Load() == 2 }, "2 handlers running")
+	pool.Resize(4)
+	ok := assert.Eventually(t, func() bool { return g.inside.Load() == 4 }, 5*time.Second, 5*time.Millisecond, "4 handlers running after Resize(4), none settled")
+	cancel()
+	close(g.open)
+	require.NoError(t, wait(), "Feed")
+	_ = ok
+}
+
+// TestEdgeCancelOnStopTerminates: under WithCancelOnStop a running handler
+// gives up when Feed's ctx ends and returns ctx's error, which Feed takes
+// for a failure of the message: it asks the backoff policy, and a policy
+// that has run out of attempts (a message on its last delivery) makes
+// Feed terminate the message for good, because the process was stopping,
+// not because the message failed. A graceful stop should give the message
+// back (nak) without spending an attempt.
+func TestEdgeCancelOnStopTerminates(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 1)
+	terminated := advisories(t, js)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var inside atomic.Int64
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		inside.Add(1)
+		<-hctx.Done()
+		return hctx.Err()
+	}, natsfeed.WithStats(stats), natsfeed.WithCancelOnStop(),
+		// At most one delivery: any failure terminates.
+		natsfeed.WithBackoff(workerpool.Backoff(time.Second, time.Minute, 1)))
+	eventually(t, func() bool { return inside.Load() == 1 }, "the handler running")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Naked: 1, MaxInFlight: 1}, c, "counts: the message given back, not terminated")
+	time.Sleep(200 * time.Millisecond)
+	assert.Empty(t, terminated(), "messages terminated by a graceful stop")
+}
+
+// TestEdgeHandlerCtxCarriesValues: the handlers' ctx carries Feed's ctx's
+// values, and (without WithCancelOnStop) outlives it.
+func TestEdgeHandlerCtxCarriesValues(t *testing.T) {
+	type key struct{}
+	_, cons := setup(t, 30*time.Second, 1)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	var got atomic.Value
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+		got.Store(fmt.Sprintf("%v %v", hctx.Value(key{}), hctx.Err()))
+		return nil
+	}, natsfeed.WithStats(stats))
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, "v <nil>", got.Load(), "the handler's ctx: value and error after Feed's ctx ended")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+}
+
+// TestEdgePriorityGroupConsumer: a consumer with priority groups (pinned
+// client or overflow) accepts only pull requests that name a group, which
+// Feed's do not: Feed refuses it at once.
+func TestEdgePriorityGroupConsumer(t *testing.T) {
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+		AckPolicy: jetstream.AckExplicitPolicy, PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute,
+	}, 3)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	err := natsfeed.Feed(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })
+	require.Error(t, err, "Feed")
+	assert.Contains(t, err.Error(), "has priority groups, which Feed's pull requests cannot name", "Feed's error")
+}
+
+// TestEdgeFeedInsideItsPoolOfOne: Feed called from a task of its own pool
+// of one worker counts that worker as free, takes a message that can never
+// run, and then never returns after its ctx ends (its drain waits for that
+// message), until an external Stop abandons the message, which is then
+// nak'd. The doc says only that Feed "blocks a worker".
+func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 3)
+	pool := workerpool.New(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	done := make(chan error, 1)
+	pool.Submit(func() {
+		done <- natsfeed.Feed(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+			natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
+	})
+	eventually(t, func() bool { return stats.Counts().Taken == 1 }, "a message taken")
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("Feed returned (%v): it was expected to wait for its message", err)
+	case <-time.After(time.Second):
+	}
+	pool.Stop()
+	// ctx ended before the pool stopped: a drain, nil.
+	assert.NoError(t, <-done, "Feed after Stop")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Naked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+}
+
+// edgeNilErr is an error type whose Error method needs a non-nil receiver.
+type edgeNilErr struct{ msg string }
+
+func (e *edgeNilErr) Error() string { return e.msg }
+
+// TestEdgeSettlementPanics: a handler returns a typed nil error (a classic
+// Go mistake) whose Error method panics, and the policy gives up: the term
+// goes out with a fixed reason instead of panicking, so the message is
+// settled and counted.
+func TestEdgeSettlementPanics(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 1)
+	terminated := advisories(t, js)
+	var panics atomic.Int64
+	pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) { panics.Add(1) }))
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		var e *edgeNilErr
+		return e
+	}, natsfeed.WithStats(stats),
+		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, false }))
+	eventually(t, func() bool { return stats.Counts().Terminated == 1 }, "the message terminated")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	edgeBalanced(t, stats.Counts())
+	assert.Equal(t, int64(0), panics.Load(), "panics")
+	eventually(t, func() bool { return len(terminated()) == 1 }, "a term advisory")
+	assert.Equal(t, map[uint64]string{1: "natsfeed: the handler's error cannot be printed"}, terminated(), "the reason")
+}
+
+// TestEdgeExpiredInTheQueue: a message that waits in the pool's queue
+// longer than WithMaxQueueWait is reported (ErrExpired), nak'd with the
+// fetch wait as its delay, and handled on a later delivery.
+func TestEdgeExpiredInTheQueue(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 1)
+	pool := workerpool.New(1, workerpool.WithMaxQueueWait(50*time.Millisecond))
+	defer pool.Stop()
+	hog := make(chan struct{})
+	pool.Submit(func() { <-hog })
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(200*time.Millisecond))
+	eventually(t, func() bool { return stats.Counts().Naked >= 1 }, "the expired message nak'd")
+	close(hog)
+	eventually(t, func() bool { return stats.Counts().Acked == 1 }, "acked on a later delivery")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Equal(t, c.Naked, int64(errs.count("not run")), "each expiry reported")
+	for _, err := range errs.all() {
+		assert.ErrorIs(t, err, workerpool.ErrExpired, "reported")
+	}
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
 }
