@@ -158,7 +158,9 @@ func (c config) check() error {
 // the embedded server down and removes its storage.
 func connect(c config) (nc *nats.Conn, closeAll func(), err error) {
 	if c.url != "" {
-		nc, err = nats.Connect(c.url, nats.Name("natsfeed example worker"))
+		// Reconnect for as long as it takes: a server's restart is
+		// something to wait out, not a reason to exit.
+		nc, err = nats.Connect(c.url, nats.Name("natsfeed example worker"), nats.MaxReconnects(-1))
 		if err != nil {
 			return nil, nil, err
 		}
