@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"sync"
@@ -143,7 +144,6 @@ type feed struct {
 	// outstanding counts the messages not yet settled; Feed returns once
 	// it reaches zero.
 	outstanding sync.WaitGroup
-	poolStopped atomic.Bool // a delivery found the pool stopped: fetch no more
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -219,7 +219,7 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 // the pool is found stopped (errPoolStopped).
 func (f *feed) fetchUntil(ctx context.Context) error {
 	for {
-		if f.pool.Stopped() || f.poolStopped.Load() {
+		if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
 			return errPoolStopped
 		}
 		k := f.room(ctx)
@@ -322,10 +322,8 @@ func deliveryCount(msg jetstream.Msg) int {
 	if err != nil || md.NumDelivered < 1 {
 		return 1
 	}
-	return int(min(md.NumDelivered, uint64(maxInt)))
+	return int(min(md.NumDelivered, math.MaxInt))
 }
-
-const maxInt = int(^uint(0) >> 1)
 
 // sleep waits for d, or until ctx is done; it reports whether ctx is
 // still live.
@@ -420,8 +418,7 @@ func (d *delivery) abandonedDelay() (delay time.Duration) {
 func (d *delivery) notRun(err error) {
 	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
 	if errors.Is(err, workerpool.ErrStopped) {
-		d.f.poolStopped.Store(true)
-		d.nak(0)
+		d.nak(0) // the fetch loop sees the pool stopped, and ends
 	} else {
 		d.nak(d.f.cfg.fetchWait)
 		sleep(d.f.ctx, d.f.cfg.fetchWait)
