@@ -121,16 +121,18 @@ type ticket struct {
 	tasks int  // the tasks it carries (a batch's non-nil ones)
 	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
 	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
-	// queueOnly says the job has a due time (Delay, At) or a weight above
-	// 1, so it never starts without room. Dispatch reads this, never the
-	// job, before it admits the ticket: until then the submitter may
-	// withdraw and reuse the job.
-	queueOnly bool
-	state     atomic.Uint32
-	err       error         // why it was refused: ErrStopped; written before done is sent
-	done      chan struct{} // buffered (1): the dispatcher's answer
-	req       request       // {ticket: t}, set once
-	refs      atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
+	// delayed says the job has a due time (Delay, At), so it never starts
+	// without room, and weight is its Weight (1 for a plain task): it
+	// starts without room only once that many slots are free. Dispatch
+	// reads these, never the job, before it admits the ticket: until then
+	// the submitter may withdraw and reuse the job.
+	delayed bool
+	weight  int
+	state   atomic.Uint32
+	err     error         // why it was refused: ErrStopped; written before done is sent
+	done    chan struct{} // buffered (1): the dispatcher's answer
+	req     request       // {ticket: t}, set once
+	refs    atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
 }
 
 // The states of a ticket.
@@ -154,7 +156,7 @@ func (p *WorkerPool) newTicket() *ticket {
 
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
-		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.queueOnly = nil, nil, nil, 0, 0, false, nil, false
+		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight = nil, nil, nil, 0, 0, false, nil, false, 0
 		p.tickets.Put(t)
 	}
 }
@@ -200,18 +202,25 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 // a ticket: it starts at once if a worker is free, or takes room that freed
 // meanwhile, or else waits for room (wait: until ctx, if any, is done) or is
 // refused with ErrQueueFull. A task that must not wait is refused without
-// asking the dispatcher when the queue holds as many waiting tasks as the
-// bound (none could start before them) or submitters wait before it.
+// asking the dispatcher when the queue is full of waiting tasks (none could
+// start before them) or submitters wait before it; a delayed one, when the
+// queue has no room at all (a bound of 0).
 func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx context.Context) error {
+	delayed := j != nil && j.due != 0
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped
-	case !wait && (p.waiting.Load() >= int64(p.bound) || p.room.parked()):
+	case delayed && p.bound == 0:
+		return ErrQueueFull // a task that must wait can never fit a queue with no room
+	case !wait && (p.queueFull() || p.room.parked()):
 		return ErrQueueFull
 	}
 	t := p.newTicket()
 	t.task, t.job, t.tasks = task, j, 1
-	t.queueOnly = j != nil && (j.due != 0 || j.weight > 1)
+	t.delayed, t.weight = delayed, 1
+	if j != nil {
+		t.weight = j.weight
+	}
 	if !wait {
 		t.try = true // answered at once
 		return p.submitTicket(t, nil)
@@ -222,6 +231,13 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 		ctxDone = ctx.Done() // only now: a context may make its channel on the first call
 	}
 	return p.submitTicket(t, ctxDone)
+}
+
+// queueFull reports whether as many tasks wait in the queue as the bound
+// allows, and at least one does: a new task could not start before them.
+func (p *WorkerPool) queueFull() bool {
+	n := p.waiting.Load()
+	return n > 0 && n >= int64(p.bound)
 }
 
 // errWithdrawn reports a ticket withdrawn because the submitter's context
@@ -291,7 +307,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 		return nil
 	case p.stopBegun.Load():
 		return ErrStopped
-	case p.bound > 0 && n > p.bound, p.scheduledFill(n):
+	case p.bounded && n > p.bound, p.scheduledFill(n):
 		return p.countRejected(ErrQueueFull, n)
 	}
 	t := p.newTicket()

@@ -1569,11 +1569,11 @@ func TestGoexitInTheDeadLetterHandlerLosesNoLetter(t *testing.T) {
 
 // --- 8. bad input ---
 
-// WithMaxWaiting with n < 1 means no bound, whatever the overflow, an
+// WithMaxWaiting with n < 0 means no bound, whatever the overflow, an
 // invalid one included: nothing waits for room, nothing is refused or
 // dropped, and a large batch is accepted.
-func TestMaxWaitingBelowOneMeansNoBoundWhateverTheOverflow(t *testing.T) {
-	for _, n := range []int{0, -1} {
+func TestMaxWaitingNegativeMeansNoBoundWhateverTheOverflow(t *testing.T) {
+	for _, n := range []int{-1, math.MinInt} {
 		for _, policy := range []Overflow{Block, Reject, DropOldest, Overflow(7)} {
 			t.Run(fmt.Sprint(n, "/", policy), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
@@ -1816,4 +1816,243 @@ func TestAHugeBoundIsStillABound(t *testing.T) {
 			})
 		}
 	}
+}
+
+// --- 9. DropOldest counts what holds a place ---
+
+// Under DropOldest, a delayed handle holds its place in the bound from the
+// moment Go returns: a Submit that follows it in the same goroutine finds
+// the bound filled by scheduled tasks and is refused, as under Reject,
+// never queued past the bound.
+func TestUnderDropOldestADelayedTaskHoldsItsPlaceOnceGoReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		letters := new(letterBox)
+		p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		synctest.Wait()
+		const rounds = 100
+		for round := range rounds {
+			delayed := p.Go(t.Context(), noopFn, Delay(time.Hour))
+			p.Submit(func() {})
+			synctest.Wait()
+			s := p.Status()
+			require.Equal(t, 1, s.Scheduled, "round %d: scheduled", round)
+			require.Zero(t, s.Waiting, "round %d: waiting past the bound", round)
+			delayed.Cancel()
+		}
+		s := p.Status()
+		assert.Equal(t, uint64(rounds), s.Rejected, "rejected: every Submit")
+		assert.Len(t, letters.got(), rounds, "dead letters")
+	})
+}
+
+// stallingContext is a context whose Err stalls on the worker that took its
+// task, before the worker starts it, until release is closed: the task is
+// then in a worker's hands and not started.
+type stallingContext struct {
+	context.Context
+	stalled, release chan struct{}
+	once             sync.Once
+}
+
+// resume lets the stalled worker go on; it may be called again.
+func (c *stallingContext) resume() {
+	if !isClosed(c.release) {
+		close(c.release)
+	}
+}
+
+func newStallingContext(ctx context.Context) *stallingContext {
+	return &stallingContext{Context: ctx, stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *stallingContext) Err() error {
+	if strings.Contains(ownStack(), "(*job).work(") {
+		c.once.Do(func() { close(c.stalled) })
+		<-c.release
+	}
+	return c.Context.Err()
+}
+
+// Under DropOldest, a job a worker has taken from the queue but not started
+// yet holds no place in it: a new task finds room beside the scheduled task
+// (nothing is refused), or beside the task still queued (nothing is
+// dropped).
+func TestUnderDropOldestAJobHandedToAWorkerHoldsNoPlace(t *testing.T) {
+	for _, beside := range []string{"scheduled", "queued"} {
+		t.Run(beside, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				letters := new(letterBox)
+				p := New(1, WithMaxWaiting(2, DropOldest), WithDeadLetter(letters.handle))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				if beside == "scheduled" {
+					p.Go(t.Context(), noopFn, Delay(time.Hour))
+				}
+				stalling := newStallingContext(t.Context())
+				defer stalling.resume()
+				handed := p.Go(stalling, noopFn)
+				var queued *Task
+				if beside == "queued" {
+					queued = p.Go(t.Context(), noopFn)
+				}
+				synctest.Wait()
+				require.Equal(t, 2, p.Status().Waiting+p.Status().Scheduled, "the bound is full")
+				running.open() // the worker takes the stalling job, the queue's front
+				<-stalling.stalled
+				synctest.Wait()
+
+				late := p.Go(t.Context(), noopFn)
+				synctest.Wait()
+				s := p.Status()
+				assert.Zero(t, s.Rejected, "rejected")
+				assert.Zero(t, s.Dropped, "dropped")
+				assert.Empty(t, letters.got(), "dead letters")
+				stalling.resume()
+				assert.NoError(t, handed.Wait(), "the handed job")
+				assert.NoError(t, late.Wait(), "the new task")
+				if queued != nil {
+					assert.NoError(t, queued.Wait(), "the queued job")
+				}
+			})
+		})
+	}
+}
+
+// --- 10. a queue with no room: WithMaxWaiting(0, overflow) ---
+
+// With a bound of 0 nothing waits: on a free worker every call runs its task
+// at once, and while every worker is busy Reject refuses every call with
+// ErrQueueFull (Submit's task goes to the dead-letter handler), and so does
+// DropOldest, which has nothing to drop. Nothing is queued or dropped.
+func TestZeroBoundRunsAtOnceOrRefusesUnderRejectAndDropOldest(t *testing.T) {
+	for _, policy := range []Overflow{Reject, DropOldest} {
+		t.Run(policy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				letters := new(letterBox)
+				p := New(1, WithMaxWaiting(0, policy), WithDeadLetter(letters.handle))
+				defer p.Stop()
+				var ran atomic.Int64
+				task := func() { ran.Add(1) }
+				require.NoError(t, p.Do(task), "Do on a free worker")
+				synctest.Wait()
+				require.True(t, p.TrySubmit(task), "TrySubmit on a free worker")
+				synctest.Wait()
+				require.NoError(t, p.Go(t.Context(), fnOf(task)).Wait(), "Go on a free worker")
+				require.NoError(t, p.DoWait(task), "DoWait on a free worker")
+
+				running := newGate()
+				defer running.release()
+				require.NoError(t, p.Do(running.task()), "Do on a free worker")
+				synctest.Wait()
+				assert.ErrorIs(t, p.Do(task), ErrQueueFull, "Do")
+				assert.ErrorIs(t, p.DoContext(t.Context(), task), ErrQueueFull, "DoContext")
+				assert.ErrorIs(t, p.DoWait(task), ErrQueueFull, "DoWait")
+				assert.False(t, p.TrySubmit(task), "TrySubmit")
+				assert.ErrorIs(t, p.Go(t.Context(), fnOf(task)).Wait(), ErrQueueFull, "Go")
+				assert.ErrorIs(t, p.DoBatch([]func(){task}), ErrQueueFull, "DoBatch")
+				p.Submit(task)
+				synctest.Wait()
+				s := p.Status()
+				assert.Zero(t, s.Waiting, "waiting")
+				assert.Equal(t, uint64(7), s.Rejected, "rejected")
+				assert.Zero(t, s.Dropped, "dropped")
+				if got := letters.got(); assert.Len(t, got, 1, "dead letters: Submit's") {
+					assert.ErrorIs(t, got[0].reason, ErrQueueFull, "the letter's reason")
+				}
+				running.open()
+				p.StopWait()
+				assert.Equal(t, int64(4), ran.Load(), "ran: the calls on a free worker")
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// With a bound of 0 under Block, a call waits for a free worker and runs
+// its task on it; TrySubmit still refuses at once, and DoContext stops
+// waiting when its context ends.
+func TestZeroBoundUnderBlockWaitsForAFreeWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Block))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		synctest.Wait()
+
+		var ran atomic.Int64
+		task := func() { ran.Add(1) }
+		done := make(chan error, 1)
+		go func() { done <- p.Do(task) }()
+		synctest.Wait()
+		require.Empty(t, done, "Do waits for a free worker")
+		assert.False(t, p.TrySubmit(task), "TrySubmit")
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		assert.ErrorIs(t, p.DoContext(ctx, task), context.DeadlineExceeded, "DoContext")
+		assert.Zero(t, p.Status().Waiting, "waiting")
+		synctest.Wait() // the dispatcher has seen DoContext leave, and waits again
+
+		opened := time.Now()
+		running.open()
+		assert.NoError(t, <-done, "Do once the worker is free")
+		assert.Zero(t, time.Since(opened), "Do waited past the moment the worker came free")
+		p.StopWait()
+		assert.Equal(t, int64(1), ran.Load(), "ran")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Submitted, "submitted")
+		assert.Equal(t, uint64(1), s.Rejected, "rejected: TrySubmit")
+	})
+}
+
+// With a bound of 0 a delayed task, which must wait, is refused with
+// ErrQueueFull at once under every policy; a heavy task runs if its slots
+// are free at once, and otherwise meets the overflow as any task does.
+func TestZeroBoundRefusesDelayedTasksAndRunsHeavyOnesOnFreeSlots(t *testing.T) {
+	for _, policy := range []Overflow{Block, Reject, DropOldest} {
+		t.Run(policy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(2, WithMaxWaiting(0, policy))
+				defer p.Stop()
+				assert.ErrorIs(t, p.Go(t.Context(), noopFn, Delay(time.Second)).Wait(), ErrQueueFull, "Delay")
+				assert.ErrorIs(t, p.Go(t.Context(), noopFn, At(time.Now().Add(time.Second))).Wait(), ErrQueueFull, "At")
+				assert.NoError(t, p.Go(t.Context(), noopFn, Weight(2)).Wait(), "Weight(2) on two free slots")
+
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				synctest.Wait()
+				heavy := make(chan *Task, 1)
+				go func() { heavy <- p.Go(t.Context(), noopFn, Weight(2)) }() // under Block, Go waits
+				synctest.Wait()
+				if policy == Block {
+					assert.Empty(t, heavy, "Weight(2) waits for two free slots")
+					running.open()
+					assert.NoError(t, (<-heavy).Wait(), "Weight(2) once two slots are free")
+				} else {
+					assert.ErrorIs(t, (<-heavy).Wait(), ErrQueueFull, "Weight(2) with one slot free")
+				}
+			})
+		})
+	}
+}
+
+// With a bound of 0 under Block and a rate limit, a call waits for both a
+// free worker and a token, and starts once it has them.
+func TestZeroBoundUnderBlockWaitsForARateLimitToken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Block), WithRateLimit(1, 1))
+		defer p.Stop()
+		t0 := time.Now()
+		require.NoError(t, p.DoWait(func() {}), "the first call takes the one token")
+		start := make(chan time.Duration, 1)
+		require.NoError(t, p.Do(func() { start <- time.Since(t0) }), "the second call waits for the next token")
+		assert.Equal(t, time.Second, <-start, "started at the next token")
+	})
 }

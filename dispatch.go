@@ -238,11 +238,11 @@ type workerTotals struct {
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
-	d := &dispatcher{p: p, plainFast: p.bound == 0, publishAfter: publishEvery}
+	d := &dispatcher{p: p, plainFast: !p.bounded, publishAfter: publishEvery}
 	d.clocked = p.aging > 0 || p.maxQueueWait > 0
 	d.stamped = d.clocked || p.timed
 	d.gated = p.rate.limited()
-	if p.bound > 0 {
+	if p.bounded {
 		d.publishAfter = 1
 	}
 	d.queue.SetBaseCap(queueBaseCap)
@@ -368,14 +368,18 @@ func (d *dispatcher) canDispatch() bool {
 // the weights of the running tasks allow. Without either it is true at
 // once.
 func (d *dispatcher) mayStart(w work) bool {
-	heavy := w.job != nil && w.job.weight > 1
-	if !d.gated && !heavy {
+	return d.mayStartWeighing(outOf(w).weight)
+}
+
+// mayStartWeighing is mayStart for a task of weight.
+func (d *dispatcher) mayStartWeighing(weight int) bool {
+	if !d.gated && weight <= 1 {
 		return true
 	}
 	if d.p.rate.limited() && !d.tokenReady() {
 		return false
 	}
-	return d.fits(outOf(w).weight)
+	return d.fits(weight)
 }
 
 // fits reports whether weight more slots are free: the weights of the tasks
@@ -410,9 +414,16 @@ func (d *dispatcher) freeSlots() int {
 
 // unwatchSlots stops watching returns that only fits asked for.
 func (d *dispatcher) unwatchSlots() {
-	if d.watching && len(d.pauses) == 0 && len(d.idleWaiters) == 0 {
+	if d.watching && !d.othersWatch() {
 		d.setWatching(false)
 	}
+}
+
+// othersWatch reports whether returns must be watched for more than slots:
+// for a pause's barrier, for WaitIdle calls, or for parked tickets that
+// only a worker coming free can let in (see admitParked).
+func (d *dispatcher) othersWatch() bool {
+	return len(d.pauses) > 0 || len(d.idleWaiters) > 0 || d.parked.Len() > 0 && d.queued() == 0
 }
 
 // waitingNow is the exact number of waiting tasks, as dispatch sees it.
@@ -444,10 +455,10 @@ func (d *dispatcher) changeWaiting(n int64) {
 // when the event is the stop message. With no pause in effect it waits on
 // the fewest channels it can: while quiet only on taskQueue; otherwise also
 // on a worker taking the front task or the zero work that retires it; and
-// on wake while the queue holds jobs (so that a queued job's cancel is seen
-// at once), submitters are parked for room, work is watched, or WaitIdle
-// calls wait (a settle that lowers the waiting count wakes it). (A Stop
-// needs no wake here: its stop message follows at once.)
+// on wake while the queue holds tasks (a Stop that abandons them must
+// withdraw the offer of the front one at once, and a queued job's cancel
+// is seen at once), submitters are parked for room, work is watched, or
+// WaitIdle calls wait (a settle that lowers the waiting count wakes it).
 func (d *dispatcher) await() bool {
 	if d.waitingDelta != 0 {
 		d.publish()
@@ -463,7 +474,7 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.jobs.Len() > 0 || d.ranked > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 ||
+	if d.queued() > 0 || d.parked.Len() > 0 || d.watching || len(d.idleWaiters) > 0 ||
 		len(d.timers) > 0 || d.retriesOut() {
 		wake = d.p.wake
 	}
@@ -584,7 +595,7 @@ func (d *dispatcher) accept(task func()) {
 		}
 		return
 	}
-	d.makeRoom()
+	d.makeRoom(false)
 	d.push(task)
 }
 
@@ -592,14 +603,17 @@ func (d *dispatcher) accept(task func()) {
 // is done already is settled at once and never takes a worker.
 func (d *dispatcher) acceptJob(j *job) {
 	d.countSubmitted()
+	reserved := takeReservation(j)
 	if j.settled() || j.settleIfBlocked() { // settled: canceled since its send completed
+		d.unreserve(reserved)
 		d.discard(j)
 		return
 	}
 	if j.notDue() {
-		d.scheduleNew(j)
+		d.scheduleNew(j, reserved)
 		return
 	}
+	d.unreserve(reserved)
 	if d.dropIfTooHeavy(j) {
 		return
 	}
@@ -611,12 +625,9 @@ func (d *dispatcher) acceptJob(j *job) {
 
 // enqueueNew queues a new job that is due, fits the pool and did not start
 // at once; under DropOldest it first drops the oldest waiting tasks to make
-// room, and a job that cannot fit is refused.
+// room.
 func (d *dispatcher) enqueueNew(j *job) {
-	if !d.makeRoomFor(j) {
-		d.refuseJob(j)
-		return
-	}
+	d.makeRoomFor(j, false)
 	d.pushJob(j)
 	// A group whose context ended while j was on its way cancels only its
 	// queued jobs; now that j is queued, look again.
@@ -625,13 +636,11 @@ func (d *dispatcher) enqueueNew(j *job) {
 
 // scheduleNew puts a new job that is not due yet in the timer heap; under
 // DropOldest it first drops the oldest waiting tasks to make room, as the
-// bound counts scheduled tasks too.
-func (d *dispatcher) scheduleNew(j *job) {
-	if !d.makeRoomFor(j) {
-		d.refuseJob(j)
-		return
-	}
-	if !d.schedule(j) {
+// bound counts scheduled tasks too. reserved says its submitter counted it
+// in Status.Scheduled already (see WorkerPool.reserveScheduled).
+func (d *dispatcher) scheduleNew(j *job, reserved bool) {
+	d.makeRoomFor(j, reserved)
+	if !d.schedule(j, reserved) {
 		d.discard(j) // settled on its way
 		return
 	}
@@ -677,53 +686,40 @@ func (d *dispatcher) discard(j *job) {
 }
 
 // makeRoom drops the oldest waiting tasks while the queue is full, under
-// DropOldest, so that one more task fits. It reports false if it cannot
-// fit: no task waits, and scheduled tasks, which are never dropped, fill
-// the bound. A job is then refused; a plain task was checked by its caller
-// (see WorkerPool.scheduledFill) and, having raced with the task that
-// filled the bound, joins the queue past it.
-func (d *dispatcher) makeRoom() bool {
-	if d.p.overflow != DropOldest || d.p.bound == 0 {
-		return true
+// DropOldest, so that one more task fits; counted says that task is in
+// Status.Scheduled already (a job reserved there, see
+// WorkerPool.reserveScheduled). Dispatch never refuses a task whose send
+// completed: the submitter refused it if scheduled tasks, which are never
+// dropped, filled the bound (see WorkerPool.scheduledFill), so a task that
+// finds nothing left to drop raced with the one that filled the bound, and
+// joins the queue past it.
+func (d *dispatcher) makeRoom(counted bool) {
+	if !d.p.dropsOldest() {
+		return
 	}
-	for d.waitingNow()+d.p.scheduled.Load() >= int64(d.p.bound) {
-		if !d.dropOldest() {
-			// Nothing waits in the queue: the count is scheduled tasks,
-			// or jobs just handed to workers that have not started them
-			// yet (they leave Waiting as they start), which do not hold
-			// back a new task.
-			return d.p.scheduled.Load() == 0
-		}
+	bound := int64(d.p.bound)
+	if counted {
+		bound++
 	}
-	return true
+	for d.inQueue()+d.p.scheduled.Load() >= bound && d.dropOldest() {
+	}
+}
+
+// inQueue is how many tasks wait in the queue, for makeRoom. Either count
+// it could use is too high at times: the waiting count still holds a job
+// handed to a worker until the worker starts it, and the queue's length
+// holds a canceled job until it reaches the front. So it takes the lower.
+func (d *dispatcher) inQueue() int64 {
+	return min(d.waitingNow(), int64(d.queued()))
 }
 
 // makeRoomFor is makeRoom for a job, unless a Group held it back: such a
 // task joins the queue without room and drops no task.
-func (d *dispatcher) makeRoomFor(j *job) bool {
+func (d *dispatcher) makeRoomFor(j *job, counted bool) {
 	if t, ok := j.owner.(*groupTask); ok && t.held {
-		return true
-	}
-	return d.makeRoom()
-}
-
-// refuseJob refuses a job that does not fit (see makeRoom): it is counted
-// in Status.Rejected, not Submitted, and its caller learns ErrQueueFull.
-func (d *dispatcher) refuseJob(j *job) {
-	if !j.refuse(ErrQueueFull) {
-		d.discard(j) // canceled on its way: accepted, and counted so
 		return
 	}
-	d.unaccept()
-	d.p.rejectedLater(ErrQueueFull)
-	j.owner.released()
-}
-
-// unaccept takes back the count of a task dispatch refuses after its send
-// completed: Status counts its send as one that carries no task.
-func (d *dispatcher) unaccept() {
-	d.submitted--
-	d.p.controlSends.Add(1)
+	d.makeRoom(counted)
 }
 
 // dropOldest drops the oldest waiting task, and reports false if none was
@@ -787,7 +783,7 @@ func (d *dispatcher) parkOrRefuse(t *ticket) {
 // nothing, if none is or t carries a batch. A parked ticket stops being
 // counted as one.
 func (d *dispatcher) startWithoutRoom(t *ticket) bool {
-	if t.batch != nil || t.queueOnly || !d.canStartAtOnce() {
+	if t.batch != nil || t.delayed || !d.canStartAtOnce(t.weight) {
 		return false
 	}
 	if t.need > 0 {
@@ -801,8 +797,14 @@ func (d *dispatcher) startWithoutRoom(t *ticket) bool {
 
 // admitParked admits parked tickets in arrival order while the first one's
 // room is free, or, for a single task, a worker is free, and drops the
-// withdrawn ones it meets.
+// withdrawn ones it meets. Room frees as queued tasks leave the queue;
+// with none queued (a bound of 0, say) only a worker coming free lets the
+// first ticket in, so then it has workers wake dispatch as they return.
+// Once stopping has begun it admits none: the stop refuses them all.
 func (d *dispatcher) admitParked() {
+	if d.p.stopBegun.Load() || d.p.abandonBegun.Load() {
+		return
+	}
 	for d.parked.Len() > 0 {
 		t := d.parked.Front()
 		switch {
@@ -812,6 +814,9 @@ func (d *dispatcher) admitParked() {
 		case d.p.room.admit(t.need):
 			d.admitTicket(t, withRoom)
 		case d.startWithoutRoom(t):
+		case d.queued() == 0 && !d.watching:
+			d.setWatching(true) // then look again: a worker may have come free before it was set
+			continue
 		default:
 			return
 		}
@@ -864,7 +869,7 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 		d.accept(task)
 	case toQueue:
 		d.countSubmitted()
-		d.makeRoom()
+		d.makeRoom(false)
 		d.push(task)
 	case toWorker:
 		d.countSubmitted()
@@ -886,7 +891,7 @@ func (d *dispatcher) admitJob(j *job, how admission) {
 			d.discard(j)
 			return
 		}
-		d.startAtOnce(work{job: j}) // never a job that is not due or heavy (see startWithoutRoom)
+		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
 	}
 }
 
@@ -915,12 +920,17 @@ func (d *dispatcher) mayStartAtOnce() bool {
 	return d.queued() == 0 && len(d.pauses) == 0
 }
 
-// canStartAtOnce reports whether a new task would start at once on a free
-// worker: it may skip the queue, no surplus worker waits to retire, and
-// fewer workers than the maximum exist or one of them is free, as it has
+// canStartAtOnce reports whether a new task of weight would start at once
+// on a free worker: abandoning has not begun, it may skip the queue and
+// start now (see mayStartWeighing: its slots are free, and under a rate
+// limit a token is ready), no surplus worker waits to retire, and fewer
+// workers than the maximum exist or one of them is free, as it has
 // returned its last work (it is then in, or on its way to, its receive).
-func (d *dispatcher) canStartAtOnce() bool {
-	if !d.mayStartAtOnce() || d.workers > d.max || d.gated {
+func (d *dispatcher) canStartAtOnce(weight int) bool {
+	if !d.mayStartAtOnce() || d.workers > d.max || d.p.abandonBegun.Load() {
+		return false
+	}
+	if !d.mayStartWeighing(weight) {
 		return false
 	}
 	busy := d.dispatched - d.p.returnedWork()
@@ -942,9 +952,10 @@ func (d *dispatcher) startAtOnce(w work) {
 // offer gives w, a task that has not waited in the queue, to a ready
 // worker, or to a new one if fewer than the maximum exist, if it may start
 // now (see mayStart). It reports false, without blocking, if it may not or
-// no worker can take it.
+// no worker can take it, and once abandoning has begun: from then on no
+// task goes to a worker.
 func (d *dispatcher) offer(w work) bool {
-	return d.mayStart(w) && d.hand(d.atOnce(w))
+	return !d.p.abandonBegun.Load() && d.mayStart(w) && d.hand(d.atOnce(w))
 }
 
 // atOnce marks w, a task handed to a worker as it becomes ready, as one
@@ -1284,7 +1295,7 @@ func (d *dispatcher) setWatching(on bool) {
 
 func (d *dispatcher) endPauses() {
 	d.pauses = nil
-	d.setWatching(false)
+	d.setWatching(d.othersWatch())
 	d.p.paused.Store(false)
 }
 
@@ -1321,7 +1332,7 @@ func (d *dispatcher) stop() {
 }
 
 // admitStragglers accepts the tasks of the sends that began before stopping
-// was closed. Every send counts itself in p.sendsBegun before it checks
+// was closed. Every send counts itself (see send) before it checks
 // stopping, and a refused one takes itself out and wakes dispatch; so once
 // dispatch has received as many messages as were begun, no send is in
 // flight and none can begin. Their tasks join the queue (under DropOldest
@@ -1330,7 +1341,7 @@ func (d *dispatcher) stop() {
 // stopping ends every pause; their WaitIdle calls and tickets that wait
 // for room are answered ErrStopped.
 func (d *dispatcher) admitStragglers() {
-	for d.received < d.p.sendsBegun.Load() {
+	for d.received < d.p.sendsBegun() {
 		d.publish()
 		select {
 		case m := <-d.p.taskQueue:
@@ -1350,10 +1361,13 @@ func (d *dispatcher) admitStraggler(m message) {
 		d.admitPlain(m.task, toQueue)
 	case m.job != nil:
 		d.countSubmitted()
-		switch {
-		case m.job.notDue():
-			d.scheduleNew(m.job)
-		case !d.dropIfTooHeavy(m.job):
+		reserved := takeReservation(m.job)
+		if m.job.notDue() {
+			d.scheduleNew(m.job, reserved)
+			break
+		}
+		d.unreserve(reserved)
+		if !d.dropIfTooHeavy(m.job) {
 			d.enqueueNew(m.job)
 		}
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):

@@ -84,10 +84,21 @@
 // they drop no task), so that a worker never waits for room (the group's
 // limit bounds them); Group.Go itself
 // waits or is refused like Go. Stop, StopWait and Shutdown release every
-// waiting submitter at once: Submit and SubmitWait panic with an error
-// wrapping ErrStopped, as after any stop, and the other calls return or
-// report ErrStopped. While the queue is full the dispatcher still serves
-// Pause, Cancel, Resize, WaitIdle, idle retirement and stops.
+// waiting submitter at once, and admit none of them from the moment they
+// are called: Submit and SubmitWait panic with an error wrapping
+// ErrStopped, as after any stop, and the other calls return or report
+// ErrStopped. A call on a stopping pool is refused as stopped before any
+// check of the bound or of its weight, so it is never counted in Rejected.
+// While the queue is full the dispatcher still serves Pause, Cancel,
+// Resize, WaitIdle, idle retirement and stops.
+//
+// WithMaxWaiting(0, overflow) is a queue with no room: "run now on a free
+// worker, or meet the overflow". Block waits for a free worker; Reject
+// refuses unless one is free, and so does DropOldest, which has nothing to
+// drop; TrySubmit never waits; a DoBatch never fits. A task with Delay or
+// At, which must wait, is refused with ErrQueueFull at once under every
+// policy, and a task of Weight n starts once n slots are free at once. A
+// negative n means no bound.
 //
 // # Dead letters
 //
@@ -192,15 +203,18 @@
 //
 // Bounds. Under [WithMaxWaiting], scheduled tasks count with the waiting
 // ones. Under Block and Reject they hold room as waiting tasks do (a
-// delayed or heavy task never starts without room, as a task due at once
-// may; a retry takes a free place but never waits for one, so with the
-// queue full it waits over the bound rather than hold its worker); under
-// DropOldest, which drops the oldest waiting task of any level and never a
-// scheduled one, a new task that finds the bound filled by scheduled tasks
-// alone is refused as under Reject: ErrQueueFull for the calls that
-// report, the dead-letter handler for Submit. (A plain task that races
-// with the delayed task that fills the bound may still join the queue past
-// it.)
+// delayed task never starts without room, as a task due at once may; a
+// retry takes a free place but never waits for one, so with the queue full
+// it waits over the bound rather than hold its worker); under DropOldest,
+// which drops the oldest waiting task of any level and never a scheduled
+// one, a new task that finds the bound filled by scheduled tasks alone is
+// refused as under Reject: ErrQueueFull for the calls that report, the
+// dead-letter handler for Submit. A delayed task holds its place from the
+// moment its call returns, so the next call sees it; only a task that
+// races with the one that fills the bound, from another goroutine, may
+// still join the queue past it (the dispatcher never refuses a task whose
+// send completed). A task that a worker has taken but not started holds no
+// place.
 //
 // # Task states
 //
@@ -271,8 +285,9 @@
 // called runtime.Goexit may still be finishing its last deferred call, its
 // WaitGroup's Done, and the runtime keeps its frames until it frees the
 // goroutine a moment later.) From the moment Stop, or a Shutdown that gives
-// up, is called, the dispatcher hands no queued task to a worker; only one
-// a worker was taking at that very moment may still start.
+// up, is called, the dispatcher hands no task to a worker, however soon a
+// worker comes free: only one a worker was taking at that very moment may
+// still start.
 // All are idempotent and safe to call from many goroutines at once; a Stop
 // during a StopWait or Shutdown abandons what has not started yet. Once
 // stopping has begun, Submit and SubmitWait panic with an error wrapping

@@ -55,7 +55,7 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 	if !p.live.addGroup(g) {
 		g.cancel(errShutdownCut)
 	}
-	if p.bound > 0 {
+	if p.bounded {
 		g.watch() // queued tasks give back their room at once
 	}
 	return g
@@ -243,7 +243,7 @@ func (g *Group) submit(t *groupTask, held bool) {
 	t.held = held
 	if held {
 		t.job.room.Store(false)
-		err = g.pool.tooHeavy(&t.job)
+		err = g.pool.refusesAtOnce(&t.job)
 		if err == nil {
 			err = send(g.pool, message{job: &t.job})
 		}

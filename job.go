@@ -56,9 +56,14 @@ type job struct {
 	// it), and swapped off, once, by whoever ends its wait: the worker that
 	// starts it, or the party that settles it. It gives the place back
 	// after the job left Waiting.
-	room  atomic.Bool
-	pool  *WorkerPool
-	owner jobOwner // set once, when the job is made
+	room atomic.Bool
+	// reserved says its submitter counted the job in Status.Scheduled
+	// before sending it (see WorkerPool.reserveScheduled): written before
+	// the send, and cleared by dispatch, which takes the count over
+	// (takeReservation).
+	reserved bool
+	pool     *WorkerPool
+	owner    jobOwner // set once, when the job is made
 
 	// The task's options (see taskOptions), written by its submitter
 	// before the send; due also by the worker that posts it for a retry.

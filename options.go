@@ -21,7 +21,7 @@ type Option func(*config)
 type config struct {
 	idleTimeout  time.Duration
 	panicHandler func(recovered any)
-	maxWaiting   int // < 1: unbounded
+	maxWaiting   int // < 0: unbounded
 	overflow     Overflow
 	deadLetter   func(task func(), reason error)
 	minWorkers   int
@@ -34,7 +34,7 @@ type config struct {
 }
 
 func newConfig(options []Option) config {
-	cfg := config{idleTimeout: DefaultIdleTimeout}
+	cfg := config{idleTimeout: DefaultIdleTimeout, maxWaiting: -1}
 	for _, option := range options {
 		if option != nil {
 			option(&cfg)
@@ -84,14 +84,23 @@ func WithPanicHandler(h func(recovered any)) Option {
 // overflow says what a new task meets: Block waits for room, Reject
 // refuses it with ErrQueueFull, DropOldest drops the oldest waiting task
 // with ErrDropped to make room. The table in the package documentation
-// gives every call's behaviour. n < 1 means no bound, and overflow is then
-// unused; n above math.MaxInt32 means math.MaxInt32. An overflow that is
-// not one of the three panics when New applies it.
+// gives every call's behaviour. n above math.MaxInt32 means
+// math.MaxInt32.
+//
+// n = 0 is a queue with no room: a task runs at once on a free worker, or
+// meets overflow (a task a Group held back, or a retry, still joins the
+// queue past the bound, as with any n). Block then waits for a free
+// worker (for a task of Weight k, for k free slots); Reject, and TrySubmit
+// under every policy, refuse unless one is free; DropOldest has nothing to
+// drop and refuses as Reject does. A task with Delay or At, which must
+// wait, is refused with ErrQueueFull at once under every policy. A
+// negative n means no bound, and overflow is then unused.
+// An overflow that is not one of the three panics when New applies it.
 //
 // Default: no bound.
 func WithMaxWaiting(n int, overflow Overflow) Option {
 	return func(c *config) {
-		if n >= 1 && overflow != Block && overflow != Reject && overflow != DropOldest {
+		if n >= 0 && overflow != Block && overflow != Reject && overflow != DropOldest {
 			panic("workerpool: WithMaxWaiting with " + overflow.String())
 		}
 		c.maxWaiting, c.overflow = min(n, maxBound), overflow

@@ -138,15 +138,38 @@ func (d *dispatcher) rearm() {
 }
 
 // schedule puts a job that is not due yet in the timer heap, and arms the
-// timer for it. It reports false, doing nothing, if j was settled on its
-// way.
-func (d *dispatcher) schedule(j *job) bool {
+// timer for it; reserved says its submitter counted it in Status.Scheduled
+// already. It reports false, doing nothing but give back the reservation,
+// if j was settled on its way.
+func (d *dispatcher) schedule(j *job, reserved bool) bool {
 	if !j.state.CompareAndSwap(jobPending, jobScheduled) {
+		d.unreserve(reserved)
 		return false
 	}
-	d.p.scheduled.Add(1)
+	if !reserved {
+		d.p.scheduled.Add(1)
+	}
 	d.pushTimer(j)
 	return true
+}
+
+// takeReservation returns whether a job that dispatch has just received
+// was counted in Status.Scheduled by its submitter (see
+// WorkerPool.reserveScheduled), and takes the reservation over: from now
+// on dispatch keeps it, as the job's place in the timer heap, or gives it
+// back (unreserve).
+func takeReservation(j *job) bool {
+	reserved := j.reserved
+	j.reserved = false
+	return reserved
+}
+
+// unreserve gives back a reservation dispatch took over for a job that is
+// not scheduled after all: it was settled on its way, or came due.
+func (d *dispatcher) unreserve(reserved bool) {
+	if reserved {
+		d.p.scheduled.Add(-1)
+	}
 }
 
 // pushTimer puts a scheduled job in the timer heap and arms the timer for

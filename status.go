@@ -150,7 +150,7 @@ func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
 		return int64(p.submittedAtStop.Load())
 	}
-	return max(p.sendsBegun.Load()-p.controlSends.Load(), 0) + int64(p.ticketTasks.Load())
+	return p.taskSends.Load() + int64(p.ticketTasks.Load())
 }
 
 // state is the pool's State, given whether stopped was closed.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"strings"
 	"sync"
@@ -757,4 +758,169 @@ func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
 			})
 		})
 	}
+}
+
+// --- the stop's first act holds from the moment it is called ---
+
+// holdingLog is a slog.Handler that holds the goroutine that logs msg
+// (after closing reached) until release is closed: a test uses it to stop
+// a stop call at a known point, such as the "pool stopping" record that
+// Stop logs after it began abandoning and before its stop message.
+type holdingLog struct {
+	msg              string
+	reached, release chan struct{}
+}
+
+func newHoldingLog(msg string) *holdingLog {
+	return &holdingLog{msg: msg, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *holdingLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *holdingLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *holdingLog) WithGroup(string) slog.Handler            { return h }
+
+func (h *holdingLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		close(h.reached)
+		<-h.release
+	}
+	return nil
+}
+
+// From the moment Stop, or a Shutdown that gives up, is called, no queued
+// task is handed to a worker, even one that comes free before the stop
+// message reaches the dispatcher (held here by the "pool stopping" log
+// record): the queued task is abandoned, not run.
+func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
+	stops := map[string]func(p *WorkerPool){
+		"Stop":             (*WorkerPool).Stop,
+		"ShutdownGivingUp": func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) },
+	}
+	for name, stop := range stops {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				hold := newHoldingLog("pool stopping")
+				letters := new(letterBox)
+				p := New(1, WithLogger(slog.New(hold)), WithDeadLetter(letters.handle))
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				var ran atomic.Bool
+				p.Submit(func() { ran.Store(true) })
+				synctest.Wait()
+				require.Equal(t, 1, p.WaitingQueueSize(), "the second task waits")
+
+				stopped := make(chan struct{})
+				go func() { stop(p); close(stopped) }()
+				<-hold.reached // abandoning has begun; the stop message is not sent yet
+				running.open() // the worker comes free
+				synctest.Wait()
+				assert.False(t, ran.Load(), "a queued task started after %s was called", name)
+				close(hold.release)
+				<-stopped
+				assert.False(t, ran.Load(), "a queued task started after %s was called", name)
+				s := requireStoppedClean(t, p)
+				assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+				if got := letters.got(); assert.Len(t, got, 1, "dead letters") {
+					assert.ErrorIs(t, got[0].reason, ErrStopped, "the letter's reason")
+				}
+			})
+		})
+	}
+}
+
+// A submitter that waits for room under Block is refused with ErrStopped by
+// a Stop, even when the jobs that Stop abandons free room before its stop
+// message reaches the dispatcher: it is never admitted, and its task never
+// runs.
+func TestParkedSubmitterIsNotAdmittedOnceStopIsCalled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hold := newHoldingLog("pool stopping")
+		p := New(1, WithMaxWaiting(1, Block), WithLogger(slog.New(hold)))
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		queued := p.Go(t.Context(), noopFn) // fills the queue's one place
+		synctest.Wait()
+		var ran atomic.Bool
+		parked := make(chan error, 1)
+		go func() { parked <- p.Do(func() { ran.Store(true) }) }()
+		synctest.Wait()
+		require.Empty(t, parked, "Do waits for room")
+
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		<-hold.reached // abandoning has begun: the queued job frees its place
+		synctest.Wait()
+		select {
+		case err := <-parked:
+			assert.ErrorIs(t, err, ErrStopped, "Do returned before the stop message")
+			parked <- err
+		default:
+		}
+		close(hold.release)
+		running.open()
+		<-stopped
+		assert.ErrorIs(t, <-parked, ErrStopped, "the parked Do")
+		assert.False(t, ran.Load(), "the parked task ran after Stop was called")
+		assert.ErrorIs(t, queued.Wait(), ErrStopped, "the queued job")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Submitted, "submitted: the blocker and the job")
+		assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+	})
+}
+
+// Under DropOldest, while a StopWait waits for scheduled tasks that fill the
+// bound, every call is refused as stopped, never as a full queue: Do
+// returns ErrStopped, Submit panics with it, the task reaches no dead-letter
+// handler, and nothing counts in Rejected or reaches TaskDropped.
+func TestDropOldestCallsDuringStopAreRefusedAsStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dropped atomic.Int64
+		letters := new(letterBox)
+		p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle),
+			WithHooks(Hooks{TaskDropped: func(error) { dropped.Add(1) }}))
+		scheduled := p.Go(t.Context(), noopFn, Delay(time.Second)) // fills the bound
+		stopped := make(chan struct{})
+		go func() { p.StopWait(); close(stopped) }()
+		synctest.Wait()
+		require.Equal(t, StateStopping, p.Status().State, "StopWait waits for the scheduled task")
+
+		assert.ErrorIs(t, p.Do(func() {}), ErrStopped, "Do")
+		assert.ErrorIs(t, p.DoWait(func() {}), ErrStopped, "DoWait")
+		assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
+		assert.ErrorIs(t, p.Go(t.Context(), noopFn).Wait(), ErrStopped, "Go")
+		err, panicked := recovered(func() { p.Submit(func() {}) })
+		assert.True(t, panicked, "Submit panics")
+		assert.ErrorIs(t, err, ErrStopped, "Submit's panic")
+
+		time.Sleep(time.Second)
+		<-stopped
+		assert.NoError(t, scheduled.Wait(), "the scheduled task ran")
+		s := requireStoppedClean(t, p)
+		assert.Zero(t, s.Rejected, "rejected")
+		assert.Empty(t, letters.got(), "dead letters")
+		assert.Zero(t, dropped.Load(), "TaskDropped calls")
+	})
+}
+
+// A task heavier than the pool, given to Go, Call or Group.Go on a stopping
+// pool, is refused because the pool stops: it reports ErrStopped, and is
+// neither counted in Rejected nor told to TaskDropped.
+func TestTooHeavyTaskOnStoppedPoolIsRefusedAsStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var dropped atomic.Int64
+		p := New(2, WithHooks(Hooks{TaskDropped: func(error) { dropped.Add(1) }}))
+		p.Stop()
+		assert.ErrorIs(t, p.Go(t.Context(), noopFn, Weight(3)).Wait(), ErrStopped, "Go")
+		_, err := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, Weight(3)).Wait()
+		assert.ErrorIs(t, err, ErrStopped, "Call")
+		g := p.Group(t.Context())
+		g.Go(noopFn, Weight(3))
+		assert.ErrorIs(t, g.Wait(), ErrStopped, "Group.Go")
+		s := p.Status()
+		assert.Zero(t, s.Rejected, "rejected")
+		assert.Zero(t, s.Submitted, "submitted")
+		assert.Zero(t, dropped.Load(), "TaskDropped calls")
+	})
 }

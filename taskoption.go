@@ -112,17 +112,13 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 		case optionPriority:
 			o.priority = int(opt.n)
 		case optionWeight:
-			o.weight = int(max(min(opt.n, maxWeight), 1))
+			o.weight = int(max(opt.n, 1))
 		case optionRetry:
 			o.retry = opt.retry
 		}
 	}
 	return o
 }
-
-// maxWeight caps a Weight: any larger weight is more than a pool's size can
-// be, and is refused as it is.
-const maxWeight = 1 << 31
 
 // now is the pool's clock: the time since New, in nanoseconds, on the
 // monotonic clock. Due times and queue times are read on it, so a job

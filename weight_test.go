@@ -2,8 +2,10 @@ package workerpool
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -161,4 +163,30 @@ func TestHeavyTaskAtStop(t *testing.T) {
 			requireStoppedClean(t, p)
 		})
 	}
+}
+
+// A Weight is never capped below what it says: on a pool larger than 2^31,
+// a task heavier than the pool is refused with ErrTooHeavy, and one of
+// weight Size−1 holds that many slots, leaving exactly one.
+func TestWeightsAbove2To31AreNotCapped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size = math.MaxInt32 + 11
+		p := New(size)
+		defer p.Stop()
+		assert.ErrorIs(t, p.Go(t.Context(), noopFn, Weight(size+1)).Wait(), ErrTooHeavy, "heavier than the pool")
+		heavy, plain := newGate(), newGate()
+		defer heavy.release()
+		defer plain.release()
+		p.Go(t.Context(), fnOf(heavy.wait), Weight(size-1))
+		p.Submit(plain.task()) // the one slot left
+		var ran atomic.Bool
+		p.Submit(func() { ran.Store(true) })
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Waiting, "waiting for a slot")
+		assert.False(t, ran.Load(), "a task started past the slots")
+		plain.open()
+		synctest.Wait()
+		assert.True(t, ran.Load(), "the task started in the freed slot")
+		assert.Equal(t, uint64(1), p.Status().Rejected, "rejected")
+	})
 }

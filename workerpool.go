@@ -34,9 +34,10 @@ type WorkerPool struct {
 	minWorkers   int                 // WithMinWorkers: workers kept, capped at size
 	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
 	panicHandler func(recovered any) // nil: a task's panic crashes the program
-	bound        int                 // WithMaxWaiting's n; 0: unbounded
-	overflow     Overflow            // what a task meets when the queue is full, with a bound
-	roomed       bool                // Block or Reject with a bound: submitters take room (see room)
+	bounded      bool                // WithMaxWaiting with n >= 0: the waiting queue has a bound
+	bound        int                 // WithMaxWaiting's n, if bounded: 0 is a queue with no room
+	overflow     Overflow            // what a task meets when the queue is full, if bounded
+	roomed       bool                // Block or Reject with a bound (and DropOldest with a bound of 0): submitters take room (see room)
 	dead         deadLetters         // the dead-letter handler and the letters on their way to it
 	epoch        time.Time           // New's time: the pool's clock counts from it (see now)
 	aging        time.Duration       // WithPriorityAging's d; 0: no aging
@@ -88,12 +89,16 @@ type WorkerPool struct {
 	// other sides read or write.
 
 	_ cacheLinePad
-	// sendsBegun counts the sends that passed, or are about to make, their
-	// stopping check: it only grows, but for refused sends, which take
-	// themselves out. Dispatch reads it while stopping; Status counts
-	// accepted tasks from it (see WorkerPool.submitted).
-	sendsBegun   atomic.Int64
-	controlSends atomic.Int64 // of sendsBegun, the messages that carry no task of their own (Pause, Resize, WaitIdle, tickets)
+	// taskSends and controlSends count the sends that passed, or are
+	// about to make, their stopping check: taskSends those that carry one
+	// task each (Submit, Do, DoWait, Go, Call, Group.Go), controlSends the
+	// others (Pause, Resize, WaitIdle, tickets). Each only grows, but for
+	// refused sends, which take themselves out. Dispatch reads their sum
+	// while stopping (see dispatcher.admitStragglers); Status counts
+	// accepted tasks from taskSends alone (see WorkerPool.submitted), so a
+	// control send never moves Submitted.
+	taskSends    atomic.Int64
+	controlSends atomic.Int64
 	// room is the waiting queue's free room under Block and Reject, which
 	// submitters take before they send.
 	room room
@@ -159,9 +164,9 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		log:          newLogger(cfg.logger, cfg.name),
 	}
 	p.size.Store(int64(max(maxWorkers, 1)))
-	if cfg.maxWaiting >= 1 {
-		p.bound, p.overflow = cfg.maxWaiting, cfg.overflow
-		p.roomed = p.overflow != DropOldest
+	if cfg.maxWaiting >= 0 {
+		p.bounded, p.bound, p.overflow = true, cfg.maxWaiting, cfg.overflow
+		p.roomed = p.overflow != DropOldest || p.bound == 0 // with no room, DropOldest has nothing to drop: it refuses, as Reject does
 		p.room.init(p.bound)
 	}
 	p.dead.handler = cfg.deadLetter
@@ -188,7 +193,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	// The common case, one send, is kept small enough to inline.
-	if p.bound > 0 || task == nil || send(p, message{task: task}) != nil {
+	if p.bounded || task == nil || send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
 }
@@ -199,7 +204,7 @@ func (p *WorkerPool) submitRest(task func()) {
 	if task == nil {
 		return
 	}
-	if p.bound == 0 {
+	if !p.bounded {
 		panic(errSubmitStopped)
 	}
 	switch err := p.doPlain(task, true, nil); {
@@ -240,8 +245,10 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context) error {
 	m := message{task: task, job: j}
 	switch {
-	case p.scheduledFill(1):
-		return ErrQueueFull
+	case p.stopBegun.Load():
+		return ErrStopped // before any check of the bound: a stopping pool refuses as stopped
+	case p.dropsOldest():
+		return p.sendDropOldest(m)
 	case !p.roomed:
 		return send(p, m)
 	case p.room.take(1):
@@ -260,11 +267,60 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 	return p.submitWithoutRoom(task, j, wait, ctx)
 }
 
+// sendDropOldest sends one task under DropOldest. A task that finds the
+// bound filled by scheduled tasks, which are never dropped, is refused with
+// ErrQueueFull (see scheduledFill); a job that is not due yet takes its
+// place among them before it is sent (see reserveScheduled).
+func (p *WorkerPool) sendDropOldest(m message) error {
+	j := m.job
+	if j == nil || j.due == 0 {
+		if p.scheduledFill(1) {
+			return ErrQueueFull
+		}
+		return send(p, m)
+	}
+	if !p.reserveScheduled() {
+		return ErrQueueFull
+	}
+	j.reserved = true
+	if err := send(p, m); err != nil {
+		j.reserved = false
+		p.scheduled.Add(-1)
+		return err
+	}
+	return nil
+}
+
+// dropsOldest reports whether the pool has a bound with DropOldest: the
+// dispatcher makes room by dropping waiting tasks, and submitters take no
+// room. (DropOldest with a bound of 0 has no waiting task to drop, and is
+// Reject.)
+func (p *WorkerPool) dropsOldest() bool {
+	return p.bounded && !p.roomed
+}
+
 // scheduledFill reports, under DropOldest, whether n more tasks cannot fit
 // because scheduled tasks, which are never dropped, hold the bound's
 // places. (Under Block and Reject they hold room, which submitters take.)
 func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.bound > 0 && !p.roomed && p.scheduled.Load() > int64(p.bound-n)
+	return p.dropsOldest() && p.scheduled.Load() > int64(p.bound-n)
+}
+
+// reserveScheduled counts a job that is not due yet in Status.Scheduled,
+// under DropOldest, before its submitter sends it, so that once its call
+// has returned the next call sees its place taken; it reports false, taking
+// nothing, if scheduled tasks fill the bound. Dispatch takes the count over
+// as it receives the job (see takeReservation).
+func (p *WorkerPool) reserveScheduled() bool {
+	for {
+		n := p.scheduled.Load()
+		if n >= int64(p.bound) {
+			return false
+		}
+		if p.scheduled.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
@@ -295,36 +351,37 @@ func (p *WorkerPool) giveRoom(n int) {
 	}
 }
 
-// send delivers m to dispatch on taskQueue, or returns ErrStopped once
-// stopping has begun. A call that starts after stopping began is always
-// rejected; one that races with it is accepted exactly when its send
-// completes.
+// send delivers m, which carries one task, to dispatch on taskQueue, or
+// returns ErrStopped once stopping has begun. A call that starts after
+// stopping began is always rejected; one that races with it is accepted
+// exactly when its send completes.
 //
 // The send is a plain channel send, not a select with stopping: a caller
-// counts itself in sendsBegun before it checks stopping, and takes itself
+// counts itself in taskSends before it checks stopping, and takes itself
 // out again if it is refused. Dispatch counts the messages it receives, and
 // once stopping is closed it keeps receiving until it has received as many
 // as were begun (see dispatcher.admitStragglers). So a send that began
 // before the stop always completes, and none can begin after.
 func send(p *WorkerPool, m message) error {
-	p.sendsBegun.Add(1)
+	p.taskSends.Add(1)
 	if p.stopBegun.Load() {
-		p.sendRefused()
+		p.sendRefused(&p.taskSends)
 		return ErrStopped
 	}
 	p.taskQueue <- m
 	return nil
 }
 
-// sendControl is send for a message that carries no task of its own: it
-// is counted in controlSends first, so that Status never counts it as a
-// task.
+// sendControl is send for a message that carries no task of its own (a
+// ticket's tasks are counted as dispatch admits them): it counts itself in
+// controlSends, so that Status never counts it as a task.
 func sendControl(p *WorkerPool, m message) error {
 	p.controlSends.Add(1)
-	if err := send(p, m); err != nil {
-		p.controlSends.Add(-1)
-		return err
+	if p.stopBegun.Load() {
+		p.sendRefused(&p.controlSends)
+		return ErrStopped
 	}
+	p.taskQueue <- m
 	return nil
 }
 
@@ -346,11 +403,16 @@ func (p *WorkerPool) wakeDispatch() {
 	}
 }
 
-// sendRefused takes a refused send out of sendsBegun and wakes dispatch,
-// which may be waiting for it in admitStragglers.
-func (p *WorkerPool) sendRefused() {
-	p.sendsBegun.Add(-1)
+// sendRefused takes a refused send out of begun, the count it was in, and
+// wakes dispatch, which may be waiting for it in admitStragglers.
+func (p *WorkerPool) sendRefused(begun *atomic.Int64) {
+	begun.Add(-1)
 	p.wakeDispatch()
+}
+
+// sendsBegun is the number of sends begun and not refused, of both kinds.
+func (p *WorkerPool) sendsBegun() int64 {
+	return p.taskSends.Load() + p.controlSends.Load()
 }
 
 // DoWait queues task and waits until it has finished running: returned,
@@ -380,15 +442,21 @@ func (p *WorkerPool) DoWait(task func()) error {
 // Block. It does not count refusals.
 func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 	j.room.Store(false)
-	if err := p.tooHeavy(j); err != nil {
+	if err := p.refusesAtOnce(j); err != nil {
 		return err
 	}
 	return p.sendOne(nil, j, p.overflow == Block, ctx)
 }
 
-// tooHeavy returns ErrTooHeavy if j weighs more than the pool's size.
-func (p *WorkerPool) tooHeavy(j *job) error {
-	if p.heavierThanPool(j.weight) {
+// refusesAtOnce returns why the pool refuses j before it is sent, or nil:
+// ErrStopped once stopping has begun (first: a task refused because the
+// pool stops is neither counted nor reported as too heavy), ErrTooHeavy if
+// j weighs more than the pool's size.
+func (p *WorkerPool) refusesAtOnce(j *job) error {
+	switch {
+	case p.stopBegun.Load():
+		return ErrStopped
+	case p.heavierThanPool(j.weight):
 		return ErrTooHeavy
 	}
 	return nil

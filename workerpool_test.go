@@ -333,7 +333,7 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 		t.Run(stop, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1)
-				p.sendsBegun.Add(1) // the straggler counts itself and passes its check
+				p.taskSends.Add(1) // the straggler counts itself and passes its check
 				stopped := make(chan struct{})
 				go func() {
 					defer close(stopped)
@@ -362,12 +362,12 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 func TestSendRefusedAtStopWakesDispatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
-		p.sendsBegun.Add(1) // the straggler counts itself, then is preempted
+		p.taskSends.Add(1) // the straggler counts itself, then is preempted
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
 		synctest.Wait()
 		assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
-		p.sendRefused() // its check sees stopping closed
+		p.sendRefused(&p.taskSends) // its check sees stopping closed
 		<-stopped
 		s := requireStoppedClean(t, p)
 		assert.Zero(t, s.Submitted, "the refused send is not counted")
@@ -1305,6 +1305,58 @@ func TestStatusCompletedNeverGoesBack(t *testing.T) {
 	<-polled
 	assert.Zero(t, back.Load(), "times Completed went back")
 	assert.Equal(t, uint64(40000), p.Status().Completed, "completed")
+}
+
+// Status.Submitted never goes back while messages that carry no task
+// (Pause, Resize, WaitIdle, and DoBatch's ticket) race the submits, while a
+// reader polls it.
+func TestStatusSubmittedNeverGoesBack(t *testing.T) {
+	p := New(4)
+	var back atomic.Int64
+	done := make(chan struct{})
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		last := uint64(0)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			n := p.Status().Submitted
+			if n < last {
+				back.Add(1)
+			}
+			last = max(last, n)
+		}
+	}()
+	var controls sync.WaitGroup
+	ended := canceledContext()
+	batch := []func(){func() {}, func() {}}
+	for range 3 {
+		controls.Go(func() {
+			for range 2000 {
+				p.Resize(4)
+				_ = p.WaitIdle(ended)
+			}
+		})
+	}
+	controls.Go(func() {
+		for range 500 {
+			p.Pause(ended) // a barrier only: its context is done
+			_ = p.DoBatch(batch)
+		}
+	})
+	for range 20000 {
+		p.Submit(func() {})
+	}
+	controls.Wait()
+	p.StopWait()
+	close(done)
+	<-polled
+	assert.Zero(t, back.Load(), "times Submitted went back")
+	assert.Equal(t, uint64(20000+2*500), p.Status().Submitted, "submitted")
 }
 
 // --- benchmarks ---
