@@ -233,7 +233,7 @@ type workerTotals struct {
 	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
 	skipped   atomic.Uint64 // jobs a worker found settled and did not run
 	posted    atomic.Uint64 // runs posted for a retry (see RetryPolicy): not a task's last
-	panicked  atomic.Uint64 // panics recovered, by the panic handler or into a *PanicError
+	panicked  atomic.Uint64 // of completed, the tasks whose last run panicked (see WorkerPool.returned)
 	reruns    atomic.Uint64 // runs of a task after its first (Status.Retried)
 }
 

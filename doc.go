@@ -315,9 +315,13 @@
 //
 // and Workers, Busy, Waiting and Scheduled are zero: each accepted task is
 // in exactly one of those buckets, however many times it was retried
-// (Retried counts the extra runs apart). Rejected counts the tasks refused
-// because the queue was full or they were too heavy; they were never
-// accepted, so they are not in Submitted.
+// (Retried counts the extra runs apart). Panicked is part of Completed:
+// the tasks whose last run panicked, each counted once as it completes;
+// earlier runs of a retried task that panicked are not counted, so a task
+// that panicked, ran again and returned is not in Panicked, and one that
+// Stop abandoned while it waited for its next run is in neither. Rejected
+// counts the tasks refused because the queue was full or they were too
+// heavy; they were never accepted, so they are not in Submitted.
 //
 // # Observability
 //

@@ -8,7 +8,7 @@ import "context"
 type Future[T any] struct {
 	task  Task
 	fn    func(ctx context.Context) (T, error)
-	value T // written by fn's worker before the task settles
+	value T // fn's last run's, zeroed as each run starts; written by fn's worker before the task settles or runs again
 }
 
 // Call queues fn to run on a worker of p, exactly as [WorkerPool.Go] does
@@ -26,18 +26,27 @@ func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context
 	return f
 }
 
-// call is f's task body.
+// call is f's task body: one run of fn.
 func (f *Future[T]) call(ctx context.Context) error {
+	var zero T
+	f.value = zero // an earlier run's value is not this run's
 	v, err := f.fn(ctx)
 	f.value = v
 	return err
 }
 
-// Wait blocks as [Task.Wait] does and returns fn's value and error. The
-// value is T's zero value when fn did not return: it was skipped,
-// abandoned, panicked or called runtime.Goexit.
+// Wait blocks as [Task.Wait] does and returns fn's value and error: the
+// value of the run whose outcome Wait reports. The value is T's zero value
+// when that run did not return (it panicked or called runtime.Goexit), and
+// when the task ended without a last run: it was skipped, canceled,
+// abandoned, dropped or expired, before its first run or, under Retry,
+// while it waited for its next one.
 func (f *Future[T]) Wait() (T, error) {
 	err := f.task.Wait()
+	if f.task.job.settled() { // no run ended the task: a value is an earlier run's
+		var zero T
+		return zero, err
+	}
 	return f.value, err
 }
 

@@ -378,7 +378,7 @@ func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o ta
 	return t
 }
 
-func (t *groupTask) call() error {
+func (t *groupTask) call() (panicked bool, err error) {
 	return t.job.pool.callRecovering(t.group.ctx, funcBody(t.fn))
 }
 

@@ -114,12 +114,13 @@ func (p *WorkerPool) refused(reason error, n int) {
 	}
 }
 
-// runTimed runs a plain task between TaskStarted and TaskFinished; it
-// became ready at readyAt.
-func (p *WorkerPool) runTimed(task func(), readyAt int64) {
+// runTimed runs a plain task between TaskStarted and TaskFinished, and
+// reports whether it panicked (see callPlain); it became ready at readyAt.
+func (p *WorkerPool) runTimed(task func(), readyAt int64) (panicked bool) {
 	c := p.startRun(readyAt)
 	err := ErrGoexit
 	defer p.taskFinished(c, &err)
 	p.taskStarted(c)
-	err = p.callPlain(task)
+	panicked, err = p.callPlain(task)
+	return panicked
 }

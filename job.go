@@ -105,8 +105,9 @@ const (
 // groupTask. A pooled owner is reused only once both the pool and the owner
 // are done with it.
 type jobOwner interface {
-	// call runs the task on a worker and returns its outcome.
-	call() error
+	// call runs the task on a worker and returns its outcome, and
+	// whether it panicked (a panic it recovered).
+	call() (panicked bool, err error)
 	// canceled returns why the task must not start any more (its
 	// context's error) or nil. It never blocks.
 	canceled() error
@@ -243,8 +244,10 @@ func (j *job) abandon() {
 // work runs on the worker that took the job: it starts the job and runs
 // its task, or skips it if it was settled or must not start. It returns
 // the count of workerTotals the work goes to: completed, skipped, or
-// posted for a retry (then the pool keeps its reference to the job).
-func (j *job) work() (count *atomic.Uint64) {
+// posted for a retry (then the pool keeps its reference to the job); and,
+// if completed, whether the run that ended the task for good panicked
+// (see WorkerPool.returned), which earlier runs, retried, do not decide.
+func (j *job) work() (count *atomic.Uint64, panicked bool) {
 	p, weight, retriable := j.pool, j.weight, j.retry != nil
 	kept := false
 	defer func() {
@@ -260,12 +263,12 @@ func (j *job) work() (count *atomic.Uint64) {
 		}
 	}()
 	if j.settled() || j.settleIfBlocked() || !j.start() {
-		return &p.workerTotals.skipped
+		return &p.workerTotals.skipped, false
 	}
-	if kept = j.run(); kept {
-		return &p.workerTotals.posted
+	if kept, panicked = j.run(); kept {
+		return &p.workerTotals.posted, false
 	}
-	return &p.workerTotals.completed
+	return &p.workerTotals.completed, panicked
 }
 
 // start moves the job to started, and reports false if it was settled
@@ -288,10 +291,11 @@ func (j *job) start() bool {
 }
 
 // run calls the task and settles the job with its outcome, or posts it for
-// a retry and reports true. The deferred call also runs when the task
-// panics past the owner or calls runtime.Goexit, which is then the
-// outcome; in a timed pool the hooks run inside it (see taskFinished).
-func (j *job) run() (retried bool) {
+// a retry and reports true; it also reports whether the run panicked. The
+// deferred call also runs when the task panics past the owner or calls
+// runtime.Goexit, which is then the outcome; in a timed pool the hooks run
+// inside it (see taskFinished).
+func (j *job) run() (retried, panicked bool) {
 	p := j.pool
 	err := ErrGoexit
 	defer func() {
@@ -308,8 +312,8 @@ func (j *job) run() (retried bool) {
 		defer p.taskFinished(c, &err)
 		p.taskStarted(c)
 	}
-	err = j.owner.call()
-	return false
+	panicked, err = j.owner.call()
+	return false, panicked
 }
 
 // refuse settles a job that the pool refused with err: its send failed,

@@ -153,24 +153,75 @@ func TestRetryEndsOnPermanentAndWhenThePolicySaysNo(t *testing.T) {
 	})
 }
 
-// A panic is an error like any other: the task runs again.
+// A panic is an error like any other: the task runs again. Status counts
+// the task once, in Completed, and in Panicked only if its last run
+// panicked: here it did not, so the panics of the runs retried count
+// nowhere.
 func TestRetryAfterAPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
-		runs := 0
-		always := func(int, error) (time.Duration, bool) { return 0, true }
+		l := newRunLog()
+		every := func(int, error) (time.Duration, bool) { return time.Second, true }
 		task := p.Go(t.Context(), func(context.Context) error {
-			if runs++; runs == 1 {
-				panic("first run")
+			if n := l.record(); n <= 2 {
+				panic(fmt.Sprintf("run %d", n))
 			}
 			return nil
-		}, Retry(always))
+		}, Retry(every))
 		require.NoError(t, task.Wait())
-		assert.Equal(t, 2, runs)
-		s := p.Status()
-		assert.Equal(t, uint64(1), s.Panicked)
-		assert.Equal(t, uint64(1), s.Retried)
+		assert.Equal(t, []time.Duration{0, time.Second, 2 * time.Second}, l.at, "run times")
+		p.Stop()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Completed, "completed")
+		assert.Equal(t, uint64(0), s.Panicked, "panicked: the last run returned")
+		assert.Equal(t, uint64(2), s.Retried, "retried")
+	})
+}
+
+// A task, and a group task, that panic on every run until the policy gives
+// up count once each in Completed and in Panicked, however many runs
+// panicked.
+func TestRetryPanickingEveryRunCountsOnceInPanicked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		threeRuns := func(attempt int, _ error) (time.Duration, bool) { return time.Second, attempt < 3 }
+		l := newRunLog()
+		panicking := func(context.Context) error { panic(fmt.Sprintf("run %d", l.record())) }
+		task := p.Go(t.Context(), panicking, Retry(threeRuns))
+		g := p.Group(t.Context())
+		g.Go(panicking, Retry(threeRuns))
+		var pe *PanicError
+		require.ErrorAs(t, task.Wait(), &pe, "the task's error")
+		require.ErrorAs(t, g.Wait(), &pe, "the group's error")
+		assert.Equal(t, []time.Duration{0, 0, time.Second, time.Second, 2 * time.Second, 2 * time.Second}, l.at, "run times")
+		p.Stop()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+		assert.Equal(t, uint64(2), s.Panicked, "panicked: once per task")
+		assert.Equal(t, uint64(4), s.Retried, "retried")
+	})
+}
+
+// A task that Stop abandons while it waits for its next run, after a run
+// that panicked, is not in Completed, so not in Panicked either.
+func TestRetryAbandonedAfterAPanicIsNotPanicked(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		every := func(int, error) (time.Duration, bool) { return time.Second, true }
+		task := p.Go(t.Context(), panickingFn, Retry(every))
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
+		p.Stop()
+		err := task.Wait()
+		assert.ErrorIs(t, err, ErrStopped)
+		var pe *PanicError
+		assert.ErrorAs(t, err, &pe, "joined with the last run's panic")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+		assert.Equal(t, uint64(0), s.Completed, "completed")
+		assert.Equal(t, uint64(0), s.Panicked, "panicked")
 	})
 }
 

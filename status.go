@@ -63,7 +63,7 @@ type Status struct {
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried
-	Panicked  uint64 // of Completed, the tasks whose panic was recovered: by the panic handler, or into a *PanicError
+	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the panic handler, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
 	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy)
@@ -132,7 +132,7 @@ func (p *WorkerPool) Status() Status {
 		Scheduled:  scheduled,
 		Submitted:  uint64(submitted),
 		Completed:  completed,
-		Panicked:   p.workerTotals.panicked.Load(),
+		Panicked:   min(p.workerTotals.panicked.Load(), completed), // counted after Completed and read after it: see WorkerPool.returned
 		Abandoned:  abandoned,
 		Canceled:   canceled,
 		Dropped:    dropped,

@@ -210,7 +210,7 @@ func (t *Task) cancelIfCallerDone() {
 }
 
 // call runs on the worker that started t.
-func (t *Task) call() error {
+func (t *Task) call() (panicked bool, err error) {
 	return t.job.pool.callRecovering(&t.ctx, t.body)
 }
 
@@ -254,17 +254,16 @@ func (t *Task) released() {}
 // or a Shutdown that gave up.
 func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 
-// callRecovering runs body with ctx and returns its error, or a
-// *PanicError if it panicked. A runtime.Goexit passes through; the job
-// reports it as ErrGoexit.
-func (p *WorkerPool) callRecovering(ctx context.Context, body taskBody) (err error) {
+// callRecovering runs body with ctx and returns its error, or reports
+// that it panicked and returns a *PanicError. A runtime.Goexit passes
+// through; the job reports it as ErrGoexit.
+func (p *WorkerPool) callRecovering(ctx context.Context, body taskBody) (panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			e := panicErrorFor(r)
-			p.workerTotals.panicked.Add(1)
 			p.logPanic("task", e)
-			err = e
+			panicked, err = true, e
 		}
 	}()
-	return body.call(ctx)
+	return false, body.call(ctx)
 }

@@ -262,12 +262,14 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		canceled := new(Task)
 		canceled.init(p, t.Context(), fn)
 		canceled.Cancel()
-		assert.Same(t, &p.workerTotals.skipped, canceled.job.work(), "the canceled task's return counts as") // as the worker would
+		count, _ := canceled.job.work() // as the worker would
+		assert.Same(t, &p.workerTotals.skipped, count, "the canceled task's return counts as")
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		late := new(Task)
 		late.init(p, ctx, fn)
-		assert.Same(t, &p.workerTotals.skipped, late.job.work(), "the late task's return counts as") // its ctx ended after dispatch checked it
+		count, _ = late.job.work() // its ctx ended after dispatch checked it
+		assert.Same(t, &p.workerTotals.skipped, count, "the late task's return counts as")
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
 		assert.Same(t, context.Canceled, late.Wait(), "Wait of the task whose ctx ended")
@@ -422,6 +424,101 @@ func TestCanceledFutureHasZeroValue(t *testing.T) {
 		assert.Zero(t, n, "value")
 		blocker.open()
 		p.StopWait()
+	})
+}
+
+// Under Retry, a Future's value is the value of the run whose outcome Wait
+// reports: T's zero value if that run panicked or called runtime.Goexit, or
+// if the task settled while it waited for its next run, never an earlier
+// run's value. Its first run returns 1 with an error, which is retried a
+// second later.
+func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
+	every := func(int, error) (time.Duration, bool) { return time.Second, true }
+	twoRuns := func(attempt int, _ error) (time.Duration, bool) { return time.Second, attempt < 2 }
+	// runs makes a fn whose first run returns 1 and errFlaky, and whose
+	// second does what second does.
+	runs := func(second func() (int, error)) func(context.Context) (int, error) {
+		n := 0
+		return func(context.Context) (int, error) {
+			if n++; n == 1 {
+				return 1, errFlaky
+			}
+			return second()
+		}
+	}
+	t.Run("last run panicked", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			defer p.Stop()
+			f := Call(t.Context(), p, runs(func() (int, error) { panic("second run") }), Retry(twoRuns))
+			v, err := f.Wait()
+			var pe *PanicError
+			assert.ErrorAs(t, err, &pe)
+			assert.Zero(t, v, "value")
+		})
+	})
+	t.Run("last run called Goexit", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			defer p.Stop()
+			f := Call(t.Context(), p, runs(func() (int, error) { runtime.Goexit(); return 2, nil }), Retry(every))
+			v, err := f.Wait()
+			assert.Same(t, ErrGoexit, err)
+			assert.Zero(t, v, "value")
+		})
+	})
+	t.Run("last run returned an error not retried", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			defer p.Stop()
+			f := Call(t.Context(), p, runs(func() (int, error) { return 2, errTask }), Retry(twoRuns))
+			v, err := f.Wait()
+			assert.Same(t, errTask, err)
+			assert.Equal(t, 2, v, "value")
+		})
+	})
+	t.Run("abandoned by Stop while waiting for its next run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))
+			synctest.Wait()
+			require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
+			p.Stop()
+			v, err := f.Wait()
+			assert.ErrorIs(t, err, ErrStopped)
+			assert.ErrorIs(t, err, errFlaky)
+			assert.Zero(t, v, "value")
+			requireStoppedClean(t, p)
+		})
+	})
+	t.Run("canceled while waiting for its next run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			defer p.Stop()
+			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))
+			synctest.Wait()
+			require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
+			f.Cancel()
+			v, err := f.Wait()
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.ErrorIs(t, err, errFlaky)
+			assert.Zero(t, v, "value")
+		})
+	})
+	t.Run("expired in the queue before its next run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, WithMaxQueueWait(time.Second))
+			defer p.Stop()
+			t0 := time.Now()
+			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))
+			synctest.Wait()
+			blocker := blockOneWorker(t, p) // due at 1s, the next run waits in the queue
+			v, err := f.Wait()
+			assert.Equal(t, 2*time.Second, time.Since(t0), "Wait returned when it expired")
+			assert.ErrorIs(t, err, ErrExpired)
+			assert.Zero(t, v, "value")
+			blocker.open()
+		})
 	})
 }
 

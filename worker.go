@@ -36,7 +36,7 @@ func (p *WorkerPool) worker(w work) {
 			// Count it as returned, ended for good, and let a fresh
 			// goroutine take this worker's place, so the worker count
 			// dispatch keeps stays true.
-			p.returned(&p.workerTotals.completed)
+			p.returned(&p.workerTotals.completed, false)
 			p.goroutines.Go(p.idleWorker)
 		}
 	}()
@@ -57,39 +57,42 @@ func (p *WorkerPool) idleWorker() {
 }
 
 // do runs one work, a job or a plain task, and returns the count of
-// workerTotals its return goes to.
-func (p *WorkerPool) do(w work) *atomic.Uint64 {
+// workerTotals its return goes to, and whether it completed with a run
+// that panicked (see returned). A plain task completes with its one run.
+func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
 		return w.job.work()
 	case p.timed:
-		p.runTimed(w.fn, w.readyAt)
+		panicked = p.runTimed(w.fn, w.readyAt)
 	case p.panicHandler != nil:
-		p.callPlain(w.fn)
+		panicked, _ = p.callPlain(w.fn)
 	default:
 		w.fn() // no defer on the common path
 	}
-	return &p.workerTotals.completed
+	return &p.workerTotals.completed, panicked
 }
 
 // callPlain runs a func() task: a plain one, or a DoWait call's. With a
-// panic handler it recovers a panic and calls the handler; without one the
-// panic crashes the program. It returns the recovered panic as a
-// *PanicError if a TaskFinished hook or the logger looks at it, else nil.
-func (p *WorkerPool) callPlain(fn func()) (err error) {
+// panic handler it recovers a panic, calls the handler and reports that fn
+// panicked; without one the panic crashes the program. It returns the
+// recovered panic as a *PanicError if a TaskFinished hook or the logger
+// looks at it, else nil.
+func (p *WorkerPool) callPlain(fn func()) (panicked bool, err error) {
 	if p.panicHandler != nil {
-		defer p.recoverPanic(&err)
+		defer p.recoverPanic(&panicked, &err)
 	}
 	fn()
-	return nil
+	return false, nil
 }
 
 // recoverPanic must be deferred directly: recover only stops a panic when
 // called by the deferred function itself. The handler runs before the
-// panicking frames unwind, and so does the logging.
-func (p *WorkerPool) recoverPanic(err *error) {
+// panicking frames unwind, and so does the logging. It does not count the
+// panic: the worker does, once the task completes (see returned).
+func (p *WorkerPool) recoverPanic(panicked *bool, err *error) {
 	if r := recover(); r != nil {
-		p.workerTotals.panicked.Add(1)
+		*panicked = true
 		if p.hooks.TaskFinished != nil || p.log != nil {
 			e := panicErrorFor(r)
 			p.logPanic("task", e)
@@ -115,8 +118,19 @@ func (p *WorkerPool) recoverCallbackPanic(what string) {
 // returned counts one work a worker is done with in count, one of
 // workerTotals, as its last use of the work, and wakes dispatch if it is
 // waiting for running tasks to finish (see dispatcher.barrierReached).
-func (p *WorkerPool) returned(count *atomic.Uint64) {
+// panicked says the work completed (count is completed) and its last run
+// panicked: then it also counts in panicked, once for the task, however
+// many of its runs panicked before.
+func (p *WorkerPool) returned(count *atomic.Uint64, panicked bool) {
 	count.Add(1)
+	if panicked {
+		// Completed first, then Panicked, so that Panicked never counts a
+		// task that Completed does not, and Status, which reads
+		// Completed first, clamps Panicked to it for the one case left:
+		// both counted between its two reads. Both before the wake, so a
+		// barrier or stop that dispatch ends on this return sees them.
+		p.workerTotals.panicked.Add(1)
+	}
 	if p.wakeOnReturn.Load() {
 		p.wakeDispatch()
 	}

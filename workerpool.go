@@ -515,9 +515,10 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	return w
 }
 
-// call runs the task; it returns a recovered panic as callPlain does,
-// which only TaskFinished sees: DoWait returns nil once the task ran.
-func (w *waiter) call() error {
+// call runs the task; it reports and returns a recovered panic as
+// callPlain does, which only TaskFinished sees: DoWait returns nil once
+// the task ran.
+func (w *waiter) call() (panicked bool, err error) {
 	return w.job.pool.callPlain(w.task)
 }
 

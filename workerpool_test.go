@@ -729,6 +729,31 @@ func TestPanicHandlerRecoversAndWorkerGoesOn(t *testing.T) {
 
 func panickingTask() { panic("boom") }
 
+// A plain task and a DoWait task whose panic the handler took count once
+// each in Panicked, as they complete: while the handler runs, neither is
+// in Completed, so neither is in Panicked (Panicked is part of Completed
+// in every snapshot).
+func TestPanickedCountsPlainTasksAsTheyComplete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := newGate()
+		p := New(2, WithPanicHandler(func(any) { release.wait() }))
+		p.Submit(panickingTask)
+		doWait := make(chan error, 1)
+		go func() { doWait <- p.DoWait(panickingTask) }()
+		synctest.Wait()
+		s := p.Status()
+		require.Equal(t, 2, s.Busy, "both in the handler")
+		assert.Equal(t, uint64(0), s.Completed, "completed while the handler runs")
+		assert.Equal(t, uint64(0), s.Panicked, "panicked while the handler runs")
+		release.open()
+		require.NoError(t, <-doWait, "DoWait")
+		p.StopWait()
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+		assert.Equal(t, uint64(2), s.Panicked, "panicked")
+	})
+}
+
 // TestPanicWithoutHandlerCrashes runs itself in a child process: without a
 // handler, a task's panic must crash the program like a plain goroutine's.
 func TestPanicWithoutHandlerCrashes(t *testing.T) {

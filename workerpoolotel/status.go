@@ -43,7 +43,7 @@ var statusCounters = []statusCounter{
 		func(s workerpool.Status) uint64 { return s.Submitted }},
 	{"workerpool.tasks.completed", "{task}", "Accepted tasks that ran and ended for good: returned, panicked or called runtime.Goexit.",
 		func(s workerpool.Status) uint64 { return s.Completed }},
-	{"workerpool.tasks.panicked", "{task}", "Completed tasks whose panic was recovered.",
+	{"workerpool.tasks.panicked", "{task}", "Completed tasks whose last run panicked (the panic recovered); earlier runs of a retried task that panicked are not counted.",
 		func(s workerpool.Status) uint64 { return s.Panicked }},
 	{"workerpool.tasks.abandoned", "{task}", "Accepted tasks that never ran because the pool stopped first.",
 		func(s workerpool.Status) uint64 { return s.Abandoned }},

@@ -63,7 +63,7 @@ var counterSpecs = [...]counterSpec{
 		func(s *workerpool.Status) uint64 { return s.Submitted }},
 	{"workerpool_tasks_completed_total", "Accepted tasks whose func was called and ended for good (returned, panicked or called runtime.Goexit) and was not retried.",
 		func(s *workerpool.Status) uint64 { return s.Completed }},
-	{"workerpool_tasks_panicked_total", "Completed tasks whose panic was recovered, by the panic handler or into a *PanicError.",
+	{"workerpool_tasks_panicked_total", "Completed tasks whose last run panicked, recovered by the panic handler or into a *PanicError; earlier runs of a retried task that panicked are not counted.",
 		func(s *workerpool.Status) uint64 { return s.Panicked }},
 	{"workerpool_tasks_abandoned_total", "Accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up).",
 		func(s *workerpool.Status) uint64 { return s.Abandoned }},

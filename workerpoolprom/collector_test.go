@@ -122,7 +122,7 @@ workerpool_tasks_dropped_total{pool="jobs"} 0
 # TYPE workerpool_tasks_expired_total counter
 workerpool_tasks_expired_total{pool="drop"} 0
 workerpool_tasks_expired_total{pool="jobs"} 1
-# HELP workerpool_tasks_panicked_total Completed tasks whose panic was recovered, by the panic handler or into a *PanicError.
+# HELP workerpool_tasks_panicked_total Completed tasks whose last run panicked, recovered by the panic handler or into a *PanicError; earlier runs of a retried task that panicked are not counted.
 # TYPE workerpool_tasks_panicked_total counter
 workerpool_tasks_panicked_total{pool="drop"} 0
 workerpool_tasks_panicked_total{pool="jobs"} 1
