@@ -109,6 +109,8 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		panic("workerpool: Group.Go called with a nil func")
 	}
 	h := heldTask{fn: fn, opts: g.pool.parseOptions(opts)}
+	g.pool.beginCall()
+	defer g.pool.endCall()
 	tooHeavy := false
 	g.mu.Lock()
 	if (h.opts.due != 0 || h.opts.retry != nil) && !g.watched {
@@ -137,6 +139,19 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	}
 }
 
+// beginCall begins a Go or SetLimit call, which counts as a settle in
+// progress (see WorkerPool.settling) until endCall ends it as it returns.
+// Held tasks exist only while a task of their group is in the pool or on
+// its way there, and the pool may refuse the one on its way when it stops:
+// the group then drops the held tasks in the call that sent it. Counted
+// from before the call checks whether the pool stops, it makes a stop wait
+// until such tasks are dropped and the group has recorded why. (A task on
+// its way from a worker, released by Group.settled, is sent before the
+// worker takes its next work, so a stop waits for it already.)
+func (p *WorkerPool) beginCall() { p.beginSettle() }
+
+func (p *WorkerPool) endCall() { p.endSettle() }
+
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
 // running, at once; Go holds the others in the group until a slot frees. A
 // negative n removes the limit. Raising the limit releases held tasks at
@@ -148,6 +163,8 @@ func (g *Group) SetLimit(n int) {
 	if n == 0 {
 		panic("workerpool: Group.SetLimit(0) would never run a task")
 	}
+	g.pool.beginCall()
+	defer g.pool.endCall()
 	g.mu.Lock()
 	g.limit = max(n, 0)
 	var release []*groupTask

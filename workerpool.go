@@ -110,8 +110,10 @@ type WorkerPool struct {
 	ticketTasks   atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
 	rejected      atomic.Uint64 // tasks refused because the queue was full, never accepted
 	// settling counts the job settles in progress (the move to canceled
-	// or abandoned and its counting); a stop waits for it to reach zero
-	// before it returns, so that no count is still on its way.
+	// or abandoned and its counting), and the Group.Go and SetLimit calls
+	// in progress, whose tasks may be dropped (see beginCall); a stop
+	// waits for it to reach zero before it returns, so that no count is
+	// still on its way.
 	settling atomic.Int64
 	// heavyDone sums weight−1 over the jobs of Weight above 1 that their
 	// workers are done with, added before they count the work returned
