@@ -302,7 +302,13 @@
 // in exactly one of those buckets, however many times it was retried
 // (Retried counts the extra runs apart). Rejected counts the tasks refused
 // because the queue was full or they were too heavy; they were never
-// accepted, so they are not in Submitted.
+// accepted, so they are not in Submitted. A group task counts from its
+// Group.Go call, also one that never reaches the dispatcher: held back by
+// SetLimit and then dropped, in Canceled if the group's context ended and
+// in Abandoned if the pool stopped, or skipped because the group's context
+// was done, in Canceled. Only a Group.Go refused as any submit is (on a
+// stopping pool, too heavy, by a full queue, or under Block when the
+// group's context ends while it waits for room) is not in Submitted.
 //
 // # Observability
 //

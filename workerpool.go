@@ -107,6 +107,7 @@ type WorkerPool struct {
 	scheduled     atomic.Int64 // jobs in the timer heap that are not settled (see job state scheduled)
 	paused        atomic.Bool  // a Pause is in effect
 	settledTotals settledTotals
+	groupOnly     atomic.Uint64 // group tasks counted in Submitted that never reached the dispatcher (held, then dropped or refused; or skipped by a canceled group)
 	ticketTasks   atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
 	rejected      atomic.Uint64 // tasks refused because the queue was full, never accepted
 	// settling counts the job settles in progress (the move to canceled
@@ -578,7 +579,9 @@ func (p *WorkerPool) Stop() {
 
 // StopWait stops the pool after running every accepted task: new tasks are
 // rejected, then queued and held tasks run to the end, then every worker
-// exits. A task's effects happen before StopWait returns.
+// exits. A task's effects happen before StopWait returns. Tasks that a
+// Group holds back because of SetLimit have not reached the pool: they are
+// dropped, and counted as abandoned (see Group.SetLimit).
 //
 // StopWait is idempotent and safe to call concurrently with itself, Stop,
 // Shutdown and every other method; each caller returns only once the pool
@@ -598,10 +601,11 @@ func (p *WorkerPool) StopWait() {
 //
 // Shutdown returns once every pool goroutine has exited: nil if no accepted
 // task was abandoned (each ran, or was canceled by its own context), ctx's
-// error if Shutdown gave up, and an error wrapping ErrStopped if a Stop
-// abandoned tasks. With a ctx that is never done Shutdown is StopWait; with
-// one that is done already it starts no queued task: it abandons the queue
-// and cancels running tasks at once.
+// error if Shutdown gave up, and an error wrapping ErrStopped if tasks were
+// abandoned all the same: by a Stop, or tasks a Group held back because of
+// SetLimit, which every stop drops. With a ctx that is never done Shutdown
+// is StopWait; with one that is done already it starts no queued task: it
+// abandons the queue and cancels running tasks at once.
 //
 // Shutdown is safe to call concurrently with Stop, StopWait, itself and
 // every other method; a Stop during a Shutdown abandons the queue at once,
