@@ -281,9 +281,9 @@ func (g *Group) changedLocked() {
 // that releasing it never blocks a worker, and the group's limit bounds it.
 // A refused t settles with why: ErrStopped, ErrQueueFull, ErrTooHeavy, or
 // the cause of the group's cancellation. Refusing a task that Go sends
-// refuses the Go call, counted as any refused submit is; a held task
-// refused because the pool stopped was counted from its Go call, so it
-// ends in Abandoned.
+// refuses the Go call, counted as any refused submit is; a held task was
+// counted from its Go call, so it ends in Abandoned (ErrStopped) or in
+// Dropped (ErrTooHeavy, after a Resize).
 func (g *Group) submit(t *groupTask, held bool) {
 	var err error
 	t.held = held
@@ -304,8 +304,9 @@ func (g *Group) submit(t *groupTask, held bool) {
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
 		g.pool.countNeverQueued(1, jobAbandoned)
 		g.pool.jobDropped(err)
-	case held && err == ErrTooHeavy: // released by a worker or a SetLimit, after Go returned
-		g.pool.rejectedLater(err)
+	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
+		g.pool.countNeverQueued(1, jobDropped)
+		g.pool.jobDropped(err)
 	default:
 		g.pool.countRejected(err, 1)
 	}
