@@ -183,7 +183,8 @@
 // lighter tasks behind a heavy one wait until it has started. n < 1 means 1;
 // a task heavier than Size is refused at once with [ErrTooHeavy] (counted
 // in Rejected, not Submitted), and a Resize below the weight of a waiting
-// or scheduled task drops it with ErrTooHeavy (counted in Dropped).
+// or scheduled task drops it with ErrTooHeavy (counted in Dropped), as it
+// does a task a Group holds back, once the group releases it.
 //
 // Rate limit. With WithRateLimit(perSecond, burst), tasks start at most
 // perSecond per second on average, with bursts of up to burst: a token
@@ -321,7 +322,14 @@
 // that panicked, ran again and returned is not in Panicked, and one that
 // Stop abandoned while it waited for its next run is in neither. Rejected
 // counts the tasks refused because the queue was full or they were too
-// heavy; they were never accepted, so they are not in Submitted.
+// heavy; they were never accepted, so they are not in Submitted. A group
+// task counts from its Group.Go call, also one that never reaches the
+// dispatcher: held back by SetLimit and then dropped, in Canceled if the
+// group's context ended and in Abandoned if the pool stopped, or skipped
+// because the group's context was done, in Canceled. Only a Group.Go
+// refused as any submit is (on a stopping pool, too heavy, by a full
+// queue, or under Block when the group's context ends while it waits for
+// room) is not in Submitted.
 //
 // # Observability
 //

@@ -476,9 +476,10 @@ func TestObserveWaitedExactUnderRateLimitPauseAndBlock(t *testing.T) {
 // that refused the task, before that call returns ...; for every other task
 // that will never run, on the pool's delivery goroutine". A group task held
 // by SetLimit, then refused as too heavy after a Resize when a slot frees,
-// is counted in Rejected and told in place, on the worker goroutine whose
+// was counted in Rejected and told in place, on the worker goroutine whose
 // task just finished (Group.settled -> submit -> countRejected), neither
-// in Group.Go's goroutine nor on the deliverer.
+// in Group.Go's goroutine nor on the deliverer. It is counted from its Go
+// call, and dropped, as a queued task too heavy after a Resize is.
 func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var onWorker, calls atomic.Int64
@@ -499,7 +500,9 @@ func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 		assert.ErrorIs(t, g.Wait(), ErrTooHeavy)
 		p.StopWait()
 		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(1), s.Rejected, "rejected")
+		assert.Equal(t, uint64(2), s.Submitted, "submitted")
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
+		assert.Zero(t, s.Rejected, "rejected")
 		assert.Equal(t, int64(1), calls.Load(), "one TaskDropped")
 		assert.Zero(t, onWorker.Load(), "TaskDropped ran on a worker, inside another task's run")
 	})

@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -38,6 +39,9 @@ type Group struct {
 	// scheduled tasks are canceled as soon as it is done: from New with a
 	// bound, from the first delayed task otherwise.
 	watched bool
+	// untold counts the tasks dropped or skipped under g.mu that unlock is
+	// to tell TaskDropped about once it has released g.mu.
+	untold int32
 	// emptied is made by a Wait that has to wait, and closed once no task
 	// is in the pool or held.
 	emptied chan struct{}
@@ -83,7 +87,7 @@ func (g *Group) watch() {
 func (g *Group) noteCanceled() {
 	g.mu.Lock()
 	g.changedLocked()
-	g.mu.Unlock()
+	g.unlock()
 }
 
 // Go queues fn to run on a worker of the group's pool and returns at once:
@@ -99,7 +103,19 @@ func (g *Group) noteCanceled() {
 // earlier error came first. If the pool stops before fn starts (Go was
 // called on a stopping pool, fn was held back by the limit, or a stop
 // abandoned it), fn never runs and the group's error becomes ErrStopped
-// unless an earlier error came first. Go panics if fn is nil.
+// unless an earlier error came first; a call on a stopping pool is refused
+// so whatever the group's state, also when its context is done. Go panics
+// if fn is nil.
+//
+// Each call counts in the pool's Status.Submitted, also when fn is held
+// back or skipped, and its task ends in exactly one of Completed, Canceled
+// (skipped, or dropped while held, because the group's context was done),
+// Abandoned (dropped while held because the pool stopped), Dropped or
+// Expired, with one TaskDropped call if it never ran (see Hooks). Only a
+// call refused as any submit is refused is not in Submitted: on a stopping
+// pool (not counted at all), too heavy for the pool or refused by a full
+// queue (counted in Rejected), or, under Block, when the group's context
+// ends while it waits for room (not counted at all).
 //
 // opts schedule fn as for [WorkerPool.Go]; a delay counts from this call,
 // also for a task the limit holds back, and a scheduled task is canceled as
@@ -108,34 +124,53 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	if fn == nil {
 		panic("workerpool: Group.Go called with a nil func")
 	}
-	h := heldTask{fn: fn, opts: g.pool.parseOptions(opts)}
+	p := g.pool
+	h := heldTask{fn: fn, opts: p.parseOptions(opts)}
+	p.beginCall()
+	defer p.endCall()
 	tooHeavy := false
 	g.mu.Lock()
 	if (h.opts.due != 0 || h.opts.retry != nil) && !g.watched {
 		g.watch()
 	}
 	switch {
-	case g.ctx.Err() != nil:
-		g.record(g.canceledBy())
-	case g.pool.Stopped():
+	case p.Stopped(): // refused as any submit, whatever the group's state: not counted
 		g.record(ErrStopped)
-	case g.pool.heavierThanPool(h.opts.weight): // at once, also for a task the limit would hold
+	case g.ctx.Err() != nil: // skipped, and counted as never run
+		why := g.canceledBy()
+		g.record(why)
+		p.countNeverQueued(1, g.bucketFor(why))
+		g.tellLater(1)
+	case p.heavierThanPool(h.opts.weight): // at once, also for a task the limit would hold
 		g.record(ErrTooHeavy)
 		tooHeavy = true
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(h)
 	default:
 		t := g.add(h)
-		g.mu.Unlock()
+		g.unlock()
 		g.submit(t, false)
 		return
 	}
 	g.changedLocked()
-	g.mu.Unlock()
+	g.unlock()
 	if tooHeavy {
-		g.pool.countRejected(ErrTooHeavy, 1) // outside g.mu: TaskDropped runs here
+		p.countRejected(ErrTooHeavy, 1) // outside g.mu: TaskDropped runs here
 	}
 }
+
+// beginCall begins a Go or SetLimit call, which counts as a settle in
+// progress (see WorkerPool.settling) until endCall ends it as it returns.
+// Held tasks exist only while a task of their group is in the pool or on
+// its way there, and the pool may refuse the one on its way when it stops:
+// the group then drops the held tasks in the call that sent it. Counted
+// from before the call checks whether the pool stops, it makes a stop wait
+// until such tasks are dropped, counted and told to TaskDropped. (A task on
+// its way from a worker, released by Group.settled, is sent before the
+// worker takes its next work, so a stop waits for it already.)
+func (p *WorkerPool) beginCall() { p.beginSettle() }
+
+func (p *WorkerPool) endCall() { p.endSettle() }
 
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
 // running, at once; Go holds the others in the group until a slot frees. A
@@ -143,11 +178,18 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 // once. The limit is a share of the pool: the pool's own size still
 // applies. Held tasks have not reached the pool: once it stops taking tasks
 // (Stop, StopWait or Shutdown) they are dropped, and Wait reports
-// ErrStopped. SetLimit panics if n is 0, which would never run a task.
+// ErrStopped; and once the group's context is done they are dropped too.
+// Each held task counts in Status.Submitted from its Go call, and a
+// dropped one in Abandoned when the pool stopped, in Canceled when the
+// group's context was done first (see Go), with one TaskDropped call each,
+// before the stop returns. SetLimit panics if n is 0, which would never
+// run a task.
 func (g *Group) SetLimit(n int) {
 	if n == 0 {
 		panic("workerpool: Group.SetLimit(0) would never run a task")
 	}
+	g.pool.beginCall()
+	defer g.pool.endCall()
 	g.mu.Lock()
 	g.limit = max(n, 0)
 	var release []*groupTask
@@ -155,7 +197,7 @@ func (g *Group) SetLimit(n int) {
 		release = append(release, t)
 	}
 	g.changedLocked()
-	g.mu.Unlock()
+	g.unlock()
 	for _, t := range release {
 		g.submit(t, true)
 	}
@@ -166,10 +208,11 @@ func (g *Group) SetLimit(n int) {
 // stop of the pool, or dropped while held. It then cancels the group's
 // context and returns the first error: from a task, or, if tasks never
 // started and no task failed, why (the cause of the context's
-// cancellation, or ErrStopped). When Wait returns, the group's tasks that
-// never started are counted in the pool's Status, as canceled or
-// abandoned, and none is counted as waiting. Every Wait returns once the
-// pool has stopped.
+// cancellation, or ErrStopped). When Wait returns, every Go call of the
+// group that was not refused (see Go) is counted in the pool's
+// Status.Submitted, its task that never started is counted as canceled,
+// abandoned or dropped (held tasks and skipped ones included), and none is
+// counted as waiting. Every Wait returns once the pool has stopped.
 func (g *Group) Wait() error {
 	g.mu.Lock()
 	for {
@@ -184,7 +227,7 @@ func (g *Group) Wait() error {
 		if g.swept {
 			ctxDone = nil // handled: now only the running tasks matter
 		}
-		g.mu.Unlock()
+		g.unlock()
 		select {
 		case <-emptied:
 		case <-ctxDone:
@@ -192,7 +235,7 @@ func (g *Group) Wait() error {
 		g.mu.Lock()
 	}
 	err := g.err
-	g.mu.Unlock()
+	g.unlock()
 	g.cancel(err)
 	return err
 }
@@ -236,8 +279,11 @@ func (g *Group) changedLocked() {
 // room until the group's context is done). A task the group held back
 // (held) skips the bound instead: it joins the queue even if it is full, so
 // that releasing it never blocks a worker, and the group's limit bounds it.
-// A refused t settles with why: ErrStopped, ErrQueueFull, or the cause of
-// the group's cancellation.
+// A refused t settles with why: ErrStopped, ErrQueueFull, ErrTooHeavy, or
+// the cause of the group's cancellation. Refusing a task that Go sends
+// refuses the Go call, counted as any refused submit is; a held task was
+// counted from its Go call, so it ends in Abandoned (ErrStopped) or in
+// Dropped (ErrTooHeavy, after a Resize).
 func (g *Group) submit(t *groupTask, held bool) {
 	var err error
 	t.held = held
@@ -250,17 +296,17 @@ func (g *Group) submit(t *groupTask, held bool) {
 	} else {
 		err = g.pool.sendJob(&t.job, g.ctx)
 	}
-	switch err {
-	case nil:
+	switch {
+	case err == nil:
 		return
-	case errWithdrawn:
+	case err == errWithdrawn: // refused as any submit whose ctx ends while it waits for room: not counted
 		err = g.canceledBy()
-	case ErrTooHeavy:
-		if held { // released by a worker or a SetLimit, after Go returned
-			g.pool.rejectedLater(err)
-			break
-		}
-		g.pool.countRejected(err, 1)
+	case held && err == ErrStopped: // released as the pool stopped, after Go returned
+		g.pool.countNeverQueued(1, jobAbandoned)
+		g.pool.jobDropped(err)
+	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
+		g.pool.countNeverQueued(1, jobDropped)
+		g.pool.jobDropped(err)
 	default:
 		g.pool.countRejected(err, 1)
 	}
@@ -282,7 +328,7 @@ func (g *Group) settled(t *groupTask, err error) {
 	g.record(err)
 	next := g.takeHeld()
 	g.changedLocked()
-	g.mu.Unlock()
+	g.unlock()
 	t.unref()
 	if next != nil {
 		g.submit(next, true)
@@ -325,13 +371,82 @@ func (g *Group) sweep() {
 	}
 }
 
-// dropHeld drops the held tasks, which then never run, and records why.
-// g.mu is held.
+// dropHeld drops the held tasks, which then never run, records why, and
+// counts them (see countNeverQueued); unlock tells TaskDropped. g.mu is
+// held.
 func (g *Group) dropHeld(why error) {
-	if g.held.Len() > 0 {
-		g.record(why)
-		g.held.Clear()
+	n := g.held.Len()
+	if n == 0 {
+		return
 	}
+	g.record(why)
+	g.held.Clear()
+	g.pool.countNeverQueued(n, g.bucketFor(why))
+	g.tellLater(n)
+}
+
+// tellLater notes n tasks dropped or skipped under g.mu, which unlock
+// tells TaskDropped about once it has released g.mu. Each is dropped or
+// skipped once the group's context is done, or as dropHeld cancels it
+// (with ErrStopped, from takeHeld), so why is the context's cause, which
+// never changes once it is done. g.mu is held.
+func (g *Group) tellLater(n int) {
+	if g.pool.hooks.TaskDropped != nil {
+		g.untold += int32(n)
+	}
+}
+
+// countNeverQueued counts n tasks of Go calls that never reached dispatch
+// (see groupOnly): in Submitted first, then in the bucket to (canceled,
+// abandoned or dropped), so that the counters never hold more of them
+// settled than submitted.
+func (p *WorkerPool) countNeverQueued(n int, to uint32) {
+	p.groupOnly.Add(uint64(n))
+	switch to {
+	case jobCanceled:
+		p.settledTotals.canceled.Add(uint64(n))
+	case jobAbandoned:
+		p.settledTotals.abandoned.Add(uint64(n))
+	case jobDropped:
+		p.settledTotals.dropped.Add(uint64(n))
+	}
+}
+
+// bucketFor is where a task of a Go call that never reached the pool is
+// counted, once it is dropped with why: abandoned if a stop of the pool
+// dropped it (why wraps ErrStopped while the pool stops or abandons its
+// queue, as settleIfBlocked decides for a queued job), else canceled.
+func (g *Group) bucketFor(why error) uint32 {
+	p := g.pool
+	if errors.Is(why, ErrStopped) && (p.Stopped() || p.abandonBegun.Load()) {
+		return jobAbandoned
+	}
+	return jobCanceled
+}
+
+// unlock releases g.mu, then tells TaskDropped about the tasks dropped or
+// skipped under it (see tellLater), through the pool's delivery goroutine
+// (see jobDropped): no hook runs under g.mu, nor on dispatch, which calls
+// settled. The letters count as a settle in progress from before g.mu is
+// released, so that a stop waits for them. Until then the stop cannot have
+// finished waiting for settles: a held task is dropped only while a task of
+// its group is in the pool or on its way there (see beginCall), which
+// settles under g.mu, and a skipped one in a Go call, itself a settle in
+// progress.
+func (g *Group) unlock() {
+	n := g.untold
+	if n == 0 {
+		g.mu.Unlock()
+		return
+	}
+	g.untold = 0
+	p, why := g.pool, g.canceledBy()
+	p.beginSettle()
+	g.mu.Unlock()
+	for range n {
+		p.jobDropped(why)
+	}
+	p.endSettle()
 }
 
 // canceledBy is the error that skipped tasks report once the group's

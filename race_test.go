@@ -758,7 +758,7 @@ func TestFailedGroupNeverWaitedIsCollected(t *testing.T) {
 			assert.True(t, r.Value() == nil, "group %d still reachable", i)
 		}
 		s := p.Status()
-		assert.Equal(t, uint64(3), s.Canceled)
+		assert.Equal(t, uint64(6), s.Canceled, "canceled: three queued, three held")
 		assert.Equal(t, 0, s.Waiting)
 	})
 }

@@ -61,10 +61,10 @@ type Status struct {
 	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
 	Scheduled  int   // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
 
-	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks
+	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried
 	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the panic handler, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
-	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up)
+	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up; any stop for group tasks held back by SetLimit)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
 	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy)
 	Expired   uint64 // accepted tasks that waited in the queue longer than WithMaxQueueWait and never ran
@@ -145,12 +145,12 @@ func (p *WorkerPool) Status() Status {
 // submitted counts the accepted tasks: exactly once the pool has stopped,
 // and before that from the sends that carry one task each (a send that is
 // about to be refused counts for a moment) and the tasks admitted through
-// tickets.
+// tickets. Both add the group tasks that never reached dispatch (groupOnly).
 func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
-		return int64(p.submittedAtStop.Load())
+		return int64(p.submittedAtStop.Load() + p.groupOnly.Load())
 	}
-	return p.taskSends.Load() + int64(p.ticketTasks.Load())
+	return p.taskSends.Load() + int64(p.ticketTasks.Load()) + int64(p.groupOnly.Load())
 }
 
 // state is the pool's State, given whether stopped was closed.

@@ -869,7 +869,8 @@ func TestGroupParentCancelSkipsQueuedTasksAndWaitReportsIt(t *testing.T) {
 		p.StopWait()
 		assert.Zero(t, ran.Load(), "ran")
 		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(2), s.Canceled, "canceled: the two in the pool; held ones never reached it")
+		assert.Equal(t, uint64(6), s.Submitted, "submitted: the blocker and every Go call")
+		assert.Equal(t, uint64(5), s.Canceled, "canceled: the two in the pool and the three held")
 	})
 }
 

@@ -112,11 +112,14 @@ type WorkerPool struct {
 	scheduled     atomic.Int64 // jobs in the timer heap that are not settled (see job state scheduled)
 	paused        atomic.Bool  // a Pause is in effect
 	settledTotals settledTotals
+	groupOnly     atomic.Uint64 // group tasks counted in Submitted that never reached the dispatcher (held, then dropped or refused; or skipped by a canceled group)
 	ticketTasks   atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
 	rejected      atomic.Uint64 // tasks refused because the queue was full, never accepted
 	// settling counts the job settles in progress (the move to canceled
-	// or abandoned and its counting); a stop waits for it to reach zero
-	// before it returns, so that no count is still on its way.
+	// or abandoned and its counting), and the Group.Go and SetLimit calls
+	// in progress, whose tasks may be dropped (see beginCall); a stop
+	// waits for it to reach zero before it returns, so that no count is
+	// still on its way.
 	settling atomic.Int64
 	// heavyDone sums weight−1 over the jobs of Weight above 1 that their
 	// workers are done with, added before they count the work returned
@@ -645,7 +648,9 @@ func (p *WorkerPool) Stop() {
 
 // StopWait stops the pool after running every accepted task: new tasks are
 // rejected, then queued and held tasks run to the end, then every worker
-// exits. A task's effects happen before StopWait returns.
+// exits. A task's effects happen before StopWait returns. Tasks that a
+// Group holds back because of SetLimit have not reached the pool: they are
+// dropped, and counted as abandoned (see Group.SetLimit).
 //
 // StopWait is idempotent and safe to call concurrently with itself, Stop,
 // Shutdown and every other method; each caller returns only once the pool
@@ -665,10 +670,11 @@ func (p *WorkerPool) StopWait() {
 //
 // Shutdown returns once every pool goroutine has exited: nil if no accepted
 // task was abandoned (each ran, or was canceled by its own context), ctx's
-// error if Shutdown gave up, and an error wrapping ErrStopped if a Stop
-// abandoned tasks. With a ctx that is never done Shutdown is StopWait; with
-// one that is done already it starts no queued task: it abandons the queue
-// and cancels running tasks at once.
+// error if Shutdown gave up, and an error wrapping ErrStopped if tasks were
+// abandoned all the same: by a Stop, or tasks a Group held back because of
+// SetLimit, which every stop drops. With a ctx that is never done Shutdown
+// is StopWait; with one that is done already it starts no queued task: it
+// abandons the queue and cancels running tasks at once.
 //
 // Shutdown is safe to call concurrently with Stop, StopWait, itself and
 // every other method; a Stop during a Shutdown abandons the queue at once,
