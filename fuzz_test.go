@@ -109,7 +109,8 @@ type fuzzRun struct {
 	size    int          // New's maxWorkers
 	maxSize atomic.Int64 // the largest size the pool had
 	policy  Overflow
-	bound   int // 0: no bound
+	bounded bool // WithMaxWaiting(bound, policy)
+	bound   int
 	meter   concurrencyMeter
 	order   recorder // start order of the op 0 tasks
 	nextID  int
@@ -183,8 +184,17 @@ func (h *fuzzHooks) check(waited, ran time.Duration) {
 }
 
 // countingLog is a slog.Handler that counts the records it gets by
-// message, and keeps the stop summary's submitted count.
+// message, and keeps the stop summary's submitted count. It holds the stop
+// call that logs "pool stopping" for holdStopping yields of its goroutine:
+// a stop then has begun (a Stop abandons from its first act) but its
+// message has not reached the dispatcher, while the other goroutines go
+// on, workers come free and submitters wait for room. (Yields, not fake
+// time: another stop call waits for this one on a mutex, which a synctest
+// bubble does not count as durably blocked, so its clock would stand
+// still.)
 type countingLog struct {
+	holdStopping int
+
 	mu        sync.Mutex
 	counts    map[string]int
 	submitted uint64
@@ -195,6 +205,11 @@ func (l *countingLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
 func (l *countingLog) WithGroup(string) slog.Handler            { return l }
 
 func (l *countingLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == "pool stopping" {
+		for range l.holdStopping {
+			runtime.Gosched()
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.counts == nil {
@@ -243,11 +258,12 @@ func runOps(t *testing.T, data []byte) {
 		WithMinWorkers(int(opts >> 6)),
 	}
 	if policy := opts >> 4 & 3; policy > 0 {
-		r.policy, r.bound = Overflow(policy-1), 1+int(opts>>6)
+		r.policy, r.bounded, r.bound = Overflow(policy-1), true, []int{1, 2, 3, 0}[opts>>6]
 		options = append(options, WithMaxWaiting(r.bound, r.policy))
 	}
 	if len(data)/4%2 == 1 { // hooks and a logger, picked by the input's length
 		r.hooked = true
+		r.logs.holdStopping = 100
 		options = append(options, WithHooks(r.hooks.hooks()), WithLogger(slog.New(&r.logs)), WithName("fuzz"))
 	}
 	switch len(data) % 4 { // the queue policies of issue 12, picked by the input's length
@@ -343,7 +359,7 @@ func sleepFor(ms int) func() {
 // so that a submitter waiting for room always gets it in the end.
 func (r *fuzzRun) pause() {
 	ctx, cancel := context.WithCancel(context.Background())
-	if r.bound > 0 && r.policy == Block {
+	if r.bounded && r.policy == Block {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 	}
 	r.cancels = append(r.cancels, cancel)
@@ -451,7 +467,7 @@ func (r *fuzzRun) observe() {
 	// Tasks a group held back join without room; under DropOldest a task
 	// with a handle counts until the worker it was handed to starts it; a
 	// retry takes a place only if one is free.
-	if r.bound > 0 && r.groupTasks.Load() == 0 && r.policy != DropOldest && !r.retrying.Load() {
+	if r.bounded && r.groupTasks.Load() == 0 && r.policy != DropOldest && !r.retrying.Load() {
 		assert.LessOrEqual(r.t, s.Waiting, r.bound, "waiting <= bound")
 	}
 }
@@ -486,9 +502,9 @@ func (r *fuzzRun) checkGroupErr(err error, what string) {
 	switch {
 	case err == nil, errors.Is(err, errTask), errors.Is(err, ErrStopped):
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
+		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 	case errors.Is(err, ErrDropped):
-		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
 	case errors.Is(err, ErrExpired):
 		assert.True(r.t, r.expires, "%s: ErrExpired without WithMaxQueueWait", what)
 	default:
@@ -527,7 +543,7 @@ func (r *fuzzRun) sharedGo(arg int) {
 func (r *fuzzRun) groupGo(g *Group, fn func(context.Context) error) {
 	r.maybe.Add(1)
 	r.groupTasks.Add(1)
-	mayRefuse := r.bound > 0 && (r.policy == Block || r.refuses())
+	mayRefuse := r.bounded && (r.policy == Block || r.refuses())
 	g.Go(fn)
 	if !mayRefuse && !r.p.Stopped() {
 		r.groupSure.Add(1)
@@ -554,11 +570,13 @@ func (r *fuzzRun) goTask(arg int) {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(arg)*time.Millisecond)
 	}
 	var ran atomic.Bool
+	stopped := r.p.Stopped()
 	task := r.p.Go(ctx, func(ctx context.Context) error {
 		ran.Store(true)
 		r.body(func() {})()
 		return sleepOrCause(ctx, arg)
 	})
+	r.checkHandleRefusedAsStopped(stopped, task, "Go")
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
 	switch arg % 4 {
@@ -589,12 +607,14 @@ func (r *fuzzRun) delayedTask(arg int) {
 		assert.False(r.t, time.Now().Before(due), "%s ran before it was due", what)
 	}
 	r.maybe.Add(1)
+	stopped := r.p.Stopped()
 	if arg%2 == 0 {
 		task := r.p.Go(context.Background(), func(ctx context.Context) error {
 			ranEarly("a delayed Task")
 			r.body(func() {})()
 			return nil
 		}, Delay(wait))
+		r.checkHandleRefusedAsStopped(stopped, task, "Go with Delay")
 		r.handles = append(r.handles, task)
 		r.pending.Go(func() { r.checkHandleErr(task.Wait(), true, "delayed Task.Wait") })
 		return
@@ -604,6 +624,7 @@ func (r *fuzzRun) delayedTask(arg int) {
 		r.body(func() {})()
 		return arg, nil
 	}, At(due))
+	r.checkHandleRefusedAsStopped(stopped, f, "Call with At")
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
 		v, err := f.Wait()
@@ -643,6 +664,7 @@ func (r *fuzzRun) optionTask(arg int) {
 	}
 	var runs atomic.Int32
 	body := r.meter.wrapWeighted(int64(weight), func() { r.ran.Add(1) })
+	stopped := r.p.Stopped()
 	task := r.p.Go(context.Background(), func(ctx context.Context) error {
 		body()
 		switch n := runs.Add(1); {
@@ -653,6 +675,7 @@ func (r *fuzzRun) optionTask(arg int) {
 		}
 		return errTask
 	}, opts...)
+	r.checkHandleRefusedAsStopped(stopped, task, "Go with options")
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
 	r.pending.Go(func() {
@@ -695,16 +718,35 @@ func (r *fuzzRun) call(arg int) {
 // checkHandleErr checks what a handle's Wait (or DoWait) returned, and
 // counts its refusals and drops. ctxErrs says whether the task's context
 // may have ended.
+// checkHandleRefusedAsStopped is checkRefusedAsStopped for a handle, which
+// a refusing call settles before it returns.
+func (r *fuzzRun) checkHandleRefusedAsStopped(stopped bool, h interface{ Done() <-chan struct{} }, what string) {
+	if !stopped {
+		return
+	}
+	if !assert.True(r.t, isClosed(h.Done()), "%s on a stopping pool returned an unsettled handle", what) {
+		return
+	}
+	var err error
+	switch h := h.(type) {
+	case *Task:
+		err = h.Wait()
+	case *Future[int]:
+		_, err = h.Wait()
+	}
+	assert.ErrorIs(r.t, err, ErrStopped, "%s called on a stopping pool", what)
+}
+
 func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrStopped):
 		assert.True(r.t, r.anyStop.Load(), "%s: ErrStopped without a stop: %v", what, err)
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
+		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 		r.rejectedSure.Add(1)
 	case errors.Is(err, ErrDropped):
-		assert.True(r.t, r.bound > 0 && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
 		r.droppedSure.Add(1)
 	case errors.Is(err, ErrExpired):
 		assert.True(r.t, r.expires, "%s: ErrExpired without WithMaxQueueWait", what)
@@ -769,10 +811,10 @@ func (r *fuzzRun) settle(pt *plainTask, err error, what string) {
 	case errors.Is(err, ErrStopped):
 		assert.True(r.t, r.anyStop.Load(), "%s refused without a stop: %v", what, err)
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && r.refuses(), "%s: ErrQueueFull under %v", what, r.policy)
+		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v", what, r.policy)
 		r.rejectedSure.Add(1)
 	case errors.Is(err, context.DeadlineExceeded):
-		assert.True(r.t, r.bound > 0 && r.policy == Block, "%s: gave up waiting for room under %v", what, r.policy)
+		assert.True(r.t, r.bounded && r.policy == Block, "%s: gave up waiting for room under %v", what, r.policy)
 	default:
 		assert.Fail(r.t, what, "%v", err)
 	}
@@ -781,13 +823,25 @@ func (r *fuzzRun) settle(pt *plainTask, err error, what string) {
 // submit submits a plain task with Do.
 func (r *fuzzRun) submit(task func()) {
 	pt := r.plain(task)
-	r.settle(pt, r.p.Do(pt.fn), "Do")
+	stopped := r.p.Stopped()
+	err := r.p.Do(pt.fn)
+	r.checkRefusedAsStopped(stopped, err, "Do")
+	r.settle(pt, err, "Do")
+}
+
+// checkRefusedAsStopped checks that a call made once the pool was stopping
+// (stopped: Stopped reported true before the call) was refused as stopped:
+// never as a full queue or a task too heavy, which would count it.
+func (r *fuzzRun) checkRefusedAsStopped(stopped bool, err error, what string) {
+	if stopped {
+		assert.ErrorIs(r.t, err, ErrStopped, "%s called on a stopping pool", what)
+	}
 }
 
 // submitChild is a task that submits a child: with TrySubmit under Block,
 // so that workers never all wait for room that only a worker can free.
 func (r *fuzzRun) submitChild() {
-	if r.bound > 0 && r.policy == Block {
+	if r.bounded && r.policy == Block {
 		r.trySubmit(func() {})
 		return
 	}
@@ -806,7 +860,9 @@ func (r *fuzzRun) submitPlain(task func()) {
 			pt.verdict.Store(verdictRefused)
 		}
 	}()
+	stopped := r.p.Stopped()
 	r.p.Submit(pt.fn)
+	assert.False(r.t, stopped, "Submit on a stopping pool did not panic")
 	pt.verdict.Store(verdictSubmitted)
 }
 
@@ -818,7 +874,7 @@ func (r *fuzzRun) trySubmit(task func()) {
 		return
 	}
 	pt.verdict.Store(verdictRefused)
-	assert.True(r.t, r.anyStop.Load() || r.bound > 0 && (r.policy != DropOldest || r.refuses()), "TrySubmit false under %v, bound %d, without a stop", r.policy, r.bound)
+	assert.True(r.t, r.anyStop.Load() || r.bounded && (r.policy != DropOldest || r.refuses()), "TrySubmit false under %v, bound %d, without a stop", r.policy, r.bound)
 	r.rejectedMaybe.Add(1)
 }
 
@@ -831,7 +887,10 @@ func (r *fuzzRun) doContext(arg int) {
 	}
 	defer cancel()
 	pt := r.plain(sleepFor(arg % 7))
-	r.settle(pt, r.p.DoContext(ctx, pt.fn), "DoContext")
+	stopped := r.p.Stopped()
+	err := r.p.DoContext(ctx, pt.fn)
+	r.checkRefusedAsStopped(stopped, err, "DoContext")
+	r.settle(pt, err, "DoContext")
 }
 
 // doBatch submits arg%5+1 plain tasks with DoBatch, with a nil among them
@@ -847,9 +906,12 @@ func (r *fuzzRun) doBatch(arg int) {
 		pts = append(pts, pt)
 		batch = append(batch, pt.fn)
 	}
-	switch err := r.p.DoBatch(batch); {
+	stopped := r.p.Stopped()
+	err := r.p.DoBatch(batch)
+	r.checkRefusedAsStopped(stopped, err, "DoBatch")
+	switch {
 	case errors.Is(err, ErrQueueFull):
-		assert.True(r.t, r.bound > 0 && (len(pts) > r.bound || r.refuses()), "DoBatch of %d: ErrQueueFull under %v, bound %d", len(pts), r.policy, r.bound)
+		assert.True(r.t, r.bounded && (len(pts) > r.bound || r.refuses()), "DoBatch of %d: ErrQueueFull under %v, bound %d", len(pts), r.policy, r.bound)
 		r.rejectedSure.Add(int64(len(pts)))
 		for _, pt := range pts {
 			pt.verdict.Store(verdictRefused)
@@ -919,7 +981,7 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 	rejected := rejectedLetters + uint64(r.rejectedSure.Load())
 	assert.GreaterOrEqual(t, s.Rejected, rejected, "rejected")
 	assert.LessOrEqual(t, s.Rejected, rejected+uint64(r.rejectedMaybe.Load()+r.groupTasks.Load()+r.tooHeavy.Load()), "rejected")
-	if r.bound == 0 || r.policy != DropOldest {
+	if !r.bounded || r.policy != DropOldest || r.bound == 0 {
 		assert.LessOrEqual(t, s.Dropped, uint64(r.tooHeavy.Load()), "dropped without DropOldest, but for tasks too heavy")
 	}
 	if stopWaitOnly { // but for the group tasks that SetLimit held back, which every stop drops
@@ -975,7 +1037,7 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 			continue
 		case verdictSubmitted:
 			if len(letters) == 1 && errors.Is(letters[0], ErrQueueFull) {
-				assert.True(t, runs == 0 && r.bound > 0 && r.refuses(), "a Submit refused as ErrQueueFull: %s, under %v", desc, r.policy)
+				assert.True(t, runs == 0 && r.bounded && r.refuses(), "a Submit refused as ErrQueueFull: %s, under %v", desc, r.policy)
 				rejectedLetters++
 				continue
 			}
@@ -987,7 +1049,7 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 		for _, reason := range letters {
 			switch {
 			case errors.Is(reason, ErrDropped):
-				assert.True(t, r.bound > 0 && r.policy == DropOldest, "ErrDropped under %v", r.policy)
+				assert.True(t, r.bounded && r.policy == DropOldest, "ErrDropped under %v", r.policy)
 				droppedLetters++
 			case errors.Is(reason, ErrStopped):
 				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")
@@ -1004,7 +1066,13 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 // refuses reports whether a full queue may refuse a task with ErrQueueFull:
 // under Reject, and under DropOldest once scheduled tasks may fill it.
 func (r *fuzzRun) refuses() bool {
-	return r.policy == Reject || (r.policy == DropOldest && r.delayed.Load())
+	switch {
+	case r.policy == Reject:
+		return true
+	case r.bound == 0: // no room: DropOldest refuses as Reject, and every policy refuses a delayed task
+		return r.policy == DropOldest || r.delayed.Load()
+	}
+	return r.policy == DropOldest && r.delayed.Load()
 }
 
 func sortedInts(s []int) bool {
