@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync/atomic"
 )
@@ -35,20 +34,6 @@ func (o Overflow) String() string {
 	}
 	return "Overflow(" + strconv.Itoa(int(o)) + ")"
 }
-
-var (
-	// ErrQueueFull reports a task refused because the waiting queue was
-	// full (Reject, a TrySubmit that did not wait, or a DoBatch larger than
-	// the bound).
-	ErrQueueFull = errors.New("workerpool: waiting queue full")
-	// ErrDropped reports a task that was accepted and then dropped from a
-	// full queue to make room for a newer one (DropOldest).
-	ErrDropped = errors.New("workerpool: task dropped from a full queue")
-
-	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
-	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", ErrDropped)
-	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", ErrExpired)
-)
 
 // room holds the waiting queue's free places under Block and Reject, and
 // the count of submitters parked with the dispatcher until room frees, in

@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"errors"
 	"log/slog"
 	"math"
 	"time"
@@ -181,10 +180,6 @@ func WithMaxQueueWait(d time.Duration) Option {
 		c.maxQueueWait = max(d, 0)
 	}
 }
-
-// ErrExpired reports a task that waited in the queue longer than
-// WithMaxQueueWait allows, and so never ran.
-var ErrExpired = errors.New("workerpool: task expired in the queue")
 
 // WithRateLimit makes tasks start at most perSecond per second on average,
 // with bursts of up to burst starts: a token bucket, as

@@ -7,10 +7,6 @@ import (
 	"sync"
 )
 
-// ErrGoexit is the error a Task or Group reports for a fn that called
-// runtime.Goexit (as t.FailNow does) instead of returning.
-var ErrGoexit = errors.New("workerpool: task called runtime.Goexit")
-
 // A PanicError is the error a Task or Group reports for a fn that panicked.
 // Handles always recover their fn's panics: the caller gets the panic as
 // this error, and the pool's panic handler is not called.

@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"errors"
 	"math"
 	"time"
 )
@@ -79,11 +78,6 @@ func Weight(n int) TaskOption {
 func Retry(policy RetryPolicy) TaskOption {
 	return TaskOption{kind: optionRetry, retry: policy}
 }
-
-// ErrTooHeavy reports a task whose Weight is more than the pool's size: it
-// was refused at once, or dropped from the queue by a Resize that made the
-// pool smaller than its weight.
-var ErrTooHeavy = errors.New("workerpool: task heavier than the pool")
 
 // taskOptions is what a task's TaskOptions say, as its job keeps it.
 type taskOptions struct {

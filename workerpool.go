@@ -2,27 +2,12 @@ package workerpool
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 	"weak"
-)
-
-// ErrStopped reports that work was submitted after Stop, StopWait or
-// Shutdown began, or that a task someone waits for (with DoWait, a Task, a
-// Future or a Group) was abandoned before it started.
-var ErrStopped = errors.New("workerpool: pool stopped")
-
-// The values Submit and SubmitWait panic with, and the error Shutdown
-// returns when a Stop abandoned tasks; all wrap ErrStopped.
-var (
-	errSubmitStopped     = fmt.Errorf("%w: Submit called after Stop", ErrStopped)
-	errSubmitWaitStopped = fmt.Errorf("%w: SubmitWait task not run", ErrStopped)
-	errTasksAbandoned    = fmt.Errorf("%w: queued tasks were abandoned", ErrStopped)
 )
 
 // A WorkerPool runs submitted tasks on at most maxWorkers goroutines. It is

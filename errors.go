@@ -1,0 +1,49 @@
+package workerpool
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The errors a call or a handle reports, each saying why a task did not run
+// (or, for ErrGoexit, how it ended). Test for them with errors.Is: the pool
+// often returns an error that wraps one, with more detail.
+var (
+	// ErrStopped reports that work was submitted after Stop, StopWait or
+	// Shutdown began, or that a task someone waits for (with DoWait, a
+	// Task, a Future or a Group) was abandoned before it started.
+	ErrStopped = errors.New("workerpool: pool stopped")
+
+	// ErrQueueFull reports a task refused because the waiting queue was
+	// full (Reject, a TrySubmit that did not wait, or a DoBatch larger than
+	// the bound).
+	ErrQueueFull = errors.New("workerpool: waiting queue full")
+
+	// ErrDropped reports a task that was accepted and then dropped from a
+	// full queue to make room for a newer one (DropOldest).
+	ErrDropped = errors.New("workerpool: task dropped from a full queue")
+
+	// ErrExpired reports a task that waited in the queue longer than
+	// WithMaxQueueWait allows, and so never ran.
+	ErrExpired = errors.New("workerpool: task expired in the queue")
+
+	// ErrTooHeavy reports a task whose Weight is more than the pool's size:
+	// it was refused at once, or dropped from the queue by a Resize that
+	// made the pool smaller than its weight.
+	ErrTooHeavy = errors.New("workerpool: task heavier than the pool")
+
+	// ErrGoexit is the error a Task or Group reports for a fn that called
+	// runtime.Goexit (as t.FailNow does) instead of returning.
+	ErrGoexit = errors.New("workerpool: task called runtime.Goexit")
+)
+
+// The values Submit and SubmitWait panic with, and the error Shutdown
+// returns when a Stop abandoned tasks: each wraps one of the errors above.
+var (
+	errSubmitStopped       = fmt.Errorf("%w: Submit called after Stop", ErrStopped)
+	errSubmitWaitStopped   = fmt.Errorf("%w: SubmitWait task not run", ErrStopped)
+	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
+	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", ErrDropped)
+	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", ErrExpired)
+	errTasksAbandoned      = fmt.Errorf("%w: queued tasks were abandoned", ErrStopped)
+)
