@@ -47,7 +47,7 @@ type dispatcher struct {
 	pushed, popped uint64
 	readyAt        deque.Deque[int64]
 	stamped        bool // tasks carry the time they became ready: the queue reads it (clocked), or the hooks do (WorkerPool.timed)
-	clocked        bool // the queue's order or expiry reads the clock: WithPriorityAging or WithMaxQueueWait
+	clocked        bool // the queue's order or expiry reads the clock: WithPriorityAging or WithQueueTimeout
 
 	// levels hold the queued jobs of the other priority levels, one FIFO
 	// per level, highest level first, none empty (see queue.go); ranked
@@ -197,7 +197,7 @@ type settledTotals struct {
 	canceled  atomic.Uint64 // jobs canceled before they started
 	abandoned atomic.Uint64 // tasks a stop dropped before they started
 	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest), or too heavy after a Resize
-	expired   atomic.Uint64 // tasks that waited in the queue longer than WithMaxQueueWait
+	expired   atomic.Uint64 // tasks that waited in the queue longer than WithQueueTimeout
 }
 
 // count counts one task settled to the state to.
@@ -239,7 +239,7 @@ type workerTotals struct {
 
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: !p.bounded, publishAfter: publishEvery}
-	d.clocked = p.aging > 0 || p.maxQueueWait > 0
+	d.clocked = p.aging > 0 || p.queueTimeout > 0
 	d.stamped = d.clocked || p.timed
 	d.gated = p.rate.limited()
 	if p.bounded {
@@ -1104,8 +1104,8 @@ func (d *dispatcher) pushJob(j *job) {
 // so wakeAt keeps the earliest).
 func (d *dispatcher) stampNow() int64 {
 	now := d.p.now()
-	if d.p.maxQueueWait > 0 {
-		d.wakeAt(later(now, int64(d.p.maxQueueWait)))
+	if d.p.queueTimeout > 0 {
+		d.wakeAt(later(now, int64(d.p.queueTimeout)))
 	}
 	return now
 }

@@ -130,7 +130,7 @@
 //
 // The handles' calls, [WorkerPool.Go], [Call] and [Group.Go], take options
 // ([TaskOption]) that make the pool a scheduler, not just a queue; the pool
-// options [WithPriorityAging], [WithMaxQueueWait] and [WithRateLimit] set
+// options [WithPriorityAging], [WithQueueTimeout] and [WithRateLimit] set
 // its policies. Each is state the dispatcher owns: waiting never costs a
 // goroutine, a worker or a time.Timer per task (the dispatcher keeps one
 // timer for the earliest moment it waits for), plain Submit and Do tasks
@@ -168,7 +168,7 @@
 // the runs after a task's first. In a Group only a task's final error
 // counts: a run that will be retried does not cancel the group.
 //
-// Expiry. With WithMaxQueueWait(d), a task that has waited d in the queue
+// Expiry. With WithQueueTimeout(d), a task that has waited d in the queue
 // since it became due without starting expires at that moment, wherever it
 // is in the queue: a plain task goes to the dead-letter handler with
 // [ErrExpired], a waiter or handle reports ErrExpired (SubmitWait panics
@@ -247,7 +247,7 @@
 //   - dropped: a full queue dropped it to make room for a newer task
 //     (DropOldest); Wait returns ErrDropped. Or a Resize made the pool
 //     smaller than its weight; Wait returns ErrTooHeavy.
-//   - expired: it waited in the queue longer than WithMaxQueueWait; Wait
+//   - expired: it waited in the queue longer than WithQueueTimeout; Wait
 //     returns ErrExpired.
 //   - scheduled: not due yet (Delay, At), or waiting for its next run
 //     (Retry); counted in Status.Scheduled.

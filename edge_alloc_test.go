@@ -102,7 +102,7 @@ func TestSubmitAllocsWithPolicies(t *testing.T) {
 	}
 	for name, opt := range map[string]Option{
 		"aging":     WithPriorityAging(time.Millisecond),
-		"expiry":    WithMaxQueueWait(time.Hour),
+		"expiry":    WithQueueTimeout(time.Hour),
 		"ratelimit": WithRateLimit(1e12, 1000),
 	} {
 		p := New(4, opt)

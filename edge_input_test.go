@@ -70,12 +70,12 @@ func TestBackoffHugeMaxDoesNotPanic(t *testing.T) {
 	}
 }
 
-// WithMaxQueueWait(d) with a huge d ("never expire") arms no moment past
+// WithQueueTimeout(d) with a huge d ("never expire") arms no moment past
 // the clock's end, so the one timer still wakes dispatch for a delayed
 // task's due time while a task waits.
 func TestMaxQueueWaitHugeStarvesTheTimer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxQueueWait(time.Duration(math.MaxInt64)))
+		p := New(1, WithQueueTimeout(time.Duration(math.MaxInt64)))
 		time.Sleep(time.Millisecond)
 		block := make(chan struct{})
 		p.Submit(func() { <-block })

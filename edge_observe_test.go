@@ -295,7 +295,7 @@ func obsStopRace(t *testing.T, seed int) {
 		opts = append(opts, WithMaxWaiting(1+r.IntN(3), Block))
 	}
 	if r.IntN(3) == 0 {
-		opts = append(opts, WithMaxQueueWait(time.Duration(r.IntN(300))*time.Microsecond))
+		opts = append(opts, WithQueueTimeout(time.Duration(r.IntN(300))*time.Microsecond))
 	}
 	p := New(1+r.IntN(3), opts...)
 	fn := func() { fnRuns.Add(1); time.Sleep(time.Duration(r2(seed)) * time.Microsecond) }
@@ -456,7 +456,7 @@ func TestObserveWaitedExactUnderRateLimitPauseAndBlock(t *testing.T) {
 	t.Run("priority aging and expiry", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := new(obsWaits)
-			p := New(1, WithHooks(w.hooks()), WithPriorityAging(time.Second), WithMaxQueueWait(time.Minute))
+			p := New(1, WithHooks(w.hooks()), WithPriorityAging(time.Second), WithQueueTimeout(time.Minute))
 			p.Submit(func() { time.Sleep(5 * time.Second) })
 			time.Sleep(time.Second)
 			low := p.Go(t.Context(), func(context.Context) error { return nil })

@@ -56,7 +56,7 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 		opts = append(opts, WithPriorityAging(time.Duration(1+rng.IntN(3))*time.Millisecond))
 	}
 	if rng.IntN(3) == 0 {
-		opts = append(opts, WithMaxQueueWait(time.Duration(1+rng.IntN(10))*time.Millisecond))
+		opts = append(opts, WithQueueTimeout(time.Duration(1+rng.IntN(10))*time.Millisecond))
 	}
 	if rng.IntN(3) == 0 {
 		opts = append(opts, WithRateLimit(float64(2000+rng.IntN(5000)), 1+rng.IntN(4)))

@@ -24,7 +24,7 @@ var (
 	ErrDropped = errors.New("workerpool: task dropped from a full queue")
 
 	// ErrExpired reports a task that waited in the queue longer than
-	// WithMaxQueueWait allows, and so never ran.
+	// WithQueueTimeout allows, and so never ran.
 	ErrExpired = errors.New("workerpool: task expired in the queue")
 
 	// ErrTooHeavy reports a task whose Weight is more than the pool's size:

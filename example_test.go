@@ -466,9 +466,9 @@ func ExampleWithPriorityAging() {
 // Tasks that wait in the queue too long expire instead of running late: a
 // plain task goes to the dead-letter handler, and a Task's Wait reports
 // ErrExpired.
-func ExampleWithMaxQueueWait() {
+func ExampleWithQueueTimeout() {
 	p := workerpool.New(1,
-		workerpool.WithMaxQueueWait(10*time.Millisecond),
+		workerpool.WithQueueTimeout(10*time.Millisecond),
 		workerpool.WithDeadLetter(func(task func(), reason error) {
 			fmt.Println("dead letter:", reason)
 		}))

@@ -28,14 +28,14 @@ func (b *timedLetters) handler(_ func(), reason error) {
 	b.at = append(b.at, time.Since(b.t0))
 }
 
-// With WithMaxQueueWait(d), a task that waited d without starting expires
+// With WithQueueTimeout(d), a task that waited d without starting expires
 // exactly then: a plain task goes to the dead-letter handler with
 // ErrExpired, a handle reports ErrExpired; each leaves Waiting and joins
 // Expired at that moment, without a worker coming free.
 func TestExpiryOfPlainAndHandleTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box := newTimedLetters()
-		p := New(1, WithMaxQueueWait(time.Second), WithDeadLetter(box.handler))
+		p := New(1, WithQueueTimeout(time.Second), WithDeadLetter(box.handler))
 		defer p.Stop()
 		g := newGate()
 		p.Submit(g.task())
@@ -72,7 +72,7 @@ func TestExpiryOfPlainAndHandleTasks(t *testing.T) {
 // scheduled.
 func TestExpiryCountsFromWhenATaskBecameDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxQueueWait(time.Second))
+		p := New(1, WithQueueTimeout(time.Second))
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(2900 * time.Millisecond) })
 		l, ctx := newStartLog(), t.Context()
@@ -89,7 +89,7 @@ func TestExpiryCountsFromWhenATaskBecameDue(t *testing.T) {
 // tasks.
 func TestExpiryOfWaitersAndPausedTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxQueueWait(time.Second))
+		p := New(1, WithQueueTimeout(time.Second))
 		defer p.Stop()
 		g := newGate()
 		p.Submit(g.task())
@@ -116,7 +116,7 @@ func TestExpiryOfWaitersAndPausedTasks(t *testing.T) {
 // Expiry reaches every priority level, and each level's oldest first.
 func TestExpiryAcrossLevels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxQueueWait(time.Second))
+		p := New(1, WithQueueTimeout(time.Second))
 		defer p.Stop()
 		g := newGate()
 		p.Submit(g.task())

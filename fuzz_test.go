@@ -138,7 +138,7 @@ type fuzzRun struct {
 	pending  sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
 	anyStop  atomic.Bool    // a stop began: sends may be refused
 	delayed  atomic.Bool    // a delayed handle, or one that retries, was made: under DropOldest, scheduled tasks may fill the bound
-	expires  bool           // the pool has WithMaxQueueWait
+	expires  bool           // the pool has WithQueueTimeout
 	tooHeavy atomic.Int64   // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
 	canceled atomic.Int64   // handle Cancels called
 	retrying atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
@@ -270,7 +270,7 @@ func runOps(t *testing.T, data []byte) {
 	case 1:
 		options = append(options, WithPriorityAging(50*time.Millisecond))
 	case 2:
-		options = append(options, WithMaxQueueWait(300*time.Millisecond))
+		options = append(options, WithQueueTimeout(300*time.Millisecond))
 		r.expires = true
 	case 3:
 		options = append(options, WithRateLimit(20, 2))
@@ -506,7 +506,7 @@ func (r *fuzzRun) checkGroupErr(err error, what string) {
 	case errors.Is(err, ErrDropped):
 		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
 	case errors.Is(err, ErrExpired):
-		assert.True(r.t, r.expires, "%s: ErrExpired without WithMaxQueueWait", what)
+		assert.True(r.t, r.expires, "%s: ErrExpired without WithQueueTimeout", what)
 	default:
 		assert.Fail(r.t, what, "%v", err)
 	}
@@ -749,7 +749,7 @@ func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
 		r.droppedSure.Add(1)
 	case errors.Is(err, ErrExpired):
-		assert.True(r.t, r.expires, "%s: ErrExpired without WithMaxQueueWait", what)
+		assert.True(r.t, r.expires, "%s: ErrExpired without WithQueueTimeout", what)
 	default:
 		assert.True(r.t, ctxErrs && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)), "%s: %v", what, err)
 	}
@@ -972,7 +972,7 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 	assert.LessOrEqual(t, r.meter.peak.Load(), r.maxSize.Load(), "peak concurrency")
 	assert.Equal(t, uint64(r.ran.Load()), s.Completed+s.Retried+uint64(r.unrerun.Load()), "completed + retried + runs whose retry never ran == task bodies run")
 	if !r.expires {
-		assert.Zero(t, s.Expired, "expired without WithMaxQueueWait")
+		assert.Zero(t, s.Expired, "expired without WithQueueTimeout")
 	}
 	assert.LessOrEqual(t, s.Canceled, maybe, "only Tasks, Futures and group tasks are canceled")
 	dropped := droppedLetters + uint64(r.droppedSure.Load())
@@ -1054,7 +1054,7 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 			case errors.Is(reason, ErrStopped):
 				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")
 			case errors.Is(reason, ErrExpired):
-				assert.True(t, r.expires, "a dead letter for ErrExpired without WithMaxQueueWait")
+				assert.True(t, r.expires, "a dead letter for ErrExpired without WithQueueTimeout")
 			default:
 				assert.Fail(t, "dead letter reason", "%v", reason)
 			}

@@ -238,7 +238,7 @@ func TestHooksTaskDroppedOncePerTaskNeverRun(t *testing.T) {
 func TestHooksTaskDroppedReasons(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := new(hookLog)
-		p := New(1, WithHooks(l.hooks()), WithMaxWaiting(2, DropOldest), WithMaxQueueWait(10*time.Second))
+		p := New(1, WithHooks(l.hooks()), WithMaxWaiting(2, DropOldest), WithQueueTimeout(10*time.Second))
 		ctx := t.Context()
 		g := newGate()
 		p.Submit(g.task())

@@ -38,7 +38,7 @@ import (
 //   - dropped: dispatch dropped it from a full queue to make room for a
 //     newer task (DropOldest), or because a Resize made the pool smaller
 //     than its weight.
-//   - expired: it waited in the queue for WithMaxQueueWait's d (dispatch).
+//   - expired: it waited in the queue for WithQueueTimeout's d (dispatch).
 //
 // Canceled, abandoned, dropped, expired and finished are final. A job
 // settled after a run that was to be retried tells its owner why joined
@@ -98,7 +98,7 @@ const (
 	jobCanceled
 	jobAbandoned
 	jobDropped // dropped from a full queue to make room (DropOldest), or too heavy after a Resize
-	jobExpired // waited in the queue longer than WithMaxQueueWait
+	jobExpired // waited in the queue longer than WithQueueTimeout
 )
 
 // A jobOwner is the caller's side of a job: a waiter (DoWait), a Task, or a

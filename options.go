@@ -25,7 +25,7 @@ type config struct {
 	deadLetter   func(task func(), reason error)
 	minWorkers   int
 	aging        time.Duration
-	maxQueueWait time.Duration
+	queueTimeout time.Duration
 	rate         rateLimit
 	name         string
 	hooks        Hooks
@@ -164,7 +164,7 @@ func WithPriorityAging(d time.Duration) Option {
 	}
 }
 
-// WithMaxQueueWait makes a task expire once it has waited d in the queue
+// WithQueueTimeout makes a task expire once it has waited d in the queue
 // since it became due without starting (waited >= d): it never runs. A
 // plain task goes to the dead-letter handler with ErrExpired; a DoWait
 // call, a Task, a Future or a group task reports ErrExpired. Status counts
@@ -175,9 +175,9 @@ func WithPriorityAging(d time.Duration) Option {
 // start. d <= 0 means no expiry.
 //
 // Default: tasks wait as long as they must.
-func WithMaxQueueWait(d time.Duration) Option {
+func WithQueueTimeout(d time.Duration) Option {
 	return func(c *config) {
-		c.maxQueueWait = max(d, 0)
+		c.queueTimeout = max(d, 0)
 	}
 }
 

@@ -23,7 +23,7 @@ func TestAccountingWithEveryPolicyMixed(t *testing.T) {
 				p := New(3,
 					WithMaxWaiting(100, DropOldest),
 					WithPriorityAging(50*time.Millisecond),
-					WithMaxQueueWait(150*time.Millisecond),
+					WithQueueTimeout(150*time.Millisecond),
 					WithRateLimit(200, 4),
 					WithDeadLetter(func(func(), error) { letters.Add(1) }),
 				)

@@ -229,7 +229,7 @@ func (d *dispatcher) oldest() source {
 }
 
 // tidyFronts drops, at the front of every level, the jobs that must not
-// start (see dropSettledFront) and, with WithMaxQueueWait, the tasks that
+// start (see dropSettledFront) and, with WithQueueTimeout, the tasks that
 // have waited their time (see expireFront), and removes the levels it
 // empties.
 func (d *dispatcher) tidyFronts(now int64) {
@@ -266,10 +266,10 @@ func (d *dispatcher) tidyLevel(src source, now int64) bool {
 	}
 }
 
-// expiredAt reports whether src's front has waited WithMaxQueueWait's d at
+// expiredAt reports whether src's front has waited WithQueueTimeout's d at
 // now.
 func (d *dispatcher) expiredAt(src source, now int64) bool {
-	return d.p.maxQueueWait > 0 && d.lenAt(src) > 0 && now-d.readyAtOf(src) >= int64(d.p.maxQueueWait)
+	return d.p.queueTimeout > 0 && d.lenAt(src) > 0 && now-d.readyAtOf(src) >= int64(d.p.queueTimeout)
 }
 
 // expireFront removes src's front task, which waited too long.
@@ -298,7 +298,7 @@ func (d *dispatcher) giveUpFront(src source, to uint32, reason error) {
 // nextExpiry is when the oldest queued task expires, if the pool expires
 // tasks and one waits.
 func (d *dispatcher) nextExpiry() (int64, bool) {
-	if d.p.maxQueueWait <= 0 || d.queued() == 0 {
+	if d.p.queueTimeout <= 0 || d.queued() == 0 {
 		return 0, false
 	}
 	first, found := int64(0), false
@@ -310,7 +310,7 @@ func (d *dispatcher) nextExpiry() (int64, bool) {
 			first, found = at, true
 		}
 	}
-	return later(first, int64(d.p.maxQueueWait)), true
+	return later(first, int64(d.p.queueTimeout)), true
 }
 
 // rankedBeforeBarrier reports whether a job of another level than 0 that

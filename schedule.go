@@ -86,7 +86,7 @@ func (h timerHeap) init() {
 
 // The dispatcher's one timer wakes it for the earliest of what it waits
 // for in time: the next scheduled job coming due, the oldest queued task
-// expiring (WithMaxQueueWait), and the next token of the rate limit. Each
+// expiring (WithQueueTimeout), and the next token of the rate limit. Each
 // asks for its moment with wakeAt; when the timer fires, timerFired does
 // what is due and arms it for what is left. A timer that fires for nothing
 // (its job was canceled, say) only re-arms.
@@ -121,7 +121,7 @@ func (d *dispatcher) timerC() <-chan time.Time {
 func (d *dispatcher) timerFired() {
 	d.armed = false
 	d.advanceTimers()
-	if d.p.maxQueueWait > 0 {
+	if d.p.queueTimeout > 0 {
 		d.tidyFronts(d.p.now())
 	}
 	d.rearm()

@@ -507,7 +507,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 	})
 	t.Run("expired in the queue before its next run", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			p := New(1, WithMaxQueueWait(time.Second))
+			p := New(1, WithQueueTimeout(time.Second))
 			defer p.Stop()
 			t0 := time.Now()
 			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))

@@ -26,7 +26,7 @@ type WorkerPool struct {
 	dead         deadLetters         // the dead-letter handler and the letters on their way to it
 	epoch        time.Time           // New's time: the pool's clock counts from it (see now)
 	aging        time.Duration       // WithPriorityAging's d; 0: no aging
-	maxQueueWait time.Duration       // WithMaxQueueWait's d; 0: no expiry
+	queueTimeout time.Duration       // WithQueueTimeout's d; 0: no expiry
 	rate         rateLimit           // WithRateLimit's; rate.interval 0: no limit
 	name         string              // WithName's
 	hooks        Hooks               // WithHooks's
@@ -144,7 +144,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		stopped:      make(chan struct{}),
 		epoch:        time.Now(),
 		aging:        cfg.aging,
-		maxQueueWait: cfg.maxQueueWait,
+		queueTimeout: cfg.queueTimeout,
 		rate:         cfg.rate,
 		name:         cfg.name,
 		hooks:        cfg.hooks,
@@ -409,7 +409,7 @@ func (p *WorkerPool) sendsBegun() int64 {
 // or a Shutdown that gives up abandons task before it starts; with
 // StopWait, task runs first. Under the queue policies it returns why task
 // never ran: ErrQueueFull (Reject), ErrDropped (DropOldest), ErrExpired
-// (WithMaxQueueWait). A nil task is ignored and DoWait returns nil.
+// (WithQueueTimeout). A nil task is ignored and DoWait returns nil.
 //
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
@@ -461,7 +461,7 @@ func (p *WorkerPool) heavierThanPool(weight int) bool {
 // wrapping ErrStopped when the pool is stopped or a stop abandons task
 // before it starts, ErrQueueFull when a full queue refuses it (Reject),
 // ErrDropped when a full queue drops it (DropOldest), and ErrExpired when
-// it waited longer than WithMaxQueueWait. The same deadlock as
+// it waited longer than WithQueueTimeout. The same deadlock as
 // DoWait's applies to calls from inside a task. Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
 	switch err := p.DoWait(task); err {

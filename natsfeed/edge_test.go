@@ -1170,11 +1170,11 @@ func TestEdgeSettlementPanics(t *testing.T) {
 }
 
 // TestEdgeExpiredInTheQueue: a message that waits in the pool's queue
-// longer than WithMaxQueueWait is reported (ErrExpired), nak'd with the
+// longer than WithQueueTimeout is reported (ErrExpired), nak'd with the
 // fetch wait as its delay, and handled on a later delivery.
 func TestEdgeExpiredInTheQueue(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 1)
-	pool := workerpool.New(1, workerpool.WithMaxQueueWait(50*time.Millisecond))
+	pool := workerpool.New(1, workerpool.WithQueueTimeout(50*time.Millisecond))
 	defer pool.Stop()
 	hog := make(chan struct{})
 	pool.Submit(func() { <-hog })

@@ -91,7 +91,7 @@ const (
 //   - never runs, because the pool refused it or gave it up: reported, and
 //     nak'd at once if the pool stopped (which also ends Feed, as below),
 //     or with the fetch wait as the delay for a full queue (Reject,
-//     DropOldest, WithMaxQueueWait); then its place stays taken for the
+//     DropOldest, WithQueueTimeout); then its place stays taken for the
 //     fetch wait, so that Feed does not take message after message for a
 //     pool that refuses them all.
 //

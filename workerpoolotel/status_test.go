@@ -128,7 +128,7 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 			workerpool.WithIdleTimeout(-1),
 			workerpool.WithPanicHandler(func(any) {}),
 			workerpool.WithMaxWaiting(6, workerpool.Reject),
-			workerpool.WithMaxQueueWait(time.Minute))
+			workerpool.WithQueueTimeout(time.Minute))
 		defer p.Stop()
 		regP, err := RegisterStatus(p, WithMeterProvider(mp))
 		require.NoError(t, err, "RegisterStatus(reject)")

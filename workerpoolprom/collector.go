@@ -73,7 +73,7 @@ var counterSpecs = [...]counterSpec{
 		func(s *workerpool.Status) uint64 { return s.Rejected }},
 	{"workerpool_tasks_dropped_total", "Accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize.",
 		func(s *workerpool.Status) uint64 { return s.Dropped }},
-	{"workerpool_tasks_expired_total", "Accepted tasks that waited in the queue longer than WithMaxQueueWait and never ran.",
+	{"workerpool_tasks_expired_total", "Accepted tasks that waited in the queue longer than WithQueueTimeout and never ran.",
 		func(s *workerpool.Status) uint64 { return s.Expired }},
 	{"workerpool_task_retries_total", "Runs of tasks after their first, under Retry; a retried task counts once as submitted.",
 		func(s *workerpool.Status) uint64 { return s.Retried }},

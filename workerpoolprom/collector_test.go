@@ -46,7 +46,7 @@ func TestCollectorCountsEveryOutcome(t *testing.T) {
 			workerpool.WithName("jobs"),
 			workerpool.WithMaxWaiting(1, workerpool.Reject),
 			workerpool.WithPanicHandler(func(any) {}),
-			workerpool.WithMaxQueueWait(5*time.Second),
+			workerpool.WithQueueTimeout(5*time.Second),
 		)
 		defer jobs.Stop()
 		drop := workerpool.New(1, workerpool.WithName("drop"), workerpool.WithMaxWaiting(1, workerpool.DropOldest))
@@ -118,7 +118,7 @@ workerpool_tasks_completed_total{pool="jobs"} 4
 # TYPE workerpool_tasks_dropped_total counter
 workerpool_tasks_dropped_total{pool="drop"} 1
 workerpool_tasks_dropped_total{pool="jobs"} 0
-# HELP workerpool_tasks_expired_total Accepted tasks that waited in the queue longer than WithMaxQueueWait and never ran.
+# HELP workerpool_tasks_expired_total Accepted tasks that waited in the queue longer than WithQueueTimeout and never ran.
 # TYPE workerpool_tasks_expired_total counter
 workerpool_tasks_expired_total{pool="drop"} 0
 workerpool_tasks_expired_total{pool="jobs"} 1
