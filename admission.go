@@ -195,7 +195,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped
-	case delayed && p.bound == 0:
+	case delayed && p.cfg.bound == 0:
 		return ErrQueueFull // a task that must wait can never fit a queue with no room
 	case !wait && (p.queueFull() || p.room.parked()):
 		return ErrQueueFull
@@ -222,7 +222,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 // allows, and at least one does: a new task could not start before them.
 func (p *WorkerPool) queueFull() bool {
 	n := p.waiting.Load()
-	return n > 0 && n >= int64(p.bound)
+	return n > 0 && n >= int64(p.cfg.bound)
 }
 
 // errWithdrawn reports a ticket withdrawn because the submitter's context
@@ -292,15 +292,15 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 		return nil
 	case p.stopBegun.Load():
 		return ErrStopped
-	case p.bounded && n > p.bound, p.scheduledFill(n):
+	case p.cfg.bounded && n > p.cfg.bound, p.scheduledFill(n):
 		return p.countRejected(ErrQueueFull, n)
 	}
 	t := p.newTicket()
 	t.batch, t.tasks = tasks, n
-	took := p.roomed && p.room.take(n)
+	took := p.cfg.roomed && p.room.take(n)
 	switch {
-	case !p.roomed, took:
-	case p.overflow == Reject:
+	case !p.cfg.roomed, took:
+	case p.cfg.overflow == Reject:
 		t.refs.Store(1)
 		t.unref(p)
 		return p.countRejected(ErrQueueFull, n)

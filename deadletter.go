@@ -14,8 +14,6 @@ import (
 // first letter comes and returns once it has delivered them all, so a stop
 // waits for it and an idle pool keeps none.
 type deadLetters struct {
-	handler func(task func(), reason error) // nil: plain tasks go to no handler
-
 	mu         sync.Mutex
 	letters    deque.Deque[deadLetter] // given up, not yet delivered, oldest first
 	delivering bool                    // a deliverer goroutine is running
@@ -41,7 +39,7 @@ func (p *WorkerPool) giveUp(task func(), reason error) bool {
 	if d.sealed {
 		return false
 	}
-	if p.hooks.TaskDropped == nil && (task == nil || d.handler == nil) {
+	if p.cfg.hooks.TaskDropped == nil && (task == nil || p.cfg.deadLetter == nil) {
 		return true // no one to tell: Status counts it
 	}
 	d.letters.PushBack(deadLetter{task, reason})
@@ -90,10 +88,10 @@ func (p *WorkerPool) deliverDeadLetters() {
 // deliver tells TaskDropped about one letter, then gives a plain task to
 // the dead-letter handler.
 func (p *WorkerPool) deliver(l deadLetter) {
-	if l.task != nil && p.dead.handler != nil {
+	if l.task != nil && p.cfg.deadLetter != nil {
 		defer p.callDeadLetter(l) // also if TaskDropped calls runtime.Goexit
 	}
-	if p.hooks.TaskDropped != nil {
+	if p.cfg.hooks.TaskDropped != nil {
 		p.callTaskDropped(l.reason)
 	}
 }
@@ -101,10 +99,10 @@ func (p *WorkerPool) deliver(l deadLetter) {
 // callDeadLetter calls the dead-letter handler. A panic in it is treated as
 // a task's: the panic handler takes it if there is one.
 func (p *WorkerPool) callDeadLetter(l deadLetter) {
-	if p.panicHandler != nil {
+	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("dead-letter handler")
 	}
-	p.dead.handler(l.task, l.reason)
+	p.cfg.deadLetter(l.task, l.reason)
 }
 
 // jobDropped tells TaskDropped about a job that will never run, with the
@@ -113,7 +111,7 @@ func (p *WorkerPool) callDeadLetter(l deadLetter) {
 // should one be, it is told in place, never by dispatch, which sealed
 // them as its last act.)
 func (p *WorkerPool) jobDropped(reason error) {
-	if p.hooks.TaskDropped != nil && !p.giveUp(nil, reason) {
+	if p.cfg.hooks.TaskDropped != nil && !p.giveUp(nil, reason) {
 		p.callTaskDropped(reason)
 	}
 }

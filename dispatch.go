@@ -75,7 +75,7 @@ type dispatcher struct {
 	retriesSent uint64
 	workers     int  // live workers, published in p.workers at once
 	max         int  // the most workers: p.size as of the last resize
-	floor       int  // the workers kept however idle: min(p.minWorkers, max)
+	floor       int  // the workers kept however idle: min(p.cfg.minWorkers, max)
 	plainFast   bool // no bound: a plain task on an empty queue is handled inline in step
 
 	// parked are the tickets that wait for room (Block), in arrival order:
@@ -238,18 +238,18 @@ type workerTotals struct {
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
-	d := &dispatcher{p: p, plainFast: !p.bounded, publishAfter: publishEvery}
-	d.clocked = p.aging > 0 || p.queueTimeout > 0
-	d.stamped = d.clocked || p.timed
-	d.gated = p.rate.limited()
-	if p.bounded {
+	d := &dispatcher{p: p, plainFast: !p.cfg.bounded, publishAfter: publishEvery}
+	d.clocked = p.cfg.aging > 0 || p.cfg.queueTimeout > 0
+	d.stamped = d.clocked || p.cfg.timed
+	d.gated = p.cfg.rate.limited()
+	if p.cfg.bounded {
 		d.publishAfter = 1
 	}
 	d.queue.SetBaseCap(queueBaseCap)
 	d.max = int(p.size.Load())
-	d.floor = min(p.minWorkers, d.max)
-	if p.idleTimeout > 0 {
-		d.idle = time.NewTimer(p.idleTimeout)
+	d.floor = min(p.cfg.minWorkers, d.max)
+	if p.cfg.idleTimeout > 0 {
+		d.idle = time.NewTimer(p.cfg.idleTimeout)
 		d.idle.Stop() // armed only while workers above the floor exist
 	}
 	return d
@@ -376,7 +376,7 @@ func (d *dispatcher) mayStartWeighing(weight int) bool {
 	if !d.gated && weight <= 1 {
 		return true
 	}
-	if d.p.rate.limited() && !d.tokenReady() {
+	if d.p.cfg.rate.limited() && !d.tokenReady() {
 		return false
 	}
 	return d.fits(weight)
@@ -407,7 +407,7 @@ func (d *dispatcher) freeSlots() int {
 	heavy := d.heavySent - d.p.heavyDone.Load()
 	if heavy == 0 && d.heavyOut {
 		d.heavyOut = false
-		d.gated = d.p.rate.limited()
+		d.gated = d.p.cfg.rate.limited()
 	}
 	return d.max - int(out) - int(heavy)
 }
@@ -590,7 +590,7 @@ func (d *dispatcher) handle(req *request) {
 func (d *dispatcher) accept(task func()) {
 	d.countSubmitted()
 	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
-		if d.p.roomed {
+		if d.p.cfg.roomed {
 			d.p.giveRoom(1)
 		}
 		return
@@ -697,7 +697,7 @@ func (d *dispatcher) makeRoom(counted bool) {
 	if !d.p.dropsOldest() {
 		return
 	}
-	bound := int64(d.p.bound)
+	bound := int64(d.p.cfg.bound)
 	if counted {
 		bound++
 	}
@@ -881,7 +881,7 @@ func (d *dispatcher) admitPlain(task func(), how admission) {
 // job waits for room or tries for it, so a stop refuses it: it is never
 // admitted toQueue.)
 func (d *dispatcher) admitJob(j *job, how admission) {
-	j.room.Store(d.p.roomed && how != toWorker)
+	j.room.Store(d.p.cfg.roomed && how != toWorker)
 	switch how {
 	case withRoom:
 		d.acceptJob(j)
@@ -1026,7 +1026,7 @@ func (d *dispatcher) retireSurplus() bool {
 // the waiting tasks at once.
 func (d *dispatcher) resize() {
 	d.max = int(d.p.size.Load())
-	d.floor = min(d.p.minWorkers, d.max)
+	d.floor = min(d.p.cfg.minWorkers, d.max)
 	d.retireSurplus()
 	for d.workers < d.floor {
 		d.startIdleWorker()
@@ -1047,7 +1047,7 @@ func (d *dispatcher) countDispatched(out jobOut) {
 	if out.retriable {
 		d.retriesSent++
 	}
-	if d.p.rate.limited() {
+	if d.p.cfg.rate.limited() {
 		d.takeToken()
 	}
 }
@@ -1104,8 +1104,8 @@ func (d *dispatcher) pushJob(j *job) {
 // so wakeAt keeps the earliest).
 func (d *dispatcher) stampNow() int64 {
 	now := d.p.now()
-	if d.p.queueTimeout > 0 {
-		d.wakeAt(later(now, int64(d.p.queueTimeout)))
+	if d.p.cfg.queueTimeout > 0 {
+		d.wakeAt(later(now, int64(d.p.cfg.queueTimeout)))
 	}
 	return now
 }
@@ -1119,7 +1119,7 @@ func (d *dispatcher) pop() {
 		d.jobs.PopFront()
 	} else {
 		d.changeWaiting(-1)
-		if d.p.roomed {
+		if d.p.cfg.roomed {
 			d.p.giveRoom(1)
 		}
 	}
@@ -1156,7 +1156,7 @@ func (d *dispatcher) armIdleClock() {
 		return
 	}
 	d.clockRunning = true
-	d.idle.Reset(d.p.idleTimeout)
+	d.idle.Reset(d.p.cfg.idleTimeout)
 	d.p.goroutines.Go(d.awaitIdlePeriod)
 }
 

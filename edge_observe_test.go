@@ -522,7 +522,7 @@ func TestObserveOptionsLastWinsAndZeroHooks(t *testing.T) {
 		assert.Equal(t, int64(1), last.Load(), "last WithHooks")
 
 		p = New(1, WithHooks(Hooks{TaskStarted: func(time.Duration) {}}), WithHooks(Hooks{}))
-		assert.False(t, p.timed, "WithHooks(Hooks{}) reads no clock")
+		assert.False(t, p.cfg.timed, "WithHooks(Hooks{}) reads no clock")
 		p.StopWait()
 
 		var b logBuffer

@@ -59,7 +59,7 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 	if !p.live.addGroup(g) {
 		g.cancel(errShutdownCut)
 	}
-	if p.bounded {
+	if p.cfg.bounded {
 		g.watch() // queued tasks give back their room at once
 	}
 	return g
@@ -391,7 +391,7 @@ func (g *Group) dropHeld(why error) {
 // (with ErrStopped, from takeHeld), so why is the context's cause, which
 // never changes once it is done. g.mu is held.
 func (g *Group) tellLater(n int) {
-	if g.pool.hooks.TaskDropped != nil {
+	if g.pool.cfg.hooks.TaskDropped != nil {
 		g.untold += int32(n)
 	}
 }

@@ -54,7 +54,7 @@ func (p *WorkerPool) startRun(readyAt int64) runClock {
 
 // taskStarted calls TaskStarted for the run that c started.
 func (p *WorkerPool) taskStarted(c runClock) {
-	if p.hooks.TaskStarted != nil {
+	if p.cfg.hooks.TaskStarted != nil {
 		p.callTaskStarted(c.waited)
 	}
 }
@@ -67,7 +67,7 @@ func (p *WorkerPool) taskStarted(c runClock) {
 // TaskFinished its *PanicError, and then raised again with the same value:
 // it crashes the program as before, its stack showing the task's frames.
 func (p *WorkerPool) taskFinished(c runClock, err *error) {
-	if p.hooks.TaskFinished == nil {
+	if p.cfg.hooks.TaskFinished == nil {
 		return // recover not called: a panic goes on
 	}
 	if r := recover(); r != nil {
@@ -83,30 +83,30 @@ func (p *WorkerPool) since(start int64) time.Duration {
 }
 
 func (p *WorkerPool) callTaskStarted(waited time.Duration) {
-	if p.panicHandler != nil {
+	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("TaskStarted hook")
 	}
-	p.hooks.TaskStarted(waited)
+	p.cfg.hooks.TaskStarted(waited)
 }
 
 func (p *WorkerPool) callTaskFinished(waited, ran time.Duration, err error) {
-	if p.panicHandler != nil {
+	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("TaskFinished hook")
 	}
-	p.hooks.TaskFinished(waited, ran, err)
+	p.cfg.hooks.TaskFinished(waited, ran, err)
 }
 
 func (p *WorkerPool) callTaskDropped(reason error) {
-	if p.panicHandler != nil {
+	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("TaskDropped hook")
 	}
-	p.hooks.TaskDropped(reason)
+	p.cfg.hooks.TaskDropped(reason)
 }
 
 // refused tells TaskDropped about n tasks that the calling submit refuses
 // with reason, in the caller's goroutine.
 func (p *WorkerPool) refused(reason error, n int) {
-	if p.hooks.TaskDropped == nil {
+	if p.cfg.hooks.TaskDropped == nil {
 		return
 	}
 	for range n {

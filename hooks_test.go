@@ -357,12 +357,12 @@ func TestHooksTimeTasksOnlyWhenAsked(t *testing.T) {
 		{Hooks{TaskFinished: func(time.Duration, time.Duration, error) {}}, true},
 	} {
 		p := New(1, WithHooks(c.hooks))
-		assert.Equal(t, c.timed, p.timed, "timed with %+v", c.hooks)
+		assert.Equal(t, c.timed, p.cfg.timed, "timed with %+v", c.hooks)
 		p.Stop()
 	}
 	p := New(1)
 	defer p.Stop()
-	assert.False(t, p.timed, "timed without hooks")
+	assert.False(t, p.cfg.timed, "timed without hooks")
 }
 
 // BenchmarkSubmitHooks measures what the hooks add to a plain Submit: none

@@ -307,7 +307,7 @@ func (j *job) run() (retried, panicked bool) {
 		j.state.Store(jobFinished)
 		j.owner.settled(err, true)
 	}()
-	if p.timed {
+	if p.cfg.timed {
 		c := p.startRun(j.readyAt)
 		defer p.taskFinished(c, &err)
 		p.taskStarted(c)

@@ -16,8 +16,8 @@ func newLogger(l *slog.Logger, name string) *slog.Logger {
 
 // logPanic logs a recovered panic: what panicked, its value and stack.
 func (p *WorkerPool) logPanic(what string, e *PanicError) {
-	if p.log != nil {
-		p.log.Error(what+" panicked", "panic", e.Value, "stack", string(e.Stack))
+	if p.cfg.log != nil {
+		p.cfg.log.Error(what+" panicked", "panic", e.Value, "stack", string(e.Stack))
 	}
 }
 
@@ -30,25 +30,25 @@ func panicErrorFor(r any) *PanicError {
 
 // logDebug logs msg at Debug, if the logger takes Debug records.
 func (p *WorkerPool) logDebug(msg string, args ...any) {
-	if p.log != nil && p.log.Enabled(context.Background(), slog.LevelDebug) {
-		p.log.Debug(msg, args...)
+	if p.cfg.log != nil && p.cfg.log.Enabled(context.Background(), slog.LevelDebug) {
+		p.cfg.log.Debug(msg, args...)
 	}
 }
 
 // logResized logs a Resize.
 func (p *WorkerPool) logResized(from, to int64) {
-	if p.log != nil {
-		p.log.Info("pool resized", "from", from, "to", to)
+	if p.cfg.log != nil {
+		p.cfg.log.Info("pool resized", "from", from, "to", to)
 	}
 }
 
 // logStopped logs the final counts of a pool that has stopped.
 func (p *WorkerPool) logStopped() {
-	if p.log == nil {
+	if p.cfg.log == nil {
 		return
 	}
 	s := p.Status()
-	p.log.Info("pool stopped",
+	p.cfg.log.Info("pool stopped",
 		"submitted", s.Submitted,
 		"completed", s.Completed,
 		"panicked", s.Panicked,

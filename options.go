@@ -15,30 +15,43 @@ const DefaultIdleTimeout = 2 * time.Second
 // ignored.
 type Option func(*config)
 
-// config holds what New's options set. It is read only by New, which copies
-// what the pool needs.
+// config holds what New's options set, and what New derives from them.
+// New makes it once, before the pool's goroutines start; nothing changes
+// it after, so every goroutine reads it freely.
 type config struct {
-	idleTimeout  time.Duration
-	panicHandler func(recovered any)
-	maxWaiting   int // < 0: unbounded
-	overflow     Overflow
+	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
+	panicHandler func(recovered any) // nil: a task's panic crashes the program
+	bound        int                 // WithMaxWaiting's n; < 0: no bound, 0: a queue with no room
+	overflow     Overflow            // what a task meets when the queue is full, if bounded
 	deadLetter   func(task func(), reason error)
-	minWorkers   int
-	aging        time.Duration
-	queueTimeout time.Duration
-	rate         rateLimit
+	minWorkers   int           // WithMinWorkers: workers kept, capped at the size
+	aging        time.Duration // WithPriorityAging's d; 0: no aging
+	queueTimeout time.Duration // WithQueueTimeout's d; 0: no expiry
+	rate         rateLimit     // WithRateLimit's; rate.interval 0: no limit
 	name         string
 	hooks        Hooks
-	logger       *slog.Logger
+	log          *slog.Logger // WithLogger's, with the pool's name on every record (see newConfig); nil: no logging
+
+	// Derived by newConfig:
+	bounded bool // bound >= 0: the waiting queue has a bound
+	roomed  bool // Block or Reject with a bound (and DropOldest with a bound of 0): submitters take room (see room)
+	timed   bool // TaskStarted or TaskFinished is set: tasks carry the time they became ready (see readyAt)
 }
 
+// newConfig applies options in order to the defaults, then derives what
+// the pool reads from them.
 func newConfig(options []Option) config {
-	cfg := config{idleTimeout: DefaultIdleTimeout, maxWaiting: -1}
+	cfg := config{idleTimeout: DefaultIdleTimeout, bound: -1}
 	for _, option := range options {
 		if option != nil {
 			option(&cfg)
 		}
 	}
+	cfg.bounded = cfg.bound >= 0
+	// With no room, DropOldest has nothing to drop: it refuses, as Reject does.
+	cfg.roomed = cfg.bounded && (cfg.overflow != DropOldest || cfg.bound == 0)
+	cfg.timed = cfg.hooks.timed()
+	cfg.log = newLogger(cfg.log, cfg.name)
 	return cfg
 }
 
@@ -102,7 +115,7 @@ func WithMaxWaiting(n int, overflow Overflow) Option {
 		if n >= 0 && overflow != Block && overflow != Reject && overflow != DropOldest {
 			panic("workerpool: WithMaxWaiting with " + overflow.String())
 		}
-		c.maxWaiting, c.overflow = min(n, maxBound), overflow
+		c.bound, c.overflow = min(n, maxBound), overflow
 	}
 }
 
@@ -217,7 +230,7 @@ func WithRateLimit(perSecond float64, burst int) Option {
 // Default: no logger.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
-		c.logger = l
+		c.log = l
 	}
 }
 

@@ -130,7 +130,7 @@ func (d *dispatcher) head() source {
 		return none
 	}
 	now := d.queueNow()
-	if d.p.aging > 0 {
+	if d.p.cfg.aging > 0 {
 		d.tidyFronts(now)
 		return d.agedHead(now)
 	}
@@ -165,8 +165,8 @@ func (d *dispatcher) agedHead(now int64) source {
 			return
 		}
 		since := d.readyAtOf(src)
-		periods := (now - since) / int64(d.p.aging)
-		if next := since + (periods+1)*int64(d.p.aging); periods < maxAgedLevels && next > since { // not past the clock's end
+		periods := (now - since) / int64(d.p.cfg.aging)
+		if next := since + (periods+1)*int64(d.p.cfg.aging); periods < maxAgedLevels && next > since { // not past the clock's end
 			nextPeriod = min(nextPeriod, next)
 		}
 		aged := priority + int(min(periods, maxAgedLevels, int64(math.MaxInt-max(priority, 0)))) // never past MaxInt
@@ -269,7 +269,7 @@ func (d *dispatcher) tidyLevel(src source, now int64) bool {
 // expiredAt reports whether src's front has waited WithQueueTimeout's d at
 // now.
 func (d *dispatcher) expiredAt(src source, now int64) bool {
-	return d.p.queueTimeout > 0 && d.lenAt(src) > 0 && now-d.readyAtOf(src) >= int64(d.p.queueTimeout)
+	return d.p.cfg.queueTimeout > 0 && d.lenAt(src) > 0 && now-d.readyAtOf(src) >= int64(d.p.cfg.queueTimeout)
 }
 
 // expireFront removes src's front task, which waited too long.
@@ -298,7 +298,7 @@ func (d *dispatcher) giveUpFront(src source, to uint32, reason error) {
 // nextExpiry is when the oldest queued task expires, if the pool expires
 // tasks and one waits.
 func (d *dispatcher) nextExpiry() (int64, bool) {
-	if d.p.queueTimeout <= 0 || d.queued() == 0 {
+	if d.p.cfg.queueTimeout <= 0 || d.queued() == 0 {
 		return 0, false
 	}
 	first, found := int64(0), false
@@ -310,7 +310,7 @@ func (d *dispatcher) nextExpiry() (int64, bool) {
 			first, found = at, true
 		}
 	}
-	return later(first, int64(d.p.queueTimeout)), true
+	return later(first, int64(d.p.cfg.queueTimeout)), true
 }
 
 // rankedBeforeBarrier reports whether a job of another level than 0 that

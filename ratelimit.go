@@ -36,7 +36,7 @@ func (r rateLimit) limited() bool { return r.interval > 0 }
 
 // tokenAt is when the next start is allowed, on the pool's clock.
 func (d *dispatcher) tokenAt() int64 {
-	return d.tat - d.p.rate.tolerance
+	return d.tat - d.p.cfg.rate.tolerance
 }
 
 // tokenReady reports whether a task may start now under the rate limit;
@@ -52,5 +52,5 @@ func (d *dispatcher) tokenReady() bool {
 
 // takeToken takes a token for a task that starts now.
 func (d *dispatcher) takeToken() {
-	d.tat = later(max(d.tat, d.p.now()), d.p.rate.interval)
+	d.tat = later(max(d.tat, d.p.now()), d.p.cfg.rate.interval)
 }

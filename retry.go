@@ -115,7 +115,7 @@ func (j *job) retryLater(err error) (bool, error) {
 	p := j.pool
 	j.lastErr = err
 	j.due = later(p.now(), max(int64(delay), 0))
-	if p.roomed {
+	if p.cfg.roomed {
 		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
 	p.scheduled.Add(1)

@@ -121,7 +121,7 @@ func (d *dispatcher) timerC() <-chan time.Time {
 func (d *dispatcher) timerFired() {
 	d.armed = false
 	d.advanceTimers()
-	if d.p.queueTimeout > 0 {
+	if d.p.cfg.queueTimeout > 0 {
 		d.tidyFronts(d.p.now())
 	}
 	d.rearm()

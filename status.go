@@ -81,7 +81,7 @@ func (p *WorkerPool) Size() int {
 // Name returns the name given with WithName, or "" when not set. It never
 // blocks.
 func (p *WorkerPool) Name() string {
-	return p.name
+	return p.cfg.name
 }
 
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:

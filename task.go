@@ -116,7 +116,7 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 // once, so that a queued or scheduled task whose ctx ends gives back its
 // room and leaves Scheduled then, whether or not anyone waits for it.
 func (p *WorkerPool) submitTask(t *Task) {
-	watch := (p.bounded || t.job.due != 0 || t.job.retry != nil) && t.ctx.parent.Done() != nil // before the send: then the job is the pool's
+	watch := (p.cfg.bounded || t.job.due != 0 || t.job.retry != nil) && t.ctx.parent.Done() != nil // before the send: then the job is the pool's
 	switch err := p.sendJob(&t.job, t.ctx.parent); err {
 	case nil:
 		if watch {

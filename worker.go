@@ -63,9 +63,9 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
 		return w.job.work()
-	case p.timed:
+	case p.cfg.timed:
 		panicked = p.runTimed(w.fn, w.readyAt)
-	case p.panicHandler != nil:
+	case p.cfg.panicHandler != nil:
 		panicked, _ = p.callPlain(w.fn)
 	default:
 		w.fn() // no defer on the common path
@@ -79,7 +79,7 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 // recovered panic as a *PanicError if a TaskFinished hook or the logger
 // looks at it, else nil.
 func (p *WorkerPool) callPlain(fn func()) (panicked bool, err error) {
-	if p.panicHandler != nil {
+	if p.cfg.panicHandler != nil {
 		defer p.recoverPanic(&panicked, &err)
 	}
 	fn()
@@ -93,12 +93,12 @@ func (p *WorkerPool) callPlain(fn func()) (panicked bool, err error) {
 func (p *WorkerPool) recoverPanic(panicked *bool, err *error) {
 	if r := recover(); r != nil {
 		*panicked = true
-		if p.hooks.TaskFinished != nil || p.log != nil {
+		if p.cfg.hooks.TaskFinished != nil || p.cfg.log != nil {
 			e := panicErrorFor(r)
 			p.logPanic("task", e)
 			*err = e
 		}
-		p.panicHandler(r)
+		p.cfg.panicHandler(r)
 	}
 }
 
@@ -108,10 +108,10 @@ func (p *WorkerPool) recoverPanic(panicked *bool, err *error) {
 // Status.Panicked. Deferred only with a panic handler.
 func (p *WorkerPool) recoverCallbackPanic(what string) {
 	if r := recover(); r != nil {
-		if p.log != nil {
+		if p.cfg.log != nil {
 			p.logPanic(what, panicErrorFor(r))
 		}
-		p.panicHandler(r)
+		p.cfg.panicHandler(r)
 	}
 }
 

@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"context"
-	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -15,23 +14,10 @@ import (
 // dispatcher goroutine, so call Stop, StopWait or Shutdown when the pool is
 // no longer needed.
 type WorkerPool struct {
-	size         atomic.Int64        // the most workers: New's maxWorkers, then the last Resize's; dispatch re-reads it on a resize
-	minWorkers   int                 // WithMinWorkers: workers kept, capped at size
-	idleTimeout  time.Duration       // > 0, or < 0 for no retirement
-	panicHandler func(recovered any) // nil: a task's panic crashes the program
-	bounded      bool                // WithMaxWaiting with n >= 0: the waiting queue has a bound
-	bound        int                 // WithMaxWaiting's n, if bounded: 0 is a queue with no room
-	overflow     Overflow            // what a task meets when the queue is full, if bounded
-	roomed       bool                // Block or Reject with a bound (and DropOldest with a bound of 0): submitters take room (see room)
-	dead         deadLetters         // the dead-letter handler and the letters on their way to it
-	epoch        time.Time           // New's time: the pool's clock counts from it (see now)
-	aging        time.Duration       // WithPriorityAging's d; 0: no aging
-	queueTimeout time.Duration       // WithQueueTimeout's d; 0: no expiry
-	rate         rateLimit           // WithRateLimit's; rate.interval 0: no limit
-	name         string              // WithName's
-	hooks        Hooks               // WithHooks's
-	timed        bool                // TaskStarted or TaskFinished is set: tasks carry the time they became ready (see readyAt)
-	log          *slog.Logger        // WithLogger's, with the pool's name; nil: no logging
+	size  atomic.Int64 // the most workers: New's maxWorkers, then the last Resize's; dispatch re-reads it on a resize
+	cfg   config       // what New's options set, and what New derived from them; never changed
+	dead  deadLetters  // the letters on their way to the dead-letter handler
+	epoch time.Time    // New's time: the pool's clock counts from it (see now)
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
@@ -132,32 +118,19 @@ type cacheLinePad [128]byte
 // dispatcher once the pool is not needed. New panics if an option is
 // invalid (see WithMaxWaiting).
 func New(maxWorkers int, options ...Option) *WorkerPool {
-	cfg := newConfig(options)
 	p := &WorkerPool{
-		minWorkers:   cfg.minWorkers,
-		idleTimeout:  cfg.idleTimeout,
-		panicHandler: cfg.panicHandler,
-		taskQueue:    make(chan message),
-		workerQueue:  make(chan work),
-		wake:         make(chan struct{}, 1),
-		stopping:     make(chan struct{}),
-		stopped:      make(chan struct{}),
-		epoch:        time.Now(),
-		aging:        cfg.aging,
-		queueTimeout: cfg.queueTimeout,
-		rate:         cfg.rate,
-		name:         cfg.name,
-		hooks:        cfg.hooks,
-		timed:        cfg.hooks.timed(),
-		log:          newLogger(cfg.logger, cfg.name),
+		cfg:         newConfig(options),
+		taskQueue:   make(chan message),
+		workerQueue: make(chan work),
+		wake:        make(chan struct{}, 1),
+		stopping:    make(chan struct{}),
+		stopped:     make(chan struct{}),
+		epoch:       time.Now(),
 	}
 	p.size.Store(int64(max(maxWorkers, 1)))
-	if cfg.maxWaiting >= 0 {
-		p.bounded, p.bound, p.overflow = true, cfg.maxWaiting, cfg.overflow
-		p.roomed = p.overflow != DropOldest || p.bound == 0 // with no room, DropOldest has nothing to drop: it refuses, as Reject does
-		p.room.init(p.bound)
+	if p.cfg.bounded {
+		p.room.init(p.cfg.bound)
 	}
-	p.dead.handler = cfg.deadLetter
 	d := newDispatcher(p)
 	d.startFloorWorkers()
 	p.goroutines.Go(d.run)
@@ -181,7 +154,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	// The common case, one send, is kept small enough to inline.
-	if p.bounded || task == nil || send(p, message{task: task}) != nil {
+	if p.cfg.bounded || task == nil || send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
 }
@@ -192,7 +165,7 @@ func (p *WorkerPool) submitRest(task func()) {
 	if task == nil {
 		return
 	}
-	if !p.bounded {
+	if !p.cfg.bounded {
 		panic(errSubmitStopped)
 	}
 	switch err := p.doPlain(task, true, nil); {
@@ -221,7 +194,7 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 	if task == nil {
 		return nil
 	}
-	return p.sendOne(task, nil, wait && p.overflow == Block, ctx)
+	return p.sendOne(task, nil, wait && p.cfg.overflow == Block, ctx)
 }
 
 // sendOne gives one task to dispatch, a plain task or the job j. Unbounded,
@@ -237,7 +210,7 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 		return ErrStopped // before any check of the bound: a stopping pool refuses as stopped
 	case p.dropsOldest():
 		return p.sendDropOldest(m)
-	case !p.roomed:
+	case !p.cfg.roomed:
 		return send(p, m)
 	case p.room.take(1):
 		if j != nil {
@@ -284,14 +257,14 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 // room. (DropOldest with a bound of 0 has no waiting task to drop, and is
 // Reject.)
 func (p *WorkerPool) dropsOldest() bool {
-	return p.bounded && !p.roomed
+	return p.cfg.bounded && !p.cfg.roomed
 }
 
 // scheduledFill reports, under DropOldest, whether n more tasks cannot fit
 // because scheduled tasks, which are never dropped, hold the bound's
 // places. (Under Block and Reject they hold room, which submitters take.)
 func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.dropsOldest() && p.scheduled.Load() > int64(p.bound-n)
+	return p.dropsOldest() && p.scheduled.Load() > int64(p.cfg.bound-n)
 }
 
 // reserveScheduled counts a job that is not due yet in Status.Scheduled,
@@ -302,7 +275,7 @@ func (p *WorkerPool) scheduledFill(n int) bool {
 func (p *WorkerPool) reserveScheduled() bool {
 	for {
 		n := p.scheduled.Load()
-		if n >= int64(p.bound) {
+		if n >= int64(p.cfg.bound) {
 			return false
 		}
 		if p.scheduled.CompareAndSwap(n, n+1) {
@@ -433,7 +406,7 @@ func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 	if err := p.refusesAtOnce(j); err != nil {
 		return err
 	}
-	return p.sendOne(nil, j, p.overflow == Block, ctx)
+	return p.sendOne(nil, j, p.cfg.overflow == Block, ctx)
 }
 
 // refusesAtOnce returns why the pool refuses j before it is sent, or nil:
