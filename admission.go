@@ -221,7 +221,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 // queueFull reports whether as many tasks wait in the queue as the bound
 // allows, and at least one does: a new task could not start before them.
 func (p *WorkerPool) queueFull() bool {
-	n := p.waiting.Load()
+	n := p.counts.waiting.Load()
 	return n > 0 && n >= int64(p.cfg.bound)
 }
 

@@ -1470,10 +1470,10 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		p.Resize(1)
 		synctest.Wait()
 		// settleFrom, second half, then settle's call to the owner:
-		p.waiting.Add(-1)
+		p.counts.waiting.Add(-1)
 		p.wakeDispatch()
 		p.giveRoomOf(&tk.job)
-		p.settledTotals.canceled.Add(1)
+		p.counts.settled.canceled.Add(1)
 		p.endSettle()
 		tk.job.owner.settled(context.Canceled, false)
 		require.ErrorIs(t, tk.Wait(), context.Canceled)

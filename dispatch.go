@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"slices"
-	"sync/atomic"
 	"time"
 
 	"github.com/gammazero/deque"
@@ -73,7 +72,7 @@ type dispatcher struct {
 	// retriesSent counts the jobs with a RetryPolicy handed to workers
 	// (see retries).
 	retriesSent uint64
-	workers     int  // live workers, published in p.workers at once
+	workers     int  // live workers, published in p.counts.workers at once
 	max         int  // the most workers: p.size as of the last resize
 	floor       int  // the workers kept however idle: min(p.cfg.minWorkers, max)
 	plainFast   bool // no bound: a plain task on an empty queue is handled inline in step
@@ -98,7 +97,7 @@ type dispatcher struct {
 
 	// received counts the messages that came through send; at stop it
 	// is compared with p.sendsBegun. submitted counts the tasks among
-	// them; it is published once, as p.submittedAtStop.
+	// them; it is published once, as p.counts.submittedAtStop.
 	received  int64
 	submitted uint64
 
@@ -106,7 +105,7 @@ type dispatcher struct {
 	// reached once as much work has returned.
 	dispatched uint64
 
-	// waitingDelta is the change in queued plain tasks that p.waiting does
+	// waitingDelta is the change in queued plain tasks that p.counts.waiting does
 	// not show yet: dispatch publishes it when it is about to block, and
 	// after publishAfter queue changes while it is busy. So the count
 	// costs no atomic operation per task while dispatch is busy, and
@@ -190,30 +189,6 @@ type pauseRequest struct {
 	reached        bool            // barrierReached is closed (dispatch only)
 }
 
-// settledTotals count the accepted tasks that never ran, written by
-// whoever settles them: dispatch for plain tasks, the settling party for
-// jobs.
-type settledTotals struct {
-	canceled  atomic.Uint64 // jobs canceled before they started
-	abandoned atomic.Uint64 // tasks a stop dropped before they started
-	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest), or too heavy after a Resize
-	expired   atomic.Uint64 // tasks that waited in the queue longer than WithQueueTimeout
-}
-
-// count counts one task settled to the state to.
-func (t *settledTotals) count(to uint32) {
-	switch to {
-	case jobCanceled:
-		t.canceled.Add(1)
-	case jobAbandoned:
-		t.abandoned.Add(1)
-	case jobDropped:
-		t.dropped.Add(1)
-	case jobExpired:
-		t.expired.Add(1)
-	}
-}
-
 // queueBaseCap is the size below which the queue's buffer never shrinks
 // (8 KiB, allocated when the first task waits): a burst of up to that many
 // waiting tasks, such as a DoBatch of 1000, costs no allocation once the
@@ -223,19 +198,6 @@ const queueBaseCap = 1024
 // publishEvery bounds how many queue changes a busy dispatcher makes
 // without publishing waitingDelta, in a pool without a bound.
 const publishEvery = 64
-
-// workerTotals are the counters behind Status that workers write. Every
-// work a worker is done with counts in exactly one of the first three, as
-// the worker's last act with it (see WorkerPool.returned): so Completed is
-// one counter, which never goes back, and the work that came back is their
-// sum (see WorkerPool.returnedWork).
-type workerTotals struct {
-	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
-	skipped   atomic.Uint64 // jobs a worker found settled and did not run
-	posted    atomic.Uint64 // runs posted for a retry (see RetryPolicy): not a task's last
-	panicked  atomic.Uint64 // of completed, the tasks whose last run panicked (see WorkerPool.returned)
-	reruns    atomic.Uint64 // runs of a task after its first (Status.Retried)
-}
 
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: !p.cfg.bounded, publishAfter: publishEvery}
@@ -428,13 +390,13 @@ func (d *dispatcher) othersWatch() bool {
 
 // waitingNow is the exact number of waiting tasks, as dispatch sees it.
 func (d *dispatcher) waitingNow() int64 {
-	return d.p.waiting.Load() + d.waitingDelta
+	return d.p.counts.waiting.Load() + d.waitingDelta
 }
 
-// publish adds waitingDelta to p.waiting. Dispatch calls it when it is
+// publish adds waitingDelta to p.counts.waiting. Dispatch calls it when it is
 // about to block and every publishAfter queue changes in between.
 func (d *dispatcher) publish() {
-	d.p.waiting.Add(d.waitingDelta)
+	d.p.counts.waiting.Add(d.waitingDelta)
 	d.waitingDelta, d.queueChanges = 0, 0
 }
 
@@ -701,7 +663,7 @@ func (d *dispatcher) makeRoom(counted bool) {
 	if counted {
 		bound++
 	}
-	for d.inQueue()+d.p.scheduled.Load() >= bound && d.dropOldest() {
+	for d.inQueue()+d.p.counts.scheduled.Load() >= bound && d.dropOldest() {
 	}
 }
 
@@ -845,7 +807,7 @@ func (d *dispatcher) admitTicket(t *ticket, how admission) {
 		t.unref(p)
 		return
 	}
-	p.ticketTasks.Add(uint64(t.tasks))
+	p.counts.ticketTasks.Add(uint64(t.tasks))
 	switch {
 	case t.job != nil:
 		d.admitJob(t.job, how)
@@ -1000,7 +962,7 @@ func (d *dispatcher) startIdleWorker() {
 
 func (d *dispatcher) addWorker(run func()) {
 	d.workers++
-	d.p.workers.Store(int64(d.workers))
+	d.p.counts.workers.Store(int64(d.workers))
 	d.armIdleClock()
 	d.p.goroutines.Go(run)
 }
@@ -1194,7 +1156,7 @@ func (d *dispatcher) retireIfIdle() {
 
 func (d *dispatcher) workerRetired() {
 	d.workers--
-	d.p.workers.Store(int64(d.workers))
+	d.p.counts.workers.Store(int64(d.workers))
 }
 
 // addPause places the pause's barrier behind the tasks queued now, the
@@ -1203,7 +1165,7 @@ func (d *dispatcher) addPause(req *pauseRequest) {
 	d.advanceTimers()
 	req.barrier, req.rankedBarrier = d.pushed, d.rankedSeq
 	d.pauses = append(d.pauses, req)
-	d.p.paused.Store(true)
+	d.p.counts.paused.Store(true)
 }
 
 // activePauseEnd is the active pause's ctx.Done() once its barrier is
@@ -1269,7 +1231,7 @@ func (d *dispatcher) answerIdle() {
 	// allReturned first: it watches the work that is out whatever the
 	// waiting count says, which a settle or a start lowers a moment after
 	// the task's move (and then wakes dispatch).
-	if d.allReturned() && d.waitingNow() == 0 && d.p.scheduled.Load() == 0 {
+	if d.allReturned() && d.waitingNow() == 0 && d.p.counts.scheduled.Load() == 0 {
 		d.answerIdleWaiters(nil)
 		return
 	}
@@ -1296,7 +1258,7 @@ func (d *dispatcher) setWatching(on bool) {
 func (d *dispatcher) endPauses() {
 	d.pauses = nil
 	d.setWatching(d.othersWatch())
-	d.p.paused.Store(false)
+	d.p.counts.paused.Store(false)
 }
 
 // stop runs once dispatch took the stop message: submitters parked for room
@@ -1327,7 +1289,7 @@ func (d *dispatcher) stop() {
 	d.awaitSettles()
 	d.p.dead.seal()
 	d.publish()
-	d.p.submittedAtStop.Store(d.submitted)
+	d.p.counts.submittedAtStop.Store(d.submitted)
 	close(d.p.stopped)
 }
 
@@ -1392,7 +1354,7 @@ func (d *dispatcher) drain() {
 			continue
 		}
 		d.tidy()
-		if d.queued() == 0 && d.p.scheduled.Load() == 0 && !d.retriesOut() {
+		if d.queued() == 0 && d.p.counts.scheduled.Load() == 0 && !d.retriesOut() {
 			return
 		}
 		d.publish()
@@ -1416,7 +1378,7 @@ func (d *dispatcher) abandonQueue() {
 	for d.queue.Len() > 0 {
 		if task := d.queue.Front(); task != nil {
 			d.pop()
-			d.p.settledTotals.count(jobAbandoned)
+			d.p.counts.settled.count(jobAbandoned)
 			d.p.giveUp(task, ErrStopped)
 			continue
 		}

@@ -401,14 +401,14 @@ func (g *Group) tellLater(n int) {
 // abandoned or dropped), so that the counters never hold more of them
 // settled than submitted.
 func (p *WorkerPool) countNeverQueued(n int, to uint32) {
-	p.groupOnly.Add(uint64(n))
+	p.counts.groupOnly.Add(uint64(n))
 	switch to {
 	case jobCanceled:
-		p.settledTotals.canceled.Add(uint64(n))
+		p.counts.settled.canceled.Add(uint64(n))
 	case jobAbandoned:
-		p.settledTotals.abandoned.Add(uint64(n))
+		p.counts.settled.abandoned.Add(uint64(n))
 	case jobDropped:
-		p.settledTotals.dropped.Add(uint64(n))
+		p.counts.settled.dropped.Add(uint64(n))
 	}
 }
 

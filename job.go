@@ -142,7 +142,7 @@ func (j *job) enqueue() bool {
 	if !j.state.CompareAndSwap(jobPending, jobQueued) {
 		return false
 	}
-	j.pool.waiting.Add(1)
+	j.pool.counts.waiting.Add(1)
 	return true
 }
 
@@ -195,14 +195,14 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	}
 	switch from {
 	case jobQueued:
-		p.waiting.Add(-1)
+		p.counts.waiting.Add(-1)
 		p.wakeDispatch() // it may be offering this job to the workers
 	case jobScheduled:
-		p.scheduled.Add(-1)
+		p.counts.scheduled.Add(-1)
 		p.wakeDispatch() // it may take the job out of its timer heap now
 	}
 	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
-	p.settledTotals.count(to)
+	p.counts.settled.count(to)
 	p.jobDropped(err)
 	return err, true
 }
@@ -243,7 +243,7 @@ func (j *job) abandon() {
 
 // work runs on the worker that took the job: it starts the job and runs
 // its task, or skips it if it was settled or must not start. It returns
-// the count of workerTotals the work goes to: completed, skipped, or
+// the count of p.counts the work goes to: completed, skipped, or
 // posted for a retry (then the pool keeps its reference to the job); and,
 // if completed, whether the run that ended the task for good panicked
 // (see WorkerPool.returned), which earlier runs, retried, do not decide.
@@ -263,12 +263,12 @@ func (j *job) work() (count *atomic.Uint64, panicked bool) {
 		}
 	}()
 	if j.settled() || j.settleIfBlocked() || !j.start() {
-		return &p.workerTotals.skipped, false
+		return &p.counts.skipped, false
 	}
 	if kept, panicked = j.run(); kept {
-		return &p.workerTotals.posted, false
+		return &p.counts.posted, false
 	}
-	return &p.workerTotals.completed, panicked
+	return &p.counts.completed, panicked
 }
 
 // start moves the job to started, and reports false if it was settled
@@ -279,13 +279,13 @@ func (j *job) start() bool {
 	switch {
 	case j.state.CompareAndSwap(jobPending, jobStarted):
 	case j.state.CompareAndSwap(jobQueued, jobStarted):
-		j.pool.waiting.Add(-1)
+		j.pool.counts.waiting.Add(-1)
 	default:
 		return false
 	}
 	j.pool.giveRoomOf(j)
 	if j.attempt > 0 {
-		j.pool.workerTotals.reruns.Add(1)
+		j.pool.counts.reruns.Add(1)
 	}
 	return true
 }

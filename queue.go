@@ -286,7 +286,7 @@ func (d *dispatcher) giveUpFront(src source, to uint32, reason error) {
 	if j == nil {
 		task := d.queue.Front()
 		d.pop()
-		d.p.settledTotals.count(to)
+		d.p.counts.settled.count(to)
 		d.p.giveUp(task, reason)
 		return
 	}

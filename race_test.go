@@ -286,7 +286,7 @@ func TestTaskCanceledWhileDispatchTakesItNeverRuns(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Zero(t, s.Completed, "completed")
-		assert.Equal(t, p.returnedWork(), p.workerTotals.skipped.Load(), "a worker that got it skipped it")
+		assert.Equal(t, p.returnedWork(), p.counts.skipped.Load(), "a worker that got it skipped it")
 	})
 }
 
@@ -312,7 +312,7 @@ func TestCancelRightAfterGoIsTruthful(t *testing.T) {
 		}
 		assert.Same(t, context.Canceled, err, "round %d: Wait of a canceled task", round)
 		assert.Equal(t, uint64(1), s.Canceled, "round %d: canceled", round)
-		assert.Equal(t, p.returnedWork(), p.workerTotals.skipped.Load(), "round %d: a worker that got it skipped it", round)
+		assert.Equal(t, p.returnedWork(), p.counts.skipped.Load(), "round %d: a worker that got it skipped it", round)
 	})
 }
 
@@ -335,7 +335,7 @@ func TestCanceledFrontTaskTakesNoWorker(t *testing.T) {
 		synctest.Wait()
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Equal(t, uint64(1), p.returnedWork(), "work that came back from a worker: only the blocker")
-		assert.Zero(t, p.workerTotals.skipped.Load(), "canceled jobs a worker took and skipped")
+		assert.Zero(t, p.counts.skipped.Load(), "canceled jobs a worker took and skipped")
 	})
 }
 

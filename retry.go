@@ -118,7 +118,7 @@ func (j *job) retryLater(err error) (bool, error) {
 	if p.cfg.roomed {
 		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
-	p.scheduled.Add(1)
+	p.counts.scheduled.Add(1)
 	j.state.Store(jobScheduled) // only this worker moves a started job
 	if j.owner.ctxDone() {
 		// A Cancel, or the end of the group's context, that came while the

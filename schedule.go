@@ -147,7 +147,7 @@ func (d *dispatcher) schedule(j *job, reserved bool) bool {
 		return false
 	}
 	if !reserved {
-		d.p.scheduled.Add(1)
+		d.p.counts.scheduled.Add(1)
 	}
 	d.pushTimer(j)
 	return true
@@ -168,7 +168,7 @@ func takeReservation(j *job) bool {
 // not scheduled after all: it was settled on its way, or came due.
 func (d *dispatcher) unreserve(reserved bool) {
 	if reserved {
-		d.p.scheduled.Add(-1)
+		d.p.counts.scheduled.Add(-1)
 	}
 }
 
@@ -194,7 +194,7 @@ func (d *dispatcher) pollTimers() {
 	case <-d.timer.C:
 		d.timerFired()
 	default:
-		if dead := int64(len(d.timers)) - d.p.scheduled.Load(); dead > int64(len(d.timers))/2 {
+		if dead := int64(len(d.timers)) - d.p.counts.scheduled.Load(); dead > int64(len(d.timers))/2 {
 			d.sweepTimers()
 		}
 	}
@@ -218,7 +218,7 @@ func (d *dispatcher) makeDue(j *job) {
 		j.owner.released()
 		return
 	}
-	d.p.scheduled.Add(-1)
+	d.p.counts.scheduled.Add(-1)
 	d.admitDue(j)
 }
 

@@ -1,6 +1,9 @@
 package workerpool
 
-import "strconv"
+import (
+	"strconv"
+	"sync/atomic"
+)
 
 // State is the life-cycle stage of a WorkerPool.
 type State int
@@ -72,6 +75,62 @@ type Status struct {
 	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a TrySubmit that returned false included); never accepted
 }
 
+// counts are the counters behind Status that the pool's goroutines keep as
+// tasks flow, each group on cache lines of its own, so that a write by one
+// side does not evict what the other sides read or write.
+type counts struct {
+	_ cacheLinePad
+	// Published by dispatch for observers; waiting is also moved by
+	// whoever moves a job in or out of the queued state (see
+	// dispatcher.publish), and settled by whoever settles a task.
+	workers         atomic.Int64  // live workers
+	waiting         atomic.Int64  // tasks in the waiting queue; may dip below 0 for a moment
+	scheduled       atomic.Int64  // jobs in the timer heap that are not settled (see job state scheduled), and reservations (see reserveScheduled)
+	paused          atomic.Bool   // a Pause is in effect
+	settled         settledTotals // the accepted tasks that never ran, by why
+	groupOnly       atomic.Uint64 // group tasks counted in Submitted that never reached the dispatcher (held, then dropped or refused; or skipped by a canceled group)
+	ticketTasks     atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
+	rejected        atomic.Uint64 // tasks refused because the queue was full, never accepted
+	submittedAtStop atomic.Uint64 // the exact number of accepted tasks, stored by dispatch before it closes stopped (see submitted)
+
+	_ cacheLinePad
+	// Written by the workers. Every work a worker is done with counts in
+	// exactly one of completed, skipped and posted, as the worker's last
+	// act with it (see WorkerPool.returned): so Completed is one counter,
+	// which never goes back, and the work that came back is their sum (see
+	// WorkerPool.returnedWork).
+	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
+	skipped   atomic.Uint64 // jobs a worker found settled and did not run
+	posted    atomic.Uint64 // runs posted for a retry (see RetryPolicy): not a task's last
+	panicked  atomic.Uint64 // of completed, the tasks whose last run panicked (see WorkerPool.returned)
+	reruns    atomic.Uint64 // runs of a task after its first (Status.Retried)
+	_         cacheLinePad
+}
+
+// settledTotals count the accepted tasks that never ran, written by
+// whoever settles them: dispatch for plain tasks, the settling party for
+// jobs.
+type settledTotals struct {
+	canceled  atomic.Uint64 // jobs canceled before they started
+	abandoned atomic.Uint64 // tasks a stop dropped before they started
+	dropped   atomic.Uint64 // tasks dropped from a full queue (DropOldest), or too heavy after a Resize
+	expired   atomic.Uint64 // tasks that waited in the queue longer than WithQueueTimeout
+}
+
+// count counts one task settled to the state to.
+func (t *settledTotals) count(to uint32) {
+	switch to {
+	case jobCanceled:
+		t.canceled.Add(1)
+	case jobAbandoned:
+		t.abandoned.Add(1)
+	case jobDropped:
+		t.dropped.Add(1)
+	case jobExpired:
+		t.expired.Add(1)
+	}
+}
+
 // Size returns the maximum number of workers: as given to New, or to the
 // last Resize (at least 1). It never blocks.
 func (p *WorkerPool) Size() int {
@@ -90,7 +149,7 @@ func (p *WorkerPool) Name() string {
 // canceled stops counting as soon as its Wait or Done reports it. It is 0
 // once Stop, StopWait or Shutdown has returned, and never blocks.
 func (p *WorkerPool) WaitingQueueSize() int {
-	return int(max(p.waiting.Load(), 0))
+	return int(max(p.counts.waiting.Load(), 0))
 }
 
 // Stopped reports whether Stop, StopWait or Shutdown has been called. It
@@ -114,14 +173,14 @@ func (p *WorkerPool) Status() Status {
 	// tasks flow they are read a moment apart, so it is clamped to [0,
 	// workers]. Completed is one counter, read once: it never goes back.
 	submitted := p.submitted(stopped)
-	completed := p.workerTotals.completed.Load()
-	canceled := p.settledTotals.canceled.Load()
-	abandoned := p.settledTotals.abandoned.Load()
+	completed := p.counts.completed.Load()
+	canceled := p.counts.settled.canceled.Load()
+	abandoned := p.counts.settled.abandoned.Load()
 	waiting := p.WaitingQueueSize()
-	scheduled := int(max(p.scheduled.Load(), 0))
-	workers := int(p.workers.Load())
-	dropped := p.settledTotals.dropped.Load()
-	expired := p.settledTotals.expired.Load()
+	scheduled := int(max(p.counts.scheduled.Load(), 0))
+	workers := int(p.counts.workers.Load())
+	dropped := p.counts.settled.dropped.Load()
+	expired := p.counts.settled.expired.Load()
 	busy := submitted - int64(waiting+scheduled) - int64(completed) - int64(canceled+abandoned+dropped+expired)
 	return Status{
 		State:      p.state(stopped),
@@ -132,13 +191,13 @@ func (p *WorkerPool) Status() Status {
 		Scheduled:  scheduled,
 		Submitted:  uint64(submitted),
 		Completed:  completed,
-		Panicked:   min(p.workerTotals.panicked.Load(), completed), // counted after Completed and read after it: see WorkerPool.returned
+		Panicked:   min(p.counts.panicked.Load(), completed), // counted after Completed and read after it: see WorkerPool.returned
 		Abandoned:  abandoned,
 		Canceled:   canceled,
 		Dropped:    dropped,
 		Expired:    expired,
-		Retried:    p.workerTotals.reruns.Load(),
-		Rejected:   p.rejected.Load(),
+		Retried:    p.counts.reruns.Load(),
+		Rejected:   p.counts.rejected.Load(),
 	}
 }
 
@@ -148,9 +207,9 @@ func (p *WorkerPool) Status() Status {
 // tickets. Both add the group tasks that never reached dispatch (groupOnly).
 func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
-		return int64(p.submittedAtStop.Load() + p.groupOnly.Load())
+		return int64(p.counts.submittedAtStop.Load() + p.counts.groupOnly.Load())
 	}
-	return p.taskSends.Load() + int64(p.ticketTasks.Load()) + int64(p.groupOnly.Load())
+	return p.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
 }
 
 // state is the pool's State, given whether stopped was closed.
@@ -160,7 +219,7 @@ func (p *WorkerPool) state(stopped bool) State {
 		return StateStopped
 	case p.stopBegun.Load():
 		return StateStopping
-	case p.paused.Load():
+	case p.counts.paused.Load():
 		return StatePaused
 	}
 	return StateRunning

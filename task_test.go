@@ -263,13 +263,13 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		canceled.init(p, t.Context(), fn)
 		canceled.Cancel()
 		count, _ := canceled.job.work() // as the worker would
-		assert.Same(t, &p.workerTotals.skipped, count, "the canceled task's return counts as")
+		assert.Same(t, &p.counts.skipped, count, "the canceled task's return counts as")
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		late := new(Task)
 		late.init(p, ctx, fn)
 		count, _ = late.job.work() // its ctx ended after dispatch checked it
-		assert.Same(t, &p.workerTotals.skipped, count, "the late task's return counts as")
+		assert.Same(t, &p.counts.skipped, count, "the late task's return counts as")
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")
 		assert.Same(t, context.Canceled, late.Wait(), "Wait of the task whose ctx ended")

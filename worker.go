@@ -36,7 +36,7 @@ func (p *WorkerPool) worker(w work) {
 			// Count it as returned, ended for good, and let a fresh
 			// goroutine take this worker's place, so the worker count
 			// dispatch keeps stays true.
-			p.returned(&p.workerTotals.completed, false)
+			p.returned(&p.counts.completed, false)
 			p.goroutines.Go(p.idleWorker)
 		}
 	}()
@@ -57,7 +57,7 @@ func (p *WorkerPool) idleWorker() {
 }
 
 // do runs one work, a job or a plain task, and returns the count of
-// workerTotals its return goes to, and whether it completed with a run
+// p.counts its return goes to, and whether it completed with a run
 // that panicked (see returned). A plain task completes with its one run.
 func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	switch {
@@ -70,7 +70,7 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	default:
 		w.fn() // no defer on the common path
 	}
-	return &p.workerTotals.completed, panicked
+	return &p.counts.completed, panicked
 }
 
 // callPlain runs a func() task: a plain one, or a DoWait call's. With a
@@ -116,7 +116,7 @@ func (p *WorkerPool) recoverCallbackPanic(what string) {
 }
 
 // returned counts one work a worker is done with in count, one of
-// workerTotals, as its last use of the work, and wakes dispatch if it is
+// p.counts, as its last use of the work, and wakes dispatch if it is
 // waiting for running tasks to finish (see dispatcher.barrierReached).
 // panicked says the work completed (count is completed) and its last run
 // panicked: then it also counts in panicked, once for the task, however
@@ -129,7 +129,7 @@ func (p *WorkerPool) returned(count *atomic.Uint64, panicked bool) {
 		// Completed first, clamps Panicked to it for the one case left:
 		// both counted between its two reads. Both before the wake, so a
 		// barrier or stop that dispatch ends on this return sees them.
-		p.workerTotals.panicked.Add(1)
+		p.counts.panicked.Add(1)
 	}
 	if p.wakeOnReturn.Load() {
 		p.wakeDispatch()
@@ -140,6 +140,6 @@ func (p *WorkerPool) returned(count *atomic.Uint64, panicked bool) {
 // counted in exactly one of workerTotals' three counts. Dispatch compares
 // it with the work it handed out.
 func (p *WorkerPool) returnedWork() uint64 {
-	t := &p.workerTotals
+	t := &p.counts
 	return t.completed.Load() + t.skipped.Load() + t.posted.Load()
 }

@@ -74,18 +74,8 @@ type WorkerPool struct {
 	// submitters take before they send.
 	room room
 
-	_ cacheLinePad
-	// Published by dispatch for observers; waiting is also moved by
-	// whoever moves a job in or out of the queued state (see
-	// dispatcher.publish), and settledTotals by whoever settles a task.
-	workers       atomic.Int64 // live workers
-	waiting       atomic.Int64 // tasks in the waiting queue; may dip below 0 for a moment
-	scheduled     atomic.Int64 // jobs in the timer heap that are not settled (see job state scheduled)
-	paused        atomic.Bool  // a Pause is in effect
-	settledTotals settledTotals
-	groupOnly     atomic.Uint64 // group tasks counted in Submitted that never reached the dispatcher (held, then dropped or refused; or skipped by a canceled group)
-	ticketTasks   atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
-	rejected      atomic.Uint64 // tasks refused because the queue was full, never accepted
+	counts counts // the counters behind Status, on cache lines of their own (see status.go)
+
 	// settling counts the job settles in progress (the move to canceled
 	// or abandoned and its counting), and the Group.Go and SetLimit calls
 	// in progress, whose tasks may be dropped (see beginCall); a stop
@@ -96,14 +86,7 @@ type WorkerPool struct {
 	// workers are done with, added before they count the work returned
 	// (see dispatcher.fits).
 	heavyDone atomic.Uint64
-	// submittedAtStop is the exact number of accepted tasks, stored by
-	// dispatch before it closes stopped; until then Status counts them
-	// from the sends, which a refused send can raise for a moment.
-	submittedAtStop atomic.Uint64
-
-	_            cacheLinePad
-	workerTotals workerTotals
-	_            cacheLinePad
+	_         cacheLinePad
 }
 
 // cacheLinePad keeps the fields before and after it off each other's cache
@@ -171,7 +154,7 @@ func (p *WorkerPool) submitRest(task func()) {
 	switch err := p.doPlain(task, true, nil); {
 	case err == nil:
 	case err == ErrQueueFull && p.giveUp(task, ErrQueueFull):
-		p.rejected.Add(1)
+		p.counts.rejected.Add(1)
 	default:
 		panic(errSubmitStopped)
 	}
@@ -246,7 +229,7 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 	j.reserved = true
 	if err := send(p, m); err != nil {
 		j.reserved = false
-		p.scheduled.Add(-1)
+		p.counts.scheduled.Add(-1)
 		return err
 	}
 	return nil
@@ -264,7 +247,7 @@ func (p *WorkerPool) dropsOldest() bool {
 // because scheduled tasks, which are never dropped, hold the bound's
 // places. (Under Block and Reject they hold room, which submitters take.)
 func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.dropsOldest() && p.scheduled.Load() > int64(p.cfg.bound-n)
+	return p.dropsOldest() && p.counts.scheduled.Load() > int64(p.cfg.bound-n)
 }
 
 // reserveScheduled counts a job that is not due yet in Status.Scheduled,
@@ -274,11 +257,11 @@ func (p *WorkerPool) scheduledFill(n int) bool {
 // as it receives the job (see takeReservation).
 func (p *WorkerPool) reserveScheduled() bool {
 	for {
-		n := p.scheduled.Load()
+		n := p.counts.scheduled.Load()
 		if n >= int64(p.cfg.bound) {
 			return false
 		}
-		if p.scheduled.CompareAndSwap(n, n+1) {
+		if p.counts.scheduled.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
@@ -289,7 +272,7 @@ func (p *WorkerPool) reserveScheduled() bool {
 // submitting call that refuses them calls it, in its goroutine.
 func (p *WorkerPool) countRejected(err error, n int) error {
 	if err == ErrQueueFull || err == ErrTooHeavy {
-		p.rejected.Add(uint64(n))
+		p.counts.rejected.Add(uint64(n))
 		p.refused(err, n)
 	}
 	return err
@@ -300,7 +283,7 @@ func (p *WorkerPool) countRejected(err error, n int) error {
 // through the deliverer (see jobDropped): dispatch refusing a job, a group
 // releasing a held task too heavy for the pool.
 func (p *WorkerPool) rejectedLater(err error) {
-	p.rejected.Add(1)
+	p.counts.rejected.Add(1)
 	p.jobDropped(err)
 }
 
@@ -660,7 +643,7 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 	switch {
 	case gaveUp:
 		return ctx.Err()
-	case p.settledTotals.abandoned.Load() > 0:
+	case p.counts.settled.abandoned.Load() > 0:
 		return errTasksAbandoned
 	}
 	return nil
