@@ -154,25 +154,6 @@ func outOf(w work) jobOut {
 	return jobOut{weight: w.job.weight, retriable: w.job.retry != nil}
 }
 
-// A message is what travels on taskQueue: a plain task, a job, or a
-// request for something else; exactly one field is set. All nil is the
-// stop signal.
-type message struct {
-	task func()
-	job  *job
-	req  *request
-}
-
-// A request asks dispatch for something other than running a task: a
-// Pause call, a ticket, a WaitIdle call, or, at the addresses of idleTick
-// and resizeTick, the end of an idle period and a Resize. Exactly one field
-// is set.
-type request struct {
-	pause  *pauseRequest
-	ticket *ticket
-	idle   *idleRequest
-}
-
 // An idleRequest is one WaitIdle call.
 type idleRequest struct {
 	ctxDone <-chan struct{} // the caller's ctx.Done(): once closed, no one waits for the answer
@@ -1106,10 +1087,6 @@ func (d *dispatcher) dropSettledFront() {
 		j.owner.released()
 	}
 }
-
-// idleTick and resizeTick are the requests the idle clock and Resize send;
-// dispatch tells them apart by their addresses and never changes them.
-var idleTick, resizeTick request
 
 // armIdleClock starts one idle period, unless retirement is disabled, no
 // worker above the floor exists, or a period is running.

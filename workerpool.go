@@ -295,70 +295,6 @@ func (p *WorkerPool) giveRoom(n int) {
 	}
 }
 
-// send delivers m, which carries one task, to dispatch on taskQueue, or
-// returns ErrStopped once stopping has begun. A call that starts after
-// stopping began is always rejected; one that races with it is accepted
-// exactly when its send completes.
-//
-// The send is a plain channel send, not a select with stopping: a caller
-// counts itself in taskSends before it checks stopping, and takes itself
-// out again if it is refused. Dispatch counts the messages it receives, and
-// once stopping is closed it keeps receiving until it has received as many
-// as were begun (see dispatcher.admitStragglers). So a send that began
-// before the stop always completes, and none can begin after.
-func send(p *WorkerPool, m message) error {
-	p.taskSends.Add(1)
-	if p.stopBegun.Load() {
-		p.sendRefused(&p.taskSends)
-		return ErrStopped
-	}
-	p.taskQueue <- m
-	return nil
-}
-
-// sendControl is send for a message that carries no task of its own (a
-// ticket's tasks are counted as dispatch admits them): it counts itself in
-// controlSends, so that Status never counts it as a task.
-func sendControl(p *WorkerPool, m message) error {
-	p.controlSends.Add(1)
-	if p.stopBegun.Load() {
-		p.sendRefused(&p.controlSends)
-		return ErrStopped
-	}
-	p.taskQueue <- m
-	return nil
-}
-
-// beginSettle and endSettle bracket one job settle; the last settle out
-// while stopping wakes dispatch, which may be waiting in awaitSettles.
-func (p *WorkerPool) beginSettle() { p.settling.Add(1) }
-
-func (p *WorkerPool) endSettle() {
-	if p.settling.Add(-1) == 0 && p.stopBegun.Load() {
-		p.wakeDispatch()
-	}
-}
-
-// wakeDispatch signals wake without blocking.
-func (p *WorkerPool) wakeDispatch() {
-	select {
-	case p.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
-// sendRefused takes a refused send out of begun, the count it was in, and
-// wakes dispatch, which may be waiting for it in admitStragglers.
-func (p *WorkerPool) sendRefused(begun *atomic.Int64) {
-	begun.Add(-1)
-	p.wakeDispatch()
-}
-
-// sendsBegun is the number of sends begun and not refused, of both kinds.
-func (p *WorkerPool) sendsBegun() int64 {
-	return p.taskSends.Load() + p.controlSends.Load()
-}
-
 // DoWait queues task and waits until it has finished running: returned,
 // called runtime.Goexit, or panicked and the panic handler returned. It
 // returns ErrStopped at once when the pool is stopped, and as soon as Stop
@@ -655,40 +591,6 @@ func (p *WorkerPool) cutShort() {
 	p.logDebug("shutdown gave up")
 	p.abandonQueue()
 	p.live.cutAll()
-}
-
-// abandonQueue makes dispatch abandon the queue rather than run it: from
-// now on no queued task is handed to a worker, and a job a worker has
-// taken but not started is abandoned.
-func (p *WorkerPool) abandonQueue() {
-	if !p.abandonBegun.Swap(true) {
-		p.wakeDispatch()
-	}
-}
-
-// stop stops the pool and waits until every pool goroutine has exited.
-func (p *WorkerPool) stop() {
-	p.beginStop()
-	p.awaitStopped()
-}
-
-// beginStop rejects new sends and tells dispatch to stop, once. Dispatch
-// always receives taskQueue while running, so the message arrives promptly.
-func (p *WorkerPool) beginStop() {
-	p.stopOnce.Do(func() {
-		p.logDebug("pool stopping", "abandon", p.abandonBegun.Load())
-		p.stopBegun.Store(true)
-		close(p.stopping)
-		p.taskQueue <- message{}
-	})
-}
-
-// awaitStopped waits until dispatch has stopped the pool and then until
-// every pool goroutine has returned, so that no pool code runs when a stop
-// call returns.
-func (p *WorkerPool) awaitStopped() {
-	<-p.stopped
-	p.goroutines.Wait()
 }
 
 // liveTasks holds what a Shutdown that gives up waiting cancels at once
