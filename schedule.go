@@ -1,6 +1,9 @@
 package workerpool
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // timerHeap holds the scheduled jobs, the earliest due first (in order of
 // arrival among those due at the same time). It is dispatch's own. It is a
@@ -288,3 +291,20 @@ func (d *dispatcher) abandonRetries() {
 		j.owner.released()
 	}
 }
+
+// now is the pool's clock: the time since New, in nanoseconds, on the
+// monotonic clock. Due times and queue times are read on it, so a job
+// keeps each in one word.
+func (p *WorkerPool) now() int64 { return int64(time.Since(p.epoch)) }
+
+// later is d after t on the pool's clock (d >= 0), or the clock's end if
+// that is past it.
+func later(t, d int64) int64 {
+	if d > math.MaxInt64-t {
+		return math.MaxInt64
+	}
+	return t + d
+}
+
+// clockOf is t on the pool's clock.
+func (p *WorkerPool) clockOf(t time.Time) int64 { return int64(t.Sub(p.epoch)) }

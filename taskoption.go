@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"math"
 	"time"
 )
 
@@ -113,23 +112,6 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 	}
 	return o
 }
-
-// now is the pool's clock: the time since New, in nanoseconds, on the
-// monotonic clock. Due times and queue times are read on it, so a job
-// keeps each in one word.
-func (p *WorkerPool) now() int64 { return int64(time.Since(p.epoch)) }
-
-// later is d after t on the pool's clock (d >= 0), or the clock's end if
-// that is past it.
-func later(t, d int64) int64 {
-	if d > math.MaxInt64-t {
-		return math.MaxInt64
-	}
-	return t + d
-}
-
-// clockOf is t on the pool's clock.
-func (p *WorkerPool) clockOf(t time.Time) int64 { return int64(t.Sub(p.epoch)) }
 
 // apply gives j the options o.
 func (j *job) apply(o taskOptions) {
