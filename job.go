@@ -146,6 +146,37 @@ func (j *job) enqueue() bool {
 	return true
 }
 
+// schedule moves a job that dispatch puts in its timer heap from pending
+// to scheduled, and counts it in Status.Scheduled unless counted says its
+// submitter did (see WorkerPool.reserveScheduled). It reports false if the
+// job was settled on its way.
+func (j *job) schedule(counted bool) bool {
+	if !j.state.CompareAndSwap(jobPending, jobScheduled) {
+		return false
+	}
+	if !counted {
+		j.pool.counts.scheduled.Add(1)
+	}
+	return true
+}
+
+// comeDue moves a scheduled job that dispatch takes out of its timer heap
+// back to pending, and takes it out of Status.Scheduled. It reports false
+// if the job was settled while it waited.
+func (j *job) comeDue() bool {
+	if !j.state.CompareAndSwap(jobScheduled, jobPending) {
+		return false
+	}
+	j.pool.counts.scheduled.Add(-1)
+	return true
+}
+
+// isScheduled reports whether the job waits in the timer heap, not
+// settled.
+func (j *job) isScheduled() bool {
+	return j.state.Load() == jobScheduled
+}
+
 // settled reports whether the job is canceled, abandoned or dropped.
 func (j *job) settled() bool {
 	return j.state.Load() > jobFinished
@@ -304,7 +335,7 @@ func (j *job) run() (retried, panicked bool) {
 				return
 			}
 		}
-		j.state.Store(jobFinished)
+		j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
 		j.owner.settled(err, true)
 	}()
 	if p.cfg.timed {
@@ -314,6 +345,21 @@ func (j *job) run() (retried, panicked bool) {
 	}
 	panicked, err = j.owner.call()
 	return false, panicked
+}
+
+// postForRetry moves a started job whose run is to be retried to
+// scheduled and counts it in Status.Scheduled, on the worker that ran it;
+// then it posts the job to dispatch (see retries). A Cancel, or the end of
+// the group's context, that came while the policy decided found the job
+// started and only canceled its context: it ends the retries now.
+func (j *job) postForRetry() {
+	p := j.pool
+	p.counts.scheduled.Add(1)
+	j.state.CompareAndSwap(jobStarted, jobScheduled) // only this worker moves a started job
+	if j.owner.ctxDone() {
+		j.cancelRetry()
+	}
+	p.retries.post(j)
 }
 
 // refuse settles a job that the pool refused with err: its send failed,

@@ -118,15 +118,7 @@ func (j *job) retryLater(err error) (bool, error) {
 	if p.cfg.roomed {
 		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
-	p.counts.scheduled.Add(1)
-	j.state.Store(jobScheduled) // only this worker moves a started job
-	if j.owner.ctxDone() {
-		// A Cancel, or the end of the group's context, that came while the
-		// policy decided found the job started and only canceled its
-		// context: it ends the retries now.
-		j.cancelRetry()
-	}
-	p.retries.post(j)
+	j.postForRetry()
 	return true, nil
 }
 

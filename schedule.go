@@ -145,12 +145,9 @@ func (d *dispatcher) rearm() {
 // already. It reports false, doing nothing but give back the reservation,
 // if j was settled on its way.
 func (d *dispatcher) schedule(j *job, reserved bool) bool {
-	if !j.state.CompareAndSwap(jobPending, jobScheduled) {
+	if !j.schedule(reserved) {
 		d.unreserve(reserved)
 		return false
-	}
-	if !reserved {
-		d.p.counts.scheduled.Add(1)
 	}
 	d.pushTimer(j)
 	return true
@@ -217,11 +214,10 @@ func (d *dispatcher) advanceTimers() {
 // now (see admitDue). It keeps the room it held, as the bound counts
 // scheduled tasks too. A job settled while it waited is only released.
 func (d *dispatcher) makeDue(j *job) {
-	if !j.state.CompareAndSwap(jobScheduled, jobPending) {
+	if !j.comeDue() {
 		j.owner.released()
 		return
 	}
-	d.p.counts.scheduled.Add(-1)
 	d.admitDue(j)
 }
 
@@ -229,7 +225,7 @@ func (d *dispatcher) makeDue(j *job) {
 func (d *dispatcher) sweepTimers() {
 	live := d.timers[:0]
 	for _, e := range d.timers {
-		if e.job.state.Load() == jobScheduled {
+		if e.job.isScheduled() {
 			live = append(live, e)
 		} else {
 			e.job.owner.released()
@@ -272,7 +268,7 @@ func (d *dispatcher) pollRetries() {
 func (d *dispatcher) takeRetries() {
 	for _, j := range d.p.retries.take() {
 		switch {
-		case j.state.Load() != jobScheduled:
+		case !j.isScheduled():
 			j.owner.released()
 		case d.dropIfTooHeavy(j): // a Resize made the pool smaller during its run
 		case j.notDue():
