@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/gammazero/deque"
 )
 
 // Overflow says what a new task meets when the waiting queue is full (see
@@ -312,4 +314,246 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 		p.giveRoom(n)
 	}
 	return err
+}
+
+// admission is the dispatcher's part for the bound (see WithMaxWaiting):
+// the submitters parked for room under Block, in arrival order (the first
+// is admitted once room frees, and the others wait behind it), and the
+// drops that make room under DropOldest. The room itself (WorkerPool.room)
+// is shared: submitters take it before they send. The dispatcher owns this
+// part.
+type admission struct {
+	p      *WorkerPool
+	parked deque.Deque[*ticket]
+}
+
+// A route says how admit puts a ticket's tasks in the pool.
+type route int
+
+const (
+	withRoom route = iota // as accept takes a task: each holds room (if the pool counts it), given back if it starts at once
+	toQueue               // to the back of the queue: a straggler at stop
+	toWorker              // to a free worker (dispatcher.canStartAtOnce), holding no room
+)
+
+// needsWorker reports whether parked tickets wait for what only a worker
+// coming free can give: nothing is queued, so no room frees as tasks leave
+// the queue (a bound of 0, say), and a single task may start without room.
+func (a *admission) needsWorker(q *waitQueue) bool {
+	return a.parked.Len() > 0 && q.len() == 0
+}
+
+// accept takes a ticket. One that needs no room is admitted at once. One
+// that needs room gets it if it is free and no one waits before it;
+// otherwise a single task starts at once if a worker is free, since such a
+// task never needs room. Failing both, a try ticket is refused with
+// ErrQueueFull and any other waits, parked, to be admitted in arrival order
+// as room frees (admitParked).
+func (a *admission) accept(d *dispatcher, t *ticket) {
+	switch {
+	case t.need == 0 && !t.try:
+		a.admit(d, t, withRoom)
+	case a.parked.Len() > 0:
+		a.parkOrRefuse(t)
+	case t.try && a.p.room.take(1):
+		t.try = false
+		a.admit(d, t, withRoom)
+	case t.need > 0 && a.p.room.admit(t.need):
+		a.admit(d, t, withRoom)
+	case !a.startWithoutRoom(d, t):
+		a.parkOrRefuse(t)
+	}
+}
+
+// parkOrRefuse parks a ticket that waits for room, and refuses a try
+// ticket, which must not wait, with ErrQueueFull.
+func (a *admission) parkOrRefuse(t *ticket) {
+	if !t.try {
+		a.parked.PushBack(t)
+		return
+	}
+	t.answer(ticketRefused, ErrQueueFull)
+	t.unref(a.p)
+}
+
+// startWithoutRoom admits a single task's ticket without room and starts
+// the task at once, if it may (see dispatcher.canStartAtOnce); it reports
+// false, changing nothing, if it may not, or t carries a batch or a delayed
+// job. A parked ticket stops being counted as one.
+func (a *admission) startWithoutRoom(d *dispatcher, t *ticket) bool {
+	if t.batch != nil || t.delayed || !d.canStartAtOnce(t.weight) {
+		return false
+	}
+	if t.need > 0 {
+		a.p.room.unpark()
+		t.need = 0
+	}
+	t.try = false
+	a.admit(d, t, toWorker)
+	return true
+}
+
+// admitParked admits parked tickets in arrival order while the first one's
+// room is free, or, for a single task, a worker is free, and drops the
+// withdrawn ones it meets. When only a worker coming free can let the
+// first one in (see needsWorker), it has workers wake dispatch as they
+// return. Once stopping has begun it admits none: the stop refuses them
+// all.
+func (a *admission) admitParked(d *dispatcher) {
+	if a.p.stopBegun.Load() || a.p.abandonBegun.Load() {
+		return
+	}
+	for a.parked.Len() > 0 {
+		t := a.parked.Front()
+		switch {
+		case t.state.Load() == ticketWithdrawn:
+			a.p.room.unpark()
+			t.unref(a.p)
+		case a.p.room.admit(t.need):
+			a.admit(d, t, withRoom)
+		case a.startWithoutRoom(d, t):
+		case a.needsWorker(&d.queue) && !d.crew.watching:
+			d.crew.watch(true) // then look again: a worker may have come free before it was set
+			continue
+		default:
+			return
+		}
+		a.parked.PopFront()
+	}
+}
+
+// admit puts an admitted ticket's tasks in the pool, by the route how, and
+// answers it. A ticket withdrawn meanwhile gives back the room admitted for
+// it.
+func (a *admission) admit(d *dispatcher, t *ticket, how route) {
+	p := a.p
+	if !t.state.CompareAndSwap(ticketWaiting, ticketAdmitted) {
+		if t.need > 0 {
+			p.giveRoom(t.need)
+		}
+		t.unref(p)
+		return
+	}
+	p.counts.ticketTasks.Add(uint64(t.tasks))
+	switch {
+	case t.job != nil:
+		a.admitJob(d, t.job, how)
+	case t.task != nil:
+		a.admitPlain(d, t.task, how)
+	default:
+		for _, task := range t.batch {
+			if task != nil {
+				a.admitPlain(d, task, how)
+			}
+		}
+	}
+	t.done <- struct{}{}
+	t.unref(p)
+}
+
+// admitPlain puts an admitted plain task in the pool, by the route how.
+func (a *admission) admitPlain(d *dispatcher, task func(), how route) {
+	switch how {
+	case withRoom:
+		d.accept(task)
+	case toQueue:
+		d.countSubmitted()
+		a.makeRoom(d, false)
+		d.queue.push(task)
+	case toWorker:
+		d.countSubmitted()
+		d.startAtOnce(work{fn: task})
+	}
+}
+
+// admitJob puts an admitted job in the pool, by the route how. (A ticket
+// with a job waits for room or tries for it, so a stop refuses it: it is
+// never admitted toQueue.)
+func (a *admission) admitJob(d *dispatcher, j *job, how route) {
+	j.room.Store(a.p.cfg.roomed && how != toWorker)
+	switch how {
+	case withRoom:
+		d.acceptJob(j)
+	case toWorker:
+		d.countSubmitted()
+		if j.settled() || j.settleIfBlocked() {
+			d.discard(j)
+			return
+		}
+		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
+	}
+}
+
+// refuseAll answers every parked ticket ErrStopped: the pool stops, and no
+// one who waits for room gets it. (A try ticket that arrives as a
+// straggler passes through here too; it was never counted as parked.)
+func (a *admission) refuseAll() {
+	for t := range a.parked.IterPopFront() {
+		if !t.try {
+			a.p.room.unpark()
+		}
+		t.answer(ticketRefused, ErrStopped)
+		t.unref(a.p)
+	}
+}
+
+// makeRoom drops the oldest waiting tasks while the queue is full, under
+// DropOldest, so that one more task fits; counted says that task is in
+// Status.Scheduled already (a job reserved there, see
+// WorkerPool.reserveScheduled). Dispatch never refuses a task whose send
+// completed: the submitter refused it if scheduled tasks, which are never
+// dropped, filled the bound (see WorkerPool.scheduledFill), so a task that
+// finds nothing left to drop raced with the one that filled the bound, and
+// joins the queue past it.
+func (a *admission) makeRoom(d *dispatcher, counted bool) {
+	if !a.p.dropsOldest() {
+		return
+	}
+	bound := int64(a.p.cfg.bound)
+	if counted {
+		bound++
+	}
+	for d.queue.inQueue()+a.p.counts.scheduled.Load() >= bound && a.dropOldest(&d.queue) {
+	}
+}
+
+// makeRoomFor is makeRoom for a job, unless a Group held it back: such a
+// task joins the queue without room and drops no task.
+func (a *admission) makeRoomFor(d *dispatcher, j *job, counted bool) {
+	if t, ok := j.owner.(*groupTask); ok && t.held {
+		return
+	}
+	a.makeRoom(d, counted)
+}
+
+// dropOldest drops the oldest waiting task, and reports false if none was
+// left. A plain one goes to the dead-letter handler with ErrDropped; a job
+// settles with ErrDropped, which its caller learns.
+func (a *admission) dropOldest(q *waitQueue) bool {
+	q.tidy()
+	src := q.oldest()
+	if src == none {
+		return false
+	}
+	q.giveUpFront(src, jobDropped, ErrDropped)
+	return true
+}
+
+// takeReservation returns whether a job that dispatch has just received
+// was counted in Status.Scheduled by its submitter (see
+// WorkerPool.reserveScheduled), and takes the reservation over: from now
+// on dispatch keeps it, as the job's place in the timer heap, or gives it
+// back (unreserve).
+func takeReservation(j *job) bool {
+	reserved := j.reserved
+	j.reserved = false
+	return reserved
+}
+
+// unreserve gives back a reservation dispatch took over for a job that is
+// not scheduled after all: it was settled on its way, or came due.
+func (p *WorkerPool) unreserve(reserved bool) {
+	if reserved {
+		p.counts.scheduled.Add(-1)
+	}
 }

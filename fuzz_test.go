@@ -402,7 +402,7 @@ func poolGoroutinesRunning() []string {
 		if finishingGoexit(block) {
 			continue
 		}
-		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*dispatcher).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {
+		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*crew).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {
 			if strings.Contains(block, "workerpool."+fn+"(") {
 				found = append(found, block)
 				break

@@ -27,7 +27,7 @@ import (
 //     Status.Scheduled, until it moves it back to pending when it is due
 //     (it is then handled as a job just accepted). The worker whose run
 //     is to be retried moves it from started to scheduled, and posts it to
-//     dispatch (see retries).
+//     dispatch (see retryMailbox).
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
 //   - canceled: its context was done, or Cancel was called, before it
@@ -238,6 +238,26 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	return err, true
 }
 
+// letGo drops the pool's reference to the job, exactly once for every job
+// the pool took: whoever takes it off the queue, the timer heap or the
+// retry mailbox without handing it to a worker does it (the dispatcher),
+// and the worker that ran or skipped it does it as it is done. It tells
+// the owner, which may then reuse the job.
+func (j *job) letGo() {
+	j.owner.released()
+}
+
+// dropIfHeavierThan settles the job as dropped with ErrTooHeavy if it
+// weighs more than size slots (a Resize made the pool smaller after it was
+// accepted), and reports whether it is that heavy.
+func (j *job) dropIfHeavierThan(size int) bool {
+	if j.weight <= size {
+		return false
+	}
+	j.settle(jobDropped, ErrTooHeavy)
+	return true
+}
+
 // giveRoomOf gives back the place j held in the waiting queue, if it held
 // one; only the first of several callers does.
 func (p *WorkerPool) giveRoomOf(j *job) {
@@ -283,13 +303,13 @@ func (j *job) work() (count *atomic.Uint64, panicked bool) {
 	kept := false
 	defer func() {
 		if !kept {
-			j.owner.released()
+			j.letGo()
 		}
 		if weight > 1 {
 			p.heavyDone.Add(uint64(weight - 1)) // before the worker counts the work returned
 		}
 		if retriable {
-			p.retries.back.Add(1)
+			p.retryMail.back.Add(1)
 			p.wakeDispatch()
 		}
 	}()
@@ -349,7 +369,7 @@ func (j *job) run() (retried, panicked bool) {
 
 // postForRetry moves a started job whose run is to be retried to
 // scheduled and counts it in Status.Scheduled, on the worker that ran it;
-// then it posts the job to dispatch (see retries). A Cancel, or the end of
+// then it posts the job to dispatch (see retryMailbox). A Cancel, or the end of
 // the group's context, that came while the policy decided found the job
 // started and only canceled its context: it ends the retries now.
 func (j *job) postForRetry() {
@@ -359,7 +379,7 @@ func (j *job) postForRetry() {
 	if j.owner.ctxDone() {
 		j.cancelRetry()
 	}
-	p.retries.post(j)
+	p.retryMail.post(j)
 }
 
 // refuse settles a job that the pool refused with err: its send failed,

@@ -8,10 +8,51 @@ import (
 	"github.com/gammazero/deque"
 )
 
-// The waiting queue is a FIFO per priority level. Level 0, the level of
-// every plain task, is dispatcher.queue (with its jobs in dispatcher.jobs);
-// the jobs of every other level wait in levels, one FIFO per level. A
-// source names one FIFO: level0, or an index in levels.
+// A waitQueue is the dispatcher's waiting queue: a FIFO per priority
+// level. Level 0, the level of every plain task, is tasks (with its jobs in
+// jobs); the jobs of every other level wait in levels, one FIFO per level.
+// A source names one FIFO: level0, or an index in levels. The dispatcher
+// owns it; no other goroutine touches it.
+type waitQueue struct {
+	p     *WorkerPool
+	alarm *timers // the dispatcher's one timer: the queue asks it to wake dispatch when a task expires or ages
+
+	// tasks holds level 0, oldest first; a nil entry stands for the next
+	// job in jobs. pushed and popped count the entries ever pushed and
+	// popped: pauses keep their place in it. Its buffer never shrinks
+	// below queueBaseCap, so that bursts that come and go do not
+	// allocate. readyAt holds when each entry joined the queue, on the
+	// pool's clock, if stamped: its wait counts from then (see
+	// job.readyAt).
+	tasks          deque.Deque[func()]
+	jobs           deque.Deque[*job]
+	readyAt        deque.Deque[int64]
+	pushed, popped uint64
+	stamped        bool // tasks carry the time they became ready: the queue reads it (clocked), or the hooks do (config.timed)
+	clocked        bool // the queue's order or expiry reads the clock: WithPriorityAging or WithQueueTimeout
+
+	// levels hold the queued jobs of the other priority levels, one FIFO
+	// per level, highest level first, none empty; ranked counts their
+	// entries, and rankedSeq numbers them as they join. spare are emptied
+	// levels kept for reuse.
+	levels    []*level
+	spare     []*level
+	ranked    int
+	rankedSeq uint64
+	heaviest  int // the most weight of a job ever queued: a Resize below it looks for jobs to drop
+
+	// delta is the change in queued plain tasks that p.counts.waiting
+	// does not show yet: the queue publishes it when dispatch is about to
+	// block, and after publishAfter changes while it is busy. So the count
+	// costs no atomic operation per task while dispatch is busy, and
+	// Status is exact whenever the pool is quiet. With a bound,
+	// publishAfter is 1: the count goes down before the room it frees is
+	// given back, so Status never shows more waiting tasks than the bound.
+	delta        int64
+	changes      int
+	publishAfter int
+}
+
 type source int
 
 const (
@@ -20,133 +61,256 @@ const (
 )
 
 // A level is the FIFO of the queued jobs of one priority level other than
-// 0. Dispatch removes a level once it is empty.
+// 0. The queue removes a level once it is empty.
 type level struct {
 	priority int
 	jobs     deque.Deque[*job]
 }
 
-// queued is the number of entries in the queue, settled jobs among them.
-func (d *dispatcher) queued() int {
-	return d.queue.Len() + d.ranked
-}
+// queueBaseCap is the size below which the queue's buffer never shrinks
+// (8 KiB, allocated when the first task waits): a burst of up to that many
+// waiting tasks, such as a DoBatch of 1000, costs no allocation once the
+// buffer exists.
+const queueBaseCap = 1024
 
-// pushRanked queues j, whose priority is not 0, at the back of its level.
-// seq orders it among the jobs of other levels and after places it among
-// level 0's entries, so that a pause's barrier and DropOldest see the order
-// in which all tasks joined the queue.
-func (d *dispatcher) pushRanked(j *job) {
-	j.seq, j.after = d.rankedSeq, d.pushed
-	d.rankedSeq++
-	i, found := slices.BinarySearchFunc(d.levels, j.priority, func(l *level, p int) int { return cmp.Compare(l.priority, p) })
-	if !found {
-		d.levels = slices.Insert(d.levels, i, d.newLevel(j.priority))
-	}
-	d.levels[i].jobs.PushBack(j)
-	d.ranked++
-}
-
-// popAt removes the front entry of src (see pop for level 0).
-func (d *dispatcher) popAt(src source) {
-	if src == level0 {
-		d.pop()
-		return
-	}
-	l := d.levels[src]
-	l.jobs.PopFront()
-	d.ranked--
-	if l.jobs.Len() == 0 {
-		d.levels = slices.Delete(d.levels, int(src), int(src)+1)
-		if len(d.spareLevels) < maxSpareLevels {
-			d.spareLevels = append(d.spareLevels, l)
-		}
-	}
-}
-
-// newLevel returns an empty level for priority, reusing a spare one (and
-// its buffer) if there is one, so that a level that empties and fills again
-// costs no allocation.
-func (d *dispatcher) newLevel(priority int) *level {
-	if n := len(d.spareLevels); n > 0 {
-		l := d.spareLevels[n-1]
-		d.spareLevels = d.spareLevels[:n-1]
-		l.priority = priority
-		return l
-	}
-	return &level{priority: priority}
-}
+// publishEvery bounds how many queue changes a busy dispatcher makes
+// without publishing delta, in a pool without a bound.
+const publishEvery = 64
 
 // maxSpareLevels bounds the emptied levels kept for reuse: while no more
 // levels than that come and go, Go with Priority allocates nothing more
 // than Go.
 const maxSpareLevels = 64
 
-// workAt is the front entry of src as work.
-func (d *dispatcher) workAt(src source) work {
-	if src == level0 {
-		return d.front()
+// maxAgedLevels caps the periods agedHead counts, so that the next period's
+// moment is always on the clock.
+const maxAgedLevels = 1 << 30
+
+func (q *waitQueue) init(p *WorkerPool, alarm *timers) {
+	q.p, q.alarm = p, alarm
+	q.clocked = p.cfg.aging > 0 || p.cfg.queueTimeout > 0
+	q.stamped = q.clocked || p.cfg.timed
+	q.publishAfter = publishEvery
+	if p.cfg.bounded {
+		q.publishAfter = 1
 	}
-	return work{job: d.levels[src].jobs.Front()}
+	q.tasks.SetBaseCap(queueBaseCap)
+}
+
+// len is the number of entries in the queue, settled jobs among them.
+func (q *waitQueue) len() int {
+	return q.tasks.Len() + q.ranked
+}
+
+// push queues a plain task at the back of level 0, stamped with the time
+// it joined, if tasks carry it.
+func (q *waitQueue) push(task func()) {
+	q.tasks.PushBack(task)
+	q.pushed++
+	q.changeWaiting(1)
+	if q.stamped {
+		q.readyAt.PushBack(q.stampNow())
+	}
+}
+
+// pushJob queues j at the back of its level (level 0: behind a nil entry
+// in tasks); the move to queued counts it as waiting. It reports false,
+// queuing nothing, if the job was settled on its way.
+func (q *waitQueue) pushJob(j *job) bool {
+	if !j.enqueue() {
+		return false
+	}
+	q.heaviest = max(q.heaviest, j.weight)
+	if q.stamped {
+		j.readyAt = q.stampNow()
+	}
+	if j.priority != 0 {
+		q.pushRanked(j)
+		return true
+	}
+	q.tasks.PushBack(nil)
+	q.jobs.PushBack(j)
+	q.pushed++
+	if q.stamped {
+		q.readyAt.PushBack(j.readyAt)
+	}
+	return true
+}
+
+// pushRanked queues j, whose priority is not 0, at the back of its level.
+// seq orders it among the jobs of other levels and after places it among
+// level 0's entries, so that a pause's barrier and DropOldest see the order
+// in which all tasks joined the queue.
+func (q *waitQueue) pushRanked(j *job) {
+	j.seq, j.after = q.rankedSeq, q.pushed
+	q.rankedSeq++
+	i, found := slices.BinarySearchFunc(q.levels, j.priority, func(l *level, p int) int { return cmp.Compare(l.priority, p) })
+	if !found {
+		q.levels = slices.Insert(q.levels, i, q.newLevel(j.priority))
+	}
+	q.levels[i].jobs.PushBack(j)
+	q.ranked++
+}
+
+// stampNow reads the clock for an entry joining the queue, and arms the
+// timer for its expiry (a later entry never expires before an earlier one,
+// so the timer keeps the earliest).
+func (q *waitQueue) stampNow() int64 {
+	now := q.p.now()
+	if q.p.cfg.queueTimeout > 0 {
+		q.alarm.wakeAt(later(now, int64(q.p.cfg.queueTimeout)))
+	}
+	return now
+}
+
+// atOnce marks w, a task handed to a worker as it becomes ready, as one
+// that waited nothing (see readyNow), if tasks carry when they became
+// ready; if the hand-off fails, push or pushJob stamps it after all.
+func (q *waitQueue) atOnce(w work) work {
+	if q.stamped {
+		if w.job != nil {
+			w.job.readyAt = readyNow
+		} else {
+			w.readyAt = readyNow
+		}
+	}
+	return w
+}
+
+// pop removes level 0's front entry. A plain task stops counting as
+// waiting and gives back its place in the queue (see WorkerPool.room)
+// here; a job does both as it leaves the queued state: started by the
+// worker that took it, or settled. Dispatch must not touch a job once it
+// is in a worker's hands.
+func (q *waitQueue) pop() {
+	if q.tasks.PopFront() == nil {
+		q.jobs.PopFront()
+	} else {
+		q.changeWaiting(-1)
+		if q.p.cfg.roomed {
+			q.p.giveRoom(1)
+		}
+	}
+	q.popped++
+	if q.stamped {
+		q.readyAt.PopFront()
+	}
+}
+
+// popAt removes the front entry of src (see pop for level 0).
+func (q *waitQueue) popAt(src source) {
+	if src == level0 {
+		q.pop()
+		return
+	}
+	l := q.levels[src]
+	l.jobs.PopFront()
+	q.ranked--
+	if l.jobs.Len() == 0 {
+		q.levels = slices.Delete(q.levels, int(src), int(src)+1)
+		if len(q.spare) < maxSpareLevels {
+			q.spare = append(q.spare, l)
+		}
+	}
+}
+
+// dropFront removes src's front entry, which will never start, and lets go
+// of it if it is a job: the one way a job leaves the queue other than to a
+// worker.
+func (q *waitQueue) dropFront(src source) {
+	j := q.frontJob(src)
+	q.popAt(src)
+	if j != nil {
+		j.letGo()
+	}
+}
+
+// newLevel returns an empty level for priority, reusing a spare one (and
+// its buffer) if there is one, so that a level that empties and fills again
+// costs no allocation.
+func (q *waitQueue) newLevel(priority int) *level {
+	if n := len(q.spare); n > 0 {
+		l := q.spare[n-1]
+		q.spare = q.spare[:n-1]
+		l.priority = priority
+		return l
+	}
+	return &level{priority: priority}
+}
+
+// workAt is the front entry of src as work.
+func (q *waitQueue) workAt(src source) work {
+	if src != level0 {
+		return work{job: q.levels[src].jobs.Front()}
+	}
+	fn := q.tasks.Front()
+	switch {
+	case fn == nil:
+		return work{job: q.jobs.Front()}
+	case q.stamped:
+		return work{fn: fn, readyAt: q.readyAt.Front()}
+	}
+	return work{fn: fn}
 }
 
 // frontJob is src's front job, or nil if it is a plain task.
-func (d *dispatcher) frontJob(src source) *job {
+func (q *waitQueue) frontJob(src source) *job {
 	if src != level0 {
-		return d.levels[src].jobs.Front()
+		return q.levels[src].jobs.Front()
 	}
-	if d.queue.Front() == nil {
-		return d.jobs.Front()
+	if q.tasks.Front() == nil {
+		return q.jobs.Front()
 	}
 	return nil
 }
 
-// readyAtOf is when src's front entry became ready (d.stamped only).
-func (d *dispatcher) readyAtOf(src source) int64 {
+// readyAtOf is when src's front entry became ready (stamped only).
+func (q *waitQueue) readyAtOf(src source) int64 {
 	if src == level0 {
-		return d.readyAt.Front()
+		return q.readyAt.Front()
 	}
-	return d.levels[src].jobs.Front().readyAt
+	return q.levels[src].jobs.Front().readyAt
 }
 
 // lenAt is the number of entries in src.
-func (d *dispatcher) lenAt(src source) int {
+func (q *waitQueue) lenAt(src source) int {
 	if src == level0 {
-		return d.queue.Len()
+		return q.tasks.Len()
 	}
-	return d.levels[src].jobs.Len()
+	return q.levels[src].jobs.Len()
 }
 
 // head is where the task to start next waits: the front of the highest
 // level that may start (with aging, the highest level reached), or none.
 // On its way it drops the settled jobs and the expired tasks at the fronts.
-// While a pause is in effect only the tasks queued before its barrier may
-// start.
-func (d *dispatcher) head() source {
-	if d.ranked == 0 && !d.clocked {
-		d.dropSettledFront()
-		if d.mayLeave(level0) {
+// While a pause holds the queue (hold, nil if none) only the tasks queued
+// before its barrier may start.
+func (q *waitQueue) head(hold *pauseRequest) source {
+	if q.ranked == 0 && !q.clocked {
+		q.dropSettledFront()
+		if q.mayLeave(level0, hold) {
 			return level0
 		}
 		return none
 	}
-	now := d.queueNow()
-	if d.p.cfg.aging > 0 {
-		d.tidyFronts(now)
-		return d.agedHead(now)
+	now := q.now()
+	if q.p.cfg.aging > 0 {
+		q.tidyFronts(now)
+		return q.agedHead(now, hold)
 	}
 	// From the highest level down, level 0 between the positive levels
 	// and the negative ones; each front is tidied as it is reached, so
 	// that a step costs the levels it looks at, not all of them.
-	d.tidyLevel0(now)
-	for i := len(d.levels) - 1; i >= 0; i-- {
-		if d.levels[i].priority < 0 && d.mayLeave(level0) {
+	q.tidyLevel0(now)
+	for i := len(q.levels) - 1; i >= 0; i-- {
+		if q.levels[i].priority < 0 && q.mayLeave(level0, hold) {
 			return level0
 		}
-		if d.tidyLevel(source(i), now) && d.mayLeave(source(i)) {
+		if q.tidyLevel(source(i), now) && q.mayLeave(source(i), hold) {
 			return source(i)
 		}
 	}
-	if d.mayLeave(level0) {
+	if q.mayLeave(level0, hold) {
 		return level0
 	}
 	return none
@@ -157,106 +321,125 @@ func (d *dispatcher) head() source {
 // order may change when a front completes a period, it arms the timer for
 // the next such moment: what dispatch offers the workers while it waits is
 // then chosen again.
-func (d *dispatcher) agedHead(now int64) source {
+func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 	best, bestLevel := none, 0
 	nextPeriod := int64(math.MaxInt64)
+	aging := int64(q.p.cfg.aging)
 	consider := func(src source, priority int) {
-		if !d.mayLeave(src) {
+		if !q.mayLeave(src, hold) {
 			return
 		}
-		since := d.readyAtOf(src)
-		periods := (now - since) / int64(d.p.cfg.aging)
-		if next := since + (periods+1)*int64(d.p.cfg.aging); periods < maxAgedLevels && next > since { // not past the clock's end
+		since := q.readyAtOf(src)
+		periods := (now - since) / aging
+		if next := since + (periods+1)*aging; periods < maxAgedLevels && next > since { // not past the clock's end
 			nextPeriod = min(nextPeriod, next)
 		}
 		aged := priority + int(min(periods, maxAgedLevels, int64(math.MaxInt-max(priority, 0)))) // never past MaxInt
-		if best == none || aged > bestLevel || aged == bestLevel && d.older(src, best) {
+		if best == none || aged > bestLevel || aged == bestLevel && q.older(src, best) {
 			best, bestLevel = src, aged
 		}
 	}
 	consider(level0, 0)
-	for i, l := range d.levels {
+	for i, l := range q.levels {
 		consider(source(i), l.priority)
 	}
 	if best != none && nextPeriod != math.MaxInt64 {
-		d.wakeAt(nextPeriod)
+		q.alarm.wakeAt(nextPeriod)
 	}
 	return best
 }
 
-// maxAgedLevels caps the periods agedHead counts, so that the next period's
-// moment is always on the clock.
-const maxAgedLevels = 1 << 30
-
 // mayLeave reports whether src's front may leave the queue now: src is not
-// empty and no pause holds its front.
-func (d *dispatcher) mayLeave(src source) bool {
-	if d.lenAt(src) == 0 {
+// empty and no pause (hold) holds its front.
+func (q *waitQueue) mayLeave(src source, hold *pauseRequest) bool {
+	switch {
+	case q.lenAt(src) == 0:
 		return false
-	}
-	if len(d.pauses) == 0 {
+	case hold == nil:
 		return true
+	case src == level0:
+		return q.popped < hold.barrier
 	}
-	if src == level0 {
-		return d.popped < d.pauses[0].barrier
-	}
-	return d.levels[src].jobs.Front().seq < d.pauses[0].rankedBarrier
+	return q.levels[src].jobs.Front().seq < hold.rankedBarrier
 }
 
 // older reports whether a's front joined the queue before b's.
-func (d *dispatcher) older(a, b source) bool {
+func (q *waitQueue) older(a, b source) bool {
 	switch {
 	case a == level0:
-		return d.levels[b].jobs.Front().after > d.popped
+		return q.levels[b].jobs.Front().after > q.popped
 	case b == level0:
-		return d.levels[a].jobs.Front().after <= d.popped
+		return q.levels[a].jobs.Front().after <= q.popped
 	}
-	return d.levels[a].jobs.Front().seq < d.levels[b].jobs.Front().seq
+	return q.levels[a].jobs.Front().seq < q.levels[b].jobs.Front().seq
 }
 
 // oldest is the source whose front joined the queue first, or none.
-func (d *dispatcher) oldest() source {
+func (q *waitQueue) oldest() source {
 	best := none
-	if d.queue.Len() > 0 {
+	if q.tasks.Len() > 0 {
 		best = level0
 	}
-	for i := range d.levels {
-		if best == none || d.older(source(i), best) {
+	for i := range q.levels {
+		if best == none || q.older(source(i), best) {
 			best = source(i)
 		}
 	}
 	return best
 }
 
+// tidy drops the jobs that must not start, and the tasks that expired, at
+// the fronts of the queue.
+func (q *waitQueue) tidy() {
+	if q.ranked == 0 && !q.clocked {
+		q.dropSettledFront()
+		return
+	}
+	q.tidyFronts(q.now())
+}
+
 // tidyFronts drops, at the front of every level, the jobs that must not
 // start (see dropSettledFront) and, with WithQueueTimeout, the tasks that
 // have waited their time (see expireFront), and removes the levels it
 // empties.
-func (d *dispatcher) tidyFronts(now int64) {
-	d.tidyLevel0(now)
-	for i := len(d.levels) - 1; i >= 0; i-- { // so that removing level i moves none still to tidy
-		d.tidyLevel(source(i), now)
+func (q *waitQueue) tidyFronts(now int64) {
+	q.tidyLevel0(now)
+	for i := len(q.levels) - 1; i >= 0; i-- { // so that removing level i moves none still to tidy
+		q.tidyLevel(source(i), now)
+	}
+}
+
+// dropSettledFront pops the jobs at the front of level 0 that must not
+// start, so that they never take a worker: those already settled (canceled
+// by their caller) and those it settles now, whose context is done or which
+// the pool abandons. A job further back that is canceled stops counting as
+// waiting at once, and leaves the queue when it reaches the front.
+func (q *waitQueue) dropSettledFront() {
+	for q.tasks.Len() > 0 && q.tasks.Front() == nil {
+		if j := q.jobs.Front(); !j.settled() && !j.settleIfBlocked() {
+			return
+		}
+		q.dropFront(level0)
 	}
 }
 
 // tidyLevel0 is tidyFronts for level 0.
-func (d *dispatcher) tidyLevel0(now int64) {
-	for d.dropSettledFront(); d.expiredAt(level0, now); d.dropSettledFront() {
-		d.expireFront(level0)
+func (q *waitQueue) tidyLevel0(now int64) {
+	for q.dropSettledFront(); q.expiredAt(level0, now); q.dropSettledFront() {
+		q.giveUpFront(level0, jobExpired, ErrExpired)
 	}
 }
 
 // tidyLevel is tidyFronts for one level other than 0. It reports false if
 // it emptied the level, which is then gone.
-func (d *dispatcher) tidyLevel(src source, now int64) bool {
-	for l := d.levels[src]; ; {
+func (q *waitQueue) tidyLevel(src source, now int64) bool {
+	for l := q.levels[src]; ; {
 		last := l.jobs.Len() == 1
 		switch j := l.jobs.Front(); {
 		case j.settled() || j.settleIfBlocked():
-			d.popAt(src)
-			j.owner.released()
-		case d.expiredAt(src, now):
-			d.expireFront(src)
+			q.dropFront(src)
+		case q.expiredAt(src, now):
+			q.giveUpFront(src, jobExpired, ErrExpired)
 		default:
 			return true
 		}
@@ -268,55 +451,49 @@ func (d *dispatcher) tidyLevel(src source, now int64) bool {
 
 // expiredAt reports whether src's front has waited WithQueueTimeout's d at
 // now.
-func (d *dispatcher) expiredAt(src source, now int64) bool {
-	return d.p.cfg.queueTimeout > 0 && d.lenAt(src) > 0 && now-d.readyAtOf(src) >= int64(d.p.cfg.queueTimeout)
-}
-
-// expireFront removes src's front task, which waited too long.
-func (d *dispatcher) expireFront(src source) {
-	d.giveUpFront(src, jobExpired, ErrExpired)
+func (q *waitQueue) expiredAt(src source, now int64) bool {
+	return q.p.cfg.queueTimeout > 0 && q.lenAt(src) > 0 && now-q.readyAtOf(src) >= int64(q.p.cfg.queueTimeout)
 }
 
 // giveUpFront removes src's front task, which will never run: a plain task
 // is counted as settled to the state to and goes to the dead-letter handler
 // with reason; a job settles so (unless it settled already), and its owner
 // learns reason.
-func (d *dispatcher) giveUpFront(src source, to uint32, reason error) {
-	j := d.frontJob(src)
+func (q *waitQueue) giveUpFront(src source, to uint32, reason error) {
+	j := q.frontJob(src)
 	if j == nil {
-		task := d.queue.Front()
-		d.pop()
-		d.p.counts.settled.count(to)
-		d.p.giveUp(task, reason)
+		task := q.tasks.Front()
+		q.pop()
+		q.p.counts.settled.count(to)
+		q.p.giveUp(task, reason)
 		return
 	}
 	j.settle(to, reason)
-	d.popAt(src)
-	j.owner.released()
+	q.dropFront(src)
 }
 
 // nextExpiry is when the oldest queued task expires, if the pool expires
 // tasks and one waits.
-func (d *dispatcher) nextExpiry() (int64, bool) {
-	if d.p.cfg.queueTimeout <= 0 || d.queued() == 0 {
+func (q *waitQueue) nextExpiry() (int64, bool) {
+	if q.p.cfg.queueTimeout <= 0 || q.len() == 0 {
 		return 0, false
 	}
 	first, found := int64(0), false
-	if d.queue.Len() > 0 {
-		first, found = d.readyAt.Front(), true
+	if q.tasks.Len() > 0 {
+		first, found = q.readyAt.Front(), true
 	}
-	for _, l := range d.levels {
+	for _, l := range q.levels {
 		if at := l.jobs.Front().readyAt; !found || at < first {
 			first, found = at, true
 		}
 	}
-	return later(first, int64(d.p.cfg.queueTimeout)), true
+	return later(first, int64(q.p.cfg.queueTimeout)), true
 }
 
-// rankedBeforeBarrier reports whether a job of another level than 0 that
-// joined the queue before req's barrier still waits.
-func (d *dispatcher) rankedBeforeBarrier(req *pauseRequest) bool {
-	for _, l := range d.levels {
+// rankedBefore reports whether a job of another level than 0 that joined
+// the queue before req's barrier still waits.
+func (q *waitQueue) rankedBefore(req *pauseRequest) bool {
+	for _, l := range q.levels {
 		if l.jobs.Front().seq < req.rankedBarrier {
 			return true
 		}
@@ -324,41 +501,81 @@ func (d *dispatcher) rankedBeforeBarrier(req *pauseRequest) bool {
 	return false
 }
 
-// dropTooHeavy drops, with ErrTooHeavy, the queued and scheduled jobs that
-// weigh more than the pool's size, after a Resize made it smaller. They
-// stay in the queue or the heap, settled, until they reach its front or
-// are swept.
-func (d *dispatcher) dropTooHeavy() {
-	if d.heaviest <= d.max {
+// dropTooHeavy drops, with ErrTooHeavy, the queued jobs that weigh more
+// than size, after a Resize made the pool smaller. They stay in the queue,
+// settled, until they reach its front.
+func (q *waitQueue) dropTooHeavy(size int) {
+	if q.heaviest <= size {
 		return
 	}
-	for j := range d.jobs.Iter() {
-		d.dropIfHeavierThanPool(j)
+	for j := range q.jobs.Iter() {
+		j.dropIfHeavierThan(size)
 	}
-	for _, l := range d.levels {
+	for _, l := range q.levels {
 		for j := range l.jobs.Iter() {
-			d.dropIfHeavierThanPool(j)
+			j.dropIfHeavierThan(size)
 		}
 	}
-	for _, e := range d.timers {
-		d.dropIfHeavierThanPool(e.job)
-	}
 }
 
-// dropIfHeavierThanPool settles a job heavier than the pool's size as
-// dropped with ErrTooHeavy, and reports whether it is that heavy.
-func (d *dispatcher) dropIfHeavierThanPool(j *job) bool {
-	if j.weight <= d.max {
-		return false
+// abandonAll drops what is left in the queue, in queue order, releasing
+// each closure as it goes: a plain task goes to the dead-letter handler
+// with ErrStopped; each job settles abandoned, and its caller learns
+// ErrStopped, or canceled if its own context ended first.
+func (q *waitQueue) abandonAll() {
+	for q.tasks.Len() > 0 {
+		if task := q.tasks.Front(); task != nil {
+			q.pop()
+			q.p.counts.settled.count(jobAbandoned)
+			q.p.giveUp(task, ErrStopped)
+			continue
+		}
+		q.jobs.Front().abandon()
+		q.dropFront(level0)
 	}
-	j.settle(jobDropped, ErrTooHeavy)
-	return true
+	for _, l := range q.levels {
+		for j := range l.jobs.IterPopFront() {
+			j.abandon()
+			j.letGo()
+		}
+	}
+	q.levels, q.spare, q.ranked = nil, nil, 0
+	q.tasks, q.jobs, q.readyAt = deque.Deque[func()]{}, deque.Deque[*job]{}, deque.Deque[int64]{} // free the buffers too
 }
 
-// queueNow is the pool's clock if the queue reads it (clocked), else 0.
-func (d *dispatcher) queueNow() int64 {
-	if d.clocked {
-		return d.p.now()
+// now is the pool's clock if the queue reads it (clocked), else 0.
+func (q *waitQueue) now() int64 {
+	if q.clocked {
+		return q.p.now()
 	}
 	return 0
+}
+
+// waitingNow is the exact number of waiting tasks, as dispatch sees it.
+func (q *waitQueue) waitingNow() int64 {
+	return q.p.counts.waiting.Load() + q.delta
+}
+
+// inQueue is how many tasks wait in the queue, for DropOldest's room.
+// Either count it could use is too high at times: the waiting count still
+// holds a job handed to a worker until the worker starts it, and the
+// queue's length holds a canceled job until it reaches the front. So it
+// takes the lower.
+func (q *waitQueue) inQueue() int64 {
+	return min(q.waitingNow(), int64(q.len()))
+}
+
+// publish adds delta to p.counts.waiting. Dispatch calls it when it is
+// about to block, and the queue every publishAfter changes in between.
+func (q *waitQueue) publish() {
+	q.p.counts.waiting.Add(q.delta)
+	q.delta, q.changes = 0, 0
+}
+
+// changeWaiting records a change in the number of queued plain tasks.
+func (q *waitQueue) changeWaiting(n int64) {
+	q.delta += n
+	if q.changes++; q.changes == q.publishAfter {
+		q.publish()
+	}
 }

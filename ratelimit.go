@@ -34,23 +34,25 @@ func newRateLimit(perSecond float64, burst int) rateLimit {
 // limited reports whether the pool has a rate limit.
 func (r rateLimit) limited() bool { return r.interval > 0 }
 
-// tokenAt is when the next start is allowed, on the pool's clock.
-func (d *dispatcher) tokenAt() int64 {
-	return d.tat - d.p.cfg.rate.tolerance
+// tokens is the dispatcher's part for the rate limit: the bucket's state.
+// The dispatcher owns it.
+type tokens struct {
+	p   *WorkerPool
+	tat int64 // the theoretical arrival time of the next start, on the pool's clock; 0 at New: a full bucket
 }
 
-// tokenReady reports whether a task may start now under the rate limit;
-// if not, it arms the timer for the next token.
-func (d *dispatcher) tokenReady() bool {
-	at := d.tokenAt()
-	if d.p.now() >= at {
+// ready reports whether a task may start now under the rate limit; if
+// not, it asks alarm to wake dispatch for the next token.
+func (t *tokens) ready(alarm *timers) bool {
+	at := t.tat - t.p.cfg.rate.tolerance
+	if t.p.now() >= at {
 		return true
 	}
-	d.wakeAt(at)
+	alarm.wakeAt(at)
 	return false
 }
 
-// takeToken takes a token for a task that starts now.
-func (d *dispatcher) takeToken() {
-	d.tat = later(max(d.tat, d.p.now()), d.p.cfg.rate.interval)
+// take takes a token for a task that starts now.
+func (t *tokens) take() {
+	t.tat = later(max(t.tat, t.p.now()), t.p.cfg.rate.interval)
 }

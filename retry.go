@@ -144,21 +144,21 @@ func (j *job) cancelRetry() {
 	}
 }
 
-// retries carries the jobs that wait for their next run from the workers
-// that ran them to dispatch, which puts them in its timer heap. A job with
-// a RetryPolicy that dispatch hands out is out until its worker is done
-// with it: it posts the job here first if it runs again, then counts it in
-// back, then wakes dispatch. So dispatch, which counts the ones it handed
-// out (dispatcher.retriesSent), waits on wake while some are out, and
-// finds every posted job here once none is.
-type retries struct {
+// retryMailbox carries the jobs that wait for their next run from the
+// workers that ran them to dispatch, which puts them in its timer heap. A
+// job with a RetryPolicy that dispatch hands out is out until its worker is
+// done with it: it posts the job here first if it runs again, then counts
+// it in back, then wakes dispatch. So dispatch, which counts the ones it
+// handed out (retryInbox.sent), waits on wake while some are out, and finds
+// every posted job here once none is.
+type retryMailbox struct {
 	back atomic.Uint64 // jobs with a policy that their workers are done with
 	n    atomic.Int64  // len(jobs), readable without mu
 	mu   sync.Mutex
 	jobs []*job
 }
 
-func (r *retries) post(j *job) {
+func (r *retryMailbox) post(j *job) {
 	r.mu.Lock()
 	r.jobs = append(r.jobs, j)
 	r.n.Add(1)
@@ -166,11 +166,59 @@ func (r *retries) post(j *job) {
 }
 
 // take returns the posted jobs, oldest first, and empties the list.
-func (r *retries) take() []*job {
+func (r *retryMailbox) take() []*job {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	jobs := r.jobs
 	r.jobs = nil
 	r.n.Store(0)
 	return jobs
+}
+
+// retryInbox is the dispatcher's side of retries: it counts the jobs with
+// a RetryPolicy it hands to workers, and takes those that come back through
+// the mailbox. The dispatcher owns it.
+type retryInbox struct {
+	p    *WorkerPool
+	sent uint64 // jobs with a RetryPolicy handed to workers
+}
+
+// out reports whether jobs with a RetryPolicy are out with workers or
+// posted for dispatch to take. It loads the count of those back before it
+// looks at the posted ones.
+func (r *retryInbox) out() bool {
+	if r.sent == 0 {
+		return false
+	}
+	return r.p.retryMail.back.Load() != r.sent || r.p.retryMail.n.Load() > 0
+}
+
+// poll takes the jobs posted for a retry, if any may be: into the timer
+// heap, or, due already, into the pool as if accepted now. One settled on
+// its way is only let go.
+func (r *retryInbox) poll(d *dispatcher) {
+	if r.sent == 0 || r.p.retryMail.n.Load() == 0 {
+		return
+	}
+	for _, j := range r.p.retryMail.take() {
+		switch {
+		case !j.isScheduled():
+			j.letGo()
+		case d.dropIfTooHeavy(j): // a Resize made the pool smaller during its run
+		case j.notDue():
+			d.timers.push(j)
+		default:
+			d.timers.makeDue(d, j)
+		}
+	}
+}
+
+// abandonAll settles the jobs posted for a retry as a stop that abandons
+// its tasks does. Dispatch calls it once every worker has returned, so
+// none posts any more.
+func (r *retryInbox) abandonAll() {
+	for _, j := range r.p.retryMail.take() {
+		j.abandon()
+		j.letGo()
+	}
 }

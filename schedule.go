@@ -87,205 +87,171 @@ func (h timerHeap) init() {
 	}
 }
 
-// The dispatcher's one timer wakes it for the earliest of what it waits
-// for in time: the next scheduled job coming due, the oldest queued task
-// expiring (WithQueueTimeout), and the next token of the rate limit. Each
-// asks for its moment with wakeAt; when the timer fires, timerFired does
-// what is due and arms it for what is left. A timer that fires for nothing
-// (its job was canceled, say) only re-arms.
+// timers is the dispatcher's part for time: the heap of the jobs not due
+// yet (Delay, At, a retry), the earliest first, settled ones included until
+// they are swept or come due, and the dispatcher's one timer, which wakes
+// it for the earliest of what it waits for in time: the next scheduled job
+// coming due, the oldest queued task expiring (WithQueueTimeout), the next
+// aging period (WithPriorityAging) and the next token of the rate limit.
+// Each asks for its moment with wakeAt; when the timer fires, the
+// dispatcher does what is due and arms it for what is left (see
+// dispatcher.timerFired). A timer that fires for nothing (its job was
+// canceled, say) only re-arms. The dispatcher owns it.
+type timers struct {
+	p    *WorkerPool
+	heap timerHeap
+	seq  uint64 // numbers the jobs as they are scheduled, which orders those due at the same moment
+	// timer is made on first use, and armed for at, on the pool's clock,
+	// while armed is set.
+	timer    *time.Timer
+	at       int64
+	armed    bool
+	heaviest int // the most weight of a job ever scheduled: a Resize below it looks for jobs to drop
+}
 
 // wakeAt arms the timer for at, on the pool's clock, unless it is armed
 // for that moment or an earlier one.
-func (d *dispatcher) wakeAt(at int64) {
-	if d.armed && d.timerAt <= at {
+func (t *timers) wakeAt(at int64) {
+	if t.armed && t.at <= at {
 		return
 	}
-	d.armed, d.timerAt = true, at
-	wait := time.Duration(at - d.p.now())
-	if d.timer == nil {
-		d.timer = time.NewTimer(wait)
+	t.armed, t.at = true, at
+	wait := time.Duration(at - t.p.now())
+	if t.timer == nil {
+		t.timer = time.NewTimer(wait)
 		return
 	}
-	d.timer.Reset(wait)
+	t.timer.Reset(wait)
 }
 
-// timerC is the channel dispatch waits on for its timer: nil (never ready)
+// C is the channel dispatch waits on for the timer: nil (never ready)
 // while it is not armed.
-func (d *dispatcher) timerC() <-chan time.Time {
-	if !d.armed {
+func (t *timers) C() <-chan time.Time {
+	if !t.armed {
 		return nil
 	}
-	return d.timer.C
+	return t.timer.C
 }
 
-// timerFired moves the jobs that came due, expires the queued tasks that
-// waited their time, and arms the timer for the next moment. (A task
-// waiting for a token is looked at again as dispatch goes on.)
-func (d *dispatcher) timerFired() {
-	d.armed = false
-	d.advanceTimers()
-	if d.p.cfg.queueTimeout > 0 {
-		d.tidyFronts(d.p.now())
-	}
-	d.rearm()
-}
-
-// rearm arms the timer for the next scheduled job and the next expiry.
-func (d *dispatcher) rearm() {
-	if len(d.timers) > 0 {
-		d.wakeAt(d.timers[0].due)
-	}
-	if at, ok := d.nextExpiry(); ok {
-		d.wakeAt(at)
+// stop disarms the timer, as dispatch stops.
+func (t *timers) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+		t.armed = false
 	}
 }
 
-// schedule puts a job that is not due yet in the timer heap, and arms the
-// timer for it; reserved says its submitter counted it in Status.Scheduled
-// already. It reports false, doing nothing but give back the reservation,
-// if j was settled on its way.
-func (d *dispatcher) schedule(j *job, reserved bool) bool {
-	if !j.schedule(reserved) {
-		d.unreserve(reserved)
-		return false
+// push puts a scheduled job in the heap and arms the timer for it.
+func (t *timers) push(j *job) {
+	t.seq++
+	t.heaviest = max(t.heaviest, j.weight)
+	t.heap.push(timerEntry{due: j.due, seq: t.seq, job: j})
+	t.wakeAt(j.due)
+}
+
+// len is the number of jobs in the heap, settled ones included.
+func (t *timers) len() int { return len(t.heap) }
+
+// next is when the earliest job in the heap is due, if there is one.
+func (t *timers) next() (int64, bool) {
+	if len(t.heap) == 0 {
+		return 0, false
 	}
-	d.pushTimer(j)
-	return true
+	return t.heap[0].due, true
 }
 
-// takeReservation returns whether a job that dispatch has just received
-// was counted in Status.Scheduled by its submitter (see
-// WorkerPool.reserveScheduled), and takes the reservation over: from now
-// on dispatch keeps it, as the job's place in the timer heap, or gives it
-// back (unreserve).
-func takeReservation(j *job) bool {
-	reserved := j.reserved
-	j.reserved = false
-	return reserved
+// sweep drops every settled job from the heap.
+func (t *timers) sweep() {
+	live := t.heap[:0]
+	for _, e := range t.heap {
+		if e.job.isScheduled() {
+			live = append(live, e)
+		} else {
+			e.job.letGo()
+		}
+	}
+	clear(t.heap[len(live):])
+	t.heap = live
+	t.heap.init()
 }
 
-// unreserve gives back a reservation dispatch took over for a job that is
-// not scheduled after all: it was settled on its way, or came due.
-func (d *dispatcher) unreserve(reserved bool) {
-	if reserved {
-		d.p.counts.scheduled.Add(-1)
+// dropTooHeavy drops, with ErrTooHeavy, the scheduled jobs that weigh more
+// than size, after a Resize made the pool smaller. They stay in the heap,
+// settled, until they are swept or come due.
+func (t *timers) dropTooHeavy(size int) {
+	if t.heaviest <= size {
+		return
+	}
+	for _, e := range t.heap {
+		e.job.dropIfHeavierThan(size)
 	}
 }
 
-// pushTimer puts a scheduled job in the timer heap and arms the timer for
-// it.
-func (d *dispatcher) pushTimer(j *job) {
-	d.scheduledSeq++
-	d.heaviest = max(d.heaviest, j.weight)
-	d.timers.push(timerEntry{due: j.due, seq: d.scheduledSeq, job: j})
-	d.wakeAt(j.due)
+// abandonAll settles every scheduled job as a stop that abandons its tasks
+// does (see waitQueue.abandonAll), and empties the heap.
+func (t *timers) abandonAll() {
+	for _, e := range t.heap {
+		e.job.abandon()
+		e.job.letGo()
+	}
+	t.heap = nil
+}
+
+// fire handles the timer's firing: it moves the jobs that came due,
+// expires the queued tasks that waited their time, and arms the timer for
+// the next moment. (A task waiting for a token is looked at again as
+// dispatch goes on.)
+func (t *timers) fire(d *dispatcher) {
+	t.armed = false
+	t.advance(d)
+	if t.p.cfg.queueTimeout > 0 {
+		d.queue.tidyFronts(t.p.now())
+	}
+	if at, ok := t.next(); ok {
+		t.wakeAt(at)
+	}
+	if at, ok := d.queue.nextExpiry(); ok {
+		t.wakeAt(at)
+	}
+}
+
+// poll, called at every step while the timer is armed, handles its
+// firing, and sweeps the heap if most of it is settled.
+func (t *timers) poll(d *dispatcher) {
+	select {
+	case <-t.timer.C:
+		t.fire(d)
+	default:
+		if dead := int64(len(t.heap)) - t.p.counts.scheduled.Load(); dead > int64(len(t.heap))/2 {
+			t.sweep()
+		}
+	}
+}
+
+// advance moves the jobs that are due to the queue (or to a free worker),
+// and drops those settled while they waited.
+func (t *timers) advance(d *dispatcher) {
+	now := t.p.now()
+	for len(t.heap) > 0 && now >= t.heap[0].due {
+		t.makeDue(d, t.heap.pop().job)
+	}
+}
+
+// makeDue gives a job that came due to the pool as if it were accepted
+// now (see dispatcher.admitDue). It keeps the room it held, as the bound
+// counts scheduled tasks too. A job settled while it waited is only let go.
+func (t *timers) makeDue(d *dispatcher, j *job) {
+	if !j.comeDue() {
+		j.letGo()
+		return
+	}
+	d.admitDue(j)
 }
 
 // notDue reports whether the job must wait in the timer heap: it has a due
 // time that has not come yet.
 func (j *job) notDue() bool {
 	return j.due != 0 && j.pool.now() < j.due
-}
-
-// pollTimers, called at every step while the timer is armed, handles its
-// firing, and sweeps the heap if most of it is settled.
-func (d *dispatcher) pollTimers() {
-	select {
-	case <-d.timer.C:
-		d.timerFired()
-	default:
-		if dead := int64(len(d.timers)) - d.p.counts.scheduled.Load(); dead > int64(len(d.timers))/2 {
-			d.sweepTimers()
-		}
-	}
-}
-
-// advanceTimers moves the jobs that are due to the queue (or to a free
-// worker), and drops those settled while they waited. Dispatch calls it
-// when the timer fires and before it places a pause's barrier.
-func (d *dispatcher) advanceTimers() {
-	now := d.p.now()
-	for len(d.timers) > 0 && now >= d.timers[0].due {
-		d.makeDue(d.timers.pop().job)
-	}
-}
-
-// makeDue gives a job that came due to the pool as if it were accepted
-// now (see admitDue). It keeps the room it held, as the bound counts
-// scheduled tasks too. A job settled while it waited is only released.
-func (d *dispatcher) makeDue(j *job) {
-	if !j.comeDue() {
-		j.owner.released()
-		return
-	}
-	d.admitDue(j)
-}
-
-// sweepTimers drops every settled job from the timer heap.
-func (d *dispatcher) sweepTimers() {
-	live := d.timers[:0]
-	for _, e := range d.timers {
-		if e.job.isScheduled() {
-			live = append(live, e)
-		} else {
-			e.job.owner.released()
-		}
-	}
-	clear(d.timers[len(live):])
-	d.timers = live
-	d.timers.init()
-}
-
-// abandonTimers settles every scheduled job as a stop that abandons its
-// tasks does (see abandonQueue), and empties the heap.
-func (d *dispatcher) abandonTimers() {
-	for _, e := range d.timers {
-		e.job.abandon()
-		e.job.owner.released()
-	}
-	d.timers = nil
-}
-
-// retriesOut reports whether jobs with a RetryPolicy are out with workers
-// or posted for dispatch to take (see retries). It loads the count of those
-// back before it looks at the posted ones.
-func (d *dispatcher) retriesOut() bool {
-	if d.retriesSent == 0 {
-		return false
-	}
-	return d.p.retries.back.Load() != d.retriesSent || d.p.retries.n.Load() > 0
-}
-
-// pollRetries takes the jobs posted for a retry, if any may be.
-func (d *dispatcher) pollRetries() {
-	if d.retriesSent > 0 && d.p.retries.n.Load() > 0 {
-		d.takeRetries()
-	}
-}
-
-// takeRetries puts the jobs posted for a retry in the timer heap, or, due
-// already, in the queue. One settled on its way is only released.
-func (d *dispatcher) takeRetries() {
-	for _, j := range d.p.retries.take() {
-		switch {
-		case !j.isScheduled():
-			j.owner.released()
-		case d.dropIfTooHeavy(j): // a Resize made the pool smaller during its run
-		case j.notDue():
-			d.pushTimer(j)
-		default:
-			d.makeDue(j)
-		}
-	}
-}
-
-// abandonRetries settles the jobs posted for a retry as abandonTimers
-// does. Dispatch calls it once every worker has returned.
-func (d *dispatcher) abandonRetries() {
-	for _, j := range d.p.retries.take() {
-		j.abandon()
-		j.owner.released()
-	}
 }
 
 // now is the pool's clock: the time since New, in nanoseconds, on the

@@ -3,6 +3,7 @@ package workerpool
 import (
 	"math"
 	"sync/atomic"
+	"time"
 )
 
 // work is what a worker receives on workerQueue: a plain task (fn) or a job.
@@ -142,4 +143,340 @@ func (p *WorkerPool) returned(count *atomic.Uint64, panicked bool) {
 func (p *WorkerPool) returnedWork() uint64 {
 	t := &p.counts
 	return t.completed.Load() + t.skipped.Load() + t.posted.Load()
+}
+
+// crew is the dispatcher's part for its workers: how many live and how
+// many may, the floor WithMinWorkers keeps, the work out with them, and
+// the idle clock that retires them. The dispatcher owns it; workers only
+// count the work they return (see WorkerPool.returned).
+type crew struct {
+	p          *WorkerPool
+	workers    int    // live workers, published in p.counts.workers at once
+	max        int    // the most workers: p.size as of the last resize
+	floor      int    // the workers kept however idle: min(cfg.minWorkers, max)
+	dispatched uint64 // the work sent to workers; what has not come back is out
+	watching   bool   // p.wakeOnReturn is set: workers wake dispatch as they return work (see watch)
+
+	// The idle clock retires workers: while workers above the floor exist,
+	// one goroutine at a time waits out an idle period on idle and sends
+	// an idleTick request; sawTask says whether a task came in since the
+	// last tick. idle is nil when retirement is disabled.
+	idle         *time.Timer
+	clockRunning bool
+	sawTask      bool
+}
+
+func (c *crew) init(p *WorkerPool) {
+	c.p = p
+	c.max = int(p.size.Load())
+	c.floor = min(p.cfg.minWorkers, c.max)
+	if p.cfg.idleTimeout > 0 {
+		c.idle = time.NewTimer(p.cfg.idleTimeout)
+		c.idle.Stop() // armed only while workers above the floor exist
+	}
+}
+
+// out is the work sent to workers that has not come back.
+func (c *crew) out() uint64 {
+	return c.dispatched - c.p.returnedWork()
+}
+
+// freeWorker reports whether a task handed out now starts at once: fewer
+// workers than the maximum exist, or one is free, as it has returned its
+// last work (it is then in, or on its way to, its receive).
+func (c *crew) freeWorker() bool {
+	return c.workers < c.max || c.out() < uint64(c.workers)
+}
+
+// allBack reports whether all work sent to workers has come back. Until
+// it has, it watches the returns (see watch), so that a worker returning
+// work wakes dispatch to look again.
+func (c *crew) allBack() bool {
+	// Set wakeOnReturn before loading returned, and workers add to
+	// returned before loading wakeOnReturn: one of the two always sees
+	// the other.
+	c.watch(true)
+	if c.out() != 0 {
+		return false
+	}
+	c.watch(false)
+	return true
+}
+
+// watch makes workers wake dispatch as they return work, or stops it.
+func (c *crew) watch(on bool) {
+	if c.watching != on {
+		c.watching = on
+		c.p.wakeOnReturn.Store(on)
+	}
+}
+
+// startFloor starts the workers WithMinWorkers keeps.
+func (c *crew) startFloor() {
+	for c.workers < c.floor {
+		c.start(c.p.idleWorker)
+	}
+}
+
+// start starts a worker that runs run, and the idle clock if it is needed.
+func (c *crew) start(run func()) {
+	c.workers++
+	c.p.counts.workers.Store(int64(c.workers))
+	c.armIdleClock()
+	c.p.goroutines.Go(run)
+}
+
+// retired counts a worker that took the zero work.
+func (c *crew) retired() {
+	c.workers--
+	c.p.counts.workers.Store(int64(c.workers))
+}
+
+// surplus reports whether more workers exist than the pool's size: no task
+// starts until they are retired.
+func (c *crew) surplus() bool { return c.workers > c.max }
+
+// retireSurplus retires ready workers while more exist than the pool's
+// size, and reports whether no more do. Busy ones retire as they come back
+// (see dispatcher.offerFront).
+func (c *crew) retireSurplus() bool {
+	for c.workers > c.max {
+		select {
+		case c.p.workerQueue <- work{}:
+			c.retired()
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// resize adopts the pool's size as Resize left it (the last Resize wins):
+// it retires ready workers above it at once (busy ones as they come back)
+// and starts the workers the floor asks for.
+func (c *crew) resize() {
+	c.max = int(c.p.size.Load())
+	c.floor = min(c.p.cfg.minWorkers, c.max)
+	c.retireSurplus()
+	c.startFloor()
+}
+
+// armIdleClock starts one idle period, unless retirement is disabled, no
+// worker above the floor exists, or a period is running.
+func (c *crew) armIdleClock() {
+	if c.idle == nil || c.workers <= c.floor || c.clockRunning {
+		return
+	}
+	c.clockRunning = true
+	c.idle.Reset(c.p.cfg.idleTimeout)
+	c.p.goroutines.Go(c.awaitIdlePeriod)
+}
+
+// awaitIdlePeriod is the idle clock's goroutine, one per period: it sends
+// the idle tick once the period has passed. It returns at once when
+// stopping is closed; dispatch stops the timer as it stops.
+func (c *crew) awaitIdlePeriod() {
+	select {
+	case <-c.idle.C:
+	case <-c.p.stopping:
+		return
+	}
+	select {
+	case c.p.taskQueue <- message{req: &idleTick}:
+	case <-c.p.stopping:
+	}
+}
+
+// idleTick runs on every idle tick. If no task came in during the whole
+// period and nothing queued can run, it retires one ready worker above the
+// floor; a busy worker is never retired. A new period starts while workers
+// above the floor remain.
+func (c *crew) idleTick(d *dispatcher) {
+	c.clockRunning = false
+	if !c.sawTask && c.workers > c.floor && !d.canDispatch() {
+		select {
+		case c.p.workerQueue <- work{}:
+			c.retired()
+		default:
+		}
+	}
+	c.sawTask = false
+	c.armIdleClock()
+}
+
+// retireAll sends each worker the zero work, and stops the idle clock.
+// Each send completes when a worker, done with its task, takes it; that
+// worker then only returns.
+func (c *crew) retireAll() {
+	for c.workers > 0 {
+		c.p.workerQueue <- work{}
+		c.retired()
+	}
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+}
+
+// hand gives w to a ready worker, or to a new one if fewer than the
+// maximum exist. It reports false, without blocking, if neither is
+// possible, or while more workers exist than the size (no task starts
+// until they are retired).
+func (c *crew) hand(d *dispatcher, w work) bool {
+	if c.surplus() && !c.retireSurplus() {
+		return false
+	}
+	out := outOf(w)
+	select {
+	case c.p.workerQueue <- w:
+		c.handed(d, out)
+		return true
+	default:
+	}
+	if c.workers >= c.max {
+		return false
+	}
+	c.handed(d, out)
+	c.start(func() { c.p.worker(w) })
+	return true
+}
+
+// handed counts a task a worker took, which out describes: the work out,
+// and in the other parts its slots, whether it may come back for a retry,
+// and its token.
+func (c *crew) handed(d *dispatcher, out jobOut) {
+	c.dispatched++
+	d.slots.handed(out.weight)
+	if out.retriable {
+		d.retries.sent++
+	}
+	if c.p.cfg.rate.limited() {
+		d.tokens.take()
+	}
+}
+
+// jobOut is what dispatch counts of a job it hands out: its weight and
+// whether it may come back for a retry.
+type jobOut struct {
+	weight    int
+	retriable bool
+}
+
+// outOf reads w's jobOut; call it before the send.
+func outOf(w work) jobOut {
+	if w.job == nil {
+		return jobOut{weight: 1}
+	}
+	return jobOut{weight: w.job.weight, retriable: w.job.retry != nil}
+}
+
+// Handing work out: the dispatcher picks the task to start next and gives
+// it to the crew.
+
+// mayStartAtOnce reports whether a new task may skip the queue: nothing
+// waits before it and no pause holds it. (offer then asks mayStart.)
+func (d *dispatcher) mayStartAtOnce() bool {
+	return d.queue.len() == 0 && len(d.barriers.pauses) == 0
+}
+
+// canStartAtOnce reports whether a new task of weight would start at once
+// on a free worker: abandoning has not begun, it may skip the queue and
+// start now (see slots.mayStart: its slots are free, and under a rate
+// limit a token is ready), no surplus worker waits to retire, and a worker
+// is free (see crew.freeWorker).
+func (d *dispatcher) canStartAtOnce(weight int) bool {
+	if !d.mayStartAtOnce() || d.crew.surplus() || d.p.abandonBegun.Load() {
+		return false
+	}
+	return d.slots.mayStart(d, weight) && d.crew.freeWorker()
+}
+
+// offer gives w, a task that has not waited in the queue, to a ready
+// worker, or to a new one if fewer than the maximum exist, if it may start
+// now (see slots.mayStart). It reports false, without blocking, if it may
+// not or no worker can take it, and once abandoning has begun: from then
+// on no task goes to a worker.
+func (d *dispatcher) offer(w work) bool {
+	return !d.p.abandonBegun.Load() && d.slots.mayStart(d, outOf(w).weight) && d.crew.hand(d, d.queue.atOnce(w))
+}
+
+// startAtOnce gives w to a free worker, which canStartAtOnce said there
+// is: a ready or new one, or else the one on its way to its receive, for
+// which the send waits that moment.
+func (d *dispatcher) startAtOnce(w work) {
+	if !d.offer(w) {
+		w = d.queue.atOnce(w)
+		out := outOf(w)
+		d.p.workerQueue <- w
+		d.crew.handed(d, out)
+	}
+}
+
+// sendFront hands the task to start next (see nextToStart) to a ready or
+// new worker. It never blocks, and reports whether it handed a task.
+func (d *dispatcher) sendFront() bool {
+	src, w := d.nextToStart()
+	if src == none || !d.crew.hand(d, w) {
+		return false
+	}
+	d.queue.popAt(src)
+	return true
+}
+
+// nextToStart returns the task to start next, and where it waits: the
+// queue's head (see waitQueue.head), if abandoning has not begun and it may
+// start now (see slots.mayStart); or none.
+func (d *dispatcher) nextToStart() (source, work) {
+	if d.queue.len() == 0 {
+		return none, work{}
+	}
+	src := d.queue.head(d.barriers.hold()) // first: it may abandon the front job, once abandoning began
+	if src == none || d.p.abandonBegun.Load() {
+		return none, work{}
+	}
+	w := d.queue.workAt(src)
+	if !d.slots.mayStart(d, outOf(w).weight) {
+		return none, work{}
+	}
+	return src, w
+}
+
+// canDispatch reports whether a queued task may go to a worker now.
+func (d *dispatcher) canDispatch() bool {
+	src, _ := d.nextToStart()
+	return src != none
+}
+
+// offerFront returns what dispatch offers the workers while it waits:
+// workerQueue and the front task if it may go to a worker now, the zero
+// work (to retire one) while more workers exist than the pool's size, and
+// a nil channel (never ready) otherwise.
+func (d *dispatcher) offerFront() (chan<- work, work) {
+	if d.crew.surplus() {
+		return d.p.workerQueue, work{}
+	}
+	src, w := d.nextToStart()
+	if src == none {
+		return nil, work{}
+	}
+	d.offered = offer{src: src, out: outOf(w)}
+	return d.p.workerQueue, w
+}
+
+// sentFront records that a worker took w, which offerFront offered: the
+// task to start next, or the zero work that retired the worker.
+func (d *dispatcher) sentFront(w work) {
+	if w.stops() {
+		d.crew.retired()
+		return
+	}
+	d.crew.handed(d, d.offered.out)
+	d.queue.popAt(d.offered.src)
+}
+
+// An offer is what dispatch offers the workers while it waits: the front
+// of src, and what it must count once a worker takes it, read before the
+// send (a job in a worker's hands may be finished and reused).
+type offer struct {
+	src source
+	out jobOut
 }

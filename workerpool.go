@@ -49,11 +49,11 @@ type WorkerPool struct {
 	stopped      chan struct{}  // closed by dispatch as its last act: every accepted task is settled, every worker took its zero work, every count is final
 	goroutines   sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
-	retries    retries   // jobs whose run is to be retried, on their way from their workers to dispatch
-	waiters    sync.Pool // idle *waiter values for DoWait
-	groupTasks sync.Pool // idle *groupTask values for Group.Go
-	tickets    sync.Pool // idle *ticket values for submits that wait for an answer
-	live       liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
+	retryMail  retryMailbox // jobs whose run is to be retried, on their way from their workers to dispatch
+	waiters    sync.Pool    // idle *waiter values for DoWait
+	groupTasks sync.Pool    // idle *groupTask values for Group.Go
+	tickets    sync.Pool    // idle *ticket values for submits that wait for an answer
+	live       liveTasks    // running Tasks' contexts and the groups, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
 	// own cache lines so that a write by one side does not evict what the
@@ -115,7 +115,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		p.room.init(p.cfg.bound)
 	}
 	d := newDispatcher(p)
-	d.startFloorWorkers()
+	d.crew.startFloor()
 	p.goroutines.Go(d.run)
 	p.logDebug("pool started", "max_workers", p.Size())
 	return p
@@ -276,15 +276,6 @@ func (p *WorkerPool) countRejected(err error, n int) error {
 		p.refused(err, n)
 	}
 	return err
-}
-
-// rejectedLater counts a task in Status.Rejected that the pool refuses
-// once its submitting call has handed it over, and tells TaskDropped
-// through the deliverer (see jobDropped): dispatch refusing a job, a group
-// releasing a held task too heavy for the pool.
-func (p *WorkerPool) rejectedLater(err error) {
-	p.counts.rejected.Add(1)
-	p.jobDropped(err)
 }
 
 // giveRoom gives back n places of the waiting queue, and wakes dispatch if

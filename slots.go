@@ -1,0 +1,75 @@
+package workerpool
+
+// slots is the dispatcher's part for weights (see Weight): a task may
+// start only once as many of the pool's slots are free as it weighs, and
+// the next task in order is never overtaken by a lighter one. The tasks
+// out with workers hold one slot each, and a heavy one weight−1 more; the
+// workers give those back (WorkerPool.heavyDone) before they count the
+// work returned. The dispatcher owns it.
+type slots struct {
+	p *WorkerPool
+	// gated says a task may have to wait for more than a worker: for a
+	// token (WithRateLimit), or for slots, while jobs heavier than 1 are
+	// out (heavyOut). heavySent sums weight−1 over the heavy jobs handed
+	// to workers.
+	gated     bool
+	heavyOut  bool
+	heavySent uint64
+}
+
+// mayStart reports whether a task of weight may start now, as far as the
+// rate limit and the weights of the running tasks allow. Without either it
+// is true at once.
+func (s *slots) mayStart(d *dispatcher, weight int) bool {
+	if !s.gated && weight <= 1 {
+		return true
+	}
+	if s.p.cfg.rate.limited() && !d.tokens.ready(&d.timers) {
+		return false
+	}
+	return s.fits(d, weight)
+}
+
+// fits reports whether weight more slots are free. If not, it has workers
+// wake dispatch as they return work, so that it looks again; once they
+// fit, it stops watching for them.
+func (s *slots) fits(d *dispatcher, weight int) bool {
+	if s.free(d) >= weight {
+		s.unwatch(d)
+		return true
+	}
+	d.crew.watch(true)
+	if s.free(d) >= weight { // a worker came back before the watch was set
+		s.unwatch(d)
+		return true
+	}
+	return false
+}
+
+// unwatch stops watching returns that only fits asked for.
+func (s *slots) unwatch(d *dispatcher) {
+	if d.crew.watching && !d.returnsWanted() {
+		d.crew.watch(false)
+	}
+}
+
+// free is the pool's size less the slots of the tasks out with workers.
+// Workers count a heavy job's slots back before they count its work
+// returned, so it reads returned first.
+func (s *slots) free(d *dispatcher) int {
+	out := d.crew.out()
+	heavy := s.heavySent - s.p.heavyDone.Load()
+	if heavy == 0 && s.heavyOut {
+		s.heavyOut = false
+		s.gated = s.p.cfg.rate.limited()
+	}
+	return d.crew.max - int(out) - int(heavy)
+}
+
+// handed counts the slots of a task of weight that a worker took.
+func (s *slots) handed(weight int) {
+	if weight > 1 {
+		s.heavySent += uint64(weight - 1)
+		s.heavyOut, s.gated = true, true
+	}
+}
