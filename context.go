@@ -3,8 +3,11 @@ package workerpool
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+	"weak"
 )
 
 // errShutdownCut is the cause of the context cancellation a Shutdown that
@@ -116,5 +119,78 @@ func (c *taskContext) release() {
 	if c.live {
 		c.pool.live.remove(c)
 		c.live = false
+	}
+}
+
+// liveTasks holds what a Shutdown that gives up waiting cancels at once
+// (cut): the contexts of running Tasks, and the Groups. A Task that makes
+// its context after the cut finds it canceled, and so does a Group made
+// after it. Lock order: a taskContext's mu, then liveTasks.mu.
+type liveTasks struct {
+	mu   sync.Mutex
+	cut  atomic.Bool               // set once, under mu, by cutAll
+	ctxs map[*taskContext]struct{} // running Tasks' inner contexts; each leaves when its task settles
+	// groups holds every Group made on the pool, weakly: the pool never
+	// keeps a group alive, so one whose tasks have finished can be
+	// collected, waited for or not. A group's tasks hold it while they are
+	// in the pool, so the cut reaches every group that has work.
+	groups     []weak.Pointer[Group]
+	groupsKept int // len(groups) after the last prune
+}
+
+func (l *liveTasks) isCut() bool { return l.cut.Load() }
+
+// add registers c, or reports false if the pool was cut.
+func (l *liveTasks) add(c *taskContext) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut.Load() {
+		return false
+	}
+	if l.ctxs == nil {
+		l.ctxs = make(map[*taskContext]struct{})
+	}
+	l.ctxs[c] = struct{}{}
+	return true
+}
+
+func (l *liveTasks) remove(c *taskContext) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.ctxs, c)
+}
+
+// addGroup registers g, or reports false if the pool was cut. Once the
+// list has doubled since it was last pruned, the collected groups are
+// dropped from it.
+func (l *liveTasks) addGroup(g *Group) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cut.Load() {
+		return false
+	}
+	if len(l.groups) >= 2*max(l.groupsKept, 16) {
+		l.groups = slices.DeleteFunc(l.groups, func(w weak.Pointer[Group]) bool { return w.Value() == nil })
+		l.groupsKept = len(l.groups)
+	}
+	l.groups = append(l.groups, weak.Make(g))
+	return true
+}
+
+// cutAll cancels every registered context and group, and makes later ones
+// start canceled. It holds no other lock while it cancels.
+func (l *liveTasks) cutAll() {
+	l.mu.Lock()
+	l.cut.Store(true)
+	ctxs, groups := l.ctxs, l.groups
+	l.ctxs, l.groups = nil, nil
+	l.mu.Unlock()
+	for c := range ctxs {
+		c.cancel(errShutdownCut)
+	}
+	for _, w := range groups {
+		if g := w.Value(); g != nil {
+			g.cancel(errShutdownCut)
+		}
 	}
 }

@@ -2,11 +2,9 @@ package workerpool
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
-	"weak"
 )
 
 // A WorkerPool runs submitted tasks on at most maxWorkers goroutines. It is
@@ -211,62 +209,6 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 	return p.submitWithoutRoom(task, j, wait, ctx)
 }
 
-// sendDropOldest sends one task under DropOldest. A task that finds the
-// bound filled by scheduled tasks, which are never dropped, is refused with
-// ErrQueueFull (see scheduledFill); a job that is not due yet takes its
-// place among them before it is sent (see reserveScheduled).
-func (p *WorkerPool) sendDropOldest(m message) error {
-	j := m.job
-	if j == nil || j.due == 0 {
-		if p.scheduledFill(1) {
-			return ErrQueueFull
-		}
-		return send(p, m)
-	}
-	if !p.reserveScheduled() {
-		return ErrQueueFull
-	}
-	j.reserved = true
-	if err := send(p, m); err != nil {
-		j.reserved = false
-		p.counts.scheduled.Add(-1)
-		return err
-	}
-	return nil
-}
-
-// dropsOldest reports whether the pool has a bound with DropOldest: the
-// dispatcher makes room by dropping waiting tasks, and submitters take no
-// room. (DropOldest with a bound of 0 has no waiting task to drop, and is
-// Reject.)
-func (p *WorkerPool) dropsOldest() bool {
-	return p.cfg.bounded && !p.cfg.roomed
-}
-
-// scheduledFill reports, under DropOldest, whether n more tasks cannot fit
-// because scheduled tasks, which are never dropped, hold the bound's
-// places. (Under Block and Reject they hold room, which submitters take.)
-func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.dropsOldest() && p.counts.scheduled.Load() > int64(p.cfg.bound-n)
-}
-
-// reserveScheduled counts a job that is not due yet in Status.Scheduled,
-// under DropOldest, before its submitter sends it, so that once its call
-// has returned the next call sees its place taken; it reports false, taking
-// nothing, if scheduled tasks fill the bound. Dispatch takes the count over
-// as it receives the job (see takeReservation).
-func (p *WorkerPool) reserveScheduled() bool {
-	for {
-		n := p.counts.scheduled.Load()
-		if n >= int64(p.cfg.bound) {
-			return false
-		}
-		if p.counts.scheduled.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
 // countRejected counts n tasks in Status.Rejected if err says the queue was
 // full or the task too heavy, and tells TaskDropped; it returns err. The
 // submitting call that refuses them calls it, in its goroutine.
@@ -276,14 +218,6 @@ func (p *WorkerPool) countRejected(err error, n int) error {
 		p.refused(err, n)
 	}
 	return err
-}
-
-// giveRoom gives back n places of the waiting queue, and wakes dispatch if
-// submitters wait for room.
-func (p *WorkerPool) giveRoom(n int) {
-	if p.room.give(n) {
-		p.wakeDispatch()
-	}
 }
 
 // DoWait queues task and waits until it has finished running: returned,
@@ -582,77 +516,4 @@ func (p *WorkerPool) cutShort() {
 	p.logDebug("shutdown gave up")
 	p.abandonQueue()
 	p.live.cutAll()
-}
-
-// liveTasks holds what a Shutdown that gives up waiting cancels at once
-// (cut): the contexts of running Tasks, and the Groups. A Task that makes
-// its context after the cut finds it canceled, and so does a Group made
-// after it. Lock order: a taskContext's mu, then liveTasks.mu.
-type liveTasks struct {
-	mu   sync.Mutex
-	cut  atomic.Bool               // set once, under mu, by cutAll
-	ctxs map[*taskContext]struct{} // running Tasks' inner contexts; each leaves when its task settles
-	// groups holds every Group made on the pool, weakly: the pool never
-	// keeps a group alive, so one whose tasks have finished can be
-	// collected, waited for or not. A group's tasks hold it while they are
-	// in the pool, so the cut reaches every group that has work.
-	groups     []weak.Pointer[Group]
-	groupsKept int // len(groups) after the last prune
-}
-
-func (l *liveTasks) isCut() bool { return l.cut.Load() }
-
-// add registers c, or reports false if the pool was cut.
-func (l *liveTasks) add(c *taskContext) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cut.Load() {
-		return false
-	}
-	if l.ctxs == nil {
-		l.ctxs = make(map[*taskContext]struct{})
-	}
-	l.ctxs[c] = struct{}{}
-	return true
-}
-
-func (l *liveTasks) remove(c *taskContext) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.ctxs, c)
-}
-
-// addGroup registers g, or reports false if the pool was cut. Once the
-// list has doubled since it was last pruned, the collected groups are
-// dropped from it.
-func (l *liveTasks) addGroup(g *Group) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.cut.Load() {
-		return false
-	}
-	if len(l.groups) >= 2*max(l.groupsKept, 16) {
-		l.groups = slices.DeleteFunc(l.groups, func(w weak.Pointer[Group]) bool { return w.Value() == nil })
-		l.groupsKept = len(l.groups)
-	}
-	l.groups = append(l.groups, weak.Make(g))
-	return true
-}
-
-// cutAll cancels every registered context and group, and makes later ones
-// start canceled. It holds no other lock while it cancels.
-func (l *liveTasks) cutAll() {
-	l.mu.Lock()
-	l.cut.Store(true)
-	ctxs, groups := l.ctxs, l.groups
-	l.ctxs, l.groups = nil, nil
-	l.mu.Unlock()
-	for c := range ctxs {
-		c.cancel(errShutdownCut)
-	}
-	for _, w := range groups {
-		if g := w.Value(); g != nil {
-			g.cancel(errShutdownCut)
-		}
-	}
 }

@@ -1,0 +1,154 @@
+package workerpool
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+)
+
+// A ticket carries a submit that needs an answer from the dispatcher: a
+// task that found no room in the waiting queue (see submitWithoutRoom),
+// one that waits for room under Block (parked), or a DoBatch, whose slice
+// the dispatcher copies before it answers. It holds a plain task, a job, or
+// a batch. Tickets are reused through WorkerPool.tickets; both the
+// submitter and the dispatcher hold one until each is done with it (refs).
+type ticket struct {
+	task  func()
+	job   *job
+	batch []func()
+	tasks int  // the tasks it carries (a batch's non-nil ones)
+	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
+	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
+	// delayed says the job has a due time (Delay, At), so it never starts
+	// without room, and weight is its Weight (1 for a plain task): it
+	// starts without room only once that many slots are free. Dispatch
+	// reads these, never the job, before it admits the ticket: until then
+	// the submitter may withdraw and reuse the job.
+	delayed bool
+	weight  int
+	state   atomic.Uint32
+	err     error         // why it was refused: ErrStopped; written before done is sent
+	done    chan struct{} // buffered (1): the dispatcher's answer
+	req     request       // {ticket: t}, set once
+	refs    atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
+}
+
+// The states of a ticket.
+const (
+	ticketWaiting   uint32 = iota // sent, or parked with the dispatcher
+	ticketAdmitted                // its tasks are in the pool
+	ticketRefused                 // the pool stopped first: err says so
+	ticketWithdrawn               // the submitter's context ended first
+)
+
+func (p *WorkerPool) newTicket() *ticket {
+	t, _ := p.tickets.Get().(*ticket)
+	if t == nil {
+		t = &ticket{done: make(chan struct{}, 1)}
+		t.req.ticket = t
+	}
+	t.state.Store(ticketWaiting)
+	t.refs.Store(2)
+	return t
+}
+
+func (t *ticket) unref(p *WorkerPool) {
+	if t.refs.Add(-1) == 0 {
+		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight = nil, nil, nil, 0, 0, false, nil, false, 0
+		p.tickets.Put(t)
+	}
+}
+
+// submitTicket sends t to the dispatcher and waits for its answer, or
+// until ctxDone is closed (nil: never). It returns nil once t is admitted,
+// ErrStopped if the pool stopped first, ErrQueueFull if a try ticket found
+// no room, and errWithdrawn if ctxDone came first; the submitter then still
+// owns t's task. A ticket that needs room
+// is counted as parked before it is sent, so that no later submitter takes
+// room before it.
+func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
+	if t.need > 0 {
+		p.room.park()
+	}
+	if err := sendControl(p, message{req: &t.req}); err != nil {
+		if t.need > 0 {
+			p.room.unpark()
+		}
+		t.refs.Store(1) // the dispatcher never got it
+		t.unref(p)
+		return err
+	}
+	select {
+	case <-t.done:
+	case <-ctxDone:
+		if t.state.CompareAndSwap(ticketWaiting, ticketWithdrawn) {
+			p.wakeDispatch() // it may hold room for t, or others wait behind it
+			t.unref(p)
+			return errWithdrawn
+		}
+		<-t.done // answered meanwhile
+	}
+	err := t.err
+	t.unref(p)
+	return err
+}
+
+// submitWithoutRoom submits one task (a plain task or a job) that found no
+// room in the waiting queue under Block or Reject. The queue may be full,
+// or its room may be held by tasks on their way to the dispatcher that
+// will start at once; only the dispatcher knows. So the task goes to it in
+// a ticket: it starts at once if a worker is free, or takes room that freed
+// meanwhile, or else waits for room (wait: until ctx, if any, is done) or is
+// refused with ErrQueueFull. A task that must not wait is refused without
+// asking the dispatcher when the queue is full of waiting tasks (none could
+// start before them) or submitters wait before it; a delayed one, when the
+// queue has no room at all (a bound of 0).
+func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx context.Context) error {
+	delayed := j != nil && j.due != 0
+	switch {
+	case p.stopBegun.Load():
+		return ErrStopped
+	case delayed && p.cfg.bound == 0:
+		return ErrQueueFull // a task that must wait can never fit a queue with no room
+	case !wait && (p.queueFull() || p.room.parked()):
+		return ErrQueueFull
+	}
+	t := p.newTicket()
+	t.task, t.job, t.tasks = task, j, 1
+	t.delayed, t.weight = delayed, 1
+	if j != nil {
+		t.weight = j.weight
+	}
+	if !wait {
+		t.try = true // answered at once
+		return p.submitTicket(t, nil)
+	}
+	t.need = 1
+	var ctxDone <-chan struct{}
+	if ctx != nil {
+		ctxDone = ctx.Done() // only now: a context may make its channel on the first call
+	}
+	return p.submitTicket(t, ctxDone)
+}
+
+// queueFull reports whether as many tasks wait in the queue as the bound
+// allows, and at least one does: a new task could not start before them.
+func (p *WorkerPool) queueFull() bool {
+	n := p.counts.waiting.Load()
+	return n > 0 && n >= int64(p.cfg.bound)
+}
+
+// errWithdrawn reports a ticket withdrawn because the submitter's context
+// ended; callers return the context's error instead.
+var errWithdrawn = errors.New("workerpool: withdrawn")
+
+// answer settles a ticket the dispatcher holds: admitted, or refused with
+// err. It reports false if the submitter withdrew it first.
+func (t *ticket) answer(to uint32, err error) bool {
+	if !t.state.CompareAndSwap(ticketWaiting, to) {
+		return false
+	}
+	t.err = err
+	t.done <- struct{}{}
+	return true
+}
