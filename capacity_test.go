@@ -1475,7 +1475,7 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		p.giveRoomOf(&tk.job)
 		p.counts.settled.canceled.Add(1)
 		p.endSettle()
-		tk.job.owner.settled(context.Canceled, false)
+		tk.job.owner.conclude(context.Canceled, false)
 		require.ErrorIs(t, tk.Wait(), context.Canceled)
 
 		g.open() // the only running task ends: nothing runs or waits now

@@ -105,12 +105,12 @@ func (p *WorkerPool) callDeadLetter(l deadLetter) {
 	p.cfg.deadLetter(l.task, l.reason)
 }
 
-// jobDropped tells TaskDropped about a job that will never run, with the
+// tellDropped tells TaskDropped about a job that will never run, with the
 // reason its owner learns, through the deliverer. (Once the pool stopped
 // every job is final, so none is settled after the letters are sealed;
 // should one be, it is told in place, never by dispatch, which sealed
 // them as its last act.)
-func (p *WorkerPool) jobDropped(reason error) {
+func (p *WorkerPool) tellDropped(reason error) {
 	if p.cfg.hooks.TaskDropped != nil && !p.giveUp(nil, reason) {
 		p.callTaskDropped(reason)
 	}

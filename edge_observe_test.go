@@ -175,7 +175,7 @@ func TestObserveHookGoexitDoesNotHangWait(t *testing.T) {
 					t.Errorf("Task.Wait still blocks after the pool stopped")
 					// let the bubble end: nothing will ever settle the job
 					task.job.state.Store(jobFinished)
-					task.job.owner.settled(ErrGoexit, true)
+					task.job.owner.conclude(ErrGoexit, true)
 				}
 				s := p.Status()
 				assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "status invariant")

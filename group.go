@@ -166,7 +166,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 // the group then drops the held tasks in the call that sent it. Counted
 // from before the call checks whether the pool stops, it makes a stop wait
 // until such tasks are dropped, counted and told to TaskDropped. (A task on
-// its way from a worker, released by Group.settled, is sent before the
+// its way from a worker, released by Group.taskConcluded, is sent before the
 // worker takes its next work, so a stop waits for it already.)
 func (p *WorkerPool) beginCall() { p.beginSettle() }
 
@@ -303,10 +303,10 @@ func (g *Group) submit(t *groupTask, held bool) {
 		err = g.canceledBy()
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
 		g.pool.countNeverQueued(1, jobAbandoned)
-		g.pool.jobDropped(err)
+		g.pool.tellDropped(err)
 	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
 		g.pool.countNeverQueued(1, jobDropped)
-		g.pool.jobDropped(err)
+		g.pool.tellDropped(err)
 	default:
 		g.pool.countRejected(err, 1)
 	}
@@ -314,15 +314,15 @@ func (g *Group) submit(t *groupTask, held bool) {
 	t.released()
 }
 
-// settled runs once per task given to the pool, when it settles. The first
-// error cancels the group (see record); otherwise the freed slot goes to a
-// held task.
+// taskConcluded runs once per task given to the pool, when it ends or
+// settles. The first error cancels the group (see record); otherwise the
+// freed slot goes to a held task.
 //
 // Dispatch calls it too, for a task it cancels or abandons. It never sends
 // there: such a task settles with an error, which is recorded before a
 // held task could be released, and a group with an error releases none.
 // Only a task that finished without error releases one, on its worker.
-func (g *Group) settled(t *groupTask, err error) {
+func (g *Group) taskConcluded(t *groupTask, err error) {
 	g.mu.Lock()
 	g.remove(t)
 	g.record(err)
@@ -426,7 +426,7 @@ func (g *Group) bucketFor(why error) uint32 {
 
 // unlock releases g.mu, then tells TaskDropped about the tasks dropped or
 // skipped under it (see tellLater), through the pool's delivery goroutine
-// (see jobDropped): no hook runs under g.mu, nor on dispatch, which calls
+// (see tellDropped): no hook runs under g.mu, nor on dispatch, which calls
 // settled. The letters count as a settle in progress from before g.mu is
 // released, so that a stop waits for them. Until then the stop cannot have
 // finished waiting for settles: a held task is dropped only while a task of
@@ -444,7 +444,7 @@ func (g *Group) unlock() {
 	p.beginSettle()
 	g.mu.Unlock()
 	for range n {
-		p.jobDropped(why)
+		p.tellDropped(why)
 	}
 	p.endSettle()
 }
@@ -504,8 +504,8 @@ func (t *groupTask) canceled() error {
 	return nil
 }
 
-// settled tells the group; it drops the group's reference.
-func (t *groupTask) settled(err error, _ bool) { t.group.settled(t, err) }
+// conclude tells the group; it drops the group's reference.
+func (t *groupTask) conclude(err error, _ bool) { t.group.taskConcluded(t, err) }
 
 // released drops the pool's reference.
 func (t *groupTask) released() { t.unref() }

@@ -111,10 +111,10 @@ type jobOwner interface {
 	// canceled returns why the task must not start any more (its
 	// context's error) or nil. It never blocks.
 	canceled() error
-	// settled receives the outcome, exactly once: what call returned, with
+	// conclude receives the outcome, exactly once: what call returned, with
 	// ran set, or why the task never ran. It never blocks, and it is the
 	// settling party's last use of the job.
-	settled(err error, ran bool)
+	conclude(err error, ran bool)
 	// released tells the owner that the pool holds no more reference to
 	// the job: the worker that ran or skipped it, or dispatch, which
 	// dropped it from the queue, is done with it.
@@ -177,7 +177,8 @@ func (j *job) isScheduled() bool {
 	return j.state.Load() == jobScheduled
 }
 
-// settled reports whether the job is canceled, abandoned or dropped.
+// settled reports whether the job is settled: canceled, abandoned, dropped
+// or expired; it will never run.
 func (j *job) settled() bool {
 	return j.state.Load() > jobFinished
 }
@@ -188,7 +189,7 @@ func (j *job) settled() bool {
 func (j *job) settle(to uint32, why error) bool {
 	for _, from := range [...]uint32{jobPending, jobQueued, jobScheduled} {
 		if err, ok := j.settleFrom(from, to, why); ok {
-			j.owner.settled(err, false)
+			j.owner.conclude(err, false)
 			return true
 		}
 	}
@@ -234,7 +235,7 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	}
 	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
 	p.counts.settled.count(to)
-	p.jobDropped(err)
+	p.tellDropped(err)
 	return err, true
 }
 
@@ -356,7 +357,7 @@ func (j *job) run() (retried, panicked bool) {
 			}
 		}
 		j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
-		j.owner.settled(err, true)
+		j.owner.conclude(err, true)
 	}()
 	if p.cfg.timed {
 		c := p.startRun(j.readyAt)
@@ -390,6 +391,6 @@ func (j *job) refuse(err error) bool {
 	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
 		return false
 	}
-	j.owner.settled(err, false)
+	j.owner.conclude(err, false)
 	return true
 }

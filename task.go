@@ -31,8 +31,8 @@ func (e *PanicError) Unwrap() error {
 // error, watch for its end, or cancel it. Its methods are safe for
 // concurrent use and may be called any number of times.
 type Task struct {
-	job  job         // carries the task through the pool; its state says whether it settled
-	body taskBody    // what runs; nil once the task settled
+	job  job         // carries the task through the pool; its state says whether it ended
+	body taskBody    // what runs; nil once the task concluded
 	ctx  taskContext // what fn receives
 
 	// The outcome: err is written once, by settled, before finished is
@@ -43,7 +43,7 @@ type Task struct {
 
 	mu      sync.Mutex    // guards the fields below
 	done    chan struct{} // made on first use, by Done or a Wait with a cancelable ctx
-	closed  bool          // settled ran: a done made from now on is made closed
+	closed  bool          // conclude ran: a done made from now on is made closed
 	watched bool          // Done asked to watch the caller's ctx
 	unwatch func() bool   // stops that watch; nil if there is none
 }
@@ -224,9 +224,9 @@ func (t *Task) canceled() error {
 	return err
 }
 
-// settled records t's outcome, releases fn and its context, and tells
+// conclude records t's outcome, releases fn and its context, and tells
 // whoever waits, through Wait and Done.
-func (t *Task) settled(err error, _ bool) {
+func (t *Task) conclude(err error, _ bool) {
 	t.err = err
 	t.body = nil
 	t.ctx.release()

@@ -333,9 +333,9 @@ func (w *waiter) canceled() error { return nil }
 // ctxDone is always false: a DoWait task has no context.
 func (w *waiter) ctxDone() bool { return false }
 
-// settled reports the outcome: DoWait returns nil once the task ran,
+// conclude reports the outcome: DoWait returns nil once the task ran,
 // however it ended, and ErrStopped if it was abandoned.
-func (w *waiter) settled(err error, ran bool) {
+func (w *waiter) conclude(err error, ran bool) {
 	if !ran {
 		w.err = err
 	}
