@@ -356,8 +356,12 @@
 // stop has returned when Stop, StopWait or Shutdown returns. So after a
 // stop, the TaskDropped calls equal Rejected + Dropped + Abandoned +
 // Canceled + Expired, and TaskStarted and TaskFinished are called once per
-// run. A panicking hook is treated like a task's panic (see Panics), but
-// not counted as one.
+// run. Status.Dropped counts only the tasks dropped from a full queue
+// (DropOldest) or heavier than the pool after a Resize; the TaskDropped
+// hook is told of every task that never runs, whatever the reason, so its
+// calls are Rejected + Dropped + Abandoned + Canceled + Expired. A
+// panicking hook is treated like a task's panic (see Panics), but not
+// counted as one.
 //
 // The logger gets, at Info and above, exactly one Error record with the
 // stack per recovered panic (a task's, a handle's, a hook's, a retry
@@ -371,6 +375,31 @@
 // (OpenTelemetry) export Status at scrape time and the two durations as
 // histograms fed by the hooks, under the pool's name; workerpoolotel also
 // wraps Go and Call tasks in spans.
+//
+// # Options: zero and negative values
+//
+// Every option's zero value, and its negative or out-of-range values, in
+// one place (each option's own documentation says the same):
+//
+//	New(n) / Resize(n)          n < 1 means 1
+//	WithIdleTimeout(d)          0 means DefaultIdleTimeout; d < 0 means never retire
+//	WithMaxWaiting(n, o)        n < 0 means no bound; 0 is a queue with no room; n > math.MaxInt32 means math.MaxInt32
+//	WithMinWorkers(n)           n < 1 means none
+//	WithPriorityAging(d)        d <= 0 means no aging
+//	WithQueueTimeout(d)         d <= 0 means no expiry
+//	WithRateLimit(r, b)         r <= 0, NaN or +Inf means no limit; b < 1 means 1
+//	WithName("")                no name
+//	WithPanicHandler(nil), WithDeadLetter(nil), WithLogger(nil), WithHooks(Hooks{})
+//	                            none: panics crash the program; lost tasks are only counted; no logs; no hooks
+//	Delay(d)                    d <= 0 means no delay
+//	At(t)                       a t that has passed (the zero time included) means no delay
+//	Weight(n)                   n < 1 means 1
+//	Priority(n)                 any int; 0 is the default
+//	Retry(nil)                  no retries
+//	Group.SetLimit(n)           n < 0 means no limit; 0 panics (it would never run a task)
+//
+// Only WithIdleTimeout reads 0 as its default; for every other duration 0
+// turns the policy off.
 //
 // # Idle workers
 //

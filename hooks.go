@@ -29,7 +29,7 @@ type Hooks struct {
 	// or the ctx error for a canceled task: exactly once for each task counted in Rejected,
 	// Dropped, Abandoned, Canceled or Expired, whatever the call (a refused Do, Go or
 	// TrySubmit included). Never on the dispatcher goroutine; for tasks given up before or
-	// during a stop, before Stop, StopWait or Shutdown returns.
+	// during a stop, before Stop, StopWait or Shutdown returns. Status.Dropped counts only the tasks dropped from a full queue (DropOldest) or heavier than the pool after a Resize; the TaskDropped hook is told of every task that never runs, whatever the reason, so its calls are Rejected + Dropped + Abandoned + Canceled + Expired.
 	TaskDropped func(reason error)
 }
 

@@ -69,7 +69,7 @@ type Status struct {
 	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the panic handler, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up; any stop for group tasks held back by SetLimit)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
-	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy)
+	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy). Status.Dropped counts only the tasks dropped from a full queue (DropOldest) or heavier than the pool after a Resize; the TaskDropped hook is told of every task that never runs, whatever the reason, so its calls are Rejected + Dropped + Abandoned + Canceled + Expired.
 	Expired   uint64 // accepted tasks that waited in the queue longer than WithQueueTimeout and never ran
 	Retried   uint64 // runs of a task after its first, under Retry; not a bucket of Submitted
 	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a TrySubmit that returned false included); never accepted
