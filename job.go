@@ -248,17 +248,6 @@ func (j *job) letGo() {
 	j.owner.released()
 }
 
-// dropIfHeavierThan settles the job as dropped with ErrTooHeavy if it
-// weighs more than size slots (a Resize made the pool smaller after it was
-// accepted), and reports whether it is that heavy.
-func (j *job) dropIfHeavierThan(size int) bool {
-	if j.weight <= size {
-		return false
-	}
-	j.settle(jobDropped, ErrTooHeavy)
-	return true
-}
-
 // giveRoomOf gives back the place j held in the waiting queue, if it held
 // one; only the first of several callers does.
 func (p *WorkerPool) giveRoomOf(j *job) {

@@ -73,3 +73,20 @@ func (s *slots) handed(weight int) {
 		s.heavyOut, s.gated = true, true
 	}
 }
+
+// heavierThanPool reports whether a task of weight takes more slots than
+// the pool's size.
+func (p *WorkerPool) heavierThanPool(weight int) bool {
+	return weight > 1 && int64(weight) > p.size.Load()
+}
+
+// dropIfHeavierThan settles the job as dropped with ErrTooHeavy if it
+// weighs more than size slots (a Resize made the pool smaller after it was
+// accepted), and reports whether it is that heavy.
+func (j *job) dropIfHeavierThan(size int) bool {
+	if j.weight <= size {
+		return false
+	}
+	j.settle(jobDropped, ErrTooHeavy)
+	return true
+}

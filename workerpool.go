@@ -267,12 +267,6 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 	return nil
 }
 
-// heavierThanPool reports whether a task of weight takes more slots than
-// the pool's size.
-func (p *WorkerPool) heavierThanPool(weight int) bool {
-	return weight > 1 && int64(weight) > p.size.Load()
-}
-
 // SubmitWait queues task and waits until it has finished running, like
 // DoWait, and panics where DoWait would return an error: with an error
 // wrapping ErrStopped when the pool is stopped or a stop abandons task
