@@ -2056,3 +2056,93 @@ func TestZeroBoundUnderBlockWaitsForARateLimitToken(t *testing.T) {
 		assert.Equal(t, time.Second, <-start, "started at the next token")
 	})
 }
+
+// Under DropOldest a job a worker has taken but not started holds no place
+// (doc.go, Bounds), and neither does a canceled job that still sits in the
+// queue. With one of each, the queue holds one live task and has room for
+// a second: a new task must drop nothing. Today makeRoom counts
+// min(waiting count, queue length), and each of the two counts one of the
+// two dead entries, so it sees a full queue and drops the live task.
+func TestUnderDropOldestAHandedJobBesideACanceledOneDropsNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		letters := new(letterBox)
+		p := New(1, WithMaxWaiting(2, DropOldest), WithDeadLetter(letters.handle), WithIdleTimeout(-1))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		stalling := newStallingContext(t.Context())
+		defer stalling.resume()
+		handed := p.Go(stalling, noopFn)
+		var liveRan atomic.Bool
+		p.Submit(func() { liveRan.Store(true) })
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Waiting, "waiting: the bound is full")
+		running.open() // the worker takes the stalling job, the queue's front
+		<-stalling.stalled
+		synctest.Wait()
+
+		ctx, cancel := context.WithCancel(t.Context())
+		canceled := p.Go(ctx, noopFn) // behind the live task: the queue is not full
+		synctest.Wait()
+		cancel()
+		require.ErrorIs(t, canceled.Wait(), context.Canceled, "the canceled job")
+		synctest.Wait()
+
+		p.Submit(func() {}) // one live task waits: there is room
+		synctest.Wait()
+		s := p.Status()
+		assert.Zero(t, s.Dropped, "dropped")
+		assert.Empty(t, letters.got(), "dead letters")
+		stalling.resume()
+		assert.NoError(t, handed.Wait(), "the handed job")
+		p.StopWait()
+		assert.True(t, liveRan.Load(), "the task that waited in the queue ran")
+	})
+}
+
+// A submitter that waits for room under Block when StopWait is called is
+// never admitted (doc.go: a stop admits none of them from the moment it is
+// called; Submit panics with ErrStopped). Here its ticket is on its way to
+// a dispatcher that is busy (held in a ctx's Err while it accepts a job),
+// StopWait begins, and a place frees; dispatch then takes the ticket before
+// the stop message and admits it: Submit returns and its task runs. Parked
+// tickets and stragglers are refused; a ticket received normally after the
+// stop began is not.
+func TestStopWaitAdmitsNoSubmitterThatWaitsForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(2, Block), WithIdleTimeout(-1))
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		synctest.Wait()
+		queued := p.Go(t.Context(), noopFn) // one place left
+		synctest.Wait()
+		busy := newFrameStallingContext(t.Context(), "(*dispatcher).acceptJob(")
+		defer busy.resume()
+		go p.Go(busy, noopFn) // takes the last place; dispatch stalls accepting it
+		<-busy.stalled
+
+		var ran atomic.Bool
+		var submitErr error
+		submitted := make(chan struct{})
+		go func() {
+			defer close(submitted)
+			submitErr, _ = recovered(func() { p.Submit(func() { ran.Store(true) }) })
+		}()
+		synctest.Wait()
+		require.False(t, isClosed(submitted), "Submit waits: no room")
+		queued.Cancel() // frees a place
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); p.StopWait() }()
+		synctest.Wait()
+		require.True(t, p.Stopped(), "stopping began")
+		busy.resume()
+		<-submitted
+		running.open()
+		<-stopped
+		assert.ErrorIs(t, submitErr, ErrStopped, "Submit that waited for room when StopWait was called")
+		assert.False(t, ran.Load(), "its task ran after StopWait was called")
+		requireStoppedClean(t, p)
+	})
+}

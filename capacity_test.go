@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"context"
+	"log/slog"
 	"runtime"
 	"slices"
 	"strconv"
@@ -1488,5 +1489,46 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		if c.err != nil {
 			assert.NotErrorIs(t, c.err, ErrStopped, "WaitIdle was only ended by the stop")
 		}
+	})
+}
+
+// A Resize that races a stop is applied or not seen: either Size shows the
+// old size, or no task starts while the running ones are at or above the new
+// one (Resize doc). Here Resize(1) is held while it logs (a slow handler),
+// StopWait begins meanwhile, and Resize then finds the pool stopping: its
+// message is refused, but Size was already swapped. StopWait drains the
+// queue on two workers while Size() says 1, for good. (A Resize whose
+// message arrives after the stop message, as a straggler, is dropped by
+// admitStraggler the same way.)
+func TestResizeThatRacesAStopIsAppliedOrNotSeen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newStallingHandler("pool resized")
+		defer h.resume()
+		p := New(2, WithIdleTimeout(-1), WithLogger(slog.New(h)))
+		var running atomic.Int64
+		gates := []gate{newGate(), newGate(), newGate(), newGate()}
+		for _, g := range gates {
+			defer g.release()
+			p.Submit(func() { running.Add(1); g.wait(); running.Add(-1) })
+		}
+		synctest.Wait()
+		require.Equal(t, int64(2), running.Load(), "running")
+		resized := make(chan struct{})
+		go func() { defer close(resized); p.Resize(1) }()
+		<-h.stalled
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); p.StopWait() }()
+		synctest.Wait()
+		h.resume()
+		<-resized
+
+		gates[0].open() // a slot frees: with a size of 1, no task may start
+		synctest.Wait()
+		assert.LessOrEqual(t, running.Load(), int64(p.Size()), "running tasks once Resize(%d) returned", p.Size())
+		assert.Equal(t, p.Size(), p.Status().MaxWorkers, "MaxWorkers")
+		for _, g := range gates[1:] {
+			g.open()
+		}
+		<-stopped
 	})
 }

@@ -246,3 +246,32 @@ func TestGroupHeldTaskBehindARefusedGoIsCountedBeforeTheStopReturns(t *testing.T
 		assert.Equal(t, calls, dropped.calls.Load(), "TaskDropped calls after the stop returned")
 	})
 }
+
+// A Group.Go call that the limit holds back counts in Status.Submitted from
+// the call, as Status and Group.Go say ("each group task from its Group.Go
+// call (held back by SetLimit ... included)"), not only once the group
+// releases or drops it.
+func TestGroupGoCountsAHeldTaskInSubmittedFromItsCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithIdleTimeout(-1))
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.SetLimit(1)
+		running := newGate()
+		defer running.release()
+		g.Go(func(context.Context) error { running.wait(); return nil })
+		g.Go(noopFn) // held
+		g.Go(noopFn) // held
+		synctest.Wait()
+		s := p.Status()
+		require.Equal(t, 1, s.Busy, "busy: the group's one task in the pool")
+		assert.Equal(t, uint64(3), s.Submitted, "submitted once the three Group.Go calls returned")
+
+		running.open()
+		require.NoError(t, g.Wait(), "Group.Wait")
+		p.StopWait()
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Submitted, "submitted")
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+	})
+}

@@ -302,3 +302,34 @@ func TestScheduledTasksAccounting(t *testing.T) {
 		assert.NotZero(t, s.Abandoned)
 	})
 }
+
+// Under DropOldest a delayed Go reserves its place in Status.Scheduled
+// before its send, and dispatch takes the reservation over once it takes
+// the job. A Cancel that lands in between settles the job, and its Wait
+// returns context.Canceled, but the reservation stays until dispatch gets
+// to the job: Status still shows it scheduled (doc.go: a settled task has
+// left Scheduled by the time its Wait reports it), and a TrySubmit that
+// follows in the same goroutine is refused with ErrQueueFull, and counted
+// in Rejected, because of a task that no longer exists. Dispatch is held here in the job's ctx Err, where a slow
+// scheduler could hold it.
+func TestUnderDropOldestACanceledDelayedTaskLeavesScheduledByTheTimeWaitReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1))
+		defer p.Stop()
+		busy := newFrameStallingContext(t.Context(), "(*dispatcher).acceptJob(")
+		defer busy.resume()
+		delayed := p.Go(busy, noopFn, Delay(time.Hour))
+		<-busy.stalled // dispatch took the job and has not looked at it yet
+		delayed.Cancel()
+		require.ErrorIs(t, delayed.Wait(), context.Canceled, "the delayed task")
+		assert.Zero(t, p.Status().Scheduled, "scheduled once Wait reported the cancel")
+
+		tried := make(chan bool, 1)
+		go func() { tried <- p.TrySubmit(func() {}) }()
+		synctest.Wait()
+		busy.resume()
+		assert.True(t, <-tried, "TrySubmit on an idle pool whose one delayed task was canceled")
+		synctest.Wait()
+		assert.Zero(t, p.Status().Rejected, "rejected")
+	})
+}

@@ -924,3 +924,92 @@ func TestTooHeavyTaskOnStoppedPoolIsRefusedAsStopped(t *testing.T) {
 		assert.Zero(t, dropped.Load(), "TaskDropped calls")
 	})
 }
+
+// From the moment Stop is called no task goes to a worker that comes free
+// after it (doc.go, Stopping). canStartAtOnce checks abandonBegun, then
+// startAtOnce calls offer, which checks it again and, once it is set,
+// refuses; startAtOnce then falls back to a blocking send on workerQueue,
+// meant for a worker on its way to its receive. When the worker it counted
+// was a new one it may start (fewer workers than the size), no worker is on
+// its way: dispatch blocks until a running task ends, and hands that worker
+// the task. Here a Go's job is admitted to a free worker from a queue with
+// no room while Stop begins (dispatch is held in the job's ctx Err in
+// between): the Go, which a stop must release at once, waits for the
+// unrelated running task, and so does everything dispatch serves.
+func TestStopReleasesASubmitterAdmittedToAFreeWorkerAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithMaxWaiting(0, Block), WithIdleTimeout(-1))
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		synctest.Wait()
+		busy := newFrameStallingContext(t.Context(), "(*dispatcher).admitJob(")
+		defer busy.resume()
+		made := make(chan *Task, 1)
+		go func() { made <- p.Go(busy, noopFn) }() // a ticket: admitted to a new worker
+		<-busy.stalled
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); p.Stop() }()
+		synctest.Wait()
+		busy.resume()
+		synctest.Wait()
+		select {
+		case task := <-made:
+			assert.ErrorIs(t, task.Wait(), ErrStopped, "the Go's task")
+		default:
+			t.Error("Go still blocked after Stop, until an unrelated running task ends")
+		}
+		running.open()
+		<-stopped
+		requireStoppedClean(t, p)
+	})
+}
+
+// The same window with a plain task, under -race: a Submit on a queue with
+// no room, admitted to a free worker as Stop sets abandonBegun, is handed
+// to the worker of the running task once that task ends, and runs, long
+// after Stop was called. The round that hits it shows dispatch blocked in
+// startAtOnce's send while the only worker is busy. (About one round in a
+// thousand hits it with -race, one in tens of thousands without.)
+func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
+	budget := 15 * time.Second
+	if testing.Short() {
+		budget = 2 * time.Second
+	}
+	deadline := time.Now().Add(budget)
+	rounds := 0
+	for time.Now().Before(deadline) {
+		rounds++
+		p := New(2, WithMaxWaiting(0, Block), WithIdleTimeout(-1))
+		release, started := make(chan struct{}), make(chan struct{})
+		p.Submit(func() { close(started); <-release })
+		<-started
+		var ran atomic.Bool
+		submitted, stopped := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(submitted)
+			_, _ = recovered(func() { p.Submit(func() { ran.Store(true) }) })
+		}()
+		for range rounds % 97 {
+			runtime.Gosched()
+		}
+		go func() { defer close(stopped); p.Stop() }()
+		stuck := false
+		for spins := 1; !isClosed(submitted); spins++ {
+			if spins%2000 == 0 && blockedSendingIn("(*dispatcher).startAtOnce(") {
+				stuck = true
+				break
+			}
+			runtime.Gosched()
+		}
+		close(release) // the running task ends: its worker comes free
+		<-stopped
+		<-submitted
+		if stuck {
+			t.Errorf("round %d: Stop was called while dispatch admitted a Submit to a free worker; "+
+				"dispatch then waited for the busy worker and handed it the task (it ran: %v)", rounds, ran.Load())
+			return
+		}
+	}
+	t.Logf("%d rounds, none hit the window", rounds)
+}

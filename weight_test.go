@@ -190,3 +190,44 @@ func TestWeightsAbove2To31AreNotCapped(t *testing.T) {
 		assert.Equal(t, uint64(1), p.Status().Rejected, "rejected")
 	})
 }
+
+// On a queue with no room under Block, a heavy Go waits, parked, for its
+// slots. A Resize below its weight must not strand it: it is refused (or
+// dropped) with ErrTooHeavy, as a heavy task that waits in a queue is, and
+// the submitters parked behind it get the free worker. Today the heavy
+// ticket stays at the head of the parked submitters for ever (no room ever
+// frees on a queue with no room, and its slots never fit the smaller pool),
+// so the pool sits idle with a worker free while every later Submit waits.
+func TestResizeBelowAHeavyTaskParkedOnAQueueWithNoRoomReleasesTheSubmitters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithMaxWaiting(0, Block), WithIdleTimeout(-1))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		synctest.Wait()
+		heavy := make(chan error, 1)
+		go func() { heavy <- p.Go(t.Context(), noopFn, Weight(2)).Wait() }()
+		synctest.Wait() // parked: one slot of two is free
+		p.Resize(1)
+		running.open()
+		synctest.Wait()
+		require.Equal(t, 0, p.Status().Busy, "busy: the pool is idle")
+
+		var ran atomic.Bool
+		submitted := make(chan struct{})
+		go func() {
+			defer close(submitted)
+			_, _ = recovered(func() { p.Submit(func() { ran.Store(true) }) }) // the deferred Stop releases it
+		}()
+		synctest.Wait()
+		assert.True(t, isClosed(submitted), "Submit on an idle pool of one free worker returned")
+		assert.True(t, ran.Load(), "its task ran")
+		select {
+		case err := <-heavy:
+			assert.ErrorIs(t, err, ErrTooHeavy, "the heavy Go")
+		default:
+			t.Error("the heavy Go still waits for two slots of a pool of one")
+		}
+	})
+}
