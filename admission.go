@@ -41,7 +41,7 @@ func (o Overflow) String() string {
 // one word, so that a submitter takes room only if nobody is parked before
 // it: free places in the low 32 bits, parked submitters in the high 32.
 // Whoever takes a task out of the waiting queue gives its place back (see
-// job.room and dispatcher.pop); the dispatcher admits parked submitters in
+// job.place and waitQueue.pop); the dispatcher admits parked submitters in
 // arrival order.
 type room struct {
 	word atomic.Uint64
@@ -98,17 +98,20 @@ func (r *room) admit(n int) bool {
 // false, and does not queue task, when the waiting queue is full under
 // Block or Reject and no worker is free (counted in Status.Rejected), when
 // submitters wait for room before it, or once the pool is stopping. Under
-// DropOldest it returns true and the oldest waiting task is dropped; with
-// no bound it is Do. A nil task is ignored and TrySubmit returns true. Safe
-// for concurrent use.
+// DropOldest it returns true and the oldest waiting task is dropped, but
+// with a bound of 0, or while scheduled tasks alone fill the bound, where
+// it refuses as under Reject; with no bound it is Do. A nil task is ignored
+// and TrySubmit returns true. Safe for concurrent use.
 func (p *WorkerPool) TrySubmit(task func()) bool {
 	return p.countRejected(p.doPlain(task, false, nil), 1) == nil
 }
 
 // DoContext queues task like Do, and under Block waits for room only until
 // ctx is done: it then returns ctx's error and does not queue task. Under
-// Reject it returns ErrQueueFull when the queue is full, and under
-// DropOldest, or with no bound, it never waits for room. It returns
+// Reject it returns ErrQueueFull when the queue is full, and so does it
+// under DropOldest with a bound of 0 or while scheduled tasks alone fill
+// the bound; under DropOldest, or with no bound, it never waits for room.
+// It returns
 // ErrStopped once the pool is stopping, also while it waited. A nil task is
 // ignored and DoContext returns nil. DoContext panics if ctx is nil. Safe
 // for concurrent use.
@@ -203,6 +206,8 @@ func (a *admission) needsWorker(q *waitQueue) bool {
 // as room frees (admitParked).
 func (a *admission) accept(d *dispatcher, t *ticket) {
 	switch {
+	case (t.need > 0 || t.try) && (a.p.stopBegun.Load() || a.p.abandonBegun.Load()):
+		a.refuse(t, ErrStopped) // a stop began: no one who waits for room, or tries for it, is admitted
 	case t.need == 0 && !t.try:
 		a.admit(d, t, withRoom)
 	case a.parked.Len() > 0:
@@ -322,7 +327,7 @@ func (a *admission) admitPlain(d *dispatcher, task func(), how route) {
 // with a job waits for room or tries for it, so a stop refuses it: it is
 // never admitted toQueue.)
 func (a *admission) admitJob(d *dispatcher, j *job, how route) {
-	j.room.Store(a.p.cfg.roomed && how != toWorker)
+	j.place.Store(a.p.cfg.roomed && how != toWorker)
 	switch how {
 	case withRoom:
 		d.acceptJob(j)
@@ -341,12 +346,33 @@ func (a *admission) admitJob(d *dispatcher, j *job, how route) {
 // straggler passes through here too; it was never counted as parked.)
 func (a *admission) refuseAll() {
 	for t := range a.parked.IterPopFront() {
-		if !t.try {
-			a.p.room.unpark()
-		}
-		t.answer(ticketRefused, ErrStopped)
-		t.unref(a.p)
+		a.refuse(t, ErrStopped)
 	}
+}
+
+// refuseTooHeavy answers ErrTooHeavy to the parked tickets whose task
+// weighs more than size, after a Resize made the pool smaller: they could
+// never start, and would hold back every ticket behind them.
+func (a *admission) refuseTooHeavy(size int) {
+	for range a.parked.Len() {
+		t := a.parked.PopFront()
+		if t.weight > size {
+			a.refuse(t, ErrTooHeavy)
+			continue
+		}
+		a.parked.PushBack(t)
+	}
+}
+
+// refuse answers a ticket that waits for room, or tries for it, with err,
+// unless its submitter withdrew it. (A ticket that waits was counted as
+// parked; a try ticket never is.)
+func (a *admission) refuse(t *ticket, err error) {
+	if !t.try {
+		a.p.room.unpark()
+	}
+	t.answer(ticketRefused, err)
+	t.unref(a.p)
 }
 
 // makeRoom drops the oldest waiting tasks while the queue is full, under
@@ -372,10 +398,9 @@ func (a *admission) makeRoom(d *dispatcher, counted bool) {
 // makeRoomFor is makeRoom for a job, unless a Group held it back: such a
 // task joins the queue without room and drops no task.
 func (a *admission) makeRoomFor(d *dispatcher, j *job, counted bool) {
-	if t, ok := j.owner.(*groupTask); ok && t.held {
-		return
+	if !j.heldByGroup() {
+		a.makeRoom(d, counted)
 	}
-	a.makeRoom(d, counted)
 }
 
 // dropOldest drops the oldest waiting task, and reports false if none was
@@ -391,22 +416,18 @@ func (a *admission) dropOldest(q *waitQueue) bool {
 	return true
 }
 
-// takeReservation returns whether a job that dispatch has just received
-// was counted in Status.Scheduled by its submitter (see
-// WorkerPool.reserveScheduled), and takes the reservation over: from now
-// on dispatch keeps it, as the job's place in the timer heap, or gives it
-// back (unreserve).
-func takeReservation(j *job) bool {
-	reserved := j.reserved
-	j.reserved = false
-	return reserved
+// reserved reports, under DropOldest, whether j holds a reservation in
+// Status.Scheduled that its submitter made (see reserveScheduled).
+func (p *WorkerPool) reserved(j *job) bool {
+	return p.dropsOldest() && j.place.Load()
 }
 
-// unreserve gives back a reservation dispatch took over for a job that is
-// not scheduled after all: it was settled on its way, or came due.
-func (p *WorkerPool) unreserve(reserved bool) {
-	if reserved {
-		p.counts.scheduled.Add(-1)
+// unreserve gives back, under DropOldest, a reservation j holds that it
+// does not need: it came due before dispatch scheduled it. (Under Block and
+// Reject a job's place is its room, which it keeps while it waits.)
+func (p *WorkerPool) unreserve(j *job) {
+	if p.dropsOldest() {
+		p.givePlaceOf(j)
 	}
 }
 
@@ -425,10 +446,9 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 	if !p.reserveScheduled() {
 		return ErrQueueFull
 	}
-	j.reserved = true
+	j.place.Store(true) // a settle before dispatch takes it over gives it back (see givePlaceOf)
 	if err := send(p, m); err != nil {
-		j.reserved = false
-		p.counts.scheduled.Add(-1)
+		p.givePlaceOf(j)
 		return err
 	}
 	return nil
@@ -453,7 +473,7 @@ func (p *WorkerPool) scheduledFill(n int) bool {
 // under DropOldest, before its submitter sends it, so that once its call
 // has returned the next call sees its place taken; it reports false, taking
 // nothing, if scheduled tasks fill the bound. Dispatch takes the count over
-// as it receives the job (see takeReservation).
+// as it schedules the job (see job.schedule).
 func (p *WorkerPool) reserveScheduled() bool {
 	for {
 		n := p.counts.scheduled.Load()

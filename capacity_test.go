@@ -1473,7 +1473,7 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		// settleFrom, second half, then settle's call to the owner:
 		p.counts.waiting.Add(-1)
 		p.wakeDispatch()
-		p.giveRoomOf(&tk.job)
+		p.givePlaceOf(&tk.job)
 		p.counts.settled.canceled.Add(1)
 		p.endSettle()
 		tk.job.owner.conclude(context.Canceled, false)

@@ -292,18 +292,20 @@ func (d *dispatcher) acceptJob(j *job) {
 // takeJob is acceptJob for a job that may start at once (atOnce), or only
 // join the queue (a straggler at stop).
 func (d *dispatcher) takeJob(j *job, atOnce bool) {
-	d.countSubmitted()
-	reserved := takeReservation(j)
+	if j.heldByGroup() {
+		d.crew.sawTask = true // counted in Submitted by its Group.Go call (see counts.groupOnly)
+	} else {
+		d.countSubmitted()
+	}
 	if j.settled() || j.settleIfBlocked() { // settled: canceled since its send completed
-		d.p.unreserve(reserved)
 		d.discard(j)
 		return
 	}
 	if j.notDue() {
-		d.scheduleNew(j, reserved)
+		d.scheduleNew(j)
 		return
 	}
-	d.p.unreserve(reserved)
+	d.p.unreserve(j)
 	if d.dropIfTooHeavy(j) {
 		return
 	}
@@ -329,12 +331,11 @@ func (d *dispatcher) enqueueNew(j *job) {
 
 // scheduleNew puts a new job that is not due yet in the timer heap; under
 // DropOldest it first drops the oldest waiting tasks to make room, as the
-// bound counts scheduled tasks too. reserved says its submitter counted it
-// in Status.Scheduled already (see WorkerPool.reserveScheduled).
-func (d *dispatcher) scheduleNew(j *job, reserved bool) {
-	d.admission.makeRoomFor(d, j, reserved)
-	if !j.schedule(reserved) {
-		d.p.unreserve(reserved)
+// bound counts scheduled tasks too (a job its submitter reserved a place
+// for counts already, see WorkerPool.reserveScheduled).
+func (d *dispatcher) scheduleNew(j *job) {
+	d.admission.makeRoomFor(d, j, d.p.reserved(j))
+	if !j.schedule() {
 		d.discard(j) // settled on its way
 		return
 	}
@@ -378,7 +379,7 @@ func (d *dispatcher) dropIfTooHeavy(j *job) bool {
 // discard lets go of a job that settled before it was queued: its place in
 // the waiting queue if it still holds one, and the pool's reference.
 func (d *dispatcher) discard(j *job) {
-	d.p.giveRoomOf(j)
+	d.p.givePlaceOf(j)
 	j.letGo()
 }
 
@@ -389,12 +390,14 @@ func (d *dispatcher) countSubmitted() {
 }
 
 // resize adopts the pool's size as Resize left it: the crew retires and
-// starts workers, the jobs heavier than the new size are dropped, and,
-// growing, workers start for the waiting tasks at once.
+// starts workers, the jobs heavier than the new size are dropped (and the
+// parked submitters of such jobs refused), and, growing, workers start for
+// the waiting tasks at once.
 func (d *dispatcher) resize() {
 	d.crew.resize()
 	d.queue.dropTooHeavy(d.crew.max)
 	d.timers.dropTooHeavy(d.crew.max)
+	d.admission.refuseTooHeavy(d.crew.max)
 	for d.queue.len() > 0 && d.sendFront() {
 	}
 }
@@ -455,9 +458,10 @@ func (d *dispatcher) admitStraggler(m message) {
 		d.admission.admitPlain(d, m.task, toQueue)
 	case m.job != nil:
 		d.takeJob(m.job, false)
+	case m.req == &resizeTick: // sent before the stop: the stop drains on the new size
+		d.resize()
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
-		d.admission.parked.PushBack(m.req.ticket)
-		d.admission.refuseAll()
+		d.admission.refuse(m.req.ticket, ErrStopped)
 	case m.req.ticket != nil:
 		d.admission.admit(d, m.req.ticket, toQueue)
 	case m.req.idle != nil:

@@ -70,6 +70,10 @@
 //	                    group's context is done
 //	DoBatch (k tasks)   waits until all k fit          ErrQueueFull unless all k fit            accepted; oldest dropped
 //
+// Under DropOldest, while scheduled tasks (which are never dropped) alone
+// fill the bound, and with a bound of 0, there is nothing to drop: every
+// call meets Reject's column.
+//
 // A dropped task with a handle reports [ErrDropped]; a dropped plain task
 // goes to the dead-letter handler. Submitters that wait for room get it
 // strictly in arrival order: a waiting batch at the head holds back the
@@ -274,9 +278,11 @@
 //   - cut now: Shutdown with a context that is already done: no queued
 //     task starts.
 //
-// Shutdown returns nil only if no accepted task was abandoned, the
-// context's error if it gave up, and an error wrapping ErrStopped if a Stop
-// abandoned tasks during it.
+// Shutdown returns nil only if the stop abandoned no accepted task (tasks
+// dropped, expired or canceled for their own reasons do not count), the
+// context's error if it gave up, and an error wrapping ErrStopped if tasks
+// were abandoned all the same: by a Stop during it, or tasks a Group held
+// back because of SetLimit, which every stop drops.
 //
 // All three return only once every pool goroutine (the dispatcher, the
 // workers, the idle clock and the dead-letter deliverer) has exited, and
@@ -308,9 +314,9 @@
 // flow, its fields are read a moment apart (the waiting count, for one, is
 // published when the dispatcher has nothing else to do; with a bound it is
 // published at every change, and under Block and Reject Waiting never shows
-// more than the bound, tasks a Group held back aside; under DropOldest a
-// task with a handle that was just handed to a worker counts until the
-// worker starts it). Once the pool has stopped the snapshot is exact:
+// more than the bound, tasks a Group held back and retries, which join the
+// queue past a full bound, aside; under DropOldest a task with a handle
+// that was just handed to a worker counts until the worker starts it). Once the pool has stopped the snapshot is exact:
 //
 //	Submitted == Completed + Abandoned + Canceled + Dropped + Expired
 //

@@ -146,6 +146,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		tooHeavy = true
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(h)
+		p.counts.groupOnly.Add(1) // counted from this call; its release is not counted again
 	default:
 		t := g.add(h)
 		g.unlock()
@@ -288,10 +289,10 @@ func (g *Group) submit(t *groupTask, held bool) {
 	var err error
 	t.held = held
 	if held {
-		t.job.room.Store(false)
+		t.job.place.Store(false)
 		err = g.pool.refusesAtOnce(&t.job)
 		if err == nil {
-			err = send(g.pool, message{job: &t.job})
+			err = sendControl(g.pool, message{job: &t.job}) // in Submitted since its Go call: a control send, which Status does not count
 		}
 	} else {
 		err = g.pool.sendJob(&t.job, g.ctx)
@@ -302,10 +303,10 @@ func (g *Group) submit(t *groupTask, held bool) {
 	case err == errWithdrawn: // refused as any submit whose ctx ends while it waits for room: not counted
 		err = g.canceledBy()
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
-		g.pool.countNeverQueued(1, jobAbandoned)
+		g.pool.counts.settled.count(jobAbandoned)
 		g.pool.tellDropped(err)
 	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
-		g.pool.countNeverQueued(1, jobDropped)
+		g.pool.counts.settled.count(jobDropped)
 		g.pool.tellDropped(err)
 	default:
 		g.pool.countRejected(err, 1)
@@ -372,8 +373,8 @@ func (g *Group) sweep() {
 }
 
 // dropHeld drops the held tasks, which then never run, records why, and
-// counts them (see countNeverQueued); unlock tells TaskDropped. g.mu is
-// held.
+// counts them in their bucket (they count in Submitted from their Go
+// calls); unlock tells TaskDropped. g.mu is held.
 func (g *Group) dropHeld(why error) {
 	n := g.held.Len()
 	if n == 0 {
@@ -381,7 +382,7 @@ func (g *Group) dropHeld(why error) {
 	}
 	g.record(why)
 	g.held.Clear()
-	g.pool.countNeverQueued(n, g.bucketFor(why))
+	g.pool.counts.settled.add(g.bucketFor(why), uint64(n)) // in Submitted since their Go calls
 	g.tellLater(n)
 }
 
@@ -402,14 +403,7 @@ func (g *Group) tellLater(n int) {
 // settled than submitted.
 func (p *WorkerPool) countNeverQueued(n int, to uint32) {
 	p.counts.groupOnly.Add(uint64(n))
-	switch to {
-	case jobCanceled:
-		p.counts.settled.canceled.Add(uint64(n))
-	case jobAbandoned:
-		p.counts.settled.abandoned.Add(uint64(n))
-	case jobDropped:
-		p.counts.settled.dropped.Add(uint64(n))
-	}
+	p.counts.settled.add(to, uint64(n))
 }
 
 // bucketFor is where a task of a Go call that never reached the pool is
@@ -491,6 +485,14 @@ func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o ta
 	t.refs.Store(2)
 	t.job.reset(o)
 	return t
+}
+
+// heldByGroup reports whether j is a group task that its Group held back
+// (SetLimit) before it released it to the pool: it joins the queue without
+// room, and it is counted in Submitted from its Group.Go call.
+func (j *job) heldByGroup() bool {
+	t, ok := j.owner.(*groupTask)
+	return ok && t.held
 }
 
 func (t *groupTask) call() (panicked bool, err error) {

@@ -51,19 +51,18 @@ import (
 // complete when it returns.
 type job struct {
 	state atomic.Uint32
-	// room says the job holds a place in the waiting queue (see
-	// WorkerPool.room): set by its submitter (or by dispatch, which admits
-	// it), and swapped off, once, by whoever ends its wait: the worker that
-	// starts it, or the party that settles it. It gives the place back
-	// after the job left Waiting.
-	room atomic.Bool
-	// reserved says its submitter counted the job in Status.Scheduled
-	// before sending it (see WorkerPool.reserveScheduled): written before
-	// the send, and cleared by dispatch, which takes the count over
-	// (takeReservation).
-	reserved bool
-	pool     *WorkerPool
-	owner    jobOwner // set once, when the job is made
+	// place says the job holds a place in the bound (see WithMaxWaiting):
+	// under Block and Reject a place of room (see WorkerPool.room), set by
+	// its submitter (or by dispatch, which admits it); under DropOldest a
+	// place in Status.Scheduled that its submitter reserved for a job not
+	// due yet (see WorkerPool.reserveScheduled), which dispatch takes over
+	// as it schedules the job (see schedule). It is swapped off,
+	// once, by whoever ends the job's hold on it: dispatch taking over a
+	// reservation, the worker that starts the job, or the party that
+	// settles it; a place of room goes back after the job left Waiting.
+	place atomic.Bool
+	pool  *WorkerPool
+	owner jobOwner // set once, when the job is made
 
 	// The task's options (see taskOptions), written by its submitter
 	// before the send; due also by the worker that posts it for a retry.
@@ -82,7 +81,7 @@ type job struct {
 	// queued before it. readyAt is when it last joined the queue, on the
 	// pool's clock, accepted or come due (Delay, At, a retry), or readyNow
 	// if it went to a worker at once: written by dispatch if tasks carry it
-	// (see dispatcher.stamped), and read by the worker it hands the job to.
+	// (see waitQueue.stamped), and read by the worker it hands the job to.
 	seq     uint64
 	after   uint64
 	readyAt int64
@@ -147,14 +146,15 @@ func (j *job) enqueue() bool {
 }
 
 // schedule moves a job that dispatch puts in its timer heap from pending
-// to scheduled, and counts it in Status.Scheduled unless counted says its
-// submitter did (see WorkerPool.reserveScheduled). It reports false if the
-// job was settled on its way.
-func (j *job) schedule(counted bool) bool {
+// to scheduled, and counts it in Status.Scheduled, unless its submitter's
+// reservation there counts it already (see WorkerPool.reserveScheduled):
+// the job's place then becomes its place in the heap. It reports false if
+// the job was settled on its way (its settler gave the reservation back).
+func (j *job) schedule() bool {
 	if !j.state.CompareAndSwap(jobPending, jobScheduled) {
 		return false
 	}
-	if !counted {
+	if !(j.pool.dropsOldest() && j.place.Swap(false)) {
 		j.pool.counts.scheduled.Add(1)
 	}
 	return true
@@ -228,12 +228,19 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	switch from {
 	case jobQueued:
 		p.counts.waiting.Add(-1)
+		p.queuedSettles.Add(1)
 		p.wakeDispatch() // it may be offering this job to the workers
 	case jobScheduled:
 		p.counts.scheduled.Add(-1)
 		p.wakeDispatch() // it may take the job out of its timer heap now
 	}
-	p.giveRoomOf(j) // after Waiting went down: see dispatcher.publishAfter
+	if from != jobScheduled || p.cfg.roomed {
+		// After Waiting went down (see waitQueue.publishAfter). Under
+		// DropOldest a scheduled job's Scheduled count was given back
+		// above: a reservation it still holds has become that count (see
+		// schedule).
+		p.givePlaceOf(j)
+	}
 	p.counts.settled.count(to)
 	p.tellDropped(err)
 	return err, true
@@ -248,11 +255,15 @@ func (j *job) letGo() {
 	j.owner.released()
 }
 
-// giveRoomOf gives back the place j held in the waiting queue, if it held
-// one; only the first of several callers does.
-func (p *WorkerPool) giveRoomOf(j *job) {
-	if j.room.Swap(false) {
+// givePlaceOf gives back the place j held in the bound, if it held one
+// (see job.place); only the first of several callers does.
+func (p *WorkerPool) givePlaceOf(j *job) {
+	switch {
+	case !j.place.Swap(false):
+	case p.cfg.roomed:
 		p.giveRoom(1)
+	default:
+		p.counts.scheduled.Add(-1) // a reservation under DropOldest
 	}
 }
 
@@ -324,7 +335,7 @@ func (j *job) start() bool {
 	default:
 		return false
 	}
-	j.pool.giveRoomOf(j)
+	j.pool.givePlaceOf(j)
 	if j.attempt > 0 {
 		j.pool.counts.reruns.Add(1)
 	}
@@ -373,7 +384,7 @@ func (j *job) postForRetry() {
 }
 
 // refuse settles a job that the pool refused with err: its send failed,
-// or dispatch refused it (see dispatcher.refuseJob). It reports false, and
+// or dispatch refused its ticket. It reports false, and
 // does nothing, if the job was settled meanwhile (a Cancel that came after
 // the send). Whoever refuses the job counts it.
 func (j *job) refuse(err error) bool {

@@ -90,8 +90,9 @@ func WithPanicHandler(h func(recovered any)) Option {
 }
 
 // WithMaxWaiting bounds the waiting queue to n tasks: tasks accepted and
-// waiting for a worker, including those a Pause holds and those on their
-// way to the dispatcher. Running tasks do not count, and a task that can
+// waiting for a worker, including those a Pause holds and, under Block and
+// Reject, those on their way to the dispatcher with the room they took.
+// Scheduled tasks (Delay, At, a retry's next run) count too. Running tasks do not count, and a task that can
 // start on a free worker at once never needs room. When the queue is full,
 // overflow says what a new task meets: Block waits for room, Reject
 // refuses it with ErrQueueFull, DropOldest drops the oldest waiting task
@@ -102,7 +103,8 @@ func WithPanicHandler(h func(recovered any)) Option {
 // n = 0 is a queue with no room: a task runs at once on a free worker, or
 // meets overflow (a task a Group held back, or a retry, still joins the
 // queue past the bound, as with any n). Block then waits for a free
-// worker (for a task of Weight k, for k free slots); Reject, and TrySubmit
+// worker (for a task of Weight k, for k free slots, and a Resize below k
+// refuses it with ErrTooHeavy); Reject, and TrySubmit
 // under every policy, refuse unless one is free; DropOldest has nothing to
 // drop and refuses as Reject does. A task with Delay or At, which must
 // wait, is refused with ErrQueueFull at once under every policy. A
@@ -265,9 +267,8 @@ func WithName(name string) Option {
 // the pool); for every other task that will never run, on the pool's
 // delivery goroutine, the dead-letter handler's (see WithDeadLetter), one
 // call at a time in the order the tasks were given up, just before the
-// dead-letter handler gets a plain one. (So a task the dispatcher refuses
-// under DropOldest, because scheduled tasks fill the bound, and a task a
-// Group held back and releases once it is too heavy, are told there.)
+// dead-letter handler gets a plain one. (So a task a Group held back, then
+// dropped or released once the pool is too small for it, is told there.)
 // Stop, StopWait and Shutdown return only once it has run for every task
 // given up before or during the stop. A task refused because the pool is
 // stopping (ErrStopped at the call) was never accepted nor counted, and

@@ -51,6 +51,12 @@ type waitQueue struct {
 	delta        int64
 	changes      int
 	publishAfter int
+
+	// settledIn is the number of settled jobs still in the queue, as of
+	// the last count (see inQueue), less those that left its fronts since;
+	// settlesSeen is p.queuedSettles at that count.
+	settledIn   int
+	settlesSeen uint64
 }
 
 type source int
@@ -221,6 +227,9 @@ func (q *waitQueue) dropFront(src source) {
 	j := q.frontJob(src)
 	q.popAt(src)
 	if j != nil {
+		if q.settledIn > 0 && j.settled() {
+			q.settledIn--
+		}
 		j.letGo()
 	}
 }
@@ -556,13 +565,36 @@ func (q *waitQueue) waitingNow() int64 {
 	return q.p.counts.waiting.Load() + q.delta
 }
 
-// inQueue is how many tasks wait in the queue, for DropOldest's room.
-// Either count it could use is too high at times: the waiting count still
-// holds a job handed to a worker until the worker starts it, and the
-// queue's length holds a canceled job until it reaches the front. So it
-// takes the lower.
+// inQueue is how many tasks wait in the queue, for DropOldest's room: its
+// entries less the settled jobs among them (canceled ones stay until they
+// reach a front). The waiting count will not do: it holds a job handed to
+// a worker until the worker starts it. The settled entries are counted
+// again, over the whole queue, only when a queued job settled since the
+// last count.
 func (q *waitQueue) inQueue() int64 {
-	return min(q.waitingNow(), int64(q.len()))
+	if n := q.p.queuedSettles.Load(); n != q.settlesSeen {
+		q.settlesSeen = n
+		q.settledIn = q.countSettled()
+	}
+	return int64(q.len() - q.settledIn)
+}
+
+// countSettled counts the settled jobs in the queue.
+func (q *waitQueue) countSettled() int {
+	n := 0
+	for j := range q.jobs.Iter() {
+		if j.settled() {
+			n++
+		}
+	}
+	for _, l := range q.levels {
+		for j := range l.jobs.Iter() {
+			if j.settled() {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // publish adds delta to p.counts.waiting. Dispatch calls it when it is

@@ -116,7 +116,7 @@ func (j *job) retryLater(err error) (bool, error) {
 	j.lastErr = err
 	j.due = later(p.now(), max(int64(delay), 0))
 	if p.cfg.roomed {
-		j.room.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
+		j.place.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
 	j.postForRetry()
 	return true, nil

@@ -95,7 +95,7 @@ func (h timerHeap) init() {
 // aging period (WithPriorityAging) and the next token of the rate limit.
 // Each asks for its moment with wakeAt; when the timer fires, the
 // dispatcher does what is due and arms it for what is left (see
-// dispatcher.timerFired). A timer that fires for nothing (its job was
+// timers.fire). A timer that fires for nothing (its job was
 // canceled, say) only re-arms. The dispatcher owns it.
 type timers struct {
 	p    *WorkerPool

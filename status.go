@@ -82,13 +82,13 @@ type counts struct {
 	_ cacheLinePad
 	// Published by dispatch for observers; waiting is also moved by
 	// whoever moves a job in or out of the queued state (see
-	// dispatcher.publish), and settled by whoever settles a task.
+	// waitQueue.publish), and settled by whoever settles a task.
 	workers         atomic.Int64  // live workers
 	waiting         atomic.Int64  // tasks in the waiting queue; may dip below 0 for a moment
 	scheduled       atomic.Int64  // jobs in the timer heap that are not settled (see job state scheduled), and reservations (see reserveScheduled)
 	paused          atomic.Bool   // a Pause is in effect
 	settled         settledTotals // the accepted tasks that never ran, by why
-	groupOnly       atomic.Uint64 // group tasks counted in Submitted that never reached the dispatcher (held, then dropped or refused; or skipped by a canceled group)
+	groupOnly       atomic.Uint64 // group tasks counted in Submitted by their Group.Go call: held back by SetLimit (released ones too: their send is not counted again), or skipped by a canceled group
 	ticketTasks     atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
 	rejected        atomic.Uint64 // tasks refused because the queue was full, never accepted
 	submittedAtStop atomic.Uint64 // the exact number of accepted tasks, stored by dispatch before it closes stopped (see submitted)
@@ -118,16 +118,19 @@ type settledTotals struct {
 }
 
 // count counts one task settled to the state to.
-func (t *settledTotals) count(to uint32) {
+func (t *settledTotals) count(to uint32) { t.add(to, 1) }
+
+// add counts n tasks settled to the state to.
+func (t *settledTotals) add(to uint32, n uint64) {
 	switch to {
 	case jobCanceled:
-		t.canceled.Add(1)
+		t.canceled.Add(n)
 	case jobAbandoned:
-		t.abandoned.Add(1)
+		t.abandoned.Add(n)
 	case jobDropped:
-		t.dropped.Add(1)
+		t.dropped.Add(n)
 	case jobExpired:
-		t.expired.Add(1)
+		t.expired.Add(n)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 // work is what a worker receives on workerQueue: a plain task (fn) or a job.
 // The zero work is the nil func that tells a worker to return. readyAt is
 // when a plain task joined the queue, on the pool's clock, or readyNow, in
-// a pool whose tasks carry it (see dispatcher.stamped); a job carries its
+// a pool whose tasks carry it (see waitQueue.stamped); a job carries its
 // own (see job.readyAt).
 type work struct {
 	fn      func()
@@ -118,7 +118,7 @@ func (p *WorkerPool) recoverCallbackPanic(what string) {
 
 // returned counts one work a worker is done with in count, one of
 // p.counts, as its last use of the work, and wakes dispatch if it is
-// waiting for running tasks to finish (see dispatcher.barrierReached).
+// waiting for running tasks to finish (see barriers.barrierReached).
 // panicked says the work completed (count is completed) and its last run
 // panicked: then it also counts in panicked, once for the task, however
 // many of its runs panicked before.
@@ -401,9 +401,20 @@ func (d *dispatcher) offer(w work) bool {
 
 // startAtOnce gives w to a free worker, which canStartAtOnce said there
 // is: a ready or new one, or else the one on its way to its receive, for
-// which the send waits that moment.
+// which the send waits that moment. Only a stop that began in between
+// (a job's ctx, asked whether it is done, can take any time) makes offer
+// refuse: the task then joins the queue, for the stop to abandon, and no
+// worker gets it.
 func (d *dispatcher) startAtOnce(w work) {
-	if !d.offer(w) {
+	switch {
+	case d.offer(w):
+	case d.p.abandonBegun.Load():
+		if w.job == nil {
+			d.queue.push(w.fn)
+		} else if !d.queue.pushJob(w.job) {
+			d.discard(w.job)
+		}
+	default:
 		w = d.queue.atOnce(w)
 		out := outOf(w)
 		d.p.workerQueue <- w

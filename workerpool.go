@@ -82,9 +82,13 @@ type WorkerPool struct {
 	settling atomic.Int64
 	// heavyDone sums weight−1 over the jobs of Weight above 1 that their
 	// workers are done with, added before they count the work returned
-	// (see dispatcher.fits).
+	// (see slots.free).
 	heavyDone atomic.Uint64
-	_         cacheLinePad
+	// queuedSettles counts the jobs settled while queued: dispatch counts
+	// the settled entries of its queue again when it has changed (see
+	// waitQueue.inQueue).
+	queuedSettles atomic.Uint64
+	_             cacheLinePad
 }
 
 // cacheLinePad keeps the fields before and after it off each other's cache
@@ -127,7 +131,8 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 // under Block; under Reject it does not queue task but counts it in
 // Status.Rejected and gives it to the dead-letter handler with an error
 // wrapping ErrQueueFull; under DropOldest it queues task and the oldest
-// waiting task is dropped.
+// waiting task is dropped, but with a bound of 0, or while scheduled tasks
+// alone fill the bound, where it refuses task as under Reject.
 //
 // Submit panics with an error wrapping ErrStopped once Stop, StopWait or
 // Shutdown has been called, including while it waited for room and from a
@@ -195,11 +200,11 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 		return send(p, m)
 	case p.room.take(1):
 		if j != nil {
-			j.room.Store(true)
+			j.place.Store(true)
 		}
 		if err := send(p, m); err != nil {
 			if j != nil {
-				j.room.Store(false)
+				j.place.Store(false)
 			}
 			p.giveRoom(1)
 			return err
@@ -246,7 +251,7 @@ func (p *WorkerPool) DoWait(task func()) error {
 // sendJob gives a job to dispatch (see sendOne), waiting for room under
 // Block. It does not count refusals.
 func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
-	j.room.Store(false)
+	j.place.Store(false)
 	if err := p.refusesAtOnce(j); err != nil {
 		return err
 	}
@@ -399,8 +404,12 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 		return
 	}
 	to := int64(max(maxWorkers, 1))
-	p.logResized(p.size.Swap(to), to)
-	_ = sendControl(p, message{req: &resizeTick}) // dispatch reads size; refused only by a stop
+	from := p.size.Swap(to)
+	if sendControl(p, message{req: &resizeTick}) != nil { // dispatch reads size
+		p.size.CompareAndSwap(to, from) // a stop came first: Resize does nothing
+		return
+	}
+	p.logResized(from, to)
 }
 
 // WaitIdle waits for the first moment at which no task runs or waits (tasks
@@ -464,11 +473,11 @@ func (p *WorkerPool) StopWait() {
 // return even after ctx is done, as http.Server.Shutdown waits for its
 // handlers.
 //
-// Shutdown returns once every pool goroutine has exited: nil if no accepted
-// task was abandoned (each ran, or was canceled by its own context), ctx's
-// error if Shutdown gave up, and an error wrapping ErrStopped if tasks were
-// abandoned all the same: by a Stop, or tasks a Group held back because of
-// SetLimit, which every stop drops. With a ctx that is never done Shutdown
+// Shutdown returns once every pool goroutine has exited: nil if the stop
+// abandoned no accepted task (tasks dropped, expired or canceled for their
+// own reasons do not count), ctx's error if Shutdown gave up, and an error
+// wrapping ErrStopped if tasks were abandoned all the same: by a Stop, or
+// tasks a Group held back because of SetLimit, which every stop drops. With a ctx that is never done Shutdown
 // is StopWait; with one that is done already it starts no queued task: it
 // abandons the queue and cancels running tasks at once.
 //
