@@ -191,6 +191,14 @@ const (
 	toWorker              // to a free worker (dispatcher.canStartAtOnce), holding no room
 )
 
+// atRest reports whether no submitter is parked: the loop need not wait on
+// anything for this part.
+func (a *admission) atRest() bool { return a.parked.Len() == 0 }
+
+// wantsWake reports whether dispatch must wake when room frees or a
+// parked submitter withdraws: while submitters are parked.
+func (a *admission) wantsWake() bool { return a.parked.Len() > 0 }
+
 // needsWorker reports whether parked tickets wait for what only a worker
 // coming free can give: nothing is queued, so no room frees as tasks leave
 // the queue (a bound of 0, say), and a single task may start without room.

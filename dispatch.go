@@ -178,8 +178,8 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.queue.len() > 0 || d.admission.parked.Len() > 0 || d.crew.watching || d.barriers.waiting() ||
-		d.timers.len() > 0 || d.retries.out() {
+	if d.queue.len() > 0 || d.admission.wantsWake() || d.crew.wantsWake() || d.barriers.waiting() ||
+		d.timers.wantsWake() || d.retries.out() {
 		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
@@ -217,8 +217,8 @@ func (d *dispatcher) awaitPaused() bool {
 // quiet reports whether dispatch has nothing to do but receive: every
 // part is at rest. It then waits on taskQueue alone.
 func (d *dispatcher) quiet() bool {
-	return d.queue.len() == 0 && d.admission.parked.Len() == 0 && !d.barriers.waiting() &&
-		!d.crew.watching && !d.crew.surplus() && !d.timers.armed && !d.retries.out()
+	return d.queue.len() == 0 && d.admission.atRest() && !d.barriers.waiting() &&
+		d.crew.atRest() && d.timers.atRest() && !d.retries.out()
 }
 
 // returnsWanted reports whether a part needs workers to wake dispatch as

@@ -149,8 +149,12 @@ func (t *timers) push(j *job) {
 	t.wakeAt(j.due)
 }
 
-// len is the number of jobs in the heap, settled ones included.
-func (t *timers) len() int { return len(t.heap) }
+// atRest reports whether the timer is not armed: nothing waits in time.
+func (t *timers) atRest() bool { return !t.armed }
+
+// wantsWake reports whether dispatch must wake when a scheduled job
+// settles, to sweep it out of the heap: while the heap holds jobs.
+func (t *timers) wantsWake() bool { return len(t.heap) > 0 }
 
 // next is when the earliest job in the heap is due, if there is one.
 func (t *timers) next() (int64, bool) {

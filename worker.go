@@ -176,6 +176,13 @@ func (c *crew) init(p *WorkerPool) {
 	}
 }
 
+// atRest reports whether the crew needs nothing from the loop: no return
+// is watched and no worker above the size waits to retire.
+func (c *crew) atRest() bool { return !c.watching && !c.surplus() }
+
+// wantsWake reports whether workers wake dispatch as they return work.
+func (c *crew) wantsWake() bool { return c.watching }
+
 // out is the work sent to workers that has not come back.
 func (c *crew) out() uint64 {
 	return c.dispatched - c.p.returnedWork()
