@@ -2,11 +2,144 @@ package workerpool
 
 import (
 	"context"
-	"log/slog"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// Helpers used by more than one test file, each written once. A helper
+// used by one file only stays in that file, next to its tests.
+
+// gate is a task body that blocks until the test opens it.
+type gate chan struct{}
+
+func newGate() gate         { return make(gate) }
+func (g gate) wait()        { <-g }
+func (g gate) open()        { close(g) }
+func (g gate) task() func() { return g.wait }
+
+// release opens g unless it is open already. Tests defer it after the
+// pool's Stop, so that a failed require leaves no task blocked in the bubble.
+func (g gate) release() {
+	if !isClosed(g) {
+		g.open()
+	}
+}
+
+// recorder records the order in which tasks start.
+type recorder struct {
+	mu      sync.Mutex
+	started []int
+}
+
+func (r *recorder) task(i int, body func()) func() {
+	return func() {
+		r.mu.Lock()
+		r.started = append(r.started, i)
+		r.mu.Unlock()
+		if body != nil {
+			body()
+		}
+	}
+}
+
+func (r *recorder) order() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.started...)
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// concurrencyMeter tracks how many tasks run at once.
+type concurrencyMeter struct {
+	running, peak atomic.Int64
+}
+
+func (m *concurrencyMeter) wrap(body func()) func() {
+	return m.wrapWeighted(1, body)
+}
+
+// wrapWeighted meters body as weight running tasks: the peak is then in
+// worker slots.
+func (m *concurrencyMeter) wrapWeighted(weight int64, body func()) func() {
+	return func() {
+		n := m.running.Add(weight)
+		for {
+			old := m.peak.Load()
+			if n <= old || m.peak.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		defer m.running.Add(-weight) // also when body panics or exits
+		body()
+	}
+}
+
+// requireStoppedClean checks the accounting and emptiness guarantees that
+// hold once Stop or StopWait has returned.
+func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
+	t.Helper()
+	s := p.Status()
+	assert.Equal(t, StateStopped, s.State, "state")
+	assert.Equal(t, 0, s.Workers, "workers")
+	assert.Equal(t, 0, s.Busy, "busy")
+	assert.Equal(t, 0, s.Waiting, "waiting")
+	assert.Equal(t, 0, s.Scheduled, "scheduled")
+	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
+	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "submitted == completed + abandoned + canceled + dropped + expired")
+	assert.True(t, p.Stopped(), "Stopped")
+	return s
+}
+
+func panickingTask() { panic("boom") }
+
+// requireChildPanics runs the test named test again in a child process,
+// with the environment variable env set to 1 so that it knows it is the
+// child, requires the child to exit as an unrecovered panic makes a
+// program exit, and returns what it printed.
+func requireChildPanics(t *testing.T, test, env string) string {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
+	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
+	return string(out)
+}
+
+// benchmarkSubmit submits no-op tasks to a pool of workers made with
+// options, one at a time, and waits for all of them.
+func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
+	p, wg := New(workers, options...), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(1)
+		p.Submit(task)
+	}
+	wg.Wait()
+}
 
 // frameStallingContext is a context whose Err stalls, once, on the first
 // goroutine that calls it with frame on its stack (such as
@@ -41,57 +174,375 @@ func (c *frameStallingContext) resume() {
 	}
 }
 
-// stallingHandler is a slog.Handler that stalls the goroutine that logs a
-// record with message match, once, until release is closed.
-type stallingHandler struct {
-	match            string
-	stalled, release chan struct{}
-	once             sync.Once
+var errTask = errors.New("task failed")
+
+// blockOneWorker fills a one-worker pool with a task that holds the worker
+// until the returned gate opens.
+func blockOneWorker(t *testing.T, p *WorkerPool) gate {
+	t.Helper()
+	g := newGate()
+	p.Submit(g.task())
+	synctest.Wait()
+	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
+	return g
 }
 
-func newStallingHandler(match string) *stallingHandler {
-	return &stallingHandler{match: match, stalled: make(chan struct{}), release: make(chan struct{})}
+// isDone reports, without blocking, whether a handle's Done channel is closed.
+func isDone(c <-chan struct{}) bool { return isClosed(c) }
+
+func panickingFn(context.Context) error { panic("boom") }
+
+// canceledContext returns a context that is done already.
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
 
-func (h *stallingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *stallingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *stallingHandler) WithGroup(string) slog.Handler            { return h }
+// noopFn is a task body that does nothing.
+func noopFn(context.Context) error { return nil }
 
-func (h *stallingHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.match {
-		stall := false
-		h.once.Do(func() { stall = true; close(h.stalled) })
-		if stall {
-			<-h.release
+// untilFailure runs round in a fresh synctest bubble, rounds times, and
+// stops at the first round that fails.
+func untilFailure(t *testing.T, rounds int, round func(t *testing.T, round int)) {
+	t.Helper()
+	for i := range rounds {
+		failed := false
+		synctest.Test(t, func(t *testing.T) {
+			round(t, i)
+			failed = t.Failed()
+		})
+		if failed {
+			return
 		}
 	}
-	return nil
 }
 
-// resume lets the stalled goroutine go on; it may be called again.
-func (h *stallingHandler) resume() {
-	if !isClosed(h.release) {
-		close(h.release)
+// finishingGoexit reports whether a goroutine is inside runtime.Goexit.
+// Seen after a stop returned, that is a worker whose task called Goexit and
+// which has run its deferred calls into the pool, and is at most finishing
+// the last one, its WaitGroup's Done: the stop could not have returned
+// before Done had counted it. The runtime keeps a Goexit'd goroutine's
+// frames until it frees it, and nothing can wait for that; it runs no pool
+// code, and never will.
+func finishingGoexit(block string) bool {
+	return strings.Contains(block, "\nruntime.Goexit(")
+}
+
+// letter is one call of the dead-letter handler.
+type letter struct {
+	task   func()
+	reason error
+}
+
+// letterBox is a dead-letter handler that records its letters in the order
+// it gets them.
+type letterBox struct {
+	mu      sync.Mutex
+	letters []letter
+}
+
+func (b *letterBox) handle(task func(), reason error) {
+	b.mu.Lock()
+	b.letters = append(b.letters, letter{task, reason})
+	b.mu.Unlock()
+}
+
+func (b *letterBox) got() []letter {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]letter(nil), b.letters...)
+}
+
+// recovered calls f and returns what it panicked with, as an error.
+func recovered(f func()) (err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = true
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("panicked with a non-error: %v", r)
+			}
+		}
+	}()
+	f()
+	return nil, false
+}
+
+// errTryFalse stands for a TrySubmit that returned false.
+var errTryFalse = fmt.Errorf("%w: TrySubmit returned false", ErrQueueFull)
+
+// callResult is what a submitter learned when its call returned.
+type callResult struct {
+	err      error        // returned, panicked with (panicked set), or reported by a handle already settled when the call returned; nil: accepted
+	panicked bool         // Submit or SubmitWait panicked
+	outcome  func() error // handles and groups: waits for the task's outcome
+}
+
+// A boundCall is one way to submit under a bound.
+type boundCall struct {
+	name  string
+	tasks int  // tasks the call submits, each running body
+	waits bool // the call returns only once its task has run (DoWait, SubmitWait)
+	call  func(p *WorkerPool, ctx context.Context, body func()) callResult
+}
+
+func fnOf(body func()) func(context.Context) error {
+	return func(context.Context) error { body(); return nil }
+}
+
+var (
+	submitCall = boundCall{"Submit", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		err, panicked := recovered(func() { p.Submit(body) })
+		return callResult{err: err, panicked: panicked}
+	}}
+	doCall = boundCall{"Do", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.Do(body)}
+	}}
+	doWaitCall = boundCall{"DoWait", 1, true, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.DoWait(body)}
+	}}
+	doContextCall = boundCall{"DoContext", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		return callResult{err: p.DoContext(ctx, body)}
+	}}
+	trySubmitCall = boundCall{"TrySubmit", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		if !p.TrySubmit(body) {
+			return callResult{err: errTryFalse}
+		}
+		return callResult{}
+	}}
+	submitWaitCall = boundCall{"SubmitWait", 1, true, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		err, panicked := recovered(func() { p.SubmitWait(body) })
+		return callResult{err: err, panicked: panicked}
+	}}
+	goCall = boundCall{"Go", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		tk := p.Go(ctx, fnOf(body))
+		r := callResult{outcome: tk.Wait}
+		if isDone(tk.Done()) {
+			r.err = tk.Wait()
+		}
+		return r
+	}}
+	callCall = boundCall{"Call", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		f := Call(ctx, p, func(context.Context) (int, error) { body(); return 7, nil })
+		r := callResult{outcome: func() error {
+			v, err := f.Wait()
+			if err == nil && v != 7 {
+				return fmt.Errorf("Future.Wait returned %d, want 7", v)
+			}
+			return err
+		}}
+		if isDone(f.Done()) {
+			r.err = r.outcome()
+		}
+		return r
+	}}
+	groupGoCall = boundCall{"Group.Go", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		g := p.Group(ctx)
+		g.Go(fnOf(body))
+		return callResult{outcome: g.Wait}
+	}}
+	doBatchCall = boundCall{"DoBatch", 2, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.DoBatch([]func(){body, nil, body})}
+	}}
+	doBatchOfOneCall = boundCall{"DoBatch of 1", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.DoBatch([]func(){nil, body})}
+	}}
+)
+
+// pendingCall is one call on its own goroutine.
+type pendingCall struct {
+	done chan struct{}
+	res  callResult
+	at   time.Duration // when it returned, in fake time since t0
+}
+
+func startCall(p *WorkerPool, c boundCall, ctx context.Context, body func(), t0 time.Time) *pendingCall {
+	pc := &pendingCall{done: make(chan struct{})}
+	go func() {
+		defer close(pc.done)
+		pc.res = c.call(p, ctx, body)
+		pc.at = time.Since(t0)
+	}()
+	return pc
+}
+
+func (pc *pendingCall) returned() bool { return isClosed(pc.done) }
+
+// returnsAtOnce calls f on its own goroutine and returns what it returned,
+// if it returned by the time every goroutine of the bubble is blocked.
+func returnsAtOnce(f func() error) (err error, ok bool) {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	synctest.Wait()
+	select {
+	case err := <-done:
+		return err, true
+	default:
+		return nil, false
 	}
 }
 
-// blockedSendingIn reports whether some goroutine of the process is blocked
-// in a channel send with frame on its stack.
-func blockedSendingIn(frame string) bool {
+// fullQueue is a pool of two workers with a bound of two waiting tasks,
+// whose workers run tasks that wait for running, and whose queue holds two
+// fillers (ids 0 and 1 in fillers) that wait for queued once they run:
+// every worker is busy and the queue is full. Opening running frees both
+// places at once, without letting any new task start.
+type fullQueue struct {
+	p                *WorkerPool
+	running, queued  gate
+	fillers          recorder
+	box              *letterBox
+	submittedAtStart uint64
+}
+
+func newFullQueue(t *testing.T, policy Overflow, opts ...Option) *fullQueue {
+	t.Helper()
+	fq := &fullQueue{running: newGate(), queued: newGate(), box: new(letterBox)}
+	opts = append([]Option{WithMaxWaiting(2, policy), WithIdleTimeout(-1), WithDeadLetter(fq.box.handle)}, opts...)
+	fq.p = New(2, opts...)
+	fq.p.Submit(fq.running.task())
+	fq.p.Submit(fq.running.task())
+	fq.p.Submit(fq.fillers.task(0, fq.queued.wait))
+	fq.p.Submit(fq.fillers.task(1, fq.queued.wait))
+	synctest.Wait()
+	s := fq.p.Status()
+	require.Equal(t, 2, s.Busy, "busy")
+	require.Equal(t, 2, s.Waiting, "waiting: the queue is full")
+	fq.submittedAtStart = s.Submitted
+	return fq
+}
+
+// release opens both gates; tests defer it after the pool's Stop.
+func (fq *fullQueue) release() {
+	fq.running.release()
+	fq.queued.release()
+}
+
+// A boundStopMode is one way to stop a pool, and whether it abandons the
+// queue.
+type boundStopMode struct {
+	name     string
+	abandons bool
+	stop     func(p *WorkerPool)
+}
+
+var boundStopModes = []boundStopMode{
+	{"Stop", true, (*WorkerPool).Stop},
+	{"StopWait", false, (*WorkerPool).StopWait},
+	{"Shutdown", false, func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
+	{"ShutdownGivingUp", true, func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
+}
+
+// sleeper is a task that runs for d of (fake) time.
+func sleeper(d time.Duration) func() {
+	return func() { time.Sleep(d) }
+}
+
+// requireAccounted checks what holds once a stop has returned, with the
+// counters of issue 11: Submitted == Completed + Abandoned + Canceled +
+// Dropped, and no worker, busy or waiting task is left.
+func requireAccounted(t *testing.T, p *WorkerPool) Status {
+	t.Helper()
+	s := p.Status()
+	assert.Equal(t, StateStopped, s.State, "state")
+	assert.Equal(t, 0, s.Workers, "workers")
+	assert.Equal(t, 0, s.Busy, "busy")
+	assert.Equal(t, 0, s.Waiting, "waiting")
+	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped,
+		"submitted == completed + abandoned + canceled + dropped")
+	return s
+}
+
+// waitIdleCall is one WaitIdle call on its own goroutine: what it returned,
+// and when, in fake time since t0.
+type waitIdleCall struct {
+	done chan struct{}
+	err  error
+	at   time.Duration
+}
+
+func goWaitIdle(p *WorkerPool, ctx context.Context, t0 time.Time) *waitIdleCall {
+	c := &waitIdleCall{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = p.WaitIdle(ctx)
+		c.at = time.Since(t0)
+	}()
+	return c
+}
+
+// returned reports whether WaitIdle has returned; err and at are valid
+// once it reports true.
+func (c *waitIdleCall) returned() bool { return isClosed(c.done) }
+
+// batchCall is one DoBatch call on its own goroutine.
+type batchCall struct {
+	done chan struct{}
+	err  error
+}
+
+func goDoBatch(p *WorkerPool, tasks []func()) *batchCall {
+	c := &batchCall{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = p.DoBatch(tasks)
+	}()
+	return c
+}
+
+func (c *batchCall) returned() bool { return isClosed(c.done) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// gatedErrContext is a context that is never done, whose Err blocks once,
+// on its first call after arm, until release is closed. Dispatch calls a
+// Task's ctx.Err (through job.settleIfBlocked), so this holds dispatch at
+// an exact point of acceptJob, as a preemption there would.
+type gatedErrContext struct {
+	context.Context
+	armed   atomic.Bool
+	entered chan struct{} // closed when Err blocks
+	release chan struct{}
+}
+
+func newGatedErrContext() *gatedErrContext {
+	return &gatedErrContext{Context: context.Background(), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *gatedErrContext) arm() { c.armed.Store(true) }
+
+func (c *gatedErrContext) Err() error {
+	if c.armed.CompareAndSwap(true, false) {
+		close(c.entered)
+		<-c.release
+	}
+	return c.Context.Err()
+}
+
+// bubbleStacks returns the stacks of the goroutines of the caller's
+// synctest bubble, the caller's own included.
+func bubbleStacks() []string {
 	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
+	buf = buf[:runtime.Stack(buf, true)]
+	var stacks []string
 	for block := range strings.SplitSeq(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(block, "\n")
-		if strings.Contains(header, "[chan send") && strings.Contains(block, frame) {
-			return true
+		if bubbleOf(block) == bubble {
+			stacks = append(stacks, block)
 		}
 	}
-	return false
+	return stacks
+}
+
+// bubbleOf returns the synctest bubble named in a goroutine's stack header,
+// such as "synctest bubble 3", or "" if it is in none.
+func bubbleOf(stack string) string {
+	header, _, _ := strings.Cut(stack, "\n")
+	i := strings.Index(header, "synctest bubble ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimRight(header[i:], "]:")
 }
