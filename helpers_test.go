@@ -1,9 +1,12 @@
 package workerpool
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -495,6 +498,119 @@ func goDoBatch(p *WorkerPool, tasks []func()) *batchCall {
 func (c *batchCall) returned() bool { return isClosed(c.done) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// onDispatcher reports whether the calling goroutine is the dispatcher:
+// its stack shows dispatcher.run. (A worker's shows the dispatcher's
+// closure that started it, not run.)
+func onDispatcher() bool {
+	return strings.Contains(ownStack(), "(*dispatcher).run(")
+}
+
+// ownStack is the calling goroutine's stack, up to the line that names
+// its creator.
+func ownStack() string {
+	buf := make([]byte, 64<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	if i := strings.Index(stack, "\ncreated by "); i >= 0 {
+		stack = stack[:i]
+	}
+	return stack
+}
+
+// neverRun is the number of tasks s counts as never run, refused ones
+// included: each gets one TaskDropped.
+func neverRun(s Status) uint64 {
+	return s.Rejected + s.Dropped + s.Abandoned + s.Canceled + s.Expired
+}
+
+// logBuffer collects a JSON handler's records, one map per record.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// logger returns a logger that writes every record of level and above to b.
+func (b *logBuffer) logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: level}))
+}
+
+// records returns the records logged at level or above.
+func (b *logBuffer) records(t *testing.T, level slog.Level) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.Lines(b.buf.String()) {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "record %q", line)
+		var l slog.Level
+		require.NoError(t, l.UnmarshalText([]byte(r["level"].(string))))
+		if l >= level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// startLog records when each named task started, on the bubble's clock.
+type startLog struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []string
+	at     map[string]time.Duration
+}
+
+func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
+
+func (l *startLog) fn(name string) func(context.Context) error {
+	return func(context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.starts = append(l.starts, name)
+		l.at[name] = time.Since(l.t0)
+		return nil
+	}
+}
+
+var errFlaky = errors.New("flaky")
+
+// runLog records when each run started, on the bubble's clock.
+type runLog struct {
+	mu sync.Mutex
+	t0 time.Time
+	at []time.Duration
+}
+
+func newRunLog() *runLog { return &runLog{t0: time.Now()} }
+
+// record records a run starting now, and returns how many there were.
+func (l *runLog) record() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, time.Since(l.t0))
+	return len(l.at)
+}
+
+// task returns a plain task that records its run.
+func (l *runLog) task() func() {
+	return func() { l.record() }
+}
+
+// failing returns a fn that records its run and fails its first fails
+// runs with errFlaky (-1: every run).
+func (l *runLog) failing(fails int) func(context.Context) error {
+	return func(context.Context) error {
+		if n := l.record(); fails < 0 || n <= fails {
+			return errFlaky
+		}
+		return nil
+	}
+}
 
 // gatedErrContext is a context that is never done, whose Err blocks once,
 // on its first call after arm, until release is closed. Dispatch calls a

@@ -3,7 +3,8 @@ package workerpool
 import (
 	"context"
 	"errors"
-	"sync"
+	"math"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,26 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// startLog records when each named task started, on the bubble's clock.
-type startLog struct {
-	mu     sync.Mutex
-	t0     time.Time
-	starts []string
-	at     map[string]time.Duration
-}
-
-func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
-
-func (l *startLog) fn(name string) func(context.Context) error {
-	return func(context.Context) error {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.starts = append(l.starts, name)
-		l.at[name] = time.Since(l.t0)
-		return nil
-	}
-}
 
 // Delayed tasks start when due, not before, in order of due time and, for
 // the same due time, in order of submission; until then they count in
@@ -79,6 +60,23 @@ func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
 		time.Sleep(time.Minute)
 		p.StopWait()
 		assert.Equal(t, map[string]time.Duration{"zero": 0, "negative": 0, "past": 0, "none": 0, "last": 2 * time.Second, "last2": 0}, l.at)
+	})
+}
+
+// Delay(d) means "not due before now+d". A huge d must not wrap around to
+// a due time in the past.
+func TestDelayHugeIsNotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		time.Sleep(time.Millisecond) // the pool's clock is past 0
+		var ran atomic.Bool
+		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil },
+			Delay(time.Duration(math.MaxInt64)))
+		time.Sleep(time.Hour)
+		assert.False(t, ran.Load(), "Delay(MaxInt64) ran within an hour")
+		assert.Equal(t, 1, p.Status().Scheduled, "Scheduled")
+		p.Stop()
+		assert.ErrorIs(t, task.Wait(), ErrStopped)
 	})
 }
 

@@ -763,6 +763,58 @@ func TestGoAndWaitAllocateAtMostTwice(t *testing.T) {
 	assert.LessOrEqual(t, allocs, 2.0, "allocations per Go and Wait: the Task and its channel")
 }
 
+// Go with options costs no allocation beyond Go without options: here for
+// every option that carries no user pointer, and Go(…, Priority) into a
+// waiting queue (a new level each time, as levels empty and refill).
+func TestGoWithOptionsAllocs(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocation counts differ under -race")
+	}
+	p := New(4)
+	defer p.StopWait()
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	base := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn).Wait() })
+	for name, opts := range map[string][]TaskOption{
+		"Priority":        {Priority(1)},
+		"Priority(-7)":    {Priority(-7)},
+		"Weight(2)":       {Weight(2)},
+		"Priority+Weight": {Priority(5), Weight(1)},
+	} {
+		got := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn, opts...).Wait() })
+		if got > base {
+			t.Errorf("Go with %s: %v allocs, Go without options: %v", name, got, base)
+		}
+	}
+	// Queued behind a busy pool: tasks of several levels wait, then run.
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	queued := func(opts ...TaskOption) float64 {
+		return testing.AllocsPerRun(50, func() {
+			for range 4 {
+				p.Submit(func() { <-block })
+			}
+			wg.Add(16)
+			for i := range 16 {
+				opts := opts
+				if len(opts) > 0 {
+					opts = []TaskOption{Priority(i % 8)}
+				}
+				p.Go(ctx, func(context.Context) error { wg.Done(); return nil }, opts...)
+			}
+			for range 4 {
+				block <- struct{}{}
+			}
+			wg.Wait()
+		})
+	}
+	_ = time.Second
+	plain, ranked := queued(), queued(Priority(0))
+	if ranked > plain {
+		t.Errorf("16 queued Go with Priority over 8 levels: %v allocs, without: %v", ranked, plain)
+	}
+}
+
 // --- benchmarks ---
 
 // BenchmarkGoWait is the Task round trip, to compare with SubmitWait's.
@@ -799,4 +851,27 @@ func BenchmarkCallWait(b *testing.B) {
 	for b.Loop() {
 		_, _ = Call(ctx, p, fn).Wait()
 	}
+}
+
+// BenchmarkGoOptions is the Task round trip, Go then Wait, on an idle pool
+// of 4, without options ("none") and with Priority(1) ("priority"). The goal
+// is that a Priority costs no allocation beyond Go without options: compare
+// allocs/op of the two.
+func BenchmarkGoOptions(b *testing.B) {
+	p := New(4)
+	defer p.StopWait()
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	b.Run("none", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Go(ctx, fn).Wait()
+		}
+	})
+	b.Run("priority", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Go(ctx, fn, Priority(1)).Wait()
+		}
+	})
 }

@@ -170,6 +170,34 @@ func TestSubmitWaitDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs, "allocations per SubmitWait")
 }
 
+// A plain Submit makes no allocation, also on a pool with the scheduling
+// options (aging, expiry, a rate limit that never binds).
+func TestSubmitAllocsWithPolicies(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocation counts differ under -race")
+	}
+	for name, opt := range map[string]Option{
+		"aging":     WithPriorityAging(time.Millisecond),
+		"expiry":    WithQueueTimeout(time.Hour),
+		"ratelimit": WithRateLimit(1e12, 1000),
+	} {
+		p := New(4, opt)
+		var wg sync.WaitGroup
+		task := func() { wg.Done() }
+		for range 2000 { // warm up buffers
+			wg.Add(1)
+			p.Submit(task)
+		}
+		wg.Wait()
+		allocs := testing.AllocsPerRun(1000, func() { wg.Add(1); p.Submit(task) })
+		wg.Wait()
+		p.StopWait()
+		if allocs > 0 {
+			t.Errorf("Submit with %s: %v allocs", name, allocs)
+		}
+	}
+}
+
 // --- DoWait and SubmitWait ---
 
 func TestDoWaitReturnsAfterTaskFinished(t *testing.T) {
