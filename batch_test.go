@@ -41,7 +41,7 @@ func TestDoBatchQueuesInOrderBetweenSingleSubmits(t *testing.T) {
 		g.open()
 		p.StopWait()
 		assert.Equal(t, seq(8), r.order(), "start order")
-		s = requireAccounted(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(8), s.Completed, "completed")
 	})
 }
@@ -105,7 +105,7 @@ func TestDoBatchIsOneHandOffNotInterleavedWithConcurrentSubmits(t *testing.T) {
 			}
 			assert.Equal(t, want, order[at:min(at+batchLen, len(order))], "round %d: batch %d started back to back", round, b)
 		}
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -119,7 +119,7 @@ func TestDoBatchOnStoppedPoolReturnsErrStoppedAndRunsNothing(t *testing.T) {
 			assert.ErrorIs(t, p.DoBatch([]func(){task, nil, task}), ErrStopped, "DoBatch on a stopped pool")
 			synctest.Wait()
 			assert.Zero(t, ran.Load(), "tasks run")
-			s := requireAccounted(t, p)
+			s := requireStoppedClean(t, p)
 			assert.Zero(t, s.Submitted, "submitted")
 			assert.Zero(t, s.Rejected, "rejected: a refusal because the pool stopped is not counted")
 		}
@@ -160,7 +160,7 @@ func TestDoBatchRacingStopIsAllOrNone(t *testing.T) {
 			p.Stop()
 		}
 		wg.Wait()
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		n := uint64(0)
 		for id, ok := range accepted {
 			switch {
@@ -212,7 +212,7 @@ func TestDoBatchUnderBlockWaitsUntilItAllFitsAndHoldsBackLaterSubmitters(t *test
 		g2.open()
 		p.StopWait()
 		assert.Equal(t, seq(7), r.order(), "start order")
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(7), s.Completed, "completed")
 		assert.Zero(t, s.Rejected, "rejected")
 	})
@@ -251,7 +251,7 @@ func TestDoBatchUnderRejectIsAllOrNone(t *testing.T) {
 		assert.Equal(t, seq(5), r.order(), "start order")
 		assert.Zero(t, refusedRan.Load(), "refused tasks ran")
 		assert.Zero(t, letters.Load(), "dead letters for a refused DoBatch: its caller has the error")
-		s = requireAccounted(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(5), s.Completed, "completed")
 	})
 }
@@ -322,7 +322,7 @@ func TestDoBatchUnderDropOldestDropsOnlyOlderTasks(t *testing.T) {
 			assert.ErrorIs(t, err, ErrDropped, "dead letter %d's reason", i)
 		}
 		mu.Unlock()
-		s = requireAccounted(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(9), s.Dropped, "dropped")
 		assert.Equal(t, uint64(5), s.Completed, "completed")
 		assert.Zero(t, s.Rejected, "rejected")

@@ -60,7 +60,7 @@ func TestUnderBlockCallsWithAContextStopWaitingForRoomWhenItEnds(t *testing.T) {
 				fq.release()
 				p.StopWait()
 				assert.Zero(t, ran.Load(), "the task ran")
-				s = requireAccounted(t, p)
+				s = requireStoppedClean(t, p)
 				assert.Zero(t, s.Canceled, "canceled: a task never accepted is not counted")
 				assert.Empty(t, fq.box.got(), "dead letters")
 			})
@@ -114,7 +114,7 @@ func TestUnderBlockWaitingSubmittersGetRoomStrictlyInArrivalOrder(t *testing.T) 
 		}
 		p.StopWait()
 		assert.Equal(t, seq(n), r.order(), "start order")
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(n), s.Completed, "completed")
 	})
 }
@@ -166,7 +166,7 @@ func TestUnderBlockAWaitingBatchHoldsBackSingleTasksThatWouldFitAndTrySubmitNeve
 		}
 		p.StopWait()
 		assert.Equal(t, seq(7), r.order(), "start order")
-		s = requireAccounted(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(7), s.Completed, "completed")
 		assert.Equal(t, uint64(1), s.Rejected, "rejected")
 	})
@@ -216,7 +216,7 @@ func TestUnderBlockASubmitterWhoseContextEndsLeavesTheLineToTheNext(t *testing.T
 		assert.False(t, p.TrySubmit(func() {}), "TrySubmit on a full queue")
 		g.open()
 		p.StopWait()
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(6), s.Submitted, "submitted: the withdrawn task was never accepted")
 		assert.Equal(t, uint64(2), s.Rejected, "rejected: two TrySubmit calls")
 	})
@@ -274,7 +274,7 @@ func TestASubmitterWithdrawingAsRoomFreesNeitherLeaksNorDuplicatesRoom(t *testin
 				require.False(t, p.TrySubmit(func() {}), "one place only")
 				g2.open()
 				p.StopWait()
-				s := requireAccounted(t, p)
+				s := requireStoppedClean(t, p)
 				assert.Equal(t, uint64(1), s.Rejected, "rejected: the second TrySubmit")
 			})
 			t.Logf("%d of %d rounds admitted", admittedRounds, rounds)
@@ -385,7 +385,7 @@ func TestUnderBlockACanceledQueuedTaskFreesItsRoomAtOnce(t *testing.T) {
 				running.open()
 				p.StopWait()
 				assert.Equal(t, int64(2), started.Load(), "only the plain and the admitted task ran")
-				s = requireAccounted(t, p)
+				s = requireStoppedClean(t, p)
 				assert.Equal(t, uint64(1), s.Canceled, "canceled")
 				assert.Equal(t, uint64(3), s.Completed, "completed")
 			})
@@ -428,7 +428,7 @@ func TestUnderBlockAQueuedTaskWhoseContextEndsFreesItsRoomWithoutAWaiter(t *test
 				assert.Equal(t, 1, s.Waiting, "only the new task waits")
 				running.open()
 				p.StopWait()
-				requireAccounted(t, p)
+				requireStoppedClean(t, p)
 			})
 		})
 	}
@@ -446,7 +446,7 @@ func TestStopsReleaseEveryWaitingSubmitterAtOnce(t *testing.T) {
 	// With a bound of 1 a batch of 2 is refused at once: the batch here is
 	// of one task.
 	calls := []boundCall{submitCall, doCall, doWaitCall, doContextCall, submitWaitCall, goCall, callCall, groupGoCall, doBatchOfOneCall}
-	for _, mode := range boundStopModes {
+	for _, mode := range stopModes {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				box := new(letterBox)
@@ -488,7 +488,7 @@ func TestStopsReleaseEveryWaitingSubmitterAtOnce(t *testing.T) {
 				assert.False(t, isClosed(stopped), "%s returned while a task ran", mode.name)
 				running.open()
 				<-stopped
-				s := requireAccounted(t, p)
+				s := requireStoppedClean(t, p)
 				assert.Zero(t, s.Rejected, "rejected")
 				assert.Equal(t, uint64(2), s.Submitted, "submitted: the running and the queued task")
 				letters := box.got()
@@ -592,7 +592,7 @@ func TestPauseIsServedWhileSubmittersWaitForRoom(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, seq(3), r.order(), "the held task runs once the pause ends")
 		p.StopWait()
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -620,7 +620,7 @@ func TestResizeUpStartsWaitingTasksAtOnceWhileSubmittersWaitForRoom(t *testing.T
 		assert.Zero(t, s.Waiting, "waiting")
 		g.open()
 		p.StopWait()
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -655,7 +655,7 @@ func TestWaitIdleReturnsAtItsDeadlineWhileSubmittersWaitForRoom(t *testing.T) {
 		assert.NoError(t, w.err, "WaitIdle")
 		assert.True(t, sub.returned(), "Submit admitted")
 		p.StopWait()
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -697,6 +697,6 @@ func TestIdleWorkersRetireWhileAPauseHoldsAFullQueueAndSubmittersWait(t *testing
 		assert.True(t, sub.returned(), "Submit admitted once the pause ended")
 		p.StopWait()
 		assert.Equal(t, int64(2), ran.Load(), "ran")
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -67,7 +66,7 @@ func TestUnderBlockEveryCallWaitsForRoomAndIsAdmittedWhenRoomFrees(t *testing.T)
 					fq.release()
 					p.StopWait()
 					assert.Zero(t, ran.Load(), "the refused task ran")
-					s := requireAccounted(t, p)
+					s := requireStoppedClean(t, p)
 					assert.Equal(t, fq.submittedAtStart, s.Submitted, "submitted")
 					assert.Empty(t, fq.box.got(), "dead letters")
 					return
@@ -97,7 +96,7 @@ func TestUnderBlockEveryCallWaitsForRoomAndIsAdmittedWhenRoomFrees(t *testing.T)
 				requireAccepted(t, pc, c.name)
 				assert.Equal(t, int64(c.tasks), ran.Load(), "the admitted tasks ran")
 				p.StopWait()
-				s = requireAccounted(t, p)
+				s = requireStoppedClean(t, p)
 				assert.Equal(t, fq.submittedAtStart+uint64(c.tasks), s.Completed, "completed")
 				assert.Zero(t, s.Rejected, "rejected")
 				assert.Zero(t, s.Dropped, "dropped")
@@ -152,7 +151,7 @@ func TestUnderRejectEveryCallIsRefusedWithErrQueueFullAndOnlySubmitMakesADeadLet
 				fq.release()
 				p.StopWait()
 				assert.Zero(t, ran.Load(), "the pool ran a refused task")
-				s = requireAccounted(t, p)
+				s = requireStoppedClean(t, p)
 				assert.Equal(t, fq.submittedAtStart, s.Completed, "completed")
 				assert.Equal(t, uint64(c.tasks), s.Rejected, "rejected")
 				if c.name == "Submit" {
@@ -202,7 +201,7 @@ func TestUnderDropOldestEveryCallIsAcceptedAndTheOldestWaitingTasksAreDropped(t 
 				requireAccepted(t, pc, c.name)
 				assert.Equal(t, int64(c.tasks), ran.Load(), "the new tasks ran")
 				p.StopWait()
-				s = requireAccounted(t, p)
+				s = requireStoppedClean(t, p)
 				assert.Equal(t, uint64(c.tasks), s.Dropped, "dropped")
 				assert.Equal(t, fq.submittedAtStart, s.Completed, "completed: the running tasks, the fillers kept and the new tasks")
 				// The fillers that ran are the newest; the letters carry the
@@ -262,7 +261,7 @@ func TestUnderDropOldestADroppedTaskWithAWaiterReportsErrDropped(t *testing.T) {
 				assert.Zero(t, droppedRan.Load(), "the dropped task ran")
 				assert.Equal(t, int64(1), newRan.Load(), "the new task ran")
 				assert.Empty(t, box.got(), "dead letters: the dropped task has a waiter")
-				s = requireAccounted(t, p)
+				s = requireStoppedClean(t, p)
 				assert.Equal(t, uint64(1), s.Dropped, "dropped")
 			})
 		})
@@ -304,7 +303,7 @@ func TestRejectedCountsOnlyRefusalsBecauseTheQueueWasFull(t *testing.T) {
 		assert.ErrorIs(t, p.Go(context.Background(), noopFn).Wait(), ErrStopped, "Go while stopping")
 		fq.release()
 		<-stopped
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Rejected, "rejected: a stopped pool is not a full queue")
 		assert.Equal(t, fq.submittedAtStart, s.Submitted, "submitted")
 	})
@@ -417,7 +416,7 @@ func TestOnceEveryWorkerIsBusyTasksNeedRoom(t *testing.T) {
 					}
 					g.release()
 					p.StopWait()
-					requireAccounted(t, p)
+					requireStoppedClean(t, p)
 				})
 			})
 		}
@@ -481,7 +480,7 @@ func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 			worst := over()
 			p.StopWait()
 			assert.Zero(t, worst, "Status showed more waiting tasks than the bound")
-			requireAccounted(t, p)
+			requireStoppedClean(t, p)
 		})
 	}
 }
@@ -504,7 +503,7 @@ func TestDropOldestNeverShowsMorePlainTasksWaitingThanTheBound(t *testing.T) {
 	worst := over()
 	p.StopWait()
 	assert.Zero(t, worst, "Status showed more waiting tasks than the bound")
-	requireAccounted(t, p)
+	requireStoppedClean(t, p)
 }
 
 // requireFullRoom checks that p, whose workers are all free, still has its
@@ -548,7 +547,7 @@ func TestTasksWithAHandleGiveBackTheirRoomOnceWhateverTheirSpeed(t *testing.T) {
 		wg.Wait()
 		requireFullRoom(t, p, bound)
 		p.StopWait()
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	}
 }
 
@@ -601,7 +600,7 @@ func TestHeldGroupTasksJoinAFullQueueWithoutRoomAndNeverBlockAWorker(t *testing.
 				} else {
 					assert.Equal(t, seq(3), r.order(), "start order")
 				}
-				s := requireAccounted(t, p)
+				s := requireStoppedClean(t, p)
 				assert.Zero(t, s.Rejected, "rejected")
 			})
 		})
@@ -643,7 +642,7 @@ func TestUnderDropOldestAReleasedHeldGroupTaskDropsNoWaitingTask(t *testing.T) {
 		assert.NoError(t, err, "the group's error")
 		p.StopWait()
 		assert.Equal(t, seq(3), r.order(), "start order")
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -693,7 +692,7 @@ func TestMaxWaitingNegativeMeansNoBoundWhateverTheOverflow(t *testing.T) {
 					p.StopWait()
 					assert.Equal(t, int64(200), ran.Load(), "ran")
 					assert.Zero(t, letters.Load(), "dead letters")
-					requireAccounted(t, p)
+					requireStoppedClean(t, p)
 				})
 			})
 		}
@@ -734,7 +733,7 @@ func TestDoContextWithNilContextPanicsWithAClearMessage(t *testing.T) {
 			_ = p.DoContext(nilCtx, func() {})
 		})
 		p.Stop()
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Zero(t, s.Submitted, "submitted")
 	})
 }
@@ -769,7 +768,7 @@ func TestNilTasksAreIgnoredByEveryCallEvenWithAFullQueue(t *testing.T) {
 				assert.Empty(t, fq.box.got(), "dead letters")
 				fq.release()
 				p.StopWait()
-				requireAccounted(t, p)
+				requireStoppedClean(t, p)
 			})
 		})
 	}
@@ -851,34 +850,6 @@ func TestUnderDropOldestADelayedTaskHoldsItsPlaceOnceGoReturns(t *testing.T) {
 	})
 }
 
-// stallingContext is a context whose Err stalls on the worker that took its
-// task, before the worker starts it, until release is closed: the task is
-// then in a worker's hands and not started.
-type stallingContext struct {
-	context.Context
-	stalled, release chan struct{}
-	once             sync.Once
-}
-
-// resume lets the stalled worker go on; it may be called again.
-func (c *stallingContext) resume() {
-	if !isClosed(c.release) {
-		close(c.release)
-	}
-}
-
-func newStallingContext(ctx context.Context) *stallingContext {
-	return &stallingContext{Context: ctx, stalled: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (c *stallingContext) Err() error {
-	if strings.Contains(ownStack(), "(*job).work(") {
-		c.once.Do(func() { close(c.stalled) })
-		<-c.release
-	}
-	return c.Context.Err()
-}
-
 // Under DropOldest, a job a worker has taken from the queue but not started
 // yet holds no place in it: a new task finds room beside the scheduled task
 // (nothing is refused), or beside the task still queued (nothing is
@@ -896,7 +867,7 @@ func TestUnderDropOldestAJobHandedToAWorkerHoldsNoPlace(t *testing.T) {
 				if beside == "scheduled" {
 					p.Go(t.Context(), noopFn, Delay(time.Hour))
 				}
-				stalling := newStallingContext(t.Context())
+				stalling := newFrameStallingContext(t.Context(), "(*job).work(") // stalls the worker that took the job, before it starts it
 				defer stalling.resume()
 				handed := p.Go(stalling, noopFn)
 				var queued *Task
@@ -940,7 +911,7 @@ func TestUnderDropOldestAHandedJobBesideACanceledOneDropsNothing(t *testing.T) {
 		running := newGate()
 		defer running.release()
 		p.Submit(running.task())
-		stalling := newStallingContext(t.Context())
+		stalling := newFrameStallingContext(t.Context(), "(*job).work(") // stalls the worker that took the job, before it starts it
 		defer stalling.resume()
 		handed := p.Go(stalling, noopFn)
 		var liveRan atomic.Bool

@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,7 +24,7 @@ import (
 // waiter (DoWait, Go, Call, groups) report ErrStopped to it instead and
 // never reach the handler. Shutdown that drains gives nothing.
 func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNever(t *testing.T) {
-	for _, mode := range boundStopModes {
+	for _, mode := range stopModes {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				box := new(letterBox)
@@ -56,7 +55,7 @@ func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNeve
 				synctest.Wait()
 				running.open()
 				<-stopped
-				s := requireAccounted(t, p)
+				s := requireStoppedClean(t, p)
 				letters := box.got()
 				if !mode.abandons {
 					assert.Empty(t, letters, "dead letters after a drain")
@@ -118,17 +117,9 @@ func TestShutdownThatGivesUpAtItsDeadlineGivesTheQueueToTheDeadLetterHandler(t *
 			l.task()
 		}
 		assert.Equal(t, seq(3), r.order(), "the letters carry the queued tasks in order")
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Abandoned, "abandoned")
 	})
-}
-
-// goroutineID returns the id of the calling goroutine, from its stack.
-func goroutineID() string {
-	var buf [64]byte
-	n := runtime.Stack(buf[:], false)
-	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:n]), "goroutine "), " ")
-	return id
 }
 
 // The dead-letter handler runs on a goroutine of the pool: never on the
@@ -186,7 +177,7 @@ func TestDeadLetterHandlerNeverRunsOnTheDispatcherNorTheSubmitter(t *testing.T) 
 					assert.NotContains(t, s.stack, "(*dispatcher)", "letter %d: the handler ran on the dispatcher", i)
 					assert.NotEqual(t, submitter, s.id, "letter %d: the handler ran on the submitter's goroutine", i)
 				}
-				requireAccounted(t, p)
+				requireStoppedClean(t, p)
 			})
 		})
 	}
@@ -243,7 +234,7 @@ func TestDeadLetterHandlerRunsForOneTaskAtATimeInTheOrderGivenUp(t *testing.T) {
 		assert.Equal(t, 7*time.Second, at, "Stop returned once the seventh letter was handled")
 		assert.Equal(t, int64(1), peak.Load(), "letters handled at once")
 		assert.Equal(t, []int{0, 1, 2, 3, 3, 5, 6}, r.order(), "letters in the order given up")
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -251,7 +242,7 @@ func TestDeadLetterHandlerRunsForOneTaskAtATimeInTheOrderGivenUp(t *testing.T) {
 // for every task given up before or during the stop, at the exact moment
 // the last letter is handled.
 func TestStopsReturnOnlyOnceTheHandlerHasReturnedForEveryLetter(t *testing.T) {
-	for _, mode := range boundStopModes {
+	for _, mode := range stopModes {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var handled atomic.Int64
@@ -283,7 +274,7 @@ func TestStopsReturnOnlyOnceTheHandlerHasReturnedForEveryLetter(t *testing.T) {
 				<-stopped
 				assert.Equal(t, time.Duration(want)*time.Second, at, "%s returned at", mode.name)
 				assert.Equal(t, int64(want), letters, "letters handled when %s returned", mode.name)
-				requireAccounted(t, p)
+				requireStoppedClean(t, p)
 			})
 		})
 	}
@@ -311,7 +302,7 @@ func TestStopWaitsForAHandlerBlockedOnAnAbandonedTask(t *testing.T) {
 		hg.open()
 		<-stopped
 		assert.Equal(t, int64(1), handled.Load(), "letters handled")
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -354,7 +345,7 @@ func TestPanicInTheDeadLetterHandlerGoesToThePanicHandlerAndDeliveryGoesOn(t *te
 		mu.Lock()
 		assert.Len(t, reasons, 3, "letters: two refused, one abandoned")
 		mu.Unlock()
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -398,7 +389,7 @@ func TestGoexitInTheDeadLetterHandlerLosesNoLetter(t *testing.T) {
 			assert.ErrorIs(t, reasons[i], want, "letter %d's reason", i)
 		}
 		mu.Unlock()
-		requireAccounted(t, p)
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -425,7 +416,7 @@ func TestNilDeadLetterHandlerMeansTheTasksAreOnlyCounted(t *testing.T) {
 				synctest.Wait()
 				running.open()
 				<-stopped
-				s := requireAccounted(t, p)
+				s := requireStoppedClean(t, p)
 				assert.Zero(t, letters.Load(), "the replaced handler was called")
 				assert.Zero(t, ran.Load(), "ran")
 				assert.Equal(t, uint64(1), s.Abandoned, "abandoned")

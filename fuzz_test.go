@@ -351,7 +351,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 }
 
 func sleepFor(ms int) func() {
-	return func() { time.Sleep(time.Duration(ms) * time.Millisecond) }
+	return sleeper(time.Duration(ms) * time.Millisecond)
 }
 
 // pause pauses the pool from another goroutine until a later op 4 or the
@@ -395,11 +395,17 @@ func (r *fuzzRun) stop(way, ms int) {
 // poolGoroutinesRunning returns the stacks of the goroutines of the
 // caller's synctest bubble that run the dispatcher, a worker, the idle
 // clock or the dead-letter deliverer. (Goroutines of other bubbles are
-// other runs': a fuzzing process keeps those of a run that failed.)
+// other runs': a fuzzing process keeps those of a run that failed.) It
+// narrows poolGoroutines, which returns every goroutine of the process but
+// the caller that has a frame of this package (a submitter inside Submit
+// included, in any bubble or none), to the caller's bubble and to the
+// goroutines the pool itself runs.
 func poolGoroutinesRunning() []string {
+	buf := make([]byte, 1<<20)
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
 	var found []string
-	for _, block := range bubbleStacks() {
-		if finishingGoexit(block) {
+	for _, block := range poolGoroutines(buf) {
+		if bubbleOf(block) != bubble {
 			continue
 		}
 		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*crew).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {

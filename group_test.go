@@ -559,20 +559,6 @@ func TestGroupGoCountsAHeldTaskInSubmittedFromItsCall(t *testing.T) {
 
 // --- Group.Wait returns once the pool has stopped ---
 
-// A stopMode is one way to stop a pool. Each call blocks until it returns.
-type stopMode struct {
-	name string
-	stop func(p *WorkerPool)
-}
-
-var stopModes = []stopMode{
-	{"Stop", (*WorkerPool).Stop},
-	{"StopWait", (*WorkerPool).StopWait},
-	{"Shutdown", func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
-	// A guard in the held-tasks test: the cut cancels the group's context.
-	{"ShutdownGivingUp", func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
-}
-
 // waitGroupInBubble calls g.Wait in a goroutine and returns what it returns.
 // If Wait is still blocked once every other goroutine of the bubble is, the
 // test fails and giveUp (which must cancel the group's parent context) is

@@ -25,6 +25,8 @@ import (
 // Helpers used by more than one test file, each written once. A helper
 // used by one file only stays in that file, next to its tests.
 
+// --- task bodies and meters ---
+
 // gate is a task body that blocks until the test opens it.
 type gate chan struct{}
 
@@ -40,6 +42,38 @@ func (g gate) release() {
 		g.open()
 	}
 }
+
+// blockOneWorker fills a one-worker pool with a task that holds the worker
+// until the returned gate opens.
+func blockOneWorker(t *testing.T, p *WorkerPool) gate {
+	t.Helper()
+	g := newGate()
+	p.Submit(g.task())
+	synctest.Wait()
+	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
+	return g
+}
+
+// sleeper is a task that runs for d of (fake) time.
+func sleeper(d time.Duration) func() {
+	return func() { time.Sleep(d) }
+}
+
+// noopFn is a task body that does nothing.
+func noopFn(context.Context) error { return nil }
+
+// fnOf makes body a Task's fn that returns nil.
+func fnOf(body func()) func(context.Context) error {
+	return func(context.Context) error { body(); return nil }
+}
+
+func panickingTask() { panic("boom") }
+
+func panickingFn(context.Context) error { panic("boom") }
+
+var errTask = errors.New("task failed")
+
+var errFlaky = errors.New("flaky")
 
 // recorder records the order in which tasks start.
 type recorder struct {
@@ -97,6 +131,80 @@ func (m *concurrencyMeter) wrapWeighted(weight int64, body func()) func() {
 	}
 }
 
+// startLog records when each named task started, on the bubble's clock.
+type startLog struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []string
+	at     map[string]time.Duration
+}
+
+func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
+
+func (l *startLog) fn(name string) func(context.Context) error {
+	return func(context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.starts = append(l.starts, name)
+		l.at[name] = time.Since(l.t0)
+		return nil
+	}
+}
+
+// runLog records when each run started, on the bubble's clock.
+type runLog struct {
+	mu sync.Mutex
+	t0 time.Time
+	at []time.Duration
+}
+
+func newRunLog() *runLog { return &runLog{t0: time.Now()} }
+
+// record records a run starting now, and returns how many there were.
+func (l *runLog) record() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, time.Since(l.t0))
+	return len(l.at)
+}
+
+// task returns a plain task that records its run.
+func (l *runLog) task() func() {
+	return func() { l.record() }
+}
+
+// failing returns a fn that records its run and fails its first fails
+// runs with errFlaky (-1: every run).
+func (l *runLog) failing(fails int) func(context.Context) error {
+	return func(context.Context) error {
+		if n := l.record(); fails < 0 || n <= fails {
+			return errFlaky
+		}
+		return nil
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// --- stops and what they leave ---
+
+// A stopMode is one way to stop a pool, and whether it abandons the queue.
+// Each call blocks until it returns.
+type stopMode struct {
+	name     string
+	abandons bool
+	stop     func(p *WorkerPool)
+}
+
+var stopModes = []stopMode{
+	{"Stop", true, (*WorkerPool).Stop},
+	{"StopWait", false, (*WorkerPool).StopWait},
+	{"Shutdown", false, func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
+	// A guard in TestGroupWaitReturnsAfterStopDropsHeldTasks: the cut
+	// cancels the group's context.
+	{"ShutdownGivingUp", true, func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
+}
+
 // requireStoppedClean checks the accounting and emptiness guarantees that
 // hold once Stop or StopWait has returned.
 func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
@@ -113,97 +221,11 @@ func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	return s
 }
 
-func panickingTask() { panic("boom") }
-
-// requireChildPanics runs the test named test again in a child process,
-// with the environment variable env set to 1 so that it knows it is the
-// child, requires the child to exit as an unrecovered panic makes a
-// program exit, and returns what it printed.
-func requireChildPanics(t *testing.T, test, env string) string {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"=1")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
-	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
-	return string(out)
+// neverRun is the number of tasks s counts as never run, refused ones
+// included: each gets one TaskDropped.
+func neverRun(s Status) uint64 {
+	return s.Rejected + s.Dropped + s.Abandoned + s.Canceled + s.Expired
 }
-
-// benchmarkSubmit submits no-op tasks to a pool of workers made with
-// options, one at a time, and waits for all of them.
-func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
-	p, wg := New(workers, options...), new(sync.WaitGroup)
-	defer p.StopWait()
-	task := wg.Done
-	b.ReportAllocs()
-	for b.Loop() {
-		wg.Add(1)
-		p.Submit(task)
-	}
-	wg.Wait()
-}
-
-// frameStallingContext is a context whose Err stalls, once, on the first
-// goroutine that calls it with frame on its stack (such as
-// "(*dispatcher).acceptJob("), until release is closed: it holds that
-// goroutine at a chosen point, as a slow scheduler could.
-type frameStallingContext struct {
-	context.Context
-	frame            string
-	stalled, release chan struct{}
-	once             sync.Once
-}
-
-func newFrameStallingContext(ctx context.Context, frame string) *frameStallingContext {
-	return &frameStallingContext{Context: ctx, frame: frame, stalled: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (c *frameStallingContext) Err() error {
-	if strings.Contains(ownStack(), c.frame) {
-		stall := false
-		c.once.Do(func() { stall = true; close(c.stalled) })
-		if stall {
-			<-c.release
-		}
-	}
-	return c.Context.Err()
-}
-
-// resume lets the stalled goroutine go on; it may be called again.
-func (c *frameStallingContext) resume() {
-	if !isClosed(c.release) {
-		close(c.release)
-	}
-}
-
-var errTask = errors.New("task failed")
-
-// blockOneWorker fills a one-worker pool with a task that holds the worker
-// until the returned gate opens.
-func blockOneWorker(t *testing.T, p *WorkerPool) gate {
-	t.Helper()
-	g := newGate()
-	p.Submit(g.task())
-	synctest.Wait()
-	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
-	return g
-}
-
-// isDone reports, without blocking, whether a handle's Done channel is closed.
-func isDone(c <-chan struct{}) bool { return isClosed(c) }
-
-func panickingFn(context.Context) error { panic("boom") }
-
-// canceledContext returns a context that is done already.
-func canceledContext() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}
-
-// noopFn is a task body that does nothing.
-func noopFn(context.Context) error { return nil }
 
 // untilFailure runs round in a fresh synctest bubble, rounds times, and
 // stops at the first round that fails.
@@ -219,17 +241,6 @@ func untilFailure(t *testing.T, rounds int, round func(t *testing.T, round int))
 			return
 		}
 	}
-}
-
-// finishingGoexit reports whether a goroutine is inside runtime.Goexit.
-// Seen after a stop returned, that is a worker whose task called Goexit and
-// which has run its deferred calls into the pool, and is at most finishing
-// the last one, its WaitGroup's Done: the stop could not have returned
-// before Done had counted it. The runtime keeps a Goexit'd goroutine's
-// frames until it frees it, and nothing can wait for that; it runs no pool
-// code, and never will.
-func finishingGoexit(block string) bool {
-	return strings.Contains(block, "\nruntime.Goexit(")
 }
 
 // letter is one call of the dead-letter handler.
@@ -256,6 +267,8 @@ func (b *letterBox) got() []letter {
 	defer b.mu.Unlock()
 	return append([]letter(nil), b.letters...)
 }
+
+// --- calls on their own goroutine ---
 
 // recovered calls f and returns what it panicked with, as an error.
 func recovered(f func()) (err error, panicked bool) {
@@ -289,10 +302,6 @@ type boundCall struct {
 	tasks int  // tasks the call submits, each running body
 	waits bool // the call returns only once its task has run (DoWait, SubmitWait)
 	call  func(p *WorkerPool, ctx context.Context, body func()) callResult
-}
-
-func fnOf(body func()) func(context.Context) error {
-	return func(context.Context) error { body(); return nil }
 }
 
 var (
@@ -423,41 +432,6 @@ func (fq *fullQueue) release() {
 	fq.queued.release()
 }
 
-// A boundStopMode is one way to stop a pool, and whether it abandons the
-// queue.
-type boundStopMode struct {
-	name     string
-	abandons bool
-	stop     func(p *WorkerPool)
-}
-
-var boundStopModes = []boundStopMode{
-	{"Stop", true, (*WorkerPool).Stop},
-	{"StopWait", false, (*WorkerPool).StopWait},
-	{"Shutdown", false, func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
-	{"ShutdownGivingUp", true, func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
-}
-
-// sleeper is a task that runs for d of (fake) time.
-func sleeper(d time.Duration) func() {
-	return func() { time.Sleep(d) }
-}
-
-// requireAccounted checks what holds once a stop has returned, with the
-// counters of issue 11: Submitted == Completed + Abandoned + Canceled +
-// Dropped, and no worker, busy or waiting task is left.
-func requireAccounted(t *testing.T, p *WorkerPool) Status {
-	t.Helper()
-	s := p.Status()
-	assert.Equal(t, StateStopped, s.State, "state")
-	assert.Equal(t, 0, s.Workers, "workers")
-	assert.Equal(t, 0, s.Busy, "busy")
-	assert.Equal(t, 0, s.Waiting, "waiting")
-	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped,
-		"submitted == completed + abandoned + canceled + dropped")
-	return s
-}
-
 // waitIdleCall is one WaitIdle call on its own goroutine: what it returned,
 // and when, in fake time since t0.
 type waitIdleCall struct {
@@ -497,14 +471,113 @@ func goDoBatch(p *WorkerPool, tasks []func()) *batchCall {
 
 func (c *batchCall) returned() bool { return isClosed(c.done) }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// isDone reports, without blocking, whether a handle's Done channel is closed.
+func isDone(c <-chan struct{}) bool { return isClosed(c) }
 
-// onDispatcher reports whether the calling goroutine is the dispatcher:
-// its stack shows dispatcher.run. (A worker's shows the dispatcher's
-// closure that started it, not run.)
-func onDispatcher() bool {
-	return strings.Contains(ownStack(), "(*dispatcher).run(")
+// canceledContext returns a context that is done already.
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
 }
+
+// --- holding a goroutine at a chosen point ---
+
+// frameStallingContext is a context whose Err stalls, once, on the first
+// goroutine that calls it with frame on its stack (such as
+// "(*dispatcher).acceptJob("), until release is closed: it holds that
+// goroutine at a chosen point, as a slow scheduler could.
+type frameStallingContext struct {
+	context.Context
+	frame            string
+	stalled, release chan struct{}
+	once             sync.Once
+}
+
+func newFrameStallingContext(ctx context.Context, frame string) *frameStallingContext {
+	return &frameStallingContext{Context: ctx, frame: frame, stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *frameStallingContext) Err() error {
+	if strings.Contains(ownStack(), c.frame) {
+		stall := false
+		c.once.Do(func() { stall = true; close(c.stalled) })
+		if stall {
+			<-c.release
+		}
+	}
+	return c.Context.Err()
+}
+
+// resume lets the stalled goroutine go on; it may be called again.
+func (c *frameStallingContext) resume() {
+	if !isClosed(c.release) {
+		close(c.release)
+	}
+}
+
+// stallingHandler is a slog.Handler that stalls the goroutine that logs a
+// record with message match, once, until release is closed: it holds a
+// call at a known point, such as the "pool stopping" record that Stop logs
+// after it began abandoning and before its stop message.
+type stallingHandler struct {
+	match            string
+	stalled, release chan struct{}
+	once             sync.Once
+}
+
+func newStallingHandler(match string) *stallingHandler {
+	return &stallingHandler{match: match, stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *stallingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *stallingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *stallingHandler) WithGroup(string) slog.Handler            { return h }
+
+func (h *stallingHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.match {
+		stall := false
+		h.once.Do(func() { stall = true; close(h.stalled) })
+		if stall {
+			<-h.release
+		}
+	}
+	return nil
+}
+
+// resume lets the stalled goroutine go on; it may be called again.
+func (h *stallingHandler) resume() {
+	if !isClosed(h.release) {
+		close(h.release)
+	}
+}
+
+// gatedErrContext is a context that is never done, whose Err blocks once,
+// on its first call after arm, until release is closed. Dispatch calls a
+// Task's ctx.Err (through job.settleIfBlocked), so this holds dispatch at
+// an exact point of acceptJob, as a preemption there would.
+type gatedErrContext struct {
+	context.Context
+	armed   atomic.Bool
+	entered chan struct{} // closed when Err blocks
+	release chan struct{}
+}
+
+func newGatedErrContext() *gatedErrContext {
+	return &gatedErrContext{Context: context.Background(), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *gatedErrContext) arm() { c.armed.Store(true) }
+
+func (c *gatedErrContext) Err() error {
+	if c.armed.CompareAndSwap(true, false) {
+		close(c.entered)
+		<-c.release
+	}
+	return c.Context.Err()
+}
+
+// --- goroutines and their stacks ---
 
 // ownStack is the calling goroutine's stack, up to the line that names
 // its creator.
@@ -517,11 +590,77 @@ func ownStack() string {
 	return stack
 }
 
-// neverRun is the number of tasks s counts as never run, refused ones
-// included: each gets one TaskDropped.
-func neverRun(s Status) uint64 {
-	return s.Rejected + s.Dropped + s.Abandoned + s.Canceled + s.Expired
+// onDispatcher reports whether the calling goroutine is the dispatcher:
+// its stack shows dispatcher.run. (A worker's shows the dispatcher's
+// closure that started it, not run.)
+func onDispatcher() bool {
+	return strings.Contains(ownStack(), "(*dispatcher).run(")
 }
+
+// goroutineID returns the id of the calling goroutine, from its stack.
+func goroutineID() string {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:n]), "goroutine "), " ")
+	return id
+}
+
+// bubbleOf returns the synctest bubble named in a goroutine's stack header,
+// such as "synctest bubble 3", or "" if it is in none.
+func bubbleOf(stack string) string {
+	header, _, _ := strings.Cut(stack, "\n")
+	i := strings.Index(header, "synctest bubble ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimRight(header[i:], "]:")
+}
+
+// poolPackageFrame is how a stack dump names a function of this package.
+const poolPackageFrame = "github.com/e86d9661/workerpool."
+
+// poolGoroutines returns, by goroutine id, the stack of every goroutine but
+// the caller that has a frame of this package ("created by" lines name the
+// creator, not a frame, and are ignored). buf must be large enough.
+func poolGoroutines(buf []byte) map[string]string {
+	n := runtime.Stack(buf, true)
+	dump := string(buf[:n])
+	found := map[string]string{}
+	for i, block := range strings.Split(dump, "\n\n") {
+		if i == 0 {
+			continue // runtime.Stack puts the calling goroutine first
+		}
+		if finishingGoexit(block) {
+			continue
+		}
+		lines := strings.Split(block, "\n")
+		header := lines[0] // "goroutine 42 [chan receive]:"
+		for _, line := range lines[1:] {
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "created by ") {
+				continue
+			}
+			if strings.HasPrefix(line, poolPackageFrame) {
+				id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
+				found[id] = block
+				break
+			}
+		}
+	}
+	return found
+}
+
+// finishingGoexit reports whether a goroutine is inside runtime.Goexit.
+// Seen after a stop returned, that is a worker whose task called Goexit and
+// which has run its deferred calls into the pool, and is at most finishing
+// the last one, its WaitGroup's Done: the stop could not have returned
+// before Done had counted it. The runtime keeps a Goexit'd goroutine's
+// frames until it frees it, and nothing can wait for that; it runs no pool
+// code, and never will.
+func finishingGoexit(block string) bool {
+	return strings.Contains(block, "\nruntime.Goexit(")
+}
+
+// --- logs, child processes, benchmarks ---
 
 // logBuffer collects a JSON handler's records, one map per record.
 type logBuffer struct {
@@ -557,108 +696,39 @@ func (b *logBuffer) records(t *testing.T, level slog.Level) []map[string]any {
 	return out
 }
 
-// startLog records when each named task started, on the bubble's clock.
-type startLog struct {
-	mu     sync.Mutex
-	t0     time.Time
-	starts []string
-	at     map[string]time.Duration
+// requireChildPanics runs the test named test again in a child process,
+// with the environment variable env set to 1 so that it knows it is the
+// child, requires the child to exit as an unrecovered panic makes a
+// program exit, and returns what it printed.
+func requireChildPanics(t *testing.T, test, env string) string {
+	t.Helper()
+	out, err := runChild(t, test, env)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
+	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
+	return out
 }
 
-func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
+// runChild runs test again in a child process with env=1 and returns its
+// output and exit error.
+func runChild(t *testing.T, test, env string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
-func (l *startLog) fn(name string) func(context.Context) error {
-	return func(context.Context) error {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.starts = append(l.starts, name)
-		l.at[name] = time.Since(l.t0)
-		return nil
+// benchmarkSubmit submits no-op tasks to a pool of workers made with
+// options, one at a time, and waits for all of them.
+func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
+	p, wg := New(workers, options...), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(1)
+		p.Submit(task)
 	}
-}
-
-var errFlaky = errors.New("flaky")
-
-// runLog records when each run started, on the bubble's clock.
-type runLog struct {
-	mu sync.Mutex
-	t0 time.Time
-	at []time.Duration
-}
-
-func newRunLog() *runLog { return &runLog{t0: time.Now()} }
-
-// record records a run starting now, and returns how many there were.
-func (l *runLog) record() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.at = append(l.at, time.Since(l.t0))
-	return len(l.at)
-}
-
-// task returns a plain task that records its run.
-func (l *runLog) task() func() {
-	return func() { l.record() }
-}
-
-// failing returns a fn that records its run and fails its first fails
-// runs with errFlaky (-1: every run).
-func (l *runLog) failing(fails int) func(context.Context) error {
-	return func(context.Context) error {
-		if n := l.record(); fails < 0 || n <= fails {
-			return errFlaky
-		}
-		return nil
-	}
-}
-
-// gatedErrContext is a context that is never done, whose Err blocks once,
-// on its first call after arm, until release is closed. Dispatch calls a
-// Task's ctx.Err (through job.settleIfBlocked), so this holds dispatch at
-// an exact point of acceptJob, as a preemption there would.
-type gatedErrContext struct {
-	context.Context
-	armed   atomic.Bool
-	entered chan struct{} // closed when Err blocks
-	release chan struct{}
-}
-
-func newGatedErrContext() *gatedErrContext {
-	return &gatedErrContext{Context: context.Background(), entered: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (c *gatedErrContext) arm() { c.armed.Store(true) }
-
-func (c *gatedErrContext) Err() error {
-	if c.armed.CompareAndSwap(true, false) {
-		close(c.entered)
-		<-c.release
-	}
-	return c.Context.Err()
-}
-
-// bubbleStacks returns the stacks of the goroutines of the caller's
-// synctest bubble, the caller's own included.
-func bubbleStacks() []string {
-	buf := make([]byte, 1<<20)
-	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
-	buf = buf[:runtime.Stack(buf, true)]
-	var stacks []string
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
-		if bubbleOf(block) == bubble {
-			stacks = append(stacks, block)
-		}
-	}
-	return stacks
-}
-
-// bubbleOf returns the synctest bubble named in a goroutine's stack header,
-// such as "synctest bubble 3", or "" if it is in none.
-func bubbleOf(stack string) string {
-	header, _, _ := strings.Cut(stack, "\n")
-	i := strings.Index(header, "synctest bubble ")
-	if i < 0 {
-		return ""
-	}
-	return strings.TrimRight(header[i:], "]:")
+	wg.Wait()
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"sync"
@@ -253,14 +252,6 @@ func TestHooksTaskFinishedErrors(t *testing.T) {
 	})
 }
 
-// obsGoid returns the calling goroutine's id, from its stack header.
-func obsGoid() string {
-	buf := make([]byte, 64)
-	s := string(buf[:runtime.Stack(buf, false)])
-	s = strings.TrimPrefix(s, "goroutine ")
-	return s[:strings.IndexByte(s, ' ')]
-}
-
 // obsRuns ties each run of a task's func to its TaskFinished call through
 // the worker goroutine that runs both.
 type obsRuns struct {
@@ -276,7 +267,7 @@ func newObsRuns() *obsRuns {
 }
 
 func (r *obsRuns) ran(id int) {
-	g := obsGoid()
+	g := goroutineID()
 	r.mu.Lock()
 	r.current[g] = id
 	r.started[id]++
@@ -284,7 +275,7 @@ func (r *obsRuns) ran(id int) {
 }
 
 func (r *obsRuns) taskFinished(time.Duration, time.Duration, error) {
-	g := obsGoid()
+	g := goroutineID()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, ok := r.current[g]
@@ -515,7 +506,7 @@ type obsDrops struct {
 
 func (d *obsDrops) hook(reason error) {
 	disp, deliverer := onDispatcher(), obsOnDeliverer()
-	id := obsGoid()
+	id := goroutineID()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.byGoroutine == nil {
@@ -565,7 +556,7 @@ func TestObserveDropOldestRefusalByDispatchToldOnDeliverer(t *testing.T) {
 		p.Submit(func() { close(running); g.wait() })
 		<-running
 		p.Go(ctx, func(context.Context) error { return nil }, Delay(time.Hour)) // holds the bound's only place, once dispatch scheduled it
-		id := obsGoid()
+		id := goroutineID()
 		err := p.DoWait(func() {})
 		inCaller := d.on(id)
 		g.open()
@@ -696,16 +687,6 @@ func TestObserveDeadlinesGroupCancelAndShutdown(t *testing.T) {
 	})
 }
 
-// runChild runs test again in a child process with env=1 and returns its
-// output and exit error.
-func runChild(t *testing.T, test, env string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), env+"=1")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 // Regression. (job.refuse). Under DropOldest, dispatch refuses a job that finds the bound
 // filled by scheduled tasks (refuseJob), without checking that its owner
 // did not settle it meanwhile: a Task canceled (Cancel, or its ctx)
@@ -764,9 +745,6 @@ func TestObserveTaskDroppedGoexitKeepsDeadLetter(t *testing.T) {
 		assert.Equal(t, int64(1), letters.Load(), "dead letters delivered")
 	})
 }
-
-var _ = errors.Is
-var _ = require.NoError
 
 func obsStopRace(t *testing.T, seed int) {
 	r := rand.New(rand.NewPCG(uint64(seed), 7))

@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"context"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -47,7 +46,7 @@ func TestResizeBelowOneMeansOneAndShowsTheNewSizeAtOnce(t *testing.T) {
 		g.open()
 		p.StopWait()
 		assert.Equal(t, int64(1), m.peak.Load(), "peak concurrency after Resize(0)")
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(5), s.Completed, "completed")
 	})
 }
@@ -71,7 +70,7 @@ func TestResizeAfterStopDoesNothing(t *testing.T) {
 		assert.NotPanics(t, func() { p.Resize(1) }, "Resize after stop")
 		assert.Equal(t, 3, p.Size(), "Size after Resize after stop")
 		assert.Equal(t, 3, p.Status().MaxWorkers, "Status.MaxWorkers after Resize after stop")
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Completed, "completed")
 	})
 }
@@ -104,7 +103,7 @@ func TestResizeUpStartsWaitingTasksAtOnce(t *testing.T) {
 		g.open()
 		p.StopWait()
 		assert.Equal(t, int64(10), m.peak.Load(), "peak")
-		s = requireAccounted(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(10), s.Completed, "completed")
 	})
 }
@@ -272,46 +271,12 @@ func TestResizeRacingStopNeitherHangsNorLeaks(t *testing.T) {
 		size := p.Size()
 		p.Resize(size + 3)
 		assert.Equal(t, size, p.Size(), "round %d: Size after Resize on a stopped pool", round)
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(ran.Load()), s.Completed, "round %d: completed", round)
 		if stopWait {
 			assert.Equal(t, s.Submitted, s.Completed, "round %d: StopWait ran every accepted task", round)
 		}
 	})
-}
-
-// stallingHandler is a slog.Handler that stalls the goroutine that logs a
-// record with message match, once, until release is closed.
-type stallingHandler struct {
-	match            string
-	stalled, release chan struct{}
-	once             sync.Once
-}
-
-func newStallingHandler(match string) *stallingHandler {
-	return &stallingHandler{match: match, stalled: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (h *stallingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *stallingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *stallingHandler) WithGroup(string) slog.Handler            { return h }
-
-func (h *stallingHandler) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.match {
-		stall := false
-		h.once.Do(func() { stall = true; close(h.stalled) })
-		if stall {
-			<-h.release
-		}
-	}
-	return nil
-}
-
-// resume lets the stalled goroutine go on; it may be called again.
-func (h *stallingHandler) resume() {
-	if !isClosed(h.release) {
-		close(h.release)
-	}
 }
 
 // A Resize that races a stop is applied or not seen: either Size shows the
@@ -432,7 +397,7 @@ func TestResizeUpAndDownUnderAStreamNeverExceedsTheSizeInEffect(t *testing.T) {
 		p.StopWait()
 		assert.Zero(t, m.violations.Load(), "tasks started above the size in effect (first: %v)", m.firstBad.Load())
 		assert.LessOrEqual(t, m.peak.Load(), int64(slices.Max(sizes)), "peak")
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(600), s.Completed, "completed")
 	})
 }
@@ -467,7 +432,7 @@ func TestResizeUnderRealSchedulingKeepsTheBoundAndTheAccounts(t *testing.T) {
 		<-resized
 		p.StopWait()
 		assert.LessOrEqual(t, m.peak.Load(), int64(maxSize), "round %d: peak", round)
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(900), s.Completed, "round %d: completed", round)
 		if t.Failed() {
 			return
@@ -510,7 +475,7 @@ func TestMinWorkersAreStartedByNewAndSurviveIdlePeriods(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 3, p.Status().Workers, "workers after another idle hour")
 		p.Stop()
-		s = requireAccounted(t, p)
+		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(8), s.Completed, "completed")
 	})
 }
@@ -524,7 +489,7 @@ func TestMinWorkersAreCappedAtTheMax(t *testing.T) {
 			synctest.Wait()
 			assert.Equal(t, c.want, p.Status().Workers, "New(%d, WithMinWorkers(%d)): workers an hour later", c.max, c.min)
 			p.Stop()
-			requireAccounted(t, p)
+			requireStoppedClean(t, p)
 		}
 	})
 }
@@ -605,7 +570,7 @@ func TestMinWorkersAreGoneAfterStop(t *testing.T) {
 		p := New(4, WithMinWorkers(3))
 		p.SubmitWait(func() {})
 		p.Stop()
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Completed, "completed")
 		// The bubble's end checks that every worker goroutine exited.
 	})
@@ -621,7 +586,7 @@ func TestMinWorkersBelowOneMeansNone(t *testing.T) {
 			synctest.Wait()
 			assert.Equal(t, 0, p.Status().Workers, "WithMinWorkers(%d): workers two idle periods after a task", n)
 			p.Stop()
-			requireAccounted(t, p)
+			requireStoppedClean(t, p)
 		}
 	})
 }

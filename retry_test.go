@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -292,10 +291,6 @@ func TestCancelWhileRetryIsDecidedEndsRetries(t *testing.T) {
 	})
 }
 
-var _ = errors.Is
-
-func runtimeGosched() { runtime.Gosched() }
-
 // The same race without calling Cancel from the policy: a Cancel from
 // another goroutine as the failing run returns. Real scheduling, ≤1s.
 func TestCancelRacesARetryStress(t *testing.T) {
@@ -313,7 +308,7 @@ func TestCancelRacesARetryStress(t *testing.T) {
 		}, Retry(policy))
 		<-returning
 		for range n % 64 {
-			runtimeGosched()
+			runtime.Gosched()
 		}
 		task.Cancel()
 		select {

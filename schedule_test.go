@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -78,6 +80,21 @@ func TestDelayHugeIsNotAtOnce(t *testing.T) {
 		p.Stop()
 		assert.ErrorIs(t, task.Wait(), ErrStopped)
 	})
+}
+
+// bubbleStacks returns the stacks of the goroutines of the caller's
+// synctest bubble, the caller's own included.
+func bubbleStacks() []string {
+	buf := make([]byte, 1<<20)
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
+	buf = buf[:runtime.Stack(buf, true)]
+	var stacks []string
+	for block := range strings.SplitSeq(string(buf), "\n\n") {
+		if bubbleOf(block) == bubble {
+			stacks = append(stacks, block)
+		}
+	}
+	return stacks
 }
 
 // A scheduled task holds no goroutine: a thousand of them add none to the

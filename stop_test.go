@@ -731,31 +731,6 @@ func TestDoFromTaskDuringStopWaitIsRejected(t *testing.T) {
 
 // --- the stop's first act holds from the moment it is called ---
 
-// holdingLog is a slog.Handler that holds the goroutine that logs msg
-// (after closing reached) until release is closed: a test uses it to stop
-// a stop call at a known point, such as the "pool stopping" record that
-// Stop logs after it began abandoning and before its stop message.
-type holdingLog struct {
-	msg              string
-	reached, release chan struct{}
-}
-
-func newHoldingLog(msg string) *holdingLog {
-	return &holdingLog{msg: msg, reached: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (h *holdingLog) Enabled(context.Context, slog.Level) bool { return true }
-func (h *holdingLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
-func (h *holdingLog) WithGroup(string) slog.Handler            { return h }
-
-func (h *holdingLog) Handle(_ context.Context, r slog.Record) error {
-	if r.Message == h.msg {
-		close(h.reached)
-		<-h.release
-	}
-	return nil
-}
-
 // From the moment Stop, or a Shutdown that gives up, is called, no queued
 // task is handed to a worker, even one that comes free before the stop
 // message reaches the dispatcher (held here by the "pool stopping" log
@@ -768,7 +743,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 	for name, stop := range stops {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				hold := newHoldingLog("pool stopping")
+				hold := newStallingHandler("pool stopping")
 				letters := new(letterBox)
 				p := New(1, WithLogger(slog.New(hold)), WithDeadLetter(letters.handle))
 				running := newGate()
@@ -781,11 +756,11 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 
 				stopped := make(chan struct{})
 				go func() { stop(p); close(stopped) }()
-				<-hold.reached // abandoning has begun; the stop message is not sent yet
+				<-hold.stalled // abandoning has begun; the stop message is not sent yet
 				running.open() // the worker comes free
 				synctest.Wait()
 				assert.False(t, ran.Load(), "a queued task started after %s was called", name)
-				close(hold.release)
+				hold.resume()
 				<-stopped
 				assert.False(t, ran.Load(), "a queued task started after %s was called", name)
 				s := requireStoppedClean(t, p)
@@ -804,7 +779,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 // runs.
 func TestParkedSubmitterIsNotAdmittedOnceStopIsCalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		hold := newHoldingLog("pool stopping")
+		hold := newStallingHandler("pool stopping")
 		p := New(1, WithMaxWaiting(1, Block), WithLogger(slog.New(hold)))
 		running := newGate()
 		defer running.release()
@@ -819,7 +794,7 @@ func TestParkedSubmitterIsNotAdmittedOnceStopIsCalled(t *testing.T) {
 
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
-		<-hold.reached // abandoning has begun: the queued job frees its place
+		<-hold.stalled // abandoning has begun: the queued job frees its place
 		synctest.Wait()
 		select {
 		case err := <-parked:
@@ -827,7 +802,7 @@ func TestParkedSubmitterIsNotAdmittedOnceStopIsCalled(t *testing.T) {
 			parked <- err
 		default:
 		}
-		close(hold.release)
+		hold.resume()
 		running.open()
 		<-stopped
 		assert.ErrorIs(t, <-parked, ErrStopped, "the parked Do")
@@ -1002,39 +977,6 @@ func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
 }
 
 // --- no pool goroutine runs once a stop returns ---
-
-// poolPackageFrame is how a stack dump names a function of this package.
-const poolPackageFrame = "github.com/e86d9661/workerpool."
-
-// poolGoroutines returns, by goroutine id, the stack of every goroutine but
-// the caller that has a frame of this package ("created by" lines name the
-// creator, not a frame, and are ignored). buf must be large enough.
-func poolGoroutines(buf []byte) map[string]string {
-	n := runtime.Stack(buf, true)
-	dump := string(buf[:n])
-	found := map[string]string{}
-	for i, block := range strings.Split(dump, "\n\n") {
-		if i == 0 {
-			continue // runtime.Stack puts the calling goroutine first
-		}
-		if finishingGoexit(block) {
-			continue
-		}
-		lines := strings.Split(block, "\n")
-		header := lines[0] // "goroutine 42 [chan receive]:"
-		for _, line := range lines[1:] {
-			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "created by ") {
-				continue
-			}
-			if strings.HasPrefix(line, poolPackageFrame) {
-				id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
-				found[id] = block
-				break
-			}
-		}
-	}
-	return found
-}
 
 // poolFrame returns the name of the innermost frame of this package in a
 // goroutine's stack, without its arguments.

@@ -232,7 +232,7 @@ func TestWaitIdleReturnsErrStoppedWhenStoppingBeginsFirst(t *testing.T) {
 				g.open()
 				<-stopped
 				assert.ErrorIs(t, p.WaitIdle(context.Background()), ErrStopped, "WaitIdle on a stopped pool")
-				s := requireAccounted(t, p)
+				s := requireStoppedClean(t, p)
 				if mode == "StopWait" {
 					assert.Equal(t, int64(3), ran.Load(), "StopWait ran the queued tasks")
 					assert.Equal(t, uint64(4), s.Completed, "completed")
@@ -367,7 +367,7 @@ func TestWaitIdleUnderConcurrentSubmitsReturnsOnlyAtIdleMoments(t *testing.T) {
 			}
 		}
 		p.StopWait()
-		s := requireAccounted(t, p)
+		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(submitters*perSubmitter), s.Completed, "round %d: completed", round)
 		if t.Failed() {
 			return

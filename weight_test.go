@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -15,25 +14,16 @@ import (
 )
 
 // slotMeter records the most slots in use at once, each running task
-// taking its weight.
-type slotMeter struct {
-	mu         sync.Mutex
-	inUse, top int
+// taking its weight: a concurrencyMeter of weighted Task funcs.
+type slotMeter struct{ concurrencyMeter }
+
+// task returns a fn that takes weight slots for d.
+func (m *slotMeter) task(weight int, d time.Duration) func(context.Context) error {
+	return fnOf(m.wrapWeighted(int64(weight), sleeper(d)))
 }
 
-func (m *slotMeter) task(weight int, d time.Duration) func(context.Context) error {
-	return func(context.Context) error {
-		m.mu.Lock()
-		m.inUse += weight
-		m.top = max(m.top, m.inUse)
-		m.mu.Unlock()
-		time.Sleep(d)
-		m.mu.Lock()
-		m.inUse -= weight
-		m.mu.Unlock()
-		return nil
-	}
-}
+// top is the most slots in use at once.
+func (m *slotMeter) top() int { return int(m.peak.Load()) }
 
 // The weights of the running tasks never exceed the pool's size, plain
 // tasks included, and reach it when enough tasks wait.
@@ -56,7 +46,7 @@ func TestWeightsNeverExceedTheSize(t *testing.T) {
 			require.NoError(t, task.Wait())
 		}
 		p.StopWait()
-		assert.Equal(t, 4, m.top, "the most slots in use")
+		assert.Equal(t, 4, m.top(), "the most slots in use")
 		requireStoppedClean(t, p)
 	})
 }
@@ -112,7 +102,7 @@ func TestHeavyRetryFreesSlotsBetweenRuns(t *testing.T) {
 		assert.Equal(t, int32(2), light.Load(), "light tasks start while the heavy one waits for its retry")
 		require.NoError(t, h.Wait())
 		assert.Equal(t, 3, runs)
-		assert.LessOrEqual(t, m.top, 2)
+		assert.LessOrEqual(t, m.top(), 2)
 		p.StopWait()
 		requireStoppedClean(t, p)
 	})
