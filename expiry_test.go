@@ -2,7 +2,9 @@ package workerpool
 
 import (
 	"context"
+	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -113,6 +115,11 @@ func TestExpiryOfWaitersAndPausedTasks(t *testing.T) {
 	})
 }
 
+// synctestStart is the bubble's start time: midnight UTC, 2000-01-01.
+func synctestStart(*testing.T) time.Time {
+	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+}
+
 // Expiry reaches every priority level, and each level's oldest first.
 func TestExpiryAcrossLevels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -134,7 +141,26 @@ func TestExpiryAcrossLevels(t *testing.T) {
 	})
 }
 
-// synctestStart is the bubble's start time: midnight UTC, 2000-01-01.
-func synctestStart(*testing.T) time.Time {
-	return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+// WithQueueTimeout(d) with a huge d ("never expire") arms no moment past
+// the clock's end, so the one timer still wakes dispatch for a delayed
+// task's due time while a task waits.
+func TestMaxQueueWaitHugeStarvesTheTimer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithQueueTimeout(time.Duration(math.MaxInt64)))
+		time.Sleep(time.Millisecond)
+		block := make(chan struct{})
+		p.Submit(func() { <-block })
+		p.Submit(func() {}) // waits: arms the expiry timer
+		synctest.Wait()
+		var ran atomic.Bool
+		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, Delay(time.Second))
+		time.Sleep(2 * time.Second)
+		s := p.Status()
+		assert.Equal(t, 0, s.Scheduled, "Scheduled 1s after the delayed task was due")
+		close(block)
+		time.Sleep(time.Hour)
+		assert.True(t, ran.Load(), "the delayed task did not run within an hour of being due")
+		p.Stop()
+		_ = task.Wait()
+	})
 }

@@ -351,7 +351,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 }
 
 func sleepFor(ms int) func() {
-	return func() { time.Sleep(time.Duration(ms) * time.Millisecond) }
+	return sleeper(time.Duration(ms) * time.Millisecond)
 }
 
 // pause pauses the pool from another goroutine until a later op 4 or the
@@ -395,11 +395,17 @@ func (r *fuzzRun) stop(way, ms int) {
 // poolGoroutinesRunning returns the stacks of the goroutines of the
 // caller's synctest bubble that run the dispatcher, a worker, the idle
 // clock or the dead-letter deliverer. (Goroutines of other bubbles are
-// other runs': a fuzzing process keeps those of a run that failed.)
+// other runs': a fuzzing process keeps those of a run that failed.) It
+// narrows poolGoroutines, which returns every goroutine of the process but
+// the caller that has a frame of this package (a submitter inside Submit
+// included, in any bubble or none), to the caller's bubble and to the
+// goroutines the pool itself runs.
 func poolGoroutinesRunning() []string {
+	buf := make([]byte, 1<<20)
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
 	var found []string
-	for _, block := range bubbleStacks() {
-		if finishingGoexit(block) {
+	for _, block := range poolGoroutines(buf) {
+		if bubbleOf(block) != bubble {
 			continue
 		}
 		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*crew).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {
@@ -410,32 +416,6 @@ func poolGoroutinesRunning() []string {
 		}
 	}
 	return found
-}
-
-// bubbleStacks returns the stacks of the goroutines of the caller's
-// synctest bubble, the caller's own included.
-func bubbleStacks() []string {
-	buf := make([]byte, 1<<20)
-	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
-	buf = buf[:runtime.Stack(buf, true)]
-	var stacks []string
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
-		if bubbleOf(block) == bubble {
-			stacks = append(stacks, block)
-		}
-	}
-	return stacks
-}
-
-// bubbleOf returns the synctest bubble named in a goroutine's stack header,
-// such as "synctest bubble 3", or "" if it is in none.
-func bubbleOf(stack string) string {
-	header, _, _ := strings.Cut(stack, "\n")
-	i := strings.Index(header, "synctest bubble ")
-	if i < 0 {
-		return ""
-	}
-	return strings.TrimRight(header[i:], "]:")
 }
 
 // The check FuzzPool makes after every stop sees a running pool's
@@ -1082,4 +1062,18 @@ func sortedInts(s []int) bool {
 		}
 	}
 	return true
+}
+
+// A FuzzPool input with many tasks that call runtime.Goexit: a worker that
+// Goexits may still be inside its last deferred call (the WaitGroup's Done)
+// when the stop returns, which the stack checks accept (see
+// finishingGoexit); nothing else of the pool may be running.
+func TestGoexitWorkerRunsNoPoolCodeAfterStop(t *testing.T) {
+	data := []byte("\x00P\xcbCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC\x1aC\xf9CCCCCCCCCCCCCCCCB\x01")
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	runs := 0
+	for ; time.Now().Before(deadline) && !t.Failed(); runs++ {
+		synctest.Test(t, func(t *testing.T) { runOps(t, data) })
+	}
+	t.Logf("%d runs", runs)
 }

@@ -2,14 +2,295 @@ package workerpool
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// Tests for Group: Go, Wait and SetLimit; how a failure or the parent
+// context ends a group's tasks; how the tasks its limit holds back are
+// counted; and how groups meet a stop.
+
+// --- Go, Wait, SetLimit ---
+
+func TestGroupFirstErrorCancelsTheOtherThousandTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		g := p.Group(t.Context())
+		var started, returned atomic.Int64
+		allQueued := newGate()
+		for i := range 1000 {
+			g.Go(func(ctx context.Context) error {
+				started.Add(1)
+				defer returned.Add(1)
+				if i == 3 {
+					allQueued.wait()
+					return errTask
+				}
+				<-ctx.Done() // running tasks see the cancellation
+				return ctx.Err()
+			})
+		}
+		allQueued.open()
+		assert.Same(t, errTask, g.Wait(), "Wait returns the first error")
+		assert.Equal(t, int64(4), started.Load(), "tasks that started: one per worker")
+		assert.Equal(t, started.Load(), returned.Load(), "every started task returned before Wait did")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(996), s.Canceled, "queued group tasks were skipped")
+		assert.Equal(t, uint64(4), s.Completed, "completed")
+	})
+}
+
+// A worker checks the group before it calls fn: a task handed out just
+// before the group was canceled is settled, not run. (The group cancels
+// only the tasks it finds queued; this one was already on its way.)
+func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		g := p.Group(ctx)
+		var ran atomic.Bool
+		g.mu.Lock()
+		task := g.add(heldTask{fn: func(context.Context) error { ran.Store(true); return nil }})
+		g.mu.Unlock()
+		cancel()
+		synctest.Wait() // the group's cancel has run and left the pending task alone
+		task.job.work() // as the worker that took it would
+		assert.Same(t, context.Canceled, g.Wait(), "Wait")
+		assert.False(t, ran.Load(), "fn ran")
+	})
+}
+
+func TestGroupWithoutErrorsRunsEveryTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		var ran atomic.Int64
+		for range 100 {
+			g.Go(func(context.Context) error { time.Sleep(time.Millisecond); ran.Add(1); return nil })
+		}
+		assert.NoError(t, g.Wait())
+		assert.Equal(t, int64(100), ran.Load(), "ran")
+		assert.NoError(t, p.Group(t.Context()).Wait(), "Wait of an empty group")
+	})
+}
+
+func TestGroupSetLimitCapsItsShareAndNeverBlocksThePool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.SetLimit(2)
+		var meter concurrencyMeter
+		release := newGate()
+		for range 20 {
+			g.Go(func(context.Context) error { meter.wrap(release.wait)(); return nil })
+		}
+		synctest.Wait()
+		assert.Equal(t, int64(2), meter.running.Load(), "group tasks running")
+		assert.Zero(t, p.WaitingQueueSize(), "held tasks wait in the group, not in the pool")
+		require.NoError(t, p.DoWait(func() {}), "the pool's other users are not blocked")
+		g.SetLimit(3) // raising the limit releases a held task at once
+		synctest.Wait()
+		assert.Equal(t, int64(3), meter.running.Load(), "group tasks running after SetLimit(3)")
+		release.open()
+		assert.NoError(t, g.Wait())
+		assert.Equal(t, int64(3), meter.peak.Load(), "peak group concurrency")
+	})
+}
+
+func TestGroupNegativeLimitMeansNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.SetLimit(1)
+		g.SetLimit(-1)
+		var meter concurrencyMeter
+		release := newGate()
+		for range 4 {
+			g.Go(func(context.Context) error { meter.wrap(release.wait)(); return nil })
+		}
+		synctest.Wait()
+		assert.Equal(t, int64(4), meter.running.Load(), "group tasks running")
+		release.open()
+		assert.NoError(t, g.Wait())
+	})
+}
+
+func TestGroupPanicIsPanicError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.Go(panickingFn)
+		var pe *PanicError
+		require.ErrorAs(t, g.Wait(), &pe)
+		assert.Contains(t, string(pe.Stack), "workerpool.panickingFn", "stack")
+	})
+}
+
+func TestGroupGoexitIsErrGoexit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		g.Go(func(context.Context) error { runtime.Goexit(); return nil })
+		assert.Same(t, ErrGoexit, g.Wait())
+	})
+}
+
+func TestGroupParentCancelSkipsQueuedTasksAndWaitReportsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		ctx, cancel := context.WithCancel(t.Context())
+		g := p.Group(ctx)
+		g.SetLimit(2)
+		var ran atomic.Int64
+		for range 5 { // two queued in the pool, three held in the group
+			g.Go(func(context.Context) error { ran.Add(1); return nil })
+		}
+		cancel()
+		assert.Same(t, context.Canceled, g.Wait(), "Wait returns while the pool is still busy")
+		blocker.open()
+		p.StopWait()
+		assert.Zero(t, ran.Load(), "ran")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(6), s.Submitted, "submitted: the blocker and every Go call")
+		assert.Equal(t, uint64(5), s.Canceled, "canceled: the two in the pool and the three held")
+	})
+}
+
+func TestGroupGoAfterWaitIsSkipped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		g := p.Group(t.Context())
+		require.NoError(t, g.Wait())
+		var ran atomic.Bool
+		g.Go(func(context.Context) error { ran.Store(true); return nil })
+		assert.Same(t, context.Canceled, g.Wait(), "Wait after a skipped Go")
+		assert.False(t, ran.Load(), "fn ran")
+	})
+}
+
+func TestGroupOnStoppingPoolReportsErrStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		blocker := blockOneWorker(t, p)
+		g := p.Group(t.Context())
+		g.SetLimit(1)
+		for range 3 { // one in the pool, two held
+			g.Go(func(context.Context) error { return nil })
+		}
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		assert.Same(t, ErrStopped, g.Wait(), "Wait")
+		blocker.open()
+		<-stopped
+		requireStoppedClean(t, p)
+		stoppedGroup := p.Group(t.Context())
+		stoppedGroup.Go(func(context.Context) error { return nil })
+		assert.Same(t, ErrStopped, stoppedGroup.Wait(), "Wait of a group made after stop")
+	})
+}
+
+// Group edge cases: Go from inside a group task with a limit, SetLimit(-1)
+// releasing held tasks, the first error stopping held tasks, Wait from a
+// task of another pool, Cancel after finish, many Waits.
+func TestGroupEdgeCases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(context.Background())
+		g.SetLimit(1)
+		var n atomic.Int64
+		g.Go(func(context.Context) error {
+			for range 3 {
+				g.Go(func(context.Context) error { n.Add(1); return nil }) // held: the limit counts this task
+			}
+			return nil
+		})
+		other := New(1)
+		defer other.Stop()
+		assert.NoError(t, other.Go(context.Background(), func(context.Context) error { return g.Wait() }).Wait())
+		assert.Equal(t, int64(3), n.Load())
+
+		g = p.Group(context.Background())
+		g.SetLimit(1)
+		gate := newGate()
+		g.Go(func(context.Context) error { gate.wait(); return errTask })
+		var heldRan atomic.Bool
+		for range 3 {
+			g.Go(func(context.Context) error { heldRan.Store(true); return nil })
+		}
+		gate.open()
+		assert.Same(t, errTask, g.Wait())
+		assert.False(t, heldRan.Load(), "held tasks after the first error")
+
+		g = p.Group(context.Background())
+		g.SetLimit(1)
+		gate = newGate()
+		g.Go(func(context.Context) error { gate.wait(); return nil })
+		g.Go(func(context.Context) error { n.Add(1); return nil })
+		g.SetLimit(-1)
+		synctest.Wait()
+		assert.Equal(t, int64(4), n.Load(), "SetLimit(-1) released the held task at once")
+		gate.open()
+		assert.NoError(t, g.Wait())
+
+		task := p.Go(context.Background(), func(context.Context) error { return errTask })
+		var waits sync.WaitGroup
+		for range 8 {
+			waits.Go(func() { assert.Same(t, errTask, task.Wait()) })
+		}
+		waits.Wait()
+		task.Cancel()
+		assert.Same(t, errTask, task.Wait(), "Cancel after finish")
+	})
+}
+
+// A group's ctx ends while a delayed task of it is on its way to dispatch:
+// once scheduled, the task is canceled at once (dispatch looks at the group
+// again after it schedules the job), and the group's Wait does not wait
+// for the delay. Stress on real scheduling.
+func TestGroupCancelRacesADelayedGo(t *testing.T) {
+	p := New(2)
+	defer p.Stop()
+	deadline := time.Now().Add(time.Second)
+	n := 0
+	for time.Now().Before(deadline) {
+		n++
+		ctx, cancel := context.WithCancel(context.Background())
+		g := p.Group(ctx)
+		g.Go(func(context.Context) error { return nil }, Delay(time.Millisecond)) // watched from now on
+		go cancel()
+		g.Go(func(context.Context) error { return nil }, Delay(time.Hour))
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			t.Fatalf("round %d: Group.Wait blocked 1s after its ctx was canceled: %+v", n, p.Status())
+		}
+	}
+	t.Logf("%d rounds", n)
+}
+
+// --- counting the tasks a limit holds back ---
 
 // droppedTasks counts the TaskDropped calls of a pool and keeps their
 // reasons.
@@ -273,5 +554,393 @@ func TestGroupGoCountsAHeldTaskInSubmittedFromItsCall(t *testing.T) {
 		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(3), s.Submitted, "submitted")
 		assert.Equal(t, uint64(3), s.Completed, "completed")
+	})
+}
+
+// --- Group.Wait returns once the pool has stopped ---
+
+// waitGroupInBubble calls g.Wait in a goroutine and returns what it returns.
+// If Wait is still blocked once every other goroutine of the bubble is, the
+// test fails and giveUp (which must cancel the group's parent context) is
+// called, so that Wait returns and the bubble can end without a deadlock
+// panic. ok reports whether Wait returned by itself.
+func waitGroupInBubble(t *testing.T, g *Group, giveUp context.CancelFunc, what string) (err error, ok bool) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- g.Wait() }()
+	synctest.Wait()
+	select {
+	case err := <-done:
+		return err, true
+	default:
+	}
+	t.Errorf("%s: Group.Wait still blocked after the pool stopped", what)
+	giveUp()
+	<-done
+	return nil, false
+}
+
+// Defect 1: Group.Wait returns once the pool has stopped, whatever happened to its held tasks.
+func TestGroupWaitReturnsAfterStopDropsHeldTasks(t *testing.T) {
+	// Today: while the pool stops, a freed slot drops the group's held task and
+	// records ErrStopped but leaves the group's context alive; a task the group
+	// then holds back (its limit lowered, one task still running) is never
+	// dropped, and Wait hangs. Wanted: Wait returns an error wrapping
+	// ErrStopped, and no held task runs.
+	for _, mode := range stopModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(2)
+				defer p.Stop()
+				parent, cancelParent := context.WithCancel(context.Background())
+				defer cancelParent()
+				g := p.Group(parent)
+				g.SetLimit(2)
+				first, second := newGate(), newGate()
+				var heldRan atomic.Int64
+				held := func(context.Context) error { heldRan.Add(1); return nil }
+				g.Go(func(context.Context) error { first.wait(); return nil })
+				g.Go(func(context.Context) error { second.wait(); return nil })
+				g.Go(held) // held back: the group is at its limit
+				synctest.Wait()
+				require.Equal(t, 2, p.Status().Busy, "the group's two running tasks")
+
+				stopped := make(chan struct{})
+				go func() { mode.stop(p); close(stopped) }()
+				synctest.Wait() // stopping has begun; the pool waits for the running tasks
+				first.open()    // a slot frees while the pool stops: the held task is dropped
+				synctest.Wait()
+				g.SetLimit(1)
+				g.Go(held) // held back again: one task still runs
+				second.open()
+				<-stopped
+				g.Go(held) // after the pool stopped
+
+				err, ok := waitGroupInBubble(t, g, cancelParent, mode.name)
+				if ok {
+					assert.ErrorIs(t, err, ErrStopped, "Wait")
+				}
+				assert.Zero(t, heldRan.Load(), "held tasks that ran")
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// newPoolAndGroup makes a two-worker pool and a group on it whose parent
+// context cancel cancels.
+func newPoolAndGroup() (p *WorkerPool, g *Group, cancel context.CancelFunc) {
+	p = New(2)
+	parent, cancel := context.WithCancel(context.Background())
+	return p, p.Group(parent), cancel
+}
+
+// Defect 1: Group.Wait returns after g.Go calls made on a stopped pool.
+func TestGroupWaitReturnsAfterGoOnStoppedPool(t *testing.T) {
+	// Several goroutines call g.Go at once on a stopped pool. Today: in a group
+	// whose held task the stop dropped (ErrStopped recorded, context alive), one
+	// Go can be held back behind another that is being rejected, and is never
+	// dropped. Wanted: Wait returns an error wrapping ErrStopped, whatever the
+	// group did before.
+	// The first three cases are guards: the first rejected Go cancels the
+	// group there, which drops what it holds.
+	cases := []struct {
+		name   string
+		before func(t *testing.T, p *WorkerPool, g *Group) // runs before the pool stops
+	}{
+		{
+			name:   "fresh group",
+			before: func(*testing.T, *WorkerPool, *Group) {},
+		},
+		{
+			name:   "fresh group with a limit",
+			before: func(_ *testing.T, _ *WorkerPool, g *Group) { g.SetLimit(1) },
+		},
+		{
+			name: "earlier tasks finished, with a limit",
+			before: func(_ *testing.T, _ *WorkerPool, g *Group) {
+				g.SetLimit(1)
+				for range 3 {
+					g.Go(noopFn)
+				}
+				synctest.Wait()
+			},
+		},
+		{
+			// The stop drops a held task while one of the group's tasks
+			// runs: the group records ErrStopped but is not canceled.
+			name: "held tasks dropped by the stop",
+			before: func(t *testing.T, p *WorkerPool, g *Group) {
+				g.SetLimit(1)
+				running := newGate()
+				g.Go(func(context.Context) error { running.wait(); return nil })
+				g.Go(noopFn) // held
+				synctest.Wait()
+				require.Equal(t, 1, p.Status().Busy, "the group's running task")
+				go func() { synctest.Wait(); running.open() }()
+			},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const rounds = 100
+			untilFailure(t, rounds, func(t *testing.T, round int) {
+				p, g, cancelParent := newPoolAndGroup()
+				defer cancelParent()
+				c.before(t, p, g)
+				p.StopWait()
+				var ran atomic.Int64
+				var callers sync.WaitGroup
+				for range 4 {
+					callers.Go(func() {
+						for range 20 {
+							g.Go(func(context.Context) error { ran.Add(1); return nil })
+						}
+					})
+				}
+				callers.Wait()
+				err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
+				if ok {
+					assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
+				}
+				assert.Zero(t, ran.Load(), "round %d: tasks run after the pool stopped", round)
+			})
+		})
+	}
+}
+
+// Defect 1: Group.Wait returns when g.Go races StopWait.
+func TestGroupWaitReturnsWhenGoRacesStopWait(t *testing.T) {
+	// Goroutines keep calling Go on a group with a limit while StopWait runs,
+	// and a little after. Wanted: Wait returns every time once StopWait and the
+	// callers have returned. Inside a bubble a hang is seen at once.
+	const rounds = 300
+	untilFailure(t, rounds, func(t *testing.T, round int) {
+		p, g, cancelParent := newPoolAndGroup()
+		defer cancelParent()
+		g.SetLimit(1)
+		var callers sync.WaitGroup
+		for range 3 {
+			callers.Go(func() {
+				for !p.Stopped() {
+					g.Go(noopFn)
+					runtime.Gosched() // with one CPU, let StopWait run
+				}
+				for range 3 {
+					g.Go(noopFn)
+				}
+			})
+		}
+		for range 20 {
+			g.Go(noopFn)
+		}
+		p.StopWait()
+		callers.Wait()
+		err, ok := waitGroupInBubble(t, g, cancelParent, fmt.Sprintf("round %d of %d", round, rounds))
+		if ok { // the callers' last Go calls came after the stop
+			assert.ErrorIs(t, err, ErrStopped, "round %d: Wait", round)
+		}
+		requireStoppedClean(t, p)
+	})
+}
+
+// Groups racing every kind of stop, with limits raised and lowered, Go from
+// inside group tasks, failures and parent cancels in flight: every Wait
+// returns, no fn starts after the stop returned, and Status is exact.
+func TestGroupsUnderStopRaces(t *testing.T) {
+	deadline := time.Now().Add(1500 * time.Millisecond)
+	rounds := 0
+	for ; time.Now().Before(deadline); rounds++ {
+		mode := rounds % 4
+		p := New(3, WithIdleTimeout(-1))
+		var afterStop atomic.Bool
+		var lateRuns atomic.Int64
+		body := func(fail bool) func(context.Context) error {
+			return func(ctx context.Context) error {
+				if afterStop.Load() {
+					lateRuns.Add(1)
+				}
+				if fail {
+					return errTask
+				}
+				return nil
+			}
+		}
+		groups := make([]*Group, 6)
+		parents := make([]context.CancelFunc, len(groups))
+		var wg sync.WaitGroup
+		for i := range groups {
+			ctx, cancel := context.WithCancel(context.Background())
+			parents[i] = cancel
+			g := p.Group(ctx)
+			groups[i] = g
+			if i%2 == 0 {
+				g.SetLimit(1 + i%3)
+			}
+			wg.Go(func() {
+				for j := range 20 {
+					if j == 10 && i%3 == 0 {
+						g.SetLimit(-1)
+					}
+					if j == 12 && i%3 == 1 {
+						g.SetLimit(1)
+					}
+					g.Go(func(ctx context.Context) error {
+						if j%7 == 0 {
+							g.Go(body(false))
+						}
+						return body(i == 1 && j == 15)(ctx)
+					})
+				}
+				if i == 5 {
+					cancel()
+				}
+			})
+		}
+		runtime.Gosched()
+		switch mode {
+		case 0:
+			p.Stop()
+		case 1:
+			p.StopWait()
+		case 2:
+			_ = p.Shutdown(canceledContext())
+		case 3:
+			go p.Stop()
+			_ = p.Shutdown(context.Background())
+		}
+		afterStop.Store(true)
+		wg.Wait()
+		for i, g := range groups {
+			done := make(chan error, 1)
+			go func() { done <- g.Wait() }()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, ErrStopped) && !errors.Is(err, errTask) && !errors.Is(err, context.Canceled) {
+					t.Errorf("round %d group %d: unexpected %v", rounds, i, err)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatalf("round %d mode %d: group %d Wait hung after the stop", rounds, mode, i)
+			}
+			parents[i]()
+		}
+		assert.Zero(t, lateRuns.Load(), "round %d: group fns that started after the stop returned", rounds)
+		s := p.Status()
+		if !assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled, "round %d mode %d: invariant %+v", rounds, mode, s) {
+			return
+		}
+	}
+	t.Logf("%d rounds", rounds)
+}
+
+// --- the pool does not keep finished groups ---
+
+// Defect 2: the pool keeps no reference to a group whose tasks have all finished.
+func TestGroupNeverWaitedIsCollectedOnceItsTasksFinish(t *testing.T) {
+	// Today the pool keeps every group in its live set until Wait is called.
+	// Wanted: a group nobody waits for is collected, while the pool still runs,
+	// once its tasks have finished. The parent is context.Background(), which
+	// keeps no reference to its children.
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		var ran atomic.Int64
+		ref := func() weak.Pointer[Group] {
+			g := p.Group(context.Background())
+			for range 3 {
+				g.Go(func(context.Context) error { ran.Add(1); return nil })
+			}
+			return weak.Make(g)
+		}()
+		synctest.Wait()
+		require.Equal(t, int64(3), ran.Load(), "the group's tasks ran")
+		for range 3 {
+			runtime.GC()
+		}
+		assert.True(t, ref.Value() == nil, "a finished group nobody waits for is still reachable")
+		assert.Equal(t, StateRunning, p.Status().State, "the pool still runs")
+	})
+}
+
+// Finished groups nobody waits for are collectable while the pool runs,
+// also when a task failed, when held tasks were dropped, and when queued
+// tasks were canceled by the failure.
+func TestFailedGroupNeverWaitedIsCollected(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		blocker := blockOneWorker(t, p)
+		refs := func() []weak.Pointer[Group] {
+			var refs []weak.Pointer[Group]
+			g := p.Group(context.Background())
+			g.Go(func(context.Context) error { return errTask })
+			for range 3 {
+				g.Go(noopFn) // queued behind the failing one, canceled by it
+			}
+			refs = append(refs, weak.Make(g))
+			g = p.Group(context.Background())
+			g.SetLimit(1)
+			g.Go(func(context.Context) error { return errTask })
+			for range 3 {
+				g.Go(noopFn) // held, dropped by the failure
+			}
+			return append(refs, weak.Make(g))
+		}()
+		blocker.open()
+		synctest.Wait()
+		for range 3 {
+			runtime.GC()
+		}
+		for i, r := range refs {
+			assert.True(t, r.Value() == nil, "group %d still reachable", i)
+		}
+		s := p.Status()
+		assert.Equal(t, uint64(6), s.Canceled, "canceled: three queued, three held")
+		assert.Equal(t, 0, s.Waiting)
+	})
+}
+
+// --- benchmarks ---
+
+// BenchmarkGroup runs groups of 1,000 no-op tasks; "submit" is the same
+// work as plain Submits and a WaitGroup, for scale.
+func BenchmarkGroup(b *testing.B) {
+	const tasks = 1000
+	p := New(4)
+	defer p.StopWait()
+	b.Run("tasks=1000", func(b *testing.B) {
+		fn := func(context.Context) error { return nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			g := p.Group(context.Background())
+			for range tasks {
+				g.Go(fn)
+			}
+			_ = g.Wait()
+		}
+	})
+	b.Run("tasks=1000/limit=2", func(b *testing.B) {
+		fn := func(context.Context) error { return nil }
+		b.ReportAllocs()
+		for b.Loop() {
+			g := p.Group(context.Background())
+			g.SetLimit(2)
+			for range tasks {
+				g.Go(fn)
+			}
+			_ = g.Wait()
+		}
+	})
+	b.Run("submit=1000", func(b *testing.B) {
+		wg := new(sync.WaitGroup)
+		task := wg.Done
+		b.ReportAllocs()
+		for b.Loop() {
+			wg.Add(tasks)
+			for range tasks {
+				p.Submit(task)
+			}
+			wg.Wait()
+		}
 	})
 }

@@ -1,12 +1,487 @@
 package workerpool
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// Helpers used by more than one test file, each written once. A helper
+// used by one file only stays in that file, next to its tests.
+
+// --- task bodies and meters ---
+
+// gate is a task body that blocks until the test opens it.
+type gate chan struct{}
+
+func newGate() gate         { return make(gate) }
+func (g gate) wait()        { <-g }
+func (g gate) open()        { close(g) }
+func (g gate) task() func() { return g.wait }
+
+// release opens g unless it is open already. Tests defer it after the
+// pool's Stop, so that a failed require leaves no task blocked in the bubble.
+func (g gate) release() {
+	if !isClosed(g) {
+		g.open()
+	}
+}
+
+// blockOneWorker fills a one-worker pool with a task that holds the worker
+// until the returned gate opens.
+func blockOneWorker(t *testing.T, p *WorkerPool) gate {
+	t.Helper()
+	g := newGate()
+	p.Submit(g.task())
+	synctest.Wait()
+	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
+	return g
+}
+
+// sleeper is a task that runs for d of (fake) time.
+func sleeper(d time.Duration) func() {
+	return func() { time.Sleep(d) }
+}
+
+// noopFn is a task body that does nothing.
+func noopFn(context.Context) error { return nil }
+
+// fnOf makes body a Task's fn that returns nil.
+func fnOf(body func()) func(context.Context) error {
+	return func(context.Context) error { body(); return nil }
+}
+
+func panickingTask() { panic("boom") }
+
+func panickingFn(context.Context) error { panic("boom") }
+
+var errTask = errors.New("task failed")
+
+var errFlaky = errors.New("flaky")
+
+// recorder records the order in which tasks start.
+type recorder struct {
+	mu      sync.Mutex
+	started []int
+}
+
+func (r *recorder) task(i int, body func()) func() {
+	return func() {
+		r.mu.Lock()
+		r.started = append(r.started, i)
+		r.mu.Unlock()
+		if body != nil {
+			body()
+		}
+	}
+}
+
+func (r *recorder) order() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]int(nil), r.started...)
+}
+
+func seq(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i
+	}
+	return s
+}
+
+// concurrencyMeter tracks how many tasks run at once.
+type concurrencyMeter struct {
+	running, peak atomic.Int64
+}
+
+func (m *concurrencyMeter) wrap(body func()) func() {
+	return m.wrapWeighted(1, body)
+}
+
+// wrapWeighted meters body as weight running tasks: the peak is then in
+// worker slots.
+func (m *concurrencyMeter) wrapWeighted(weight int64, body func()) func() {
+	return func() {
+		n := m.running.Add(weight)
+		for {
+			old := m.peak.Load()
+			if n <= old || m.peak.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		defer m.running.Add(-weight) // also when body panics or exits
+		body()
+	}
+}
+
+// startLog records when each named task started, on the bubble's clock.
+type startLog struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []string
+	at     map[string]time.Duration
+}
+
+func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
+
+func (l *startLog) fn(name string) func(context.Context) error {
+	return func(context.Context) error {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.starts = append(l.starts, name)
+		l.at[name] = time.Since(l.t0)
+		return nil
+	}
+}
+
+// runLog records when each run started, on the bubble's clock.
+type runLog struct {
+	mu sync.Mutex
+	t0 time.Time
+	at []time.Duration
+}
+
+func newRunLog() *runLog { return &runLog{t0: time.Now()} }
+
+// record records a run starting now, and returns how many there were.
+func (l *runLog) record() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at = append(l.at, time.Since(l.t0))
+	return len(l.at)
+}
+
+// task returns a plain task that records its run.
+func (l *runLog) task() func() {
+	return func() { l.record() }
+}
+
+// failing returns a fn that records its run and fails its first fails
+// runs with errFlaky (-1: every run).
+func (l *runLog) failing(fails int) func(context.Context) error {
+	return func(context.Context) error {
+		if n := l.record(); fails < 0 || n <= fails {
+			return errFlaky
+		}
+		return nil
+	}
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// --- stops and what they leave ---
+
+// A stopMode is one way to stop a pool, and whether it abandons the queue.
+// Each call blocks until it returns.
+type stopMode struct {
+	name     string
+	abandons bool
+	stop     func(p *WorkerPool)
+}
+
+var stopModes = []stopMode{
+	{"Stop", true, (*WorkerPool).Stop},
+	{"StopWait", false, (*WorkerPool).StopWait},
+	{"Shutdown", false, func(p *WorkerPool) { _ = p.Shutdown(context.Background()) }},
+	// A guard in TestGroupWaitReturnsAfterStopDropsHeldTasks: the cut
+	// cancels the group's context.
+	{"ShutdownGivingUp", true, func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
+}
+
+// requireStoppedClean checks the accounting and emptiness guarantees that
+// hold once Stop or StopWait has returned.
+func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
+	t.Helper()
+	s := p.Status()
+	assert.Equal(t, StateStopped, s.State, "state")
+	assert.Equal(t, 0, s.Workers, "workers")
+	assert.Equal(t, 0, s.Busy, "busy")
+	assert.Equal(t, 0, s.Waiting, "waiting")
+	assert.Equal(t, 0, s.Scheduled, "scheduled")
+	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
+	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "submitted == completed + abandoned + canceled + dropped + expired")
+	assert.True(t, p.Stopped(), "Stopped")
+	return s
+}
+
+// neverRun is the number of tasks s counts as never run, refused ones
+// included: each gets one TaskDropped.
+func neverRun(s Status) uint64 {
+	return s.Rejected + s.Dropped + s.Abandoned + s.Canceled + s.Expired
+}
+
+// untilFailure runs round in a fresh synctest bubble, rounds times, and
+// stops at the first round that fails.
+func untilFailure(t *testing.T, rounds int, round func(t *testing.T, round int)) {
+	t.Helper()
+	for i := range rounds {
+		failed := false
+		synctest.Test(t, func(t *testing.T) {
+			round(t, i)
+			failed = t.Failed()
+		})
+		if failed {
+			return
+		}
+	}
+}
+
+// letter is one call of the dead-letter handler.
+type letter struct {
+	task   func()
+	reason error
+}
+
+// letterBox is a dead-letter handler that records its letters in the order
+// it gets them.
+type letterBox struct {
+	mu      sync.Mutex
+	letters []letter
+}
+
+func (b *letterBox) handle(task func(), reason error) {
+	b.mu.Lock()
+	b.letters = append(b.letters, letter{task, reason})
+	b.mu.Unlock()
+}
+
+func (b *letterBox) got() []letter {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]letter(nil), b.letters...)
+}
+
+// --- calls on their own goroutine ---
+
+// recovered calls f and returns what it panicked with, as an error.
+func recovered(f func()) (err error, panicked bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			panicked = true
+			if e, ok := r.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("panicked with a non-error: %v", r)
+			}
+		}
+	}()
+	f()
+	return nil, false
+}
+
+// errTryFalse stands for a TrySubmit that returned false.
+var errTryFalse = fmt.Errorf("%w: TrySubmit returned false", ErrQueueFull)
+
+// callResult is what a submitter learned when its call returned.
+type callResult struct {
+	err      error        // returned, panicked with (panicked set), or reported by a handle already settled when the call returned; nil: accepted
+	panicked bool         // Submit or SubmitWait panicked
+	outcome  func() error // handles and groups: waits for the task's outcome
+}
+
+// A boundCall is one way to submit under a bound.
+type boundCall struct {
+	name  string
+	tasks int  // tasks the call submits, each running body
+	waits bool // the call returns only once its task has run (DoWait, SubmitWait)
+	call  func(p *WorkerPool, ctx context.Context, body func()) callResult
+}
+
+var (
+	submitCall = boundCall{"Submit", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		err, panicked := recovered(func() { p.Submit(body) })
+		return callResult{err: err, panicked: panicked}
+	}}
+	doCall = boundCall{"Do", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.Do(body)}
+	}}
+	doWaitCall = boundCall{"DoWait", 1, true, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.DoWait(body)}
+	}}
+	doContextCall = boundCall{"DoContext", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		return callResult{err: p.DoContext(ctx, body)}
+	}}
+	trySubmitCall = boundCall{"TrySubmit", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		if !p.TrySubmit(body) {
+			return callResult{err: errTryFalse}
+		}
+		return callResult{}
+	}}
+	submitWaitCall = boundCall{"SubmitWait", 1, true, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		err, panicked := recovered(func() { p.SubmitWait(body) })
+		return callResult{err: err, panicked: panicked}
+	}}
+	goCall = boundCall{"Go", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		tk := p.Go(ctx, fnOf(body))
+		r := callResult{outcome: tk.Wait}
+		if isDone(tk.Done()) {
+			r.err = tk.Wait()
+		}
+		return r
+	}}
+	callCall = boundCall{"Call", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		f := Call(ctx, p, func(context.Context) (int, error) { body(); return 7, nil })
+		r := callResult{outcome: func() error {
+			v, err := f.Wait()
+			if err == nil && v != 7 {
+				return fmt.Errorf("Future.Wait returned %d, want 7", v)
+			}
+			return err
+		}}
+		if isDone(f.Done()) {
+			r.err = r.outcome()
+		}
+		return r
+	}}
+	groupGoCall = boundCall{"Group.Go", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		g := p.Group(ctx)
+		g.Go(fnOf(body))
+		return callResult{outcome: g.Wait}
+	}}
+	doBatchCall = boundCall{"DoBatch", 2, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.DoBatch([]func(){body, nil, body})}
+	}}
+	doBatchOfOneCall = boundCall{"DoBatch of 1", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		return callResult{err: p.DoBatch([]func(){nil, body})}
+	}}
+)
+
+// pendingCall is one call on its own goroutine.
+type pendingCall struct {
+	done chan struct{}
+	res  callResult
+	at   time.Duration // when it returned, in fake time since t0
+}
+
+func startCall(p *WorkerPool, c boundCall, ctx context.Context, body func(), t0 time.Time) *pendingCall {
+	pc := &pendingCall{done: make(chan struct{})}
+	go func() {
+		defer close(pc.done)
+		pc.res = c.call(p, ctx, body)
+		pc.at = time.Since(t0)
+	}()
+	return pc
+}
+
+func (pc *pendingCall) returned() bool { return isClosed(pc.done) }
+
+// returnsAtOnce calls f on its own goroutine and returns what it returned,
+// if it returned by the time every goroutine of the bubble is blocked.
+func returnsAtOnce(f func() error) (err error, ok bool) {
+	done := make(chan error, 1)
+	go func() { done <- f() }()
+	synctest.Wait()
+	select {
+	case err := <-done:
+		return err, true
+	default:
+		return nil, false
+	}
+}
+
+// fullQueue is a pool of two workers with a bound of two waiting tasks,
+// whose workers run tasks that wait for running, and whose queue holds two
+// fillers (ids 0 and 1 in fillers) that wait for queued once they run:
+// every worker is busy and the queue is full. Opening running frees both
+// places at once, without letting any new task start.
+type fullQueue struct {
+	p                *WorkerPool
+	running, queued  gate
+	fillers          recorder
+	box              *letterBox
+	submittedAtStart uint64
+}
+
+func newFullQueue(t *testing.T, policy Overflow, opts ...Option) *fullQueue {
+	t.Helper()
+	fq := &fullQueue{running: newGate(), queued: newGate(), box: new(letterBox)}
+	opts = append([]Option{WithMaxWaiting(2, policy), WithIdleTimeout(-1), WithDeadLetter(fq.box.handle)}, opts...)
+	fq.p = New(2, opts...)
+	fq.p.Submit(fq.running.task())
+	fq.p.Submit(fq.running.task())
+	fq.p.Submit(fq.fillers.task(0, fq.queued.wait))
+	fq.p.Submit(fq.fillers.task(1, fq.queued.wait))
+	synctest.Wait()
+	s := fq.p.Status()
+	require.Equal(t, 2, s.Busy, "busy")
+	require.Equal(t, 2, s.Waiting, "waiting: the queue is full")
+	fq.submittedAtStart = s.Submitted
+	return fq
+}
+
+// release opens both gates; tests defer it after the pool's Stop.
+func (fq *fullQueue) release() {
+	fq.running.release()
+	fq.queued.release()
+}
+
+// waitIdleCall is one WaitIdle call on its own goroutine: what it returned,
+// and when, in fake time since t0.
+type waitIdleCall struct {
+	done chan struct{}
+	err  error
+	at   time.Duration
+}
+
+func goWaitIdle(p *WorkerPool, ctx context.Context, t0 time.Time) *waitIdleCall {
+	c := &waitIdleCall{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = p.WaitIdle(ctx)
+		c.at = time.Since(t0)
+	}()
+	return c
+}
+
+// returned reports whether WaitIdle has returned; err and at are valid
+// once it reports true.
+func (c *waitIdleCall) returned() bool { return isClosed(c.done) }
+
+// batchCall is one DoBatch call on its own goroutine.
+type batchCall struct {
+	done chan struct{}
+	err  error
+}
+
+func goDoBatch(p *WorkerPool, tasks []func()) *batchCall {
+	c := &batchCall{done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		c.err = p.DoBatch(tasks)
+	}()
+	return c
+}
+
+func (c *batchCall) returned() bool { return isClosed(c.done) }
+
+// isDone reports, without blocking, whether a handle's Done channel is closed.
+func isDone(c <-chan struct{}) bool { return isClosed(c) }
+
+// canceledContext returns a context that is done already.
+func canceledContext() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
+
+// --- holding a goroutine at a chosen point ---
 
 // frameStallingContext is a context whose Err stalls, once, on the first
 // goroutine that calls it with frame on its stack (such as
@@ -42,7 +517,9 @@ func (c *frameStallingContext) resume() {
 }
 
 // stallingHandler is a slog.Handler that stalls the goroutine that logs a
-// record with message match, once, until release is closed.
+// record with message match, once, until release is closed: it holds a
+// call at a known point, such as the "pool stopping" record that Stop logs
+// after it began abandoning and before its stop message.
 type stallingHandler struct {
 	match            string
 	stalled, release chan struct{}
@@ -75,23 +552,183 @@ func (h *stallingHandler) resume() {
 	}
 }
 
-// blockedSendingIn reports whether some goroutine of the process is blocked
-// in a channel send with frame on its stack.
-func blockedSendingIn(frame string) bool {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
+// gatedErrContext is a context that is never done, whose Err blocks once,
+// on its first call after arm, until release is closed. Dispatch calls a
+// Task's ctx.Err (through job.settleIfBlocked), so this holds dispatch at
+// an exact point of acceptJob, as a preemption there would.
+type gatedErrContext struct {
+	context.Context
+	armed   atomic.Bool
+	entered chan struct{} // closed when Err blocks
+	release chan struct{}
+}
+
+func newGatedErrContext() *gatedErrContext {
+	return &gatedErrContext{Context: context.Background(), entered: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *gatedErrContext) arm() { c.armed.Store(true) }
+
+func (c *gatedErrContext) Err() error {
+	if c.armed.CompareAndSwap(true, false) {
+		close(c.entered)
+		<-c.release
 	}
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
-		header, _, _ := strings.Cut(block, "\n")
-		if strings.Contains(header, "[chan send") && strings.Contains(block, frame) {
-			return true
+	return c.Context.Err()
+}
+
+// --- goroutines and their stacks ---
+
+// ownStack is the calling goroutine's stack, up to the line that names
+// its creator.
+func ownStack() string {
+	buf := make([]byte, 64<<10)
+	stack := string(buf[:runtime.Stack(buf, false)])
+	if i := strings.Index(stack, "\ncreated by "); i >= 0 {
+		stack = stack[:i]
+	}
+	return stack
+}
+
+// onDispatcher reports whether the calling goroutine is the dispatcher:
+// its stack shows dispatcher.run. (A worker's shows the dispatcher's
+// closure that started it, not run.)
+func onDispatcher() bool {
+	return strings.Contains(ownStack(), "(*dispatcher).run(")
+}
+
+// goroutineID returns the id of the calling goroutine, from its stack.
+func goroutineID() string {
+	var buf [64]byte
+	n := runtime.Stack(buf[:], false)
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:n]), "goroutine "), " ")
+	return id
+}
+
+// bubbleOf returns the synctest bubble named in a goroutine's stack header,
+// such as "synctest bubble 3", or "" if it is in none.
+func bubbleOf(stack string) string {
+	header, _, _ := strings.Cut(stack, "\n")
+	i := strings.Index(header, "synctest bubble ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimRight(header[i:], "]:")
+}
+
+// poolPackageFrame is how a stack dump names a function of this package.
+const poolPackageFrame = "github.com/e86d9661/workerpool."
+
+// poolGoroutines returns, by goroutine id, the stack of every goroutine but
+// the caller that has a frame of this package ("created by" lines name the
+// creator, not a frame, and are ignored). buf must be large enough.
+func poolGoroutines(buf []byte) map[string]string {
+	n := runtime.Stack(buf, true)
+	dump := string(buf[:n])
+	found := map[string]string{}
+	for i, block := range strings.Split(dump, "\n\n") {
+		if i == 0 {
+			continue // runtime.Stack puts the calling goroutine first
+		}
+		if finishingGoexit(block) {
+			continue
+		}
+		lines := strings.Split(block, "\n")
+		header := lines[0] // "goroutine 42 [chan receive]:"
+		for _, line := range lines[1:] {
+			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "created by ") {
+				continue
+			}
+			if strings.HasPrefix(line, poolPackageFrame) {
+				id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
+				found[id] = block
+				break
+			}
 		}
 	}
-	return false
+	return found
+}
+
+// finishingGoexit reports whether a goroutine is inside runtime.Goexit.
+// Seen after a stop returned, that is a worker whose task called Goexit and
+// which has run its deferred calls into the pool, and is at most finishing
+// the last one, its WaitGroup's Done: the stop could not have returned
+// before Done had counted it. The runtime keeps a Goexit'd goroutine's
+// frames until it frees it, and nothing can wait for that; it runs no pool
+// code, and never will.
+func finishingGoexit(block string) bool {
+	return strings.Contains(block, "\nruntime.Goexit(")
+}
+
+// --- logs, child processes, benchmarks ---
+
+// logBuffer collects a JSON handler's records, one map per record.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// logger returns a logger that writes every record of level and above to b.
+func (b *logBuffer) logger(level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: level}))
+}
+
+// records returns the records logged at level or above.
+func (b *logBuffer) records(t *testing.T, level slog.Level) []map[string]any {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.Lines(b.buf.String()) {
+		var r map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &r), "record %q", line)
+		var l slog.Level
+		require.NoError(t, l.UnmarshalText([]byte(r["level"].(string))))
+		if l >= level {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// requireChildPanics runs the test named test again in a child process,
+// with the environment variable env set to 1 so that it knows it is the
+// child, requires the child to exit as an unrecovered panic makes a
+// program exit, and returns what it printed.
+func requireChildPanics(t *testing.T, test, env string) string {
+	t.Helper()
+	out, err := runChild(t, test, env)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
+	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
+	return out
+}
+
+// runChild runs test again in a child process with env=1 and returns its
+// output and exit error.
+func runChild(t *testing.T, test, env string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), env+"=1")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// benchmarkSubmit submits no-op tasks to a pool of workers made with
+// options, one at a time, and waits for all of them.
+func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
+	p, wg := New(workers, options...), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.ReportAllocs()
+	for b.Loop() {
+		wg.Add(1)
+		p.Submit(task)
+	}
+	wg.Wait()
 }

@@ -1,12 +1,9 @@
 package workerpool
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,40 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// logBuffer collects a JSON handler's records, one map per record.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// logger returns a logger that writes every record of level and above to b.
-func (b *logBuffer) logger(level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: level}))
-}
-
-// records returns the records logged at level or above.
-func (b *logBuffer) records(t *testing.T, level slog.Level) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var out []map[string]any
-	for line := range strings.Lines(b.buf.String()) {
-		var r map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &r), "record %q", line)
-		var l slog.Level
-		require.NoError(t, l.UnmarshalText([]byte(r["level"].(string))))
-		if l >= level {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // messages returns the messages of records.
 func messages(records []map[string]any) []string {
 	var msgs []string
@@ -56,6 +19,17 @@ func messages(records []map[string]any) []string {
 		msgs = append(msgs, r["msg"].(string))
 	}
 	return msgs
+}
+
+func panicsPlain() { panic("plain") }
+
+// pick returns r's values for keys.
+func pick(r map[string]any, keys ...string) map[string]any {
+	out := map[string]any{}
+	for _, k := range keys {
+		out[k] = r[k]
+	}
+	return out
 }
 
 // At Info and above the logger gets exactly: an Error record with the
@@ -129,17 +103,6 @@ func TestLoggerRecordsAtInfo(t *testing.T) {
 	})
 }
 
-func panicsPlain() { panic("plain") }
-
-// pick returns r's values for keys.
-func pick(r map[string]any, keys ...string) map[string]any {
-	out := map[string]any{}
-	for _, k := range keys {
-		out[k] = r[k]
-	}
-	return out
-}
-
 // A logger at Info gets no Debug record; a Shutdown that gives up says so at
 // Debug; a Resize on a stopped pool, which does nothing, logs nothing.
 func TestLoggerLevels(t *testing.T) {
@@ -163,6 +126,28 @@ func TestLoggerLevels(t *testing.T) {
 		assert.Equal(t, []string{"pool started", "pool stopping", "shutdown gave up", "pool stopped"}, messages(debug.records(t, slog.LevelDebug)),
 			"a Debug logger's records")
 		assert.Equal(t, "", debug.records(t, slog.LevelDebug)[0]["pool"], "an unnamed pool's records carry pool=\"\"")
+	})
+}
+
+// Regression: the doc promised "one Info record per Resize that
+// changes the size" but a same-size Resize logged; the doc now says so
+// ("a Resize to the same size included"). Guard: one record per Resize on
+// a running pool, the same size included, none once stopping has begun,
+// and the summary last.
+func TestObserveResizeLogsOncePerResizeOnRunningPool(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var b logBuffer
+		p := New(3, WithLogger(b.logger(slog.LevelInfo)), WithName("rz"))
+		p.Resize(3)
+		p.Resize(0)  // 1
+		p.Resize(-5) // still 1
+		p.StopWait()
+		p.Resize(7) // stopped: nothing
+		records := b.records(t, slog.LevelInfo)
+		assert.Equal(t, []string{"pool resized", "pool resized", "pool resized", "pool stopped"}, messages(records))
+		for _, r := range records {
+			assert.Equal(t, "rz", r["pool"], "pool name on %v", r["msg"])
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -233,4 +234,112 @@ func TestPriorityAgingSaturates(t *testing.T) {
 		p.StopWait()
 		assert.Equal(t, []string{"max", "zero", "min"}, l.starts)
 	})
+}
+
+// Priority(math.MinInt/MaxInt), with and without aging: order is kept and
+// nothing overflows.
+func TestPriorityExtremes(t *testing.T) {
+	for _, aging := range []time.Duration{0, time.Nanosecond, time.Millisecond, time.Duration(math.MaxInt64)} {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, WithPriorityAging(aging))
+			block := make(chan struct{})
+			p.Submit(func() { <-block })
+			var order []int
+			for _, lvl := range []int{0, math.MinInt, math.MaxInt, -1, 1, math.MinInt + 1, math.MaxInt - 1} {
+				p.Go(context.Background(), func(context.Context) error { order = append(order, lvl); return nil }, Priority(lvl))
+			}
+			synctest.Wait()
+			close(block)
+			p.StopWait()
+			if aging == 0 || aging == time.Duration(math.MaxInt64) {
+				assert.Equal(t, []int{math.MaxInt, math.MaxInt - 1, 1, 0, -1, math.MinInt + 1, math.MinInt}, order, "aging %v", aging)
+			} else {
+				assert.Len(t, order, 7)
+			}
+			requireStoppedClean(t, p)
+		})
+	}
+}
+
+// The same with as many levels waiting at once as the spares hold
+// (maxSpareLevels): levels that empty and fill again reuse them.
+func TestGoWithManyLevelsAllocs(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocation counts differ under -race")
+	}
+	p := New(1)
+	defer p.StopWait()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	const tasks = 64
+	queued := func(ranked bool) float64 {
+		return testing.AllocsPerRun(20, func() {
+			p.Submit(func() { <-block })
+			wg.Add(tasks)
+			for i := range tasks {
+				fn := func(context.Context) error { wg.Done(); return nil }
+				if ranked {
+					p.Go(ctx, fn, Priority(i+1))
+				} else {
+					p.Go(ctx, fn)
+				}
+			}
+			block <- struct{}{}
+			wg.Wait()
+		})
+	}
+	plain, ranked := queued(false), queued(true)
+	if ranked > plain {
+		t.Errorf("%d queued Go at %d levels: %v allocs per round, without Priority: %v (%.2f extra per task)",
+			tasks, tasks, ranked, plain, (ranked-plain)/tasks)
+	}
+}
+
+// benchmarkQueuedLevels queues the tasks of BenchmarkPriorityLevels over
+// levels priority levels; with 1, it passes no option at all.
+func benchmarkQueuedLevels(b *testing.B, levels int) {
+	tasks := 100_000
+	if testing.Short() {
+		tasks = 10_000
+	}
+	p, wg := New(4), new(sync.WaitGroup)
+	defer p.StopWait()
+	fn := func(context.Context) error { wg.Done(); return nil }
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, resume := context.WithCancel(context.Background())
+		p.Pause(ctx)
+		wg.Add(tasks)
+		for i := range tasks {
+			if levels == 1 {
+				p.Go(context.Background(), fn)
+			} else {
+				p.Go(context.Background(), fn, Priority(i%levels))
+			}
+		}
+		resume()
+		wg.Wait()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tasks), "ns/task")
+}
+
+// BenchmarkPriorityLevels queues 100,000 no-op tasks per iteration on a pool
+// of 4 and runs them all: "fifo" with no options, "levels8" spread over 8
+// priority levels (task i at level i%8), so that the queue orders them by
+// level. It reports ns per task and allocs per iteration (divide by 100,000
+// for per task).
+//
+// The pool is paused while the tasks are submitted, so that all 100,000 wait
+// in the queue and leave it in priority order once the pause ends: without
+// the pause, idle workers would take most tasks as they arrive and the
+// ordering would be exercised only as far as the scheduler happened to let
+// the queue build up, differently from run to run. Each iteration thus
+// measures one Pause, 100,000 Go calls into a waiting queue, and draining it.
+//
+// With -short each iteration queues 10,000 tasks instead, so that a smoke
+// run at -benchtime=100x takes seconds rather than half a minute.
+func BenchmarkPriorityLevels(b *testing.B) {
+	b.Run("fifo", func(b *testing.B) { benchmarkQueuedLevels(b, 1) })
+	b.Run("levels8", func(b *testing.B) { benchmarkQueuedLevels(b, 8) })
 }

@@ -2,9 +2,11 @@ package workerpool
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"math"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,8 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-var errFlaky = errors.New("flaky")
 
 // recordingPolicy wraps policy and records the delays it returns.
 type recordingPolicy struct {
@@ -30,39 +30,6 @@ func (r *recordingPolicy) wrap(policy RetryPolicy) RetryPolicy {
 			r.mu.Unlock()
 		}
 		return d, ok
-	}
-}
-
-// runLog records when each run started, on the bubble's clock.
-type runLog struct {
-	mu sync.Mutex
-	t0 time.Time
-	at []time.Duration
-}
-
-func newRunLog() *runLog { return &runLog{t0: time.Now()} }
-
-// record records a run starting now, and returns how many there were.
-func (l *runLog) record() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.at = append(l.at, time.Since(l.t0))
-	return len(l.at)
-}
-
-// task returns a plain task that records its run.
-func (l *runLog) task() func() {
-	return func() { l.record() }
-}
-
-// failing returns a fn that records its run and fails its first fails
-// runs with errFlaky (-1: every run).
-func (l *runLog) failing(fails int) func(context.Context) error {
-	return func(context.Context) error {
-		if n := l.record(); fails < 0 || n <= fails {
-			return errFlaky
-		}
-		return nil
 	}
 }
 
@@ -287,6 +254,102 @@ func TestRetryEndsOnCancel(t *testing.T) {
 	})
 }
 
+// "Cancel or the task's ctx removes a scheduled task at once"; "a done ctx
+// (Cancel included) end the retries": a Cancel while the policy decides
+// (made from inside the policy, standing for a Cancel from another
+// goroutine at that moment) finds the job started and only cancels its
+// context; the worker sees it once the job is scheduled, and settles it.
+func TestCancelWhileRetryIsDecidedEndsRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		var task *Task
+		var runs atomic.Int32
+		policy := func(int, error) (time.Duration, bool) {
+			task.Cancel() // a concurrent Cancel, landing while the worker decides
+			return time.Hour, true
+		}
+		ready := make(chan struct{})
+		task = p.Go(context.Background(), func(context.Context) error {
+			<-ready
+			runs.Add(1)
+			return errFlaky
+		}, Retry(policy))
+		close(ready)
+		done := make(chan error, 1)
+		go func() { done <- task.Wait() }()
+		time.Sleep(time.Second)
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.ErrorIs(t, err, errFlaky)
+		default:
+			s := p.Status()
+			t.Errorf("Wait still blocked 1s after Cancel: Scheduled %d, Canceled %d; it waits for the 1h retry delay", s.Scheduled, s.Canceled)
+		}
+		assert.Equal(t, int32(1), runs.Load())
+	})
+}
+
+// The same race without calling Cancel from the policy: a Cancel from
+// another goroutine as the failing run returns. Real scheduling, ≤1s.
+func TestCancelRacesARetryStress(t *testing.T) {
+	p := New(2)
+	defer p.Stop()
+	policy := func(int, error) (time.Duration, bool) { return time.Hour, true }
+	deadline := time.Now().Add(time.Second)
+	n := 0
+	for time.Now().Before(deadline) {
+		n++
+		returning := make(chan struct{})
+		task := p.Go(context.Background(), func(context.Context) error {
+			close(returning)
+			return errFlaky
+		}, Retry(policy))
+		<-returning
+		for range n % 64 {
+			runtime.Gosched()
+		}
+		task.Cancel()
+		select {
+		case <-task.Done():
+		case <-time.After(time.Second):
+			t.Fatalf("round %d: Wait blocked 1s after Cancel (retry due in 1h): %+v", n, p.Status())
+		}
+	}
+	t.Logf("%d rounds", n)
+}
+
+// After that race the Cancel is not forgotten: the task never runs again,
+// and Wait reports context.Canceled.
+func TestCanceledTaskIsNotRerun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		var task *Task
+		var runs atomic.Int32
+		policy := func(attempt int, _ error) (time.Duration, bool) {
+			if attempt == 1 {
+				task.Cancel() // a concurrent Cancel, landing while the worker decides
+			}
+			return time.Hour, true
+		}
+		ready := make(chan struct{})
+		task = p.Go(context.Background(), func(context.Context) error {
+			<-ready
+			if runs.Add(1) > 1 {
+				return nil
+			}
+			return errFlaky
+		}, Retry(policy))
+		close(ready)
+		time.Sleep(2 * time.Hour)
+		assert.Equal(t, int32(1), runs.Load(), "runs after Cancel")
+		err := task.Wait()
+		assert.ErrorIs(t, err, context.Canceled, "Wait after Cancel")
+	})
+}
+
 // StopWait runs a task waiting for its next run when it is due; Stop
 // abandons it, and Wait reports ErrStopped joined with the last run's
 // error; Shutdown runs retries until its ctx is done, then abandons them.
@@ -385,6 +448,37 @@ func TestRetryInAGroupOnlyTheFinalErrorCounts(t *testing.T) {
 	})
 }
 
+// In a group: a sibling's error cancels the group while a task's retry is
+// being decided; the group's Wait must not wait for the retry delay.
+func TestGroupCanceledWhileRetryIsDecided(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(context.Background())
+		failSibling := make(chan struct{})
+		var gctx context.Context
+		policy := func(int, error) (time.Duration, bool) {
+			close(failSibling)
+			<-gctx.Done() // the sibling's error cancels the group meanwhile
+			return time.Hour, true
+		}
+		g.Go(func(ctx context.Context) error { gctx = ctx; return errFlaky }, Retry(policy))
+		g.Go(func(context.Context) error {
+			<-failSibling
+			return errTask
+		})
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		time.Sleep(time.Second)
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, errTask)
+		default:
+			t.Errorf("Group.Wait still blocked 1s after the group was canceled: Scheduled %d", p.Status().Scheduled)
+		}
+	})
+}
+
 // Backoff: the delay before run k+1 is within [0, min(max, base·2^(k−1))];
 // at most attempts runs (attempts < 1 means 1); base or max of zero or
 // less means no delay; huge values do not overflow.
@@ -417,6 +511,48 @@ func TestBackoffBounds(t *testing.T) {
 		assert.True(t, ok)
 		assert.True(t, d >= 0 && d <= time.Duration(1<<62), "attempt %d: %v", attempt, d)
 	}
+}
+
+// Backoff(base, max, attempts): the delay is random in
+// [0, min(max, base·2^(k−1))]. A max of math.MaxInt64 ("no cap") or a
+// huge base must not make the policy panic.
+func TestBackoffHugeMaxDoesNotPanic(t *testing.T) {
+	for _, c := range []struct {
+		base, max time.Duration
+		attempt   int
+	}{
+		{time.Duration(math.MaxInt64), time.Duration(math.MaxInt64), 1},
+		{time.Nanosecond, time.Duration(math.MaxInt64), 64},
+		{time.Hour, time.Duration(math.MaxInt64), 60},
+	} {
+		policy := Backoff(c.base, c.max, 100)
+		assert.NotPanics(t, func() {
+			d, ok := policy(c.attempt, errFlaky)
+			assert.True(t, ok)
+			assert.GreaterOrEqual(t, d, time.Duration(0))
+		}, "Backoff(%v, %v, 100)(%d)", c.base, c.max, c.attempt)
+	}
+}
+
+// A RetryPolicy's delay: "retry means the task goes back through the
+// timer heap for the delay". A huge delay must not wrap around.
+func TestRetryHugeDelayIsNotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		time.Sleep(time.Millisecond)
+		var runs atomic.Int32
+		policy := func(int, error) (time.Duration, bool) { return time.Duration(math.MaxInt64), true }
+		task := p.Go(context.Background(), func(context.Context) error {
+			if runs.Add(1) > 100 {
+				return Permanent(errFlaky)
+			}
+			return errFlaky
+		}, Retry(policy))
+		time.Sleep(time.Hour)
+		assert.Equal(t, int32(1), runs.Load(), "runs within an hour of a retry delayed by MaxInt64")
+		p.Stop()
+		assert.ErrorIs(t, task.Wait(), ErrStopped)
+	})
 }
 
 // A task that retries under a bound takes a free place while it waits,

@@ -3,7 +3,10 @@ package workerpool
 import (
 	"context"
 	"errors"
-	"sync"
+	"math"
+	"runtime"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,26 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-// startLog records when each named task started, on the bubble's clock.
-type startLog struct {
-	mu     sync.Mutex
-	t0     time.Time
-	starts []string
-	at     map[string]time.Duration
-}
-
-func newStartLog() *startLog { return &startLog{t0: time.Now(), at: map[string]time.Duration{}} }
-
-func (l *startLog) fn(name string) func(context.Context) error {
-	return func(context.Context) error {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		l.starts = append(l.starts, name)
-		l.at[name] = time.Since(l.t0)
-		return nil
-	}
-}
 
 // Delayed tasks start when due, not before, in order of due time and, for
 // the same due time, in order of submission; until then they count in
@@ -80,6 +63,38 @@ func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
 		p.StopWait()
 		assert.Equal(t, map[string]time.Duration{"zero": 0, "negative": 0, "past": 0, "none": 0, "last": 2 * time.Second, "last2": 0}, l.at)
 	})
+}
+
+// Delay(d) means "not due before now+d". A huge d must not wrap around to
+// a due time in the past.
+func TestDelayHugeIsNotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		time.Sleep(time.Millisecond) // the pool's clock is past 0
+		var ran atomic.Bool
+		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil },
+			Delay(time.Duration(math.MaxInt64)))
+		time.Sleep(time.Hour)
+		assert.False(t, ran.Load(), "Delay(MaxInt64) ran within an hour")
+		assert.Equal(t, 1, p.Status().Scheduled, "Scheduled")
+		p.Stop()
+		assert.ErrorIs(t, task.Wait(), ErrStopped)
+	})
+}
+
+// bubbleStacks returns the stacks of the goroutines of the caller's
+// synctest bubble, the caller's own included.
+func bubbleStacks() []string {
+	buf := make([]byte, 1<<20)
+	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
+	buf = buf[:runtime.Stack(buf, true)]
+	var stacks []string
+	for block := range strings.SplitSeq(string(buf), "\n\n") {
+		if bubbleOf(block) == bubble {
+			stacks = append(stacks, block)
+		}
+	}
+	return stacks
 }
 
 // A scheduled task holds no goroutine: a thousand of them add none to the

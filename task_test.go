@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -15,23 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests for Go, Call, Group and Shutdown. Helpers live in workerpool_test.go.
-
-var errTask = errors.New("task failed")
-
-// blockOneWorker fills a one-worker pool with a task that holds the worker
-// until the returned gate opens.
-func blockOneWorker(t *testing.T, p *WorkerPool) gate {
-	t.Helper()
-	g := newGate()
-	p.Submit(g.task())
-	synctest.Wait()
-	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
-	return g
-}
-
-// isDone reports, without blocking, whether a handle's Done channel is closed.
-func isDone(c <-chan struct{}) bool { return isClosed(c) }
+// Tests for the handles: Go and Task, Call and Future, Cancel, and the
+// context a handle's fn gets. Group has its own file, group_test.go, and
+// Shutdown shutdown_test.go.
 
 // --- Task: outcomes ---
 
@@ -79,8 +64,6 @@ func TestTaskContextCarriesCallerValuesAndDeadline(t *testing.T) {
 		assert.NoError(t, err)
 	})
 }
-
-func panickingFn(context.Context) error { panic("boom") }
 
 func TestPanicInTaskIsPanicErrorWithTheTaskFrame(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -275,6 +258,202 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		assert.Same(t, context.Canceled, late.Wait(), "Wait of the task whose ctx ended")
 		assert.Equal(t, uint64(2), p.Status().Canceled, "canceled")
 	})
+}
+
+// A Task canceled while the dispatcher is taking it (held here in its
+// ctx.Err, where a preemption would leave it) never runs its fn and counts
+// as canceled; the worker it may still reach skips it.
+func TestTaskCanceledWhileDispatchTakesItNeverRuns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ctx := newGatedErrContext()
+		ctx.arm()
+		var ran atomic.Bool
+		task := p.Go(ctx, func(context.Context) error { ran.Store(true); return nil })
+		<-ctx.entered // dispatch received the job and is in acceptJob's first check
+		task.Cancel()
+		assert.Same(t, context.Canceled, task.Wait(), "Wait")
+		close(ctx.release)
+		synctest.Wait()
+		assert.False(t, ran.Load(), "fn ran")
+		s := p.Status()
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+		assert.Zero(t, s.Completed, "completed")
+		assert.Equal(t, p.returnedWork(), p.counts.skipped.Load(), "a worker that got it skipped it")
+	})
+}
+
+// With one P, a Cancel right after Go returns races the dispatcher taking
+// the task and the worker starting it. Each round's outcome is truthful:
+// either fn ran and Wait returned its result, or fn never ran, Wait
+// returned context.Canceled, the task counts as canceled, and a worker that
+// got it skipped it.
+func TestCancelRightAfterGoIsTruthful(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	untilFailure(t, 50, func(t *testing.T, round int) {
+		p := New(1)
+		var ran atomic.Bool
+		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil })
+		task.Cancel()
+		err := task.Wait()
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		if ran.Load() {
+			assert.NoError(t, err, "round %d: Wait of a task that ran", round)
+			assert.Equal(t, uint64(1), s.Completed, "round %d: completed", round)
+			return
+		}
+		assert.Same(t, context.Canceled, err, "round %d: Wait of a canceled task", round)
+		assert.Equal(t, uint64(1), s.Canceled, "round %d: canceled", round)
+		assert.Equal(t, p.returnedWork(), p.counts.skipped.Load(), "round %d: a worker that got it skipped it", round)
+	})
+}
+
+// A Task canceled while it waits at the front of the queue, with the
+// dispatcher blocked offering it to the workers, is dropped at once: the
+// cancel wakes the dispatcher, and no worker takes the task later.
+func TestCanceledFrontTaskTakesNoWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithIdleTimeout(-1)) // an idle tick would wake dispatch, which then drops the job
+		defer p.Stop()
+		blocker := blockOneWorker(t, p)
+		var ran atomic.Bool
+		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil })
+		synctest.Wait()
+		require.Equal(t, 1, p.WaitingQueueSize(), "queued at the front")
+		task.Cancel()
+		assert.Same(t, context.Canceled, task.Wait(), "Wait")
+		time.Sleep(time.Hour) // long after the cancel
+		blocker.open()
+		synctest.Wait()
+		assert.False(t, ran.Load(), "fn ran")
+		assert.Equal(t, uint64(1), p.returnedWork(), "work that came back from a worker: only the blocker")
+		assert.Zero(t, p.counts.skipped.Load(), "canceled jobs a worker took and skipped")
+	})
+}
+
+// Defect 7: a canceled queued task has left Waiting and joined Canceled by the time its Wait returns.
+func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
+	// Each case cancels tasks queued behind a plain task that cannot start (both
+	// workers are blocked, or a Pause holds it), so dispatch cannot reach them. Wanted: once the
+	// handle's Wait (or the Group's) has returned, WaitingQueueSize and
+	// Status.Waiting no longer count them, and Status.Canceled does. The check
+	// is made right after Wait returns.
+	fn := func(context.Context) error { return nil }
+	// blockSecondWorker blocks the second worker and queues a plain task
+	// ahead of what the case queues next.
+	blockSecondWorker := func(t *testing.T, p *WorkerPool) gate {
+		second := newGate()
+		p.Submit(second.task())
+		p.Submit(func() {})
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Busy, "busy")
+		return second
+	}
+	// requireQueued waits until dispatch has queued what was given to it.
+	requireQueued := func(t *testing.T, p *WorkerPool, n int) {
+		synctest.Wait()
+		require.Equal(t, n, p.WaitingQueueSize(), "queued before the cancel")
+	}
+	cases := []struct {
+		name string
+		// cancelAndWait queues tasks, cancels them and waits for their
+		// handles, with the first worker blocked. It returns how many it
+		// canceled and the gate that blocks the second worker.
+		cancelAndWait func(t *testing.T, p *WorkerPool) (canceled uint64, second gate)
+	}{
+		{"Task.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			task := p.Go(t.Context(), fn)
+			requireQueued(t, p, 2)
+			task.Cancel()
+			assert.Same(t, context.Canceled, task.Wait(), "Task.Wait")
+			return 1, second
+		}},
+		{"Future.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			f := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
+			requireQueued(t, p, 2)
+			f.Cancel()
+			_, err := f.Wait()
+			assert.Same(t, context.Canceled, err, "Future.Wait")
+			return 1, second
+		}},
+		{"caller context canceled", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			ctx, cancel := context.WithCancel(t.Context())
+			task := p.Go(ctx, fn)
+			requireQueued(t, p, 2)
+			cancel()
+			assert.Same(t, context.Canceled, task.Wait(), "Task.Wait")
+			return 1, second
+		}},
+		{"deadline expired in the queue", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+			defer cancel()
+			task := p.Go(ctx, fn)
+			requireQueued(t, p, 2)
+			assert.Equal(t, context.DeadlineExceeded, task.Wait(), "Task.Wait")
+			return 1, second
+		}},
+		{"group parent canceled", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			second := blockSecondWorker(t, p)
+			ctx, cancel := context.WithCancel(t.Context())
+			g := p.Group(ctx)
+			for range 3 {
+				g.Go(fn)
+			}
+			requireQueued(t, p, 4)
+			cancel()
+			assert.Same(t, context.Canceled, g.Wait(), "Group.Wait")
+			return 3, second
+		}},
+		{"group first error", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+			// The failing task runs on the second worker. A Pause then holds
+			// what comes next, so that the worker the failure frees finds
+			// nothing to run: the plain task ahead stays in front.
+			failing := newGate()
+			g := p.Group(t.Context())
+			g.Go(func(context.Context) error { failing.wait(); return errTask })
+			synctest.Wait()
+			require.Equal(t, 2, p.Status().Busy, "busy")
+			go p.Pause(t.Context()) // its barrier waits for the first worker; StopWait ends it
+			synctest.Wait()
+			require.Equal(t, StatePaused, p.Status().State, "state")
+			p.Submit(func() {})
+			for range 3 {
+				g.Go(fn)
+			}
+			requireQueued(t, p, 4)
+			failing.open()
+			assert.Same(t, errTask, g.Wait(), "Group.Wait")
+			return 3, newGate()
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(2)
+				first := newGate()
+				p.Submit(first.task())
+				synctest.Wait()
+
+				canceled, second := c.cancelAndWait(t, p)
+				waiting, s := p.WaitingQueueSize(), p.Status()
+				assert.Equal(t, 1, waiting, "WaitingQueueSize: only the plain task ahead")
+				assert.Equal(t, 1, s.Waiting, "Status.Waiting")
+				assert.Equal(t, canceled, s.Canceled, "Status.Canceled")
+
+				first.open()
+				second.open()
+				p.StopWait()
+				s = requireStoppedClean(t, p)
+				assert.Equal(t, canceled, s.Canceled, "Status.Canceled once stopped")
+			})
+		})
+	}
 }
 
 // --- Task: stop ---
@@ -544,371 +723,7 @@ func TestHandleConstructorsRejectNilArguments(t *testing.T) {
 	})
 }
 
-// --- Shutdown ---
-
-func TestShutdownThatFinishesInTimeReturnsNil(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		var ran atomic.Int64
-		tasks := make([]*Task, 10)
-		for i := range tasks {
-			tasks[i] = p.Go(t.Context(), func(context.Context) error {
-				time.Sleep(time.Second)
-				ran.Add(1)
-				return nil
-			})
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		start := time.Now()
-		assert.NoError(t, p.Shutdown(ctx), "Shutdown")
-		assert.Equal(t, 5*time.Second, time.Since(start), "ten 1s tasks on two workers")
-		for _, task := range tasks {
-			assert.NoError(t, task.Wait())
-		}
-		assert.Equal(t, int64(10), ran.Load(), "ran")
-		requireStoppedClean(t, p)
-		assert.Same(t, ErrStopped, p.Do(func() {}), "Do after Shutdown")
-	})
-}
-
-func TestShutdownThatGivesUpAbandonsQueueAndCancelsRunningTasks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(3)
-		plain := newGate()
-		p.Submit(plain.task()) // cannot be canceled: Shutdown waits for it
-		looking := p.Go(t.Context(), func(ctx context.Context) error {
-			<-ctx.Done()
-			return context.Cause(ctx)
-		})
-		var errAfterCut error
-		notLooking := p.Go(t.Context(), func(ctx context.Context) error {
-			time.Sleep(2 * time.Second) // past the cut, without looking at ctx
-			errAfterCut = ctx.Err()
-			return nil
-		})
-		synctest.Wait()
-		queued := []*Task{
-			p.Go(t.Context(), func(context.Context) error { return nil }),
-			p.Go(t.Context(), func(context.Context) error { return nil }),
-		}
-		p.Submit(func() {})
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		start := time.Now()
-		shutdown := make(chan error)
-		go func() { shutdown <- p.Shutdown(ctx) }()
-
-		assert.ErrorIs(t, looking.Wait(), ErrStopped, "cause seen by a running task")
-		assert.Equal(t, time.Second, time.Since(start), "running task canceled at the deadline")
-		for i, task := range queued {
-			assert.Same(t, ErrStopped, task.Wait(), "queued task %d", i)
-		}
-		assert.NoError(t, notLooking.Wait())
-		assert.Same(t, context.Canceled, errAfterCut, "Err seen after the cut by a task that had not looked")
-		plain.open()
-		assert.Equal(t, context.DeadlineExceeded, <-shutdown, "Shutdown")
-		assert.Equal(t, 2*time.Second, time.Since(start), "Shutdown waited for the running tasks")
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(3), s.Abandoned, "abandoned: two handles and a plain task")
-		assert.Equal(t, uint64(3), s.Completed, "completed")
-	})
-}
-
-func TestShutdownThatGivesUpCancelsRunningGroupTasks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		g := p.Group(t.Context())
-		for range 3 { // two run, one waits in the queue
-			g.Go(func(ctx context.Context) error {
-				<-ctx.Done()
-				return context.Cause(ctx)
-			})
-		}
-		synctest.Wait()
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		assert.Equal(t, context.DeadlineExceeded, p.Shutdown(ctx), "Shutdown")
-		assert.ErrorIs(t, g.Wait(), ErrStopped, "the group's first error")
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(2), s.Completed, "completed")
-	})
-}
-
-// Tasks that looked at their context, and groups, are listed for a Shutdown
-// that might give up; they leave the list when they end.
-func TestLiveListEmptiesWhenTasksAndGroupsEnd(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		defer p.Stop()
-		require.NoError(t, p.Go(t.Context(), func(ctx context.Context) error { _ = ctx.Done(); return nil }).Wait())
-		g := p.Group(t.Context())
-		g.Go(func(context.Context) error { return nil })
-		require.NoError(t, g.Wait())
-		p.live.mu.Lock()
-		defer p.live.mu.Unlock()
-		assert.Empty(t, p.live.ctxs, "contexts still listed")
-	})
-}
-
-// The pool keeps its groups weakly, for a Shutdown that gives up, and drops
-// the collected ones from its list as it grows: making many short-lived
-// groups does not grow it without bound.
-func TestLiveGroupsArePrunedOnceCollected(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		defer p.Stop()
-		for range 20 {
-			for range 50 {
-				g := p.Group(context.Background())
-				g.Go(func(context.Context) error { return nil })
-				require.NoError(t, g.Wait())
-			}
-			runtime.GC()
-		}
-		p.live.mu.Lock()
-		defer p.live.mu.Unlock()
-		assert.Less(t, len(p.live.groups), 150, "groups listed after 1,000 made and collected")
-	})
-}
-
-func TestShutdownWithDoneContextCutsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		running := p.Go(t.Context(), func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
-		queued := p.Go(t.Context(), func(context.Context) error { return nil })
-		synctest.Wait()
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		assert.Same(t, context.Canceled, p.Shutdown(ctx), "Shutdown")
-		assert.Same(t, context.Canceled, running.Wait(), "running task")
-		assert.Same(t, ErrStopped, queued.Wait(), "queued task")
-		requireStoppedClean(t, p)
-	})
-}
-
-// Shutdown, StopWait and Stop all at once: every caller returns once the
-// pool stopped, and because the Stop abandoned queued tasks, no Shutdown
-// reports success.
-func TestShutdownIsSafeWithStopAndItself(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		blocker := blockOneWorker(t, p)
-		tasks := make([]*Task, 5)
-		for i := range tasks {
-			tasks[i] = p.Go(t.Context(), func(context.Context) error { return nil })
-		}
-		var wg sync.WaitGroup
-		results := make(chan error, 3)
-		for range 3 {
-			wg.Go(func() { results <- p.Shutdown(t.Context()) })
-		}
-		wg.Go(p.StopWait)
-		wg.Go(p.Stop)
-		synctest.Wait()
-		blocker.open()
-		wg.Wait()
-		close(results)
-		for err := range results {
-			assert.ErrorIs(t, err, ErrStopped, "Shutdown after a Stop abandoned tasks")
-		}
-		for i, task := range tasks {
-			assert.Same(t, ErrStopped, task.Wait(), "task %d", i)
-		}
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(5), s.Abandoned, "abandoned")
-	})
-}
-
-// --- Group ---
-
-func TestGroupFirstErrorCancelsTheOtherThousandTasks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(4)
-		g := p.Group(t.Context())
-		var started, returned atomic.Int64
-		allQueued := newGate()
-		for i := range 1000 {
-			g.Go(func(ctx context.Context) error {
-				started.Add(1)
-				defer returned.Add(1)
-				if i == 3 {
-					allQueued.wait()
-					return errTask
-				}
-				<-ctx.Done() // running tasks see the cancellation
-				return ctx.Err()
-			})
-		}
-		allQueued.open()
-		assert.Same(t, errTask, g.Wait(), "Wait returns the first error")
-		assert.Equal(t, int64(4), started.Load(), "tasks that started: one per worker")
-		assert.Equal(t, started.Load(), returned.Load(), "every started task returned before Wait did")
-		p.StopWait()
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(996), s.Canceled, "queued group tasks were skipped")
-		assert.Equal(t, uint64(4), s.Completed, "completed")
-	})
-}
-
-// A worker checks the group before it calls fn: a task handed out just
-// before the group was canceled is settled, not run. (The group cancels
-// only the tasks it finds queued; this one was already on its way.)
-func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		ctx, cancel := context.WithCancel(t.Context())
-		g := p.Group(ctx)
-		var ran atomic.Bool
-		g.mu.Lock()
-		task := g.add(heldTask{fn: func(context.Context) error { ran.Store(true); return nil }})
-		g.mu.Unlock()
-		cancel()
-		synctest.Wait() // the group's cancel has run and left the pending task alone
-		task.job.work() // as the worker that took it would
-		assert.Same(t, context.Canceled, g.Wait(), "Wait")
-		assert.False(t, ran.Load(), "fn ran")
-	})
-}
-
-func TestGroupWithoutErrorsRunsEveryTask(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(3)
-		defer p.Stop()
-		g := p.Group(t.Context())
-		var ran atomic.Int64
-		for range 100 {
-			g.Go(func(context.Context) error { time.Sleep(time.Millisecond); ran.Add(1); return nil })
-		}
-		assert.NoError(t, g.Wait())
-		assert.Equal(t, int64(100), ran.Load(), "ran")
-		assert.NoError(t, p.Group(t.Context()).Wait(), "Wait of an empty group")
-	})
-}
-
-func TestGroupSetLimitCapsItsShareAndNeverBlocksThePool(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(4)
-		defer p.Stop()
-		g := p.Group(t.Context())
-		g.SetLimit(2)
-		var meter concurrencyMeter
-		release := newGate()
-		for range 20 {
-			g.Go(func(context.Context) error { meter.wrap(release.wait)(); return nil })
-		}
-		synctest.Wait()
-		assert.Equal(t, int64(2), meter.running.Load(), "group tasks running")
-		assert.Zero(t, p.WaitingQueueSize(), "held tasks wait in the group, not in the pool")
-		require.NoError(t, p.DoWait(func() {}), "the pool's other users are not blocked")
-		g.SetLimit(3) // raising the limit releases a held task at once
-		synctest.Wait()
-		assert.Equal(t, int64(3), meter.running.Load(), "group tasks running after SetLimit(3)")
-		release.open()
-		assert.NoError(t, g.Wait())
-		assert.Equal(t, int64(3), meter.peak.Load(), "peak group concurrency")
-	})
-}
-
-func TestGroupNegativeLimitMeansNone(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(4)
-		defer p.Stop()
-		g := p.Group(t.Context())
-		g.SetLimit(1)
-		g.SetLimit(-1)
-		var meter concurrencyMeter
-		release := newGate()
-		for range 4 {
-			g.Go(func(context.Context) error { meter.wrap(release.wait)(); return nil })
-		}
-		synctest.Wait()
-		assert.Equal(t, int64(4), meter.running.Load(), "group tasks running")
-		release.open()
-		assert.NoError(t, g.Wait())
-	})
-}
-
-func TestGroupPanicIsPanicError(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		defer p.Stop()
-		g := p.Group(t.Context())
-		g.Go(panickingFn)
-		var pe *PanicError
-		require.ErrorAs(t, g.Wait(), &pe)
-		assert.Contains(t, string(pe.Stack), "workerpool.panickingFn", "stack")
-	})
-}
-
-func TestGroupGoexitIsErrGoexit(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		defer p.Stop()
-		g := p.Group(t.Context())
-		g.Go(func(context.Context) error { runtime.Goexit(); return nil })
-		assert.Same(t, ErrGoexit, g.Wait())
-	})
-}
-
-func TestGroupParentCancelSkipsQueuedTasksAndWaitReportsIt(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		blocker := blockOneWorker(t, p)
-		ctx, cancel := context.WithCancel(t.Context())
-		g := p.Group(ctx)
-		g.SetLimit(2)
-		var ran atomic.Int64
-		for range 5 { // two queued in the pool, three held in the group
-			g.Go(func(context.Context) error { ran.Add(1); return nil })
-		}
-		cancel()
-		assert.Same(t, context.Canceled, g.Wait(), "Wait returns while the pool is still busy")
-		blocker.open()
-		p.StopWait()
-		assert.Zero(t, ran.Load(), "ran")
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(6), s.Submitted, "submitted: the blocker and every Go call")
-		assert.Equal(t, uint64(5), s.Canceled, "canceled: the two in the pool and the three held")
-	})
-}
-
-func TestGroupGoAfterWaitIsSkipped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		g := p.Group(t.Context())
-		require.NoError(t, g.Wait())
-		var ran atomic.Bool
-		g.Go(func(context.Context) error { ran.Store(true); return nil })
-		assert.Same(t, context.Canceled, g.Wait(), "Wait after a skipped Go")
-		assert.False(t, ran.Load(), "fn ran")
-	})
-}
-
-func TestGroupOnStoppingPoolReportsErrStopped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		blocker := blockOneWorker(t, p)
-		g := p.Group(t.Context())
-		g.SetLimit(1)
-		for range 3 { // one in the pool, two held
-			g.Go(func(context.Context) error { return nil })
-		}
-		stopped := make(chan struct{})
-		go func() { p.Stop(); close(stopped) }()
-		assert.Same(t, ErrStopped, g.Wait(), "Wait")
-		blocker.open()
-		<-stopped
-		requireStoppedClean(t, p)
-		stoppedGroup := p.Group(t.Context())
-		stoppedGroup.Go(func(context.Context) error { return nil })
-		assert.Same(t, ErrStopped, stoppedGroup.Wait(), "Wait of a group made after stop")
-	})
-}
-
-// --- accounting with every kind of task ---
+// --- accounting and allocations with every kind of task ---
 
 func TestAccountingBalancesWithHandles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -946,6 +761,58 @@ func TestGoAndWaitAllocateAtMostTwice(t *testing.T) {
 	fn := func(context.Context) error { return nil }
 	allocs := testing.AllocsPerRun(1000, func() { _ = p.Go(ctx, fn).Wait() })
 	assert.LessOrEqual(t, allocs, 2.0, "allocations per Go and Wait: the Task and its channel")
+}
+
+// Go with options costs no allocation beyond Go without options: here for
+// every option that carries no user pointer, and Go(…, Priority) into a
+// waiting queue (a new level each time, as levels empty and refill).
+func TestGoWithOptionsAllocs(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocation counts differ under -race")
+	}
+	p := New(4)
+	defer p.StopWait()
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	base := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn).Wait() })
+	for name, opts := range map[string][]TaskOption{
+		"Priority":        {Priority(1)},
+		"Priority(-7)":    {Priority(-7)},
+		"Weight(2)":       {Weight(2)},
+		"Priority+Weight": {Priority(5), Weight(1)},
+	} {
+		got := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn, opts...).Wait() })
+		if got > base {
+			t.Errorf("Go with %s: %v allocs, Go without options: %v", name, got, base)
+		}
+	}
+	// Queued behind a busy pool: tasks of several levels wait, then run.
+	var wg sync.WaitGroup
+	block := make(chan struct{})
+	queued := func(opts ...TaskOption) float64 {
+		return testing.AllocsPerRun(50, func() {
+			for range 4 {
+				p.Submit(func() { <-block })
+			}
+			wg.Add(16)
+			for i := range 16 {
+				opts := opts
+				if len(opts) > 0 {
+					opts = []TaskOption{Priority(i % 8)}
+				}
+				p.Go(ctx, func(context.Context) error { wg.Done(); return nil }, opts...)
+			}
+			for range 4 {
+				block <- struct{}{}
+			}
+			wg.Wait()
+		})
+	}
+	_ = time.Second
+	plain, ranked := queued(), queued(Priority(0))
+	if ranked > plain {
+		t.Errorf("16 queued Go with Priority over 8 levels: %v allocs, without: %v", ranked, plain)
+	}
 }
 
 // --- benchmarks ---
@@ -986,45 +853,25 @@ func BenchmarkCallWait(b *testing.B) {
 	}
 }
 
-// BenchmarkGroup runs groups of 1,000 no-op tasks; "submit" is the same
-// work as plain Submits and a WaitGroup, for scale.
-func BenchmarkGroup(b *testing.B) {
-	const tasks = 1000
+// BenchmarkGoOptions is the Task round trip, Go then Wait, on an idle pool
+// of 4, without options ("none") and with Priority(1) ("priority"). The goal
+// is that a Priority costs no allocation beyond Go without options: compare
+// allocs/op of the two.
+func BenchmarkGoOptions(b *testing.B) {
 	p := New(4)
 	defer p.StopWait()
-	b.Run("tasks=1000", func(b *testing.B) {
-		fn := func(context.Context) error { return nil }
+	ctx := context.Background()
+	fn := func(context.Context) error { return nil }
+	b.Run("none", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			g := p.Group(context.Background())
-			for range tasks {
-				g.Go(fn)
-			}
-			_ = g.Wait()
+			_ = p.Go(ctx, fn).Wait()
 		}
 	})
-	b.Run("tasks=1000/limit=2", func(b *testing.B) {
-		fn := func(context.Context) error { return nil }
+	b.Run("priority", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			g := p.Group(context.Background())
-			g.SetLimit(2)
-			for range tasks {
-				g.Go(fn)
-			}
-			_ = g.Wait()
-		}
-	})
-	b.Run("submit=1000", func(b *testing.B) {
-		wg := new(sync.WaitGroup)
-		task := wg.Done
-		b.ReportAllocs()
-		for b.Loop() {
-			wg.Add(tasks)
-			for range tasks {
-				p.Submit(task)
-			}
-			wg.Wait()
+			_ = p.Go(ctx, fn, Priority(1)).Wait()
 		}
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -18,110 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// --- helpers ---
-
-// gate is a task body that blocks until the test opens it.
-type gate chan struct{}
-
-func newGate() gate         { return make(gate) }
-func (g gate) wait()        { <-g }
-func (g gate) open()        { close(g) }
-func (g gate) task() func() { return g.wait }
-
-// readyWorkers counts the workers parked on workerQueue: each non-blocking
-// send of a probe succeeds only if a worker is ready to receive. The probes
-// then finish and the workers are ready again. Probes bypass dispatch, so a
-// test that uses this must not look at Completed or Pause afterwards.
-func readyWorkers(p *WorkerPool) int {
-	release := newGate()
-	n := 0
-	for {
-		select {
-		case p.workerQueue <- work{fn: release.wait}:
-			n++
-			continue
-		default:
-		}
-		break
-	}
-	release.open()
-	synctest.Wait()
-	return n
-}
-
-// recorder records the order in which tasks start.
-type recorder struct {
-	mu      sync.Mutex
-	started []int
-}
-
-func (r *recorder) task(i int, body func()) func() {
-	return func() {
-		r.mu.Lock()
-		r.started = append(r.started, i)
-		r.mu.Unlock()
-		if body != nil {
-			body()
-		}
-	}
-}
-
-func (r *recorder) order() []int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int(nil), r.started...)
-}
-
-func seq(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = i
-	}
-	return s
-}
-
-// concurrencyMeter tracks how many tasks run at once.
-type concurrencyMeter struct {
-	running, peak atomic.Int64
-}
-
-func (m *concurrencyMeter) wrap(body func()) func() {
-	return m.wrapWeighted(1, body)
-}
-
-// wrapWeighted meters body as weight running tasks: the peak is then in
-// worker slots.
-func (m *concurrencyMeter) wrapWeighted(weight int64, body func()) func() {
-	return func() {
-		n := m.running.Add(weight)
-		for {
-			old := m.peak.Load()
-			if n <= old || m.peak.CompareAndSwap(old, n) {
-				break
-			}
-		}
-		defer m.running.Add(-weight) // also when body panics or exits
-		body()
-	}
-}
-
-// requireStoppedClean checks the accounting and emptiness guarantees that
-// hold once Stop or StopWait has returned.
-func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
-	t.Helper()
-	s := p.Status()
-	assert.Equal(t, StateStopped, s.State, "state")
-	assert.Equal(t, 0, s.Workers, "workers")
-	assert.Equal(t, 0, s.Busy, "busy")
-	assert.Equal(t, 0, s.Waiting, "waiting")
-	assert.Equal(t, 0, s.Scheduled, "scheduled")
-	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
-	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "submitted == completed + abandoned + canceled + dropped + expired")
-	assert.True(t, p.Stopped(), "Stopped")
-	return s
-}
-
-// --- 1. submit, order, concurrency ---
+// --- submit, order, concurrency ---
 
 func TestSubmitNeverBlocksOnBusyPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -172,6 +68,51 @@ func TestTasksStartInSubmissionOrderManyWorkers(t *testing.T) {
 			assert.ElementsMatch(t, seq(started), r.order(), "started after %d finished", done)
 			gates[done].open()
 		}
+	})
+}
+
+// Start order is FIFO across plain tasks, DoWait calls, Tasks, Futures and
+// group tasks, with canceled ones skipped, on one worker.
+func TestFIFOAcrossEveryKindOfTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		blocker := blockOneWorker(t, p)
+		var rec recorder
+		var handles []*Task
+		g := p.Group(context.Background())
+		for i := range 40 {
+			switch i % 5 {
+			case 0:
+				p.Submit(rec.task(i, nil))
+			case 1:
+				go func() { _ = p.DoWait(rec.task(i, nil)) }()
+				synctest.Wait()
+			case 2:
+				tk := p.Go(context.Background(), func(context.Context) error { rec.task(i, nil)(); return nil })
+				handles = append(handles, tk)
+			case 3:
+				Call(context.Background(), p, func(context.Context) (int, error) { rec.task(i, nil)(); return i, nil })
+			case 4:
+				g.Go(func(context.Context) error { rec.task(i, nil)(); return nil })
+			}
+		}
+		for i, h := range handles {
+			if i%2 == 1 {
+				h.Cancel()
+			}
+		}
+		blocker.open()
+		require.NoError(t, g.Wait())
+		synctest.Wait()
+		var want []int
+		for i := range 40 {
+			if i%5 == 2 && (i/5)%2 == 1 {
+				continue
+			}
+			want = append(want, i)
+		}
+		assert.Equal(t, want, rec.order())
 	})
 }
 
@@ -229,302 +170,35 @@ func TestSubmitWaitDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs, "allocations per SubmitWait")
 }
 
-// --- 2. admission racing stop ---
-
-func TestAdmissionRacingStopIsLinearizable(t *testing.T) {
-	for round := range 20 {
-		stopWait := round%2 == 0
-		p := New(1 + round%4)
-		var accepted, rejected, ran atomic.Int64
-		var start sync.WaitGroup
-		start.Add(1)
-		var submitters sync.WaitGroup
-		for s := range 8 {
-			submitters.Go(func() {
-				start.Wait()
-				for range 200 {
-					if s%2 == 0 {
-						err := p.Do(func() { ran.Add(1) })
-						if err == nil {
-							accepted.Add(1)
-						} else {
-							assert.ErrorIs(t, err, ErrStopped)
-							rejected.Add(1)
-						}
-						continue
-					}
-					if submitOrRecover(t, p, func() { ran.Add(1) }) {
-						accepted.Add(1)
-					} else {
-						rejected.Add(1)
-					}
-				}
-			})
-		}
-		start.Done()
-		runtime.Gosched()
-		if stopWait {
-			p.StopWait()
-		} else {
-			p.Stop()
-		}
-		submitters.Wait()
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, int64(8*200), accepted.Load()+rejected.Load(), "round %d: every submit answered", round)
-		assert.Equal(t, uint64(accepted.Load()), s.Submitted, "round %d: submitted", round)
-		assert.Equal(t, uint64(ran.Load()), s.Completed, "round %d: completed", round)
-		if stopWait {
-			assert.Equal(t, accepted.Load(), ran.Load(), "round %d: StopWait runs every accepted task", round)
-		}
+// A plain Submit makes no allocation, also on a pool with the scheduling
+// options (aging, expiry, a rate limit that never binds).
+func TestSubmitAllocsWithPolicies(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocation counts differ under -race")
 	}
-}
-
-// A call that has begun its send when Stop begins is neither stranded nor
-// lost: dispatch admits it before stopping. Inside a bubble, a caller left
-// blocked on taskQueue fails the test at once as a deadlock.
-func TestCallsInFlightAtStopAllReturn(t *testing.T) {
-	for round := range 40 {
-		synctest.Test(t, func(t *testing.T) {
-			p := New(1 + round%3)
-			ctx, cancel := context.WithCancel(t.Context())
-			cancel() // each Pause ends as soon as its barrier is reached
-			var ran, doneOK, waitedOK atomic.Int64
-			var callers sync.WaitGroup
-			for c := range 6 {
-				callers.Go(func() {
-					for !p.Stopped() {
-						switch c % 3 {
-						case 0:
-							if p.Do(func() { ran.Add(1) }) == nil {
-								doneOK.Add(1)
-							}
-						case 1:
-							if p.DoWait(func() { ran.Add(1) }) == nil {
-								waitedOK.Add(1)
-							}
-						case 2:
-							p.Pause(ctx)
-						}
-					}
-				})
-			}
-			runtime.Gosched()
-			if round%2 == 0 {
-				p.StopWait()
-			} else {
-				p.Stop()
-			}
-			callers.Wait()
-			s := requireStoppedClean(t, p)
-			assert.Equal(t, uint64(ran.Load()), s.Completed, "round %d: completed", round)
-			assert.GreaterOrEqual(t, s.Submitted, uint64(doneOK.Load()+waitedOK.Load()), "round %d: every accepted call counted", round)
-			if round%2 == 0 {
-				assert.Equal(t, s.Submitted, s.Completed, "round %d: StopWait runs every accepted task", round)
-			}
-		})
-	}
-}
-
-// A send that passed its stopping check before Stop began, but reaches
-// taskQueue only after dispatch took Stop's message, is still admitted and
-// run: dispatch waits for it instead of stranding it.
-func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
-	for _, stop := range []string{"Stop", "StopWait"} {
-		t.Run(stop, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				p := New(1)
-				p.taskSends.Add(1) // the straggler counts itself and passes its check
-				stopped := make(chan struct{})
-				go func() {
-					defer close(stopped)
-					if stop == "Stop" {
-						p.Stop()
-					} else {
-						p.StopWait()
-					}
-				}()
-				synctest.Wait()
-				assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
-				ran := false
-				p.taskQueue <- message{task: func() { ran = true }}
-				<-stopped
-				s := requireStoppedClean(t, p)
-				assert.Equal(t, uint64(1), s.Submitted, "the straggler's task is accepted")
-				assert.Equal(t, stop == "StopWait", ran, "run by StopWait, abandoned by Stop")
-			})
-		})
-	}
-}
-
-// A send that counted itself before Stop began but checks stopping only
-// after it is refused, and wakes dispatch, which then finishes stopping
-// without it.
-func TestSendRefusedAtStopWakesDispatch(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		p.taskSends.Add(1) // the straggler counts itself, then is preempted
-		stopped := make(chan struct{})
-		go func() { p.Stop(); close(stopped) }()
-		synctest.Wait()
-		assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
-		p.sendRefused(&p.taskSends) // its check sees stopping closed
-		<-stopped
-		s := requireStoppedClean(t, p)
-		assert.Zero(t, s.Submitted, "the refused send is not counted")
-	})
-}
-
-// submitOrRecover calls Submit and reports whether it was accepted; a
-// rejection must be a panic with an error wrapping ErrStopped.
-func submitOrRecover(t *testing.T, p *WorkerPool, task func()) (accepted bool) {
-	defer func() {
-		if r := recover(); r != nil {
-			err, ok := r.(error)
-			if assert.True(t, ok, "Submit panicked with a non-error %v", r) {
-				assert.ErrorIs(t, err, ErrStopped)
-			}
+	for name, opt := range map[string]Option{
+		"aging":     WithPriorityAging(time.Millisecond),
+		"expiry":    WithQueueTimeout(time.Hour),
+		"ratelimit": WithRateLimit(1e12, 1000),
+	} {
+		p := New(4, opt)
+		var wg sync.WaitGroup
+		task := func() { wg.Done() }
+		for range 2000 { // warm up buffers
+			wg.Add(1)
+			p.Submit(task)
 		}
-	}()
-	p.Submit(task)
-	return true
-}
-
-func TestSubmitAfterStopPanicsWithErrStopped(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		p.Stop()
-		assert.ErrorIs(t, p.Do(func() {}), ErrStopped, "Do")
-		assert.ErrorIs(t, p.DoWait(func() {}), ErrStopped, "DoWait")
-		assertPanicsWithErrStopped(t, func() { p.Submit(func() {}) }, "Submit")
-		assertPanicsWithErrStopped(t, func() { p.SubmitWait(func() {}) }, "SubmitWait")
-		assert.Equal(t, uint64(0), p.Status().Submitted, "rejected tasks are not counted")
-	})
-}
-
-func assertPanicsWithErrStopped(t *testing.T, f func(), what string) {
-	t.Helper()
-	defer func() {
-		r := recover()
-		err, ok := r.(error)
-		if assert.True(t, ok, "%s: want a panic with an error, got %v", what, r) {
-			assert.ErrorIs(t, err, ErrStopped, what)
-		}
-	}()
-	f()
-}
-
-func TestDoFromTaskDuringStopWaitIsRejected(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		g := newGate()
-		var innerErr error
-		p.Submit(func() {
-			g.wait()
-			innerErr = p.Do(func() {})
-		})
-		synctest.Wait()
-		go p.StopWait()
-		synctest.Wait()
-		g.open()
+		wg.Wait()
+		allocs := testing.AllocsPerRun(1000, func() { wg.Add(1); p.Submit(task) })
+		wg.Wait()
 		p.StopWait()
-		assert.ErrorIs(t, innerErr, ErrStopped, "Do from a task once stopping began")
-		requireStoppedClean(t, p)
-	})
-}
-
-// --- 3. after stop ---
-
-func TestStopAbandonsQueuedTasksAndAccountsForThem(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		g := newGate()
-		var ran atomic.Int64
-		for range 10 {
-			p.Submit(func() { g.wait(); ran.Add(1) })
+		if allocs > 0 {
+			t.Errorf("Submit with %s: %v allocs", name, allocs)
 		}
-		synctest.Wait()
-		go func() { synctest.Wait(); g.open() }()
-		p.Stop()
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, int64(2), ran.Load(), "running tasks finish")
-		assert.Equal(t, uint64(10), s.Submitted, "submitted")
-		assert.Equal(t, uint64(2), s.Completed, "completed")
-		assert.Equal(t, uint64(8), s.Abandoned, "abandoned")
-	})
-}
-
-func TestStopWaitRunsEveryQueuedTask(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(3)
-		var ran atomic.Int64
-		g := newGate()
-		for range 50 {
-			p.Submit(func() { g.wait(); ran.Add(1) })
-		}
-		go func() { synctest.Wait(); g.open() }()
-		p.StopWait()
-		assert.Equal(t, int64(50), ran.Load(), "tasks run")
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(50), s.Completed, "completed")
-		assert.Zero(t, s.Abandoned, "abandoned")
-	})
-}
-
-func TestStopReleasesAbandonedClosuresAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		running := newGate()
-		p.Submit(running.task())
-		ref := submitCapturing(p)
-		synctest.Wait()
-		go p.Stop()
-		synctest.Wait() // Stop is now waiting for the running task
-		require.Equal(t, uint64(1), p.Status().Abandoned, "abandoned while stopping")
-		runtime.GC()
-		assert.Nil(t, ref.Value(), "abandoned closure still reachable while Stop waits")
-		running.open()
-		p.Stop()
-	})
-}
-
-// submitCapturing submits a task that captures a fresh object and returns a
-// weak pointer to that object.
-func submitCapturing(p *WorkerPool) weak.Pointer[[64]int] {
-	obj := new([64]int)
-	p.Submit(func() { obj[0]++ })
-	return weak.Make(obj)
-}
-
-func TestNoTaskStartsAfterStopReturns(t *testing.T) {
-	for round := range 50 {
-		p := New(4)
-		var stopped atomic.Bool
-		var late atomic.Int64
-		var submitters sync.WaitGroup
-		for range 4 {
-			submitters.Go(func() {
-				for p.Do(func() {
-					if stopped.Load() {
-						late.Add(1)
-					}
-				}) == nil {
-				}
-			})
-		}
-		runtime.Gosched()
-		if round%2 == 0 {
-			p.Stop()
-		} else {
-			p.StopWait()
-		}
-		stopped.Store(true)
-		submitters.Wait()
-		assert.Zero(t, late.Load(), "round %d: tasks started after Stop returned", round)
-		requireStoppedClean(t, p)
 	}
 }
 
-// --- 4. DoWait and SubmitWait ---
+// --- DoWait and SubmitWait ---
 
 func TestDoWaitReturnsAfterTaskFinished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -698,7 +372,7 @@ func TestDoWaitWorksInSuccessiveBubbles(t *testing.T) {
 	}
 }
 
-// --- 5. panics and Goexit ---
+// --- panics and Goexit ---
 
 func TestPanicHandlerRecoversAndWorkerGoesOn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -727,33 +401,6 @@ func TestPanicHandlerRecoversAndWorkerGoesOn(t *testing.T) {
 	})
 }
 
-func panickingTask() { panic("boom") }
-
-// A plain task and a DoWait task whose panic the handler took count once
-// each in Panicked, as they complete: while the handler runs, neither is
-// in Completed, so neither is in Panicked (Panicked is part of Completed
-// in every snapshot).
-func TestPanickedCountsPlainTasksAsTheyComplete(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		release := newGate()
-		p := New(2, WithPanicHandler(func(any) { release.wait() }))
-		p.Submit(panickingTask)
-		doWait := make(chan error, 1)
-		go func() { doWait <- p.DoWait(panickingTask) }()
-		synctest.Wait()
-		s := p.Status()
-		require.Equal(t, 2, s.Busy, "both in the handler")
-		assert.Equal(t, uint64(0), s.Completed, "completed while the handler runs")
-		assert.Equal(t, uint64(0), s.Panicked, "panicked while the handler runs")
-		release.open()
-		require.NoError(t, <-doWait, "DoWait")
-		p.StopWait()
-		s = requireStoppedClean(t, p)
-		assert.Equal(t, uint64(2), s.Completed, "completed")
-		assert.Equal(t, uint64(2), s.Panicked, "panicked")
-	})
-}
-
 // TestPanicWithoutHandlerCrashes runs itself in a child process: without a
 // handler, a task's panic must crash the program like a plain goroutine's.
 func TestPanicWithoutHandlerCrashes(t *testing.T) {
@@ -768,19 +415,25 @@ func TestPanicWithoutHandlerCrashes(t *testing.T) {
 	assert.Contains(t, out, "panickingTask", "stack shows the task")
 }
 
-// requireChildPanics runs the test named test again in a child process,
-// with the environment variable env set to 1 so that it knows it is the
-// child, requires the child to exit as an unrecovered panic makes a
-// program exit, and returns what it printed.
-func requireChildPanics(t *testing.T, test, env string) string {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), env+"=1")
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit, "child exited cleanly:\n%s", out)
-	assert.Equal(t, 2, exit.ExitCode(), "exit code of an unrecovered panic")
-	return string(out)
+// readyWorkers counts the workers parked on workerQueue: each non-blocking
+// send of a probe succeeds only if a worker is ready to receive. The probes
+// then finish and the workers are ready again. Probes bypass dispatch, so a
+// test that uses this must not look at Completed or Pause afterwards.
+func readyWorkers(p *WorkerPool) int {
+	release := newGate()
+	n := 0
+	for {
+		select {
+		case p.workerQueue <- work{fn: release.wait}:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	release.open()
+	synctest.Wait()
+	return n
 }
 
 func TestGoexitInTaskKeepsWorkerSlotAndStopWaitReturns(t *testing.T) {
@@ -831,253 +484,7 @@ func TestGoexitWhilePanicHandlerInstalled(t *testing.T) {
 	})
 }
 
-// --- 6. Pause ---
-
-func TestPauseIsABarrierThenHoldsLaterTasks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		defer p.Stop()
-		var earlier atomic.Int64
-		for range 6 {
-			p.Submit(func() { time.Sleep(time.Second); earlier.Add(1) })
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		p.Pause(ctx)
-		assert.Equal(t, int64(6), earlier.Load(), "earlier tasks finished when Pause returned")
-		assert.Equal(t, StatePaused, p.Status().State, "state")
-
-		var later atomic.Int64
-		for range 5 {
-			p.Submit(func() { later.Add(1) })
-		}
-		time.Sleep(time.Hour)
-		synctest.Wait()
-		assert.Zero(t, later.Load(), "later tasks ran during the pause")
-		assert.Equal(t, 5, p.WaitingQueueSize(), "held tasks are waiting")
-
-		cancel()
-		synctest.Wait()
-		assert.Equal(t, int64(5), later.Load(), "later tasks ran after the pause")
-		assert.Equal(t, StateRunning, p.Status().State, "state")
-	})
-}
-
-func TestPauseWaitsForRunningTasksNotJustQueued(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(4)
-		defer p.Stop()
-		g := newGate()
-		p.Submit(g.task())
-		returned := make(chan struct{})
-		go func() { p.Pause(t.Context()); close(returned) }()
-		synctest.Wait()
-		assert.False(t, isClosed(returned), "Pause returned while an earlier task runs")
-		g.open()
-		synctest.Wait()
-		assert.True(t, isClosed(returned), "Pause returned after the task finished")
-	})
-}
-
-// A Pause whose barrier is reached only as dispatch drops a canceled task
-// from the front of the queue still returns when the running task ends: the
-// drop happens just before dispatch waits, and it must then watch for the
-// running task to come back (found by FuzzPool).
-func TestPauseReturnsWhenADroppedCanceledTaskWasTheLastBeforeItsBarrier(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		g := newGate()
-		defer g.release()
-		p.Submit(g.task())
-		tk := p.Go(context.Background(), func(context.Context) error { return nil })
-		synctest.Wait()
-		returned := make(chan struct{})
-		go func() { p.Pause(context.Background()); close(returned) }()
-		synctest.Wait()
-		tk.Cancel()
-		synctest.Wait()
-		assert.False(t, isClosed(returned), "the running task has not ended")
-		g.open()
-		synctest.Wait()
-		assert.True(t, isClosed(returned), "Pause returns once every earlier task is done")
-		assert.ErrorIs(t, tk.Wait(), context.Canceled)
-	})
-}
-
-func TestPauseWithDoneContextIsOnlyABarrier(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		var ran atomic.Int64
-		p.Submit(func() { time.Sleep(time.Second); ran.Add(1) })
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		p.Pause(ctx)
-		assert.Equal(t, int64(1), ran.Load(), "earlier task finished")
-		p.SubmitWait(func() { ran.Add(1) }) // would hang if the pool stayed paused
-		assert.Equal(t, int64(2), ran.Load(), "later task ran")
-	})
-}
-
-func TestSecondPauseWaitsForFirstToEnd(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		defer p.Stop()
-		ctx1, cancel1 := context.WithCancel(t.Context())
-		p.Pause(ctx1)
-		var between atomic.Int64
-		p.Submit(func() { between.Add(1) })
-
-		returned := make(chan struct{})
-		ctx2, cancel2 := context.WithCancel(t.Context())
-		go func() { p.Pause(ctx2); close(returned) }()
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		assert.False(t, isClosed(returned), "second Pause returned during the first")
-		assert.Zero(t, between.Load(), "held task ran")
-
-		cancel1()
-		synctest.Wait()
-		assert.True(t, isClosed(returned), "second Pause returned after the first ended")
-		assert.Equal(t, int64(1), between.Load(), "task submitted before the second Pause ran before it returned")
-		assert.Equal(t, StatePaused, p.Status().State, "second pause in effect")
-
-		var after atomic.Int64
-		p.Submit(func() { after.Add(1) })
-		synctest.Wait()
-		assert.Zero(t, after.Load(), "task held by the second pause ran")
-		cancel2()
-		synctest.Wait()
-		assert.Equal(t, int64(1), after.Load(), "task ran after the second pause")
-	})
-}
-
-func TestStopEndsPausesAndAbandonsHeldTasks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		p.Pause(t.Context()) // never cancelled
-		var ran atomic.Int64
-		for range 3 {
-			p.Submit(func() { ran.Add(1) })
-		}
-		waiting := make(chan struct{})
-		go func() { p.Pause(t.Context()); close(waiting) }()
-		synctest.Wait()
-		p.Stop()
-		synctest.Wait()
-		assert.True(t, isClosed(waiting), "queued Pause returned on Stop")
-		assert.Zero(t, ran.Load(), "held tasks ran on Stop")
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(3), s.Abandoned, "abandoned")
-	})
-}
-
-func TestStopWaitEndsPausesAndRunsHeldTasks(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(2)
-		p.Pause(t.Context())
-		var ran atomic.Int64
-		for range 3 {
-			p.Submit(func() { ran.Add(1) })
-		}
-		p.StopWait()
-		assert.Equal(t, int64(3), ran.Load(), "held tasks ran on StopWait")
-		requireStoppedClean(t, p)
-	})
-}
-
-func TestPauseAfterStopReturnsAtOnce(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		p.Stop()
-		p.Pause(t.Context()) // would deadlock the bubble if it blocked
-		assert.Equal(t, StateStopped, p.Status().State)
-	})
-}
-
-func TestPauseInsideTaskDoesNotWedgeExternalStop(t *testing.T) {
-	for _, stopWait := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stopWait=%v", stopWait), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				p := New(1)
-				returned := make(chan struct{})
-				p.Submit(func() { p.Pause(t.Context()); close(returned) })
-				synctest.Wait() // the documented deadlock
-				require.False(t, isClosed(returned), "Pause inside the only worker returned")
-				if stopWait {
-					p.StopWait()
-				} else {
-					p.Stop()
-				}
-				assert.True(t, isClosed(returned), "Pause returned when stopping began")
-				requireStoppedClean(t, p)
-			})
-		})
-	}
-}
-
-func TestPauseInternalsAreInvisible(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(4)
-		defer p.Stop()
-		ctx, cancel := context.WithCancel(t.Context())
-		p.Pause(ctx)
-		go p.Pause(t.Context()) // a second Pause waiting behind the first
-		synctest.Wait()
-		s := p.Status()
-		assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize while paused")
-		assert.Equal(t, 0, s.Waiting, "waiting")
-		assert.Equal(t, 0, s.Busy, "busy")
-		assert.Equal(t, 0, s.Workers, "a pause starts no workers")
-		assert.Equal(t, uint64(0), s.Submitted, "submitted")
-		p.Submit(func() {})
-		synctest.Wait()
-		assert.Equal(t, 1, p.WaitingQueueSize(), "one held user task")
-		cancel()
-	})
-}
-
-func TestPauseWithNilContextPanics(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		var nilCtx context.Context
-		assert.PanicsWithValue(t, "workerpool: Pause called with a nil context", func() { p.Pause(nilCtx) })
-	})
-}
-
-// --- 7. observers never block ---
-
-func TestObserversNeverBlock(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		g := newGate()
-		p.Submit(g.task())
-		p.Submit(func() {})
-		go p.Pause(t.Context()) // blocked on its barrier
-		synctest.Wait()
-		observe := func(want State) {
-			t.Helper()
-			// A blocking observer would deadlock the bubble here.
-			assert.Equal(t, want, p.Status().State, "state")
-			assert.Equal(t, 1, p.WaitingQueueSize(), "WaitingQueueSize")
-			assert.Equal(t, want != StateRunning && want != StatePaused, p.Stopped(), "Stopped")
-			assert.Equal(t, 1, p.Size(), "Size")
-		}
-		observe(StatePaused)
-		go p.StopWait() // blocked on the running task
-		synctest.Wait()
-		s := p.Status()
-		assert.Equal(t, StateStopping, s.State, "state during StopWait")
-		assert.True(t, p.Stopped(), "Stopped during StopWait")
-		assert.Equal(t, 1, s.Busy, "busy during StopWait")
-		g.open()
-		p.StopWait()
-		requireStoppedClean(t, p)
-	})
-}
-
-// --- 8. idle workers ---
+// --- idle workers ---
 
 func TestIdleTimeoutRetiresOneWorkerPerPeriod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -1168,71 +575,97 @@ func TestZeroIdleTimeoutMeansDefault(t *testing.T) {
 	})
 }
 
-// --- 9. stop is idempotent and concurrent ---
-
-func TestStopAndStopWaitAreIdempotentAndConcurrent(t *testing.T) {
+// Idle retirement at exact fake-clock times: the clock starts with the first
+// worker; a period that saw a task retires nobody; then one idle worker per
+// whole period, never the busy one, never below zero, and a task after the
+// pool shrank starts a worker again.
+func TestIdleRetirementAtExactTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3)
-		g := newGate()
-		for range 20 {
-			p.Submit(g.task())
-		}
+		p := New(3, WithIdleTimeout(time.Second))
+		defer p.Stop()
+		busy, quick := newGate(), newGate()
+		p.Submit(busy.task())
+		p.Submit(quick.task()) // two more workers: no worker is ready
+		p.Submit(quick.task())
 		synctest.Wait()
-		var callers sync.WaitGroup
-		for i := range 16 {
-			callers.Go(func() {
-				if i%2 == 0 {
-					p.Stop()
-				} else {
-					p.StopWait()
-				}
-				// Every caller returns only once the pool fully stopped.
-				assert.Equal(t, StateStopped, p.Status().State, "state when caller %d returned", i)
-				assert.Equal(t, 0, p.Status().Workers, "workers when caller %d returned", i)
+		require.Equal(t, 3, p.Status().Workers)
+		quick.open()
+		synctest.Wait()
+		time.Sleep(1500 * time.Millisecond) // t=1.5: the tick at 1s saw the tasks
+		p.Submit(func() {})                 // a task in the period [1s, 2s)
+		synctest.Wait()
+		time.Sleep(1500*time.Millisecond - time.Nanosecond) // t=3s-1ns: the tick at 2s saw a task
+		synctest.Wait()
+		assert.Equal(t, 3, p.Status().Workers, "t=3s-1ns")
+		time.Sleep(time.Nanosecond) // t=3s
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Workers, "t=3s: one retired")
+		time.Sleep(time.Second - time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Workers, "t=4s-1ns")
+		time.Sleep(time.Nanosecond) // t=4s
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Workers, "t=4s: another")
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Workers, "the busy worker is never retired")
+		assert.Equal(t, 1, s.Busy)
+		busy.open()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		assert.Equal(t, 0, p.Status().Workers, "down to zero once idle")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Equal(t, 0, p.Status().Workers)
+		require.NoError(t, p.DoWait(func() {}))
+		assert.Equal(t, 1, p.Status().Workers, "a task after the pool shrank")
+	})
+}
+
+// A worker waiting for work keeps nothing of the last task it ran: the
+// closure's captures, and a Future's fn and value, can be collected.
+func TestIdleWorkerKeepsNoTaskReachable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithIdleTimeout(-1))
+		defer p.Stop()
+		plain := func() weak.Pointer[[1 << 16]byte] {
+			big := new([1 << 16]byte)
+			done := make(chan struct{})
+			p.Submit(func() { big[0] = 1; close(done) })
+			<-done
+			return weak.Make(big)
+		}()
+		synctest.Wait()
+		for range 3 {
+			runtime.GC()
+		}
+		assert.True(t, plain.Value() == nil, "the last plain task's captured data, kept by the idle worker")
+
+		value := func() weak.Pointer[[1 << 16]byte] {
+			f := Call(context.Background(), p, func(context.Context) (*[1 << 16]byte, error) {
+				return new([1 << 16]byte), nil
 			})
+			v, err := f.Wait()
+			require.NoError(t, err)
+			return weak.Make(v)
+		}()
+		synctest.Wait()
+		for range 3 {
+			runtime.GC()
 		}
-		synctest.Wait()
-		assert.Equal(t, StateStopping, p.Status().State, "stopping while tasks run")
-		g.open()
-		callers.Wait()
-		p.Stop()
-		p.StopWait()
-		requireStoppedClean(t, p)
-	})
-}
+		assert.True(t, value.Value() == nil, "the last Future's value, kept by the idle worker after the caller dropped the Future")
 
-func TestStopDuringStopWaitAbandonsTheRest(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		var ran atomic.Int64
-		g := newGate()
-		p.Submit(g.task())
-		for range 5 {
-			p.Submit(func() { ran.Add(1) })
+		// Control: once the worker runs something else, both are released.
+		p.SubmitWait(func() {})
+		for range 3 {
+			runtime.GC()
 		}
-		synctest.Wait()
-		stopWaitReturned := make(chan struct{})
-		go func() { p.StopWait(); close(stopWaitReturned) }()
-		synctest.Wait()
-		go func() { synctest.Wait(); g.open() }()
-		p.Stop()
-		<-stopWaitReturned
-		assert.Zero(t, ran.Load(), "queued tasks ran after Stop cut StopWait short")
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(5), s.Abandoned, "abandoned")
+		assert.True(t, plain.Value() == nil && value.Value() == nil, "control: released once the worker moved on")
 	})
 }
 
-func TestUnusedPoolStopsClean(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(8)
-		assert.Equal(t, StateRunning, p.Status().State)
-		p.Stop()
-		requireStoppedClean(t, p)
-	})
-}
-
-// --- 10. bad input ---
+// --- bad input ---
 
 func TestMaxWorkersBelowOneMeansOne(t *testing.T) {
 	for _, n := range []int{0, -1, -100} {
@@ -1284,106 +717,6 @@ func TestNilPanicHandlerMeansNone(t *testing.T) {
 	assert.Nil(t, cfg.panicHandler, "last option wins")
 }
 
-func TestStateString(t *testing.T) {
-	for state, want := range map[State]string{
-		StateRunning:  "running",
-		StatePaused:   "paused",
-		StateStopping: "stopping",
-		StateStopped:  "stopped",
-		State(9):      "State(9)",
-	} {
-		assert.Equal(t, want, state.String())
-	}
-}
-
-// Status.Completed never goes back, however the runs end: plain tasks,
-// handles, and runs posted for a retry, while a reader polls it.
-func TestStatusCompletedNeverGoesBack(t *testing.T) {
-	p := New(4)
-	var back atomic.Int64
-	done := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		last := uint64(0)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			c := p.Status().Completed
-			if c < last {
-				back.Add(1)
-			}
-			last = max(last, c)
-		}
-	}()
-	again := Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 })
-	ctx := context.Background()
-	for range 20000 {
-		p.Submit(func() {})
-		p.Go(ctx, func(context.Context) error { return errFlaky }, again)
-	}
-	p.StopWait()
-	close(done)
-	<-polled
-	assert.Zero(t, back.Load(), "times Completed went back")
-	assert.Equal(t, uint64(40000), p.Status().Completed, "completed")
-}
-
-// Status.Submitted never goes back while messages that carry no task
-// (Pause, Resize, WaitIdle, and DoBatch's ticket) race the submits, while a
-// reader polls it.
-func TestStatusSubmittedNeverGoesBack(t *testing.T) {
-	p := New(4)
-	var back atomic.Int64
-	done := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		last := uint64(0)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			n := p.Status().Submitted
-			if n < last {
-				back.Add(1)
-			}
-			last = max(last, n)
-		}
-	}()
-	var controls sync.WaitGroup
-	ended := canceledContext()
-	batch := []func(){func() {}, func() {}}
-	for range 3 {
-		controls.Go(func() {
-			for range 2000 {
-				p.Resize(4)
-				_ = p.WaitIdle(ended)
-			}
-		})
-	}
-	controls.Go(func() {
-		for range 500 {
-			p.Pause(ended) // a barrier only: its context is done
-			_ = p.DoBatch(batch)
-		}
-	})
-	for range 20000 {
-		p.Submit(func() {})
-	}
-	controls.Wait()
-	p.StopWait()
-	close(done)
-	<-polled
-	assert.Zero(t, back.Load(), "times Submitted went back")
-	assert.Equal(t, uint64(20000+2*500), p.Status().Submitted, "submitted")
-}
-
 // --- benchmarks ---
 
 // Benchmarks measure pool overhead: tasks do nothing, and the task func is
@@ -1393,20 +726,6 @@ func BenchmarkSubmit(b *testing.B) {
 	for _, workers := range []int{1, 4, 64, 1024} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) { benchmarkSubmit(b, workers) })
 	}
-}
-
-// benchmarkSubmit submits no-op tasks to a pool of workers made with
-// options, one at a time, and waits for all of them.
-func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
-	p, wg := New(workers, options...), new(sync.WaitGroup)
-	defer p.StopWait()
-	task := wg.Done
-	b.ReportAllocs()
-	for b.Loop() {
-		wg.Add(1)
-		p.Submit(task)
-	}
-	wg.Wait()
 }
 
 func BenchmarkSubmitWait(b *testing.B) {
@@ -1422,46 +741,6 @@ func BenchmarkSubmitWait(b *testing.B) {
 func BenchmarkSubmitConcurrent(b *testing.B) {
 	const submitters, workers = 8, 8
 	p, wg := New(workers), new(sync.WaitGroup)
-	defer p.StopWait()
-	task := wg.Done
-	b.SetParallelism((submitters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			wg.Add(1)
-			p.Submit(task)
-		}
-	})
-	wg.Wait()
-}
-
-// BenchmarkDoBatch reports ns per task for batches of 1,000 tasks, each run
-// to the end before the next: compare with BenchmarkSubmit/workers=4, which
-// makes two hand-offs per task where a batch makes one.
-func BenchmarkDoBatch(b *testing.B) {
-	const workers, size = 4, 1000
-	p, wg := New(workers), new(sync.WaitGroup)
-	defer p.StopWait()
-	batch := make([]func(), size)
-	for i := range batch {
-		batch[i] = wg.Done
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		wg.Add(size)
-		if err := p.DoBatch(batch); err != nil {
-			b.Fatal(err)
-		}
-		wg.Wait()
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/task")
-}
-
-// BenchmarkSubmitBlock is BenchmarkSubmitConcurrent into a queue bounded at
-// 64 under Block: submitters wait for room whenever it is full.
-func BenchmarkSubmitBlock(b *testing.B) {
-	const submitters, workers, bound = 8, 8, 64
-	p, wg := New(workers, WithMaxWaiting(bound, Block)), new(sync.WaitGroup)
 	defer p.StopWait()
 	task := wg.Done
 	b.SetParallelism((submitters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))

@@ -1,0 +1,431 @@
+package workerpool
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests for dead letters (WithDeadLetter), against the contract in doc.go
+// ("Dead letters"): which tasks a stop gives up become letters and in what
+// order, the goroutine the handler runs on, stops that wait for it, and a
+// handler that panics or calls runtime.Goexit.
+
+// Stop and a Shutdown that gives up hand each abandoned plain task to the
+// dead-letter handler with ErrStopped, in queue order, as the very func
+// submitted (Submit, Do, DoContext, TrySubmit, DoBatch); tasks with a
+// waiter (DoWait, Go, Call, groups) report ErrStopped to it instead and
+// never reach the handler. Shutdown that drains gives nothing.
+func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNever(t *testing.T) {
+	for _, mode := range stopModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				box := new(letterBox)
+				p := New(1, WithMaxWaiting(16, Block), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				synctest.Wait()
+				var r recorder
+				bg := context.Background()
+				p.Submit(r.task(0, nil))
+				tk := p.Go(bg, fnOf(r.task(100, nil)))
+				require.NoError(t, p.Do(r.task(1, nil)))
+				dw := startCall(p, doWaitCall, bg, r.task(101, nil), time.Now())
+				synctest.Wait()
+				require.NoError(t, p.DoContext(bg, r.task(2, nil)))
+				f := Call(bg, p, func(context.Context) (int, error) { r.task(102, nil)(); return 0, nil })
+				require.True(t, p.TrySubmit(r.task(3, nil)))
+				grp := p.Group(bg)
+				grp.Go(fnOf(r.task(103, nil)))
+				require.NoError(t, p.DoBatch([]func(){r.task(4, nil), r.task(5, nil)}))
+				synctest.Wait()
+				require.Equal(t, 10, p.Status().Waiting, "waiting")
+
+				stopped := make(chan struct{})
+				go func() { mode.stop(p); close(stopped) }()
+				synctest.Wait()
+				running.open()
+				<-stopped
+				s := requireStoppedClean(t, p)
+				letters := box.got()
+				if !mode.abandons {
+					assert.Empty(t, letters, "dead letters after a drain")
+					assert.Equal(t, []int{0, 100, 1, 101, 2, 102, 3, 103, 4, 5}, r.order(), "every task ran in order")
+					return
+				}
+				assert.Empty(t, r.order(), "tasks run after an abandoning stop")
+				assert.Equal(t, uint64(10), s.Abandoned, "abandoned")
+				require.Len(t, letters, 6, "dead letters: the plain tasks")
+				for i, l := range letters {
+					assert.ErrorIs(t, l.reason, ErrStopped, "letter %d's reason", i)
+					l.task()
+				}
+				assert.Equal(t, seq(6), r.order(), "the letters carry the plain tasks, in queue order")
+				assert.ErrorIs(t, tk.Wait(), ErrStopped, "Go")
+				_, err := f.Wait()
+				assert.ErrorIs(t, err, ErrStopped, "Call")
+				assert.ErrorIs(t, grp.Wait(), ErrStopped, "Group")
+				require.True(t, dw.returned(), "DoWait returned")
+				assert.ErrorIs(t, dw.res.err, ErrStopped, "DoWait")
+			})
+		})
+	}
+}
+
+// A Shutdown whose deadline passes abandons the queue at that moment: the
+// plain tasks become dead letters with ErrStopped, in queue order, and
+// Shutdown returns the context's error once the running task ends.
+func TestShutdownThatGivesUpAtItsDeadlineGivesTheQueueToTheDeadLetterHandler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box := new(letterBox)
+		p := New(1, WithMaxWaiting(4, Block), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+		defer p.Stop()
+		t0 := time.Now()
+		var r recorder
+		p.Submit(r.task(0, sleeper(5*time.Second))) // running until 5s
+		p.Submit(r.task(1, nil))
+		p.Submit(r.task(2, nil))
+		synctest.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var err error
+		var at time.Duration
+		done := make(chan struct{})
+		go func() { err = p.Shutdown(ctx); at = time.Since(t0); close(done) }()
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		letters := box.got()
+		require.Len(t, letters, 2, "dead letters at the deadline: the queue")
+		for i, l := range letters {
+			assert.ErrorIs(t, l.reason, ErrStopped, "letter %d's reason", i)
+		}
+		assert.False(t, isClosed(done), "Shutdown returned while a plain task runs")
+		<-done
+		assert.Equal(t, 5*time.Second, at, "Shutdown returned when the running task ended")
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "Shutdown")
+		assert.Equal(t, []int{0}, r.order(), "ran")
+		for _, l := range letters {
+			l.task()
+		}
+		assert.Equal(t, seq(3), r.order(), "the letters carry the queued tasks in order")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Abandoned, "abandoned")
+	})
+}
+
+// The dead-letter handler runs on a goroutine of the pool: never on the
+// dispatcher's (no dispatcher frame on its stack), and not on the
+// submitter's, whatever the reason.
+func TestDeadLetterHandlerNeverRunsOnTheDispatcherNorTheSubmitter(t *testing.T) {
+	cases := []struct {
+		name   string
+		policy Overflow
+		reason error
+		giveUp func(p *WorkerPool, task func()) // gives task up; the queue is full
+	}{
+		{"refused by Reject", Reject, ErrQueueFull, func(p *WorkerPool, task func()) { p.Submit(task) }},
+		{"dropped", DropOldest, ErrDropped, func(p *WorkerPool, task func()) {
+			p.Submit(func() {}) // drops the filler
+		}},
+		{"abandoned by Stop", Block, ErrStopped, func(p *WorkerPool, task func()) {}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				type seen struct {
+					stack, id string
+					reason    error
+				}
+				var mu sync.Mutex
+				var got []seen
+				h := func(task func(), reason error) {
+					buf := make([]byte, 1<<16)
+					n := runtime.Stack(buf, false)
+					mu.Lock()
+					got = append(got, seen{string(buf[:n]), goroutineID(), reason})
+					mu.Unlock()
+				}
+				p := New(1, WithMaxWaiting(1, c.policy), WithIdleTimeout(-1), WithDeadLetter(h))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				p.Submit(func() {}) // the queue is full
+				synctest.Wait()
+				submitter := goroutineID()
+				c.giveUp(p, func() {})
+				synctest.Wait()
+				stopped := make(chan struct{})
+				go func() { p.Stop(); close(stopped) }()
+				synctest.Wait()
+				running.open()
+				<-stopped
+				mu.Lock()
+				defer mu.Unlock()
+				require.NotEmpty(t, got, "dead letters")
+				assert.ErrorIs(t, got[0].reason, c.reason, "the first letter's reason")
+				for i, s := range got {
+					assert.NotContains(t, s.stack, "(*dispatcher)", "letter %d: the handler ran on the dispatcher", i)
+					assert.NotEqual(t, submitter, s.id, "letter %d: the handler ran on the submitter's goroutine", i)
+				}
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// The handler runs for one letter at a time, never concurrently, in the
+// order the tasks were given up: refused Submits in the order they were
+// refused, then the abandoned queue in queue order. With a handler that
+// takes a second per letter, Stop returns exactly when the last has been
+// handled.
+func TestDeadLetterHandlerRunsForOneTaskAtATimeInTheOrderGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var inFlight, peak atomic.Int64
+		var mu sync.Mutex
+		var order []int
+		var r recorder
+		h := func(task func(), reason error) {
+			n := inFlight.Add(1)
+			for old := peak.Load(); n > old && !peak.CompareAndSwap(old, n); old = peak.Load() {
+			}
+			defer inFlight.Add(-1)
+			time.Sleep(time.Second)
+			mu.Lock()
+			order = append(order, len(order))
+			mu.Unlock()
+			task()
+		}
+		p := New(1, WithMaxWaiting(2, Reject), WithIdleTimeout(-1), WithDeadLetter(h))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		t0 := time.Now()
+		p.Submit(running.task())
+		p.Submit(r.task(5, nil))
+		p.Submit(r.task(6, nil)) // the queue is full
+		synctest.Wait()
+		for i := range 3 {
+			p.Submit(r.task(i, nil)) // refused: to the handler
+		}
+		// Two more refused at once from other goroutines, while the handler
+		// is busy with the first letter.
+		var submitters sync.WaitGroup
+		for range 2 {
+			submitters.Go(func() { p.Submit(r.task(3, nil)) })
+		}
+		submitters.Wait()
+		require.Equal(t, uint64(5), p.Status().Rejected, "rejected")
+		var at time.Duration
+		stopped := make(chan struct{})
+		go func() { p.Stop(); at = time.Since(t0); close(stopped) }()
+		synctest.Wait()
+		running.open()
+		<-stopped
+		assert.Equal(t, 7*time.Second, at, "Stop returned once the seventh letter was handled")
+		assert.Equal(t, int64(1), peak.Load(), "letters handled at once")
+		assert.Equal(t, []int{0, 1, 2, 3, 3, 5, 6}, r.order(), "letters in the order given up")
+		requireStoppedClean(t, p)
+	})
+}
+
+// Stop, StopWait and Shutdown return only after the handler has returned
+// for every task given up before or during the stop, at the exact moment
+// the last letter is handled.
+func TestStopsReturnOnlyOnceTheHandlerHasReturnedForEveryLetter(t *testing.T) {
+	for _, mode := range stopModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var handled atomic.Int64
+				h := func(func(), error) { time.Sleep(time.Second); handled.Add(1) }
+				p := New(1, WithMaxWaiting(2, Reject), WithIdleTimeout(-1), WithDeadLetter(h))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				t0 := time.Now()
+				p.Submit(running.task())
+				p.Submit(func() {})
+				p.Submit(func() {}) // the queue is full
+				synctest.Wait()
+				p.Submit(func() {}) // refused before the stop
+				p.Submit(func() {}) // refused before the stop
+				var at time.Duration
+				var letters int64
+				stopped := make(chan struct{})
+				go func() { mode.stop(p); at = time.Since(t0); letters = handled.Load(); close(stopped) }()
+				synctest.Wait()
+				running.open()
+				want := 2 // the refused ones
+				if mode.abandons {
+					want = 4 // and the abandoned queue
+				}
+				time.Sleep(time.Duration(want)*time.Second - time.Nanosecond)
+				synctest.Wait()
+				assert.False(t, isClosed(stopped), "%s returned before the last letter was handled", mode.name)
+				<-stopped
+				assert.Equal(t, time.Duration(want)*time.Second, at, "%s returned at", mode.name)
+				assert.Equal(t, int64(want), letters, "letters handled when %s returned", mode.name)
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// A stop waits for a handler blocked on a letter it got during the stop,
+// and returns once the handler returns.
+func TestStopWaitsForAHandlerBlockedOnAnAbandonedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		hg := newGate()
+		var handled atomic.Int64
+		p := New(1, WithIdleTimeout(-1), WithDeadLetter(func(func(), error) { hg.wait(); handled.Add(1) }))
+		running := newGate()
+		defer hg.release()
+		defer running.release()
+		p.Submit(running.task())
+		p.Submit(func() {})
+		synctest.Wait()
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		synctest.Wait()
+		running.open()
+		synctest.Wait()
+		assert.False(t, isClosed(stopped), "Stop returned while the handler holds a letter")
+		hg.open()
+		<-stopped
+		assert.Equal(t, int64(1), handled.Load(), "letters handled")
+		requireStoppedClean(t, p)
+	})
+}
+
+// A panic in the handler is treated like a task's: the panic handler gets
+// it, and delivery goes on with the next letter.
+func TestPanicInTheDeadLetterHandlerGoesToThePanicHandlerAndDeliveryGoesOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var panics []any
+		var reasons []error
+		h := func(task func(), reason error) {
+			mu.Lock()
+			reasons = append(reasons, reason)
+			first := len(reasons) == 1
+			mu.Unlock()
+			if first {
+				panic("letter boom")
+			}
+		}
+		p := New(1, WithMaxWaiting(1, Reject), WithIdleTimeout(-1), WithDeadLetter(h),
+			WithPanicHandler(func(r any) { mu.Lock(); panics = append(panics, r); mu.Unlock() }))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		p.Submit(func() {}) // the queue is full
+		synctest.Wait()
+		p.Submit(func() {}) // refused: the handler panics
+		p.Submit(func() {}) // refused: still delivered
+		synctest.Wait()
+		mu.Lock()
+		assert.Equal(t, []any{"letter boom"}, panics, "the panic handler got the handler's panic")
+		assert.Len(t, reasons, 2, "letters delivered after the panic")
+		mu.Unlock()
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		synctest.Wait()
+		running.open()
+		<-stopped
+		mu.Lock()
+		assert.Len(t, reasons, 3, "letters: two refused, one abandoned")
+		mu.Unlock()
+		requireStoppedClean(t, p)
+	})
+}
+
+// runtime.Goexit in the handler loses none of the following letters, and
+// the stop still waits for them all.
+func TestGoexitInTheDeadLetterHandlerLosesNoLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var reasons []error
+		h := func(task func(), reason error) {
+			mu.Lock()
+			reasons = append(reasons, reason)
+			n := len(reasons)
+			mu.Unlock()
+			time.Sleep(time.Second)
+			if n%2 == 1 {
+				runtime.Goexit()
+			}
+		}
+		p := New(1, WithMaxWaiting(1, Reject), WithIdleTimeout(-1), WithDeadLetter(h))
+		defer p.Stop()
+		running := newGate()
+		defer running.release()
+		t0 := time.Now()
+		p.Submit(running.task())
+		p.Submit(func() {}) // the queue is full
+		synctest.Wait()
+		for range 3 {
+			p.Submit(func() {}) // refused
+		}
+		var at time.Duration
+		stopped := make(chan struct{})
+		go func() { p.Stop(); at = time.Since(t0); close(stopped) }()
+		synctest.Wait()
+		running.open()
+		<-stopped
+		assert.Equal(t, 4*time.Second, at, "Stop returned once the fourth letter was handled")
+		mu.Lock()
+		require.Len(t, reasons, 4, "letters: three refused, one abandoned")
+		for i, want := range []error{ErrQueueFull, ErrQueueFull, ErrQueueFull, ErrStopped} {
+			assert.ErrorIs(t, reasons[i], want, "letter %d's reason", i)
+		}
+		mu.Unlock()
+		requireStoppedClean(t, p)
+	})
+}
+
+// WithDeadLetter(nil) means no handler, also over an earlier handler (the
+// last option wins): refused, dropped and abandoned tasks are only counted.
+func TestNilDeadLetterHandlerMeansTheTasksAreOnlyCounted(t *testing.T) {
+	for _, policy := range []Overflow{Reject, DropOldest} {
+		t.Run(policy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var letters atomic.Int64
+				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1),
+					WithDeadLetter(func(func(), error) { letters.Add(1) }), WithDeadLetter(nil))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				var ran atomic.Int64
+				p.Submit(running.task())
+				p.Submit(func() { ran.Add(1) }) // the queue is full
+				synctest.Wait()
+				err, panicked := recovered(func() { p.Submit(func() { ran.Add(1) }) }) // refused or drops the oldest
+				assert.False(t, panicked, "Submit on a full queue with no handler panicked: %v", err)
+				stopped := make(chan struct{})
+				go func() { p.Stop(); close(stopped) }()
+				synctest.Wait()
+				running.open()
+				<-stopped
+				s := requireStoppedClean(t, p)
+				assert.Zero(t, letters.Load(), "the replaced handler was called")
+				assert.Zero(t, ran.Load(), "ran")
+				assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+				if policy == Reject {
+					assert.Equal(t, uint64(1), s.Rejected, "rejected")
+				} else {
+					assert.Equal(t, uint64(1), s.Dropped, "dropped")
+				}
+			})
+		})
+	}
+}

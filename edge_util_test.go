@@ -1,5 +1,0 @@
-package workerpool
-
-import "runtime"
-
-func runtimeGosched() { runtime.Gosched() }
