@@ -142,8 +142,12 @@ func (d *dispatcher) advance() {
 	if d.admission.parked.Len() > 0 {
 		d.admission.admitParked(d)
 	}
-	d.barriers.advance(d)
-	d.retries.poll(d)
+	if d.barriers.waiting() {
+		d.barriers.advance(d)
+	}
+	if d.retries.posted() {
+		d.retries.take(d)
+	}
 	if d.timers.armed {
 		d.timers.poll(d)
 	}
@@ -158,11 +162,10 @@ func (d *dispatcher) advance() {
 // false when the event is the stop message. With no pause in effect it
 // waits on the fewest channels it can: while quiet only on taskQueue;
 // otherwise also on a worker taking the front task or the zero work that
-// retires it; on wake while the queue holds tasks (a Stop that abandons
-// them must withdraw the offer of the front one at once, and a queued
-// job's cancel is seen at once), submitters are parked for room, returns
-// are watched, WaitIdle calls wait, or tasks are scheduled or out for a
-// retry; and on the timer while it is armed.
+// retires it; on wake while a part wants it (see the parts' wantsWake);
+// and on the timer while it is armed. (A Stop that abandons the queue
+// needs no wake for plain tasks: a worker that takes the one offered a
+// moment before does not start it, see WorkerPool.do.)
 func (d *dispatcher) await() bool {
 	if d.queue.delta != 0 {
 		d.queue.publish()
@@ -178,7 +181,7 @@ func (d *dispatcher) await() bool {
 		return d.receive(<-d.p.taskQueue)
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
-	if d.queue.len() > 0 || d.admission.wantsWake() || d.crew.wantsWake() || d.barriers.waiting() ||
+	if d.queue.wantsWake() || d.admission.wantsWake() || d.crew.wantsWake() || d.barriers.waiting() ||
 		d.timers.wantsWake() || d.retries.out() {
 		wake = d.p.wake
 	}
@@ -476,7 +479,9 @@ func (d *dispatcher) admitStraggler(m message) {
 // above the pool's size retire first, as they come back.
 func (d *dispatcher) drain() {
 	for !d.p.abandonBegun.Load() {
-		d.retries.poll(d)
+		if d.retries.posted() {
+			d.retries.take(d)
+		}
 		if d.queue.len() > 0 && d.sendFront() {
 			continue
 		}

@@ -103,6 +103,14 @@ func (q *waitQueue) init(p *WorkerPool, alarm *timers) {
 	q.tasks.SetBaseCap(queueBaseCap)
 }
 
+// wantsWake reports whether dispatch must wake when a queued job settles,
+// or abandoning begins, so as not to offer a job that must not start:
+// while jobs are queued. (A plain task offered as abandoning begins is
+// given up by the worker that takes it.)
+func (q *waitQueue) wantsWake() bool {
+	return q.jobs.Len() > 0 || q.ranked > 0
+}
+
 // len is the number of entries in the queue, settled jobs among them.
 func (q *waitQueue) len() int {
 	return q.tasks.Len() + q.ranked

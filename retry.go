@@ -193,13 +193,15 @@ func (r *retryInbox) out() bool {
 	return r.p.retryMail.back.Load() != r.sent || r.p.retryMail.n.Load() > 0
 }
 
-// poll takes the jobs posted for a retry, if any may be: into the timer
-// heap, or, due already, into the pool as if accepted now. One settled on
-// its way is only let go.
-func (r *retryInbox) poll(d *dispatcher) {
-	if r.sent == 0 || r.p.retryMail.n.Load() == 0 {
-		return
-	}
+// posted reports whether jobs may wait in the mailbox.
+func (r *retryInbox) posted() bool {
+	return r.sent > 0 && r.p.retryMail.n.Load() > 0
+}
+
+// take takes the jobs posted for a retry: into the timer heap, or, due
+// already, into the pool as if accepted now. One settled on its way is
+// only let go.
+func (r *retryInbox) take(d *dispatcher) {
 	for _, j := range r.p.retryMail.take() {
 		switch {
 		case !j.isScheduled():

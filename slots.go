@@ -21,9 +21,12 @@ type slots struct {
 // rate limit and the weights of the running tasks allow. Without either it
 // is true at once.
 func (s *slots) mayStart(d *dispatcher, weight int) bool {
-	if !s.gated && weight <= 1 {
-		return true
-	}
+	return !s.gated && weight <= 1 || s.mayStartGated(d, weight) // the common case inlines
+}
+
+// mayStartGated is mayStart for a task that may have to wait for a token
+// or for slots.
+func (s *slots) mayStartGated(d *dispatcher, weight int) bool {
 	if s.p.cfg.rate.limited() && !d.tokens.ready(&d.timers) {
 		return false
 	}

@@ -64,6 +64,9 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
 		return w.job.work()
+	case p.abandonBegun.Load():
+		p.abandonTaken(w.fn)
+		return &p.counts.skipped, false
 	case p.cfg.timed:
 		panicked = p.runTimed(w.fn, w.readyAt)
 	case p.cfg.panicHandler != nil:
@@ -72,6 +75,16 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 		w.fn() // no defer on the common path
 	}
 	return &p.counts.completed, panicked
+}
+
+// abandonTaken gives up a plain task that a worker took once abandoning had
+// begun (Stop, or a Shutdown that gave up): the dispatcher may have offered
+// it a moment before, and it must not start. It is abandoned as the queue's
+// tasks are: counted, and given to the dead-letter handler with
+// ErrStopped.
+func (p *WorkerPool) abandonTaken(task func()) {
+	p.counts.settled.count(jobAbandoned)
+	p.giveUp(task, ErrStopped)
 }
 
 // callPlain runs a func() task: a plain one, or a DoWait call's. With a
