@@ -62,29 +62,34 @@ func TestObserversNeverBlock(t *testing.T) {
 	})
 }
 
+// pollBackwards reads counter from p's Status in a loop, on a goroutine of
+// its own, until the func it returns is called; that func returns how many
+// times the counter went back from one snapshot to the next.
+func pollBackwards(p *WorkerPool, counter func(Status) uint64) (stop func() int64) {
+	var back atomic.Int64
+	done, polled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(polled)
+		for last := uint64(0); !isClosed(done); {
+			n := counter(p.Status())
+			if n < last {
+				back.Add(1)
+			}
+			last = max(last, n)
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-polled
+		return back.Load()
+	}
+}
+
 // Status.Completed never goes back, however the runs end: plain tasks,
 // handles, and runs posted for a retry, while a reader polls it.
 func TestStatusCompletedNeverGoesBack(t *testing.T) {
 	p := New(4)
-	var back atomic.Int64
-	done := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		last := uint64(0)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			c := p.Status().Completed
-			if c < last {
-				back.Add(1)
-			}
-			last = max(last, c)
-		}
-	}()
+	stop := pollBackwards(p, func(s Status) uint64 { return s.Completed })
 	again := Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 })
 	ctx := context.Background()
 	for range 20000 {
@@ -92,9 +97,7 @@ func TestStatusCompletedNeverGoesBack(t *testing.T) {
 		p.Go(ctx, func(context.Context) error { return errFlaky }, again)
 	}
 	p.StopWait()
-	close(done)
-	<-polled
-	assert.Zero(t, back.Load(), "times Completed went back")
+	assert.Zero(t, stop(), "times Completed went back")
 	assert.Equal(t, uint64(40000), p.Status().Completed, "completed")
 }
 
@@ -103,25 +106,7 @@ func TestStatusCompletedNeverGoesBack(t *testing.T) {
 // reader polls it.
 func TestStatusSubmittedNeverGoesBack(t *testing.T) {
 	p := New(4)
-	var back atomic.Int64
-	done := make(chan struct{})
-	polled := make(chan struct{})
-	go func() {
-		defer close(polled)
-		last := uint64(0)
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			n := p.Status().Submitted
-			if n < last {
-				back.Add(1)
-			}
-			last = max(last, n)
-		}
-	}()
+	stop := pollBackwards(p, func(s Status) uint64 { return s.Submitted })
 	var controls sync.WaitGroup
 	ended := canceledContext()
 	batch := []func(){func() {}, func() {}}
@@ -144,9 +129,7 @@ func TestStatusSubmittedNeverGoesBack(t *testing.T) {
 	}
 	controls.Wait()
 	p.StopWait()
-	close(done)
-	<-polled
-	assert.Zero(t, back.Load(), "times Submitted went back")
+	assert.Zero(t, stop(), "times Submitted went back")
 	assert.Equal(t, uint64(20000+2*500), p.Status().Submitted, "submitted")
 }
 
