@@ -165,7 +165,7 @@ func (d *dispatcher) advance() {
 // retires it; on wake while a part wants it (see the parts' wantsWake);
 // and on the timer while it is armed. (A Stop that abandons the queue
 // needs no wake for plain tasks: a worker that takes the one offered a
-// moment before does not start it, see WorkerPool.do.)
+// moment before does not start it, see work.offered.)
 func (d *dispatcher) await() bool {
 	if d.queue.delta != 0 {
 		d.queue.publish()

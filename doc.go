@@ -292,11 +292,10 @@
 // called runtime.Goexit may still be finishing its last deferred call, its
 // WaitGroup's Done, and the runtime keeps its frames until it frees the
 // goroutine a moment later.) From the moment Stop, or a Shutdown that gives
-// up, is called, no task that has not started will start, however soon a
-// worker comes free: the dispatcher hands none to a worker, and a worker
-// that takes one as the stop begins gives it up (abandoned, as the queue's
-// tasks are); only a task its worker was calling at that very moment may
-// still run.
+// up, is called, no queued task starts, however soon a worker comes free:
+// the dispatcher hands none to a worker, and a worker that takes the one
+// it was offering as the stop began gives it up (abandoned, as the rest of
+// the queue); only a task a worker had taken before may still start.
 // All are idempotent and safe to call from many goroutines at once; a Stop
 // during a StopWait or Shutdown abandons what has not started yet. Once
 // stopping has begun, Submit and SubmitWait panic with an error wrapping

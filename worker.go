@@ -15,6 +15,11 @@ type work struct {
 	fn      func()
 	job     *job
 	readyAt int64
+	// offered says dispatch offered the task while it waited for other
+	// events too (see offerFront): a Stop that abandons the queue may come
+	// meanwhile, and a worker that takes a plain task so offered once
+	// abandoning began gives it up rather than start it.
+	offered bool
 }
 
 // readyNow is the readyAt of a task handed to a worker as it became ready,
@@ -64,7 +69,7 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
 		return w.job.work()
-	case p.abandonBegun.Load():
+	case w.offered && p.abandonBegun.Load():
 		p.abandonTaken(w.fn)
 		return &p.counts.skipped, false
 	case p.cfg.timed:
@@ -77,11 +82,11 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	return &p.counts.completed, panicked
 }
 
-// abandonTaken gives up a plain task that a worker took once abandoning had
-// begun (Stop, or a Shutdown that gave up): the dispatcher may have offered
-// it a moment before, and it must not start. It is abandoned as the queue's
-// tasks are: counted, and given to the dead-letter handler with
-// ErrStopped.
+// abandonTaken gives up a plain task from the queue that a worker took
+// once abandoning had begun (Stop, or a Shutdown that gave up): the
+// dispatcher offered it a moment before (see work.offered), and it must not
+// start. It is abandoned as the queue's tasks are: counted, and given to
+// the dead-letter handler with ErrStopped.
 func (p *WorkerPool) abandonTaken(task func()) {
 	p.counts.settled.count(jobAbandoned)
 	p.giveUp(task, ErrStopped)
@@ -490,6 +495,7 @@ func (d *dispatcher) offerFront() (chan<- work, work) {
 		return nil, work{}
 	}
 	d.offered = offer{src: src, out: outOf(w)}
+	w.offered = true
 	return d.p.workerQueue, w
 }
 
