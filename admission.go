@@ -445,7 +445,7 @@ func (p *WorkerPool) unreserve(j *job) {
 // place among them before it is sent (see reserveScheduled).
 func (p *WorkerPool) sendDropOldest(m message) error {
 	j := m.job
-	if j == nil || j.due == 0 {
+	if j == nil || j.due() == 0 {
 		if p.scheduledFill(1) {
 			return ErrQueueFull
 		}

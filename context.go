@@ -28,11 +28,38 @@ type taskContext struct {
 	parent context.Context // the caller's ctx; set before the Task is submitted
 	pool   *WorkerPool
 
-	mu          sync.Mutex              // guards the fields below
+	mu          sync.Mutex              // guards the fields below, and the Task's done and unwatch
 	inner       context.Context         // nil until fn needs it
 	cancelInner context.CancelCauseFunc // cancels inner
-	cause       error                   // why the task was canceled before inner was made
+	cause       causeCode               // why the task was canceled before inner was made, if it was
 	live        bool                    // inner is in pool.live
+	closed      bool                    // the Task concluded: a done channel made from now on is made closed
+	watched     bool                    // the Task watches the caller's ctx (see Task.doneChan)
+}
+
+// A causeCode stands for the cause of a task's cancellation before its
+// inner context was made, in a byte rather than an error value: the only
+// two are Cancel's (and the task's end's) and a Shutdown that gave up.
+type causeCode uint8
+
+const (
+	notCanceled causeCode = iota
+	canceledByCall
+	canceledByCut
+)
+
+func codeOf(cause error) causeCode {
+	if cause == errShutdownCut {
+		return canceledByCut
+	}
+	return canceledByCall
+}
+
+func (c causeCode) err() error {
+	if c == canceledByCut {
+		return errShutdownCut
+	}
+	return context.Canceled
 }
 
 // Deadline returns the caller's ctx's deadline.
@@ -71,7 +98,7 @@ func (c *taskContext) get(need bool) context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inner == nil {
-		if !need && c.cause == nil && !c.pool.live.isCut() && c.parent.Err() == nil {
+		if !need && c.cause == notCanceled && !c.pool.live.isCut() && c.parent.Err() == nil {
 			return nil
 		}
 		c.makeInner()
@@ -85,8 +112,8 @@ func (c *taskContext) get(need bool) context.Context {
 func (c *taskContext) makeInner() {
 	c.inner, c.cancelInner = context.WithCancelCause(c.parent)
 	switch {
-	case c.cause != nil:
-		c.cancelInner(c.cause)
+	case c.cause != notCanceled:
+		c.cancelInner(c.cause.err())
 	case c.pool.live.add(c):
 		c.live = true
 	default: // the pool was cut
@@ -105,16 +132,15 @@ func (c *taskContext) cancelLocked(cause error) {
 	switch {
 	case c.inner != nil:
 		c.cancelInner(cause)
-	case c.cause == nil:
-		c.cause = cause
+	case c.cause == notCanceled:
+		c.cause = codeOf(cause)
 	}
 }
 
-// release runs once the task settled: it cancels the context, which frees
-// the inner one from the caller's ctx, and takes it out of pool.live.
-func (c *taskContext) release() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// releaseLocked runs once the task concluded: it cancels the context,
+// which frees the inner one from the caller's ctx, and takes it out of
+// pool.live. c.mu is held.
+func (c *taskContext) releaseLocked() {
 	c.cancelLocked(context.Canceled)
 	if c.live {
 		c.pool.live.remove(c)

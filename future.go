@@ -21,19 +21,30 @@ func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context
 	mustHave(ctx, fn != nil, "Call")
 	f := &Future[T]{fn: fn}
 	f.task.init(p, ctx, f)
-	f.task.job.apply(p.parseOptions(opts))
+	f.task.job.apply(p.parseOptions(opts), nil)
 	p.submitTask(&f.task)
 	return f
 }
 
-// call is f's task body: one run of fn.
-func (f *Future[T]) call(ctx context.Context) error {
+// run is one run of fn, which keeps its value.
+func (f *Future[T]) run(ctx context.Context) error {
 	var zero T
 	f.value = zero // an earlier run's value is not this run's
 	v, err := f.fn(ctx)
 	f.value = v
 	return err
 }
+
+// A Future owns its task's job (see jobOwner): it runs fn itself, and
+// leaves the rest to its Task.
+
+func (f *Future[T]) call() (panicked bool, err error) {
+	return f.task.job.pool.callRecovering(&f.task.ctx, f.run)
+}
+func (f *Future[T]) canceled() error              { return f.task.canceled() }
+func (f *Future[T]) conclude(err error, ran bool) { f.task.conclude(err, ran) }
+func (f *Future[T]) released()                    {}
+func (f *Future[T]) ctxDone() bool                { return f.task.ctxDone() }
 
 // Wait blocks as [Task.Wait] does and returns fn's value and error: the
 // value of the run whose outcome Wait reports. The value is T's zero value

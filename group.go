@@ -473,6 +473,7 @@ type groupTask struct {
 	// to the pool: it joins the queue without room and, under DropOldest,
 	// drops no waiting task. Set before the send.
 	held bool
+	opts jobOptions // the job's options, if its fn uses any: pooled with it (see job.opts)
 }
 
 func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o taskOptions) *groupTask {
@@ -483,7 +484,7 @@ func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o ta
 	}
 	t.group, t.fn = g, fn
 	t.refs.Store(2)
-	t.job.reset(o)
+	t.job.reset(o, &t.opts)
 	return t
 }
 
@@ -496,7 +497,7 @@ func (j *job) heldByGroup() bool {
 }
 
 func (t *groupTask) call() (panicked bool, err error) {
-	return t.job.pool.callRecovering(t.group.ctx, funcBody(t.fn))
+	return t.job.pool.callRecovering(t.group.ctx, t.fn)
 }
 
 func (t *groupTask) canceled() error {
@@ -518,7 +519,7 @@ func (t *groupTask) ctxDone() bool { return t.group.ctx.Err() != nil }
 func (t *groupTask) unref() {
 	if t.refs.Add(-1) == 0 {
 		t.group, t.fn = nil, nil
-		t.job.reset(taskOptions{})
+		t.job.reset(taskOptions{}, nil)
 		t.job.pool.groupTasks.Put(t)
 	}
 }

@@ -65,8 +65,8 @@ func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
 		task := g.add(heldTask{fn: func(context.Context) error { ran.Store(true); return nil }})
 		g.mu.Unlock()
 		cancel()
-		synctest.Wait() // the group's cancel has run and left the pending task alone
-		task.job.work() // as the worker that took it would
+		synctest.Wait()  // the group's cancel has run and left the pending task alone
+		task.job.work(0) // as the worker that took it would
 		assert.Same(t, context.Canceled, g.Wait(), "Wait")
 		assert.False(t, ran.Load(), "fn ran")
 	})

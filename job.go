@@ -64,12 +64,18 @@ type job struct {
 	pool  *WorkerPool
 	owner jobOwner // set once, when the job is made
 
-	// The task's options (see taskOptions), written by its submitter
-	// before the send; due also by the worker that posts it for a retry.
-	due      int64
-	priority int
-	weight   int
-	retry    RetryPolicy
+	// opts is the state of a task that uses an option, out of line so
+	// that a task without one carries none of it: nil for such a task
+	// (priority 0, weight 1, no due time, no retry). Written by its
+	// submitter before the send; then as jobOptions says.
+	opts *jobOptions
+}
+
+// jobOptions is the state a job needs only when its task uses an option
+// (see TaskOption): the options themselves, the retry state, and where the
+// job stands among the queued jobs of its priority level.
+type jobOptions struct {
+	taskOptions // due also written by the worker that posts it for a retry
 
 	// attempt counts the runs so far and lastErr is the error of the last
 	// one, once it is to be retried: written by the worker that ran it.
@@ -77,14 +83,53 @@ type job struct {
 	lastErr error
 
 	// Dispatch's own: seq orders the job among the queued jobs of other
-	// levels than 0 (see levels); after is the number of level-0 entries
-	// queued before it. readyAt is when it last joined the queue, on the
-	// pool's clock, accepted or come due (Delay, At, a retry), or readyNow
-	// if it went to a worker at once: written by dispatch if tasks carry it
-	// (see waitQueue.stamped), and read by the worker it hands the job to.
+	// levels than 0 (see waitQueue.levels); after is the number of level-0
+	// entries queued before it; readyAt is when it last joined such a
+	// level, on the pool's clock, if tasks carry it (see waitQueue.stamped;
+	// level 0 keeps its entries' readyAt itself).
 	seq     uint64
 	after   uint64
 	readyAt int64
+}
+
+// weight is the slots the job's task takes (see Weight): 1 unless an
+// option says otherwise.
+func (j *job) weight() int {
+	if j.opts == nil {
+		return 1
+	}
+	return j.opts.weight
+}
+
+// priority is the job's priority level (see Priority).
+func (j *job) priority() int {
+	if j.opts == nil {
+		return 0
+	}
+	return j.opts.priority
+}
+
+// due is when the job may start, on the pool's clock; 0: at once.
+func (j *job) due() int64 {
+	if j.opts == nil {
+		return 0
+	}
+	return j.opts.due
+}
+
+// retriable reports whether the job has a RetryPolicy: it may come back
+// for another run.
+func (j *job) retriable() bool {
+	return j.opts != nil && j.opts.retry != nil
+}
+
+// lastErr is the error of the job's last run, once it was to be retried;
+// nil before.
+func (j *job) lastErr() error {
+	if j.opts == nil {
+		return nil
+	}
+	return j.opts.lastErr
 }
 
 // The states of a job.
@@ -127,10 +172,10 @@ func (j *job) init(p *WorkerPool, owner jobOwner) {
 	j.pool, j.owner = p, owner
 }
 
-// reset readies a reused job for a new task with options o.
-func (j *job) reset(o taskOptions) {
-	j.apply(o)
-	j.attempt, j.lastErr = 0, nil
+// reset readies a reused job for a new task with options o, kept in
+// store if it uses any.
+func (j *job) reset(o taskOptions, store *jobOptions) {
+	j.apply(o, store)
 	j.state.Store(jobPending)
 }
 
@@ -222,8 +267,8 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 		return nil, false
 	}
 	err = why
-	if j.lastErr != nil { // written by the worker before it posted the job: read only once it is the settler's
-		err = withLastRun(why, j.lastErr)
+	if last := j.lastErr(); last != nil { // written by the worker before it posted the job: read only once it is the settler's
+		err = withLastRun(why, last)
 	}
 	switch from {
 	case jobQueued:
@@ -293,14 +338,15 @@ func (j *job) abandon() {
 	}
 }
 
-// work runs on the worker that took the job: it starts the job and runs
-// its task, or skips it if it was settled or must not start. It returns
+// work runs on the worker that took the job, which became ready at readyAt
+// (see work.readyAt): it starts the job and runs its task, or skips it if
+// it was settled or must not start. It returns
 // the count of p.counts the work goes to: completed, skipped, or
 // posted for a retry (then the pool keeps its reference to the job); and,
 // if completed, whether the run that ended the task for good panicked
 // (see WorkerPool.returned), which earlier runs, retried, do not decide.
-func (j *job) work() (count *atomic.Uint64, panicked bool) {
-	p, weight, retriable := j.pool, j.weight, j.retry != nil
+func (j *job) work(readyAt int64) (count *atomic.Uint64, panicked bool) {
+	p, weight, retriable := j.pool, j.weight(), j.retriable()
 	kept := false
 	defer func() {
 		if !kept {
@@ -317,7 +363,7 @@ func (j *job) work() (count *atomic.Uint64, panicked bool) {
 	if j.settled() || j.settleIfBlocked() || !j.start() {
 		return &p.counts.skipped, false
 	}
-	if kept, panicked = j.run(); kept {
+	if kept, panicked = j.run(readyAt); kept {
 		return &p.counts.posted, false
 	}
 	return &p.counts.completed, panicked
@@ -336,7 +382,7 @@ func (j *job) start() bool {
 		return false
 	}
 	j.pool.givePlaceOf(j)
-	if j.attempt > 0 {
+	if j.opts != nil && j.opts.attempt > 0 {
 		j.pool.counts.reruns.Add(1)
 	}
 	return true
@@ -346,8 +392,8 @@ func (j *job) start() bool {
 // a retry and reports true; it also reports whether the run panicked. The
 // deferred call also runs when the task panics past the owner or calls
 // runtime.Goexit, which is then the outcome; in a timed pool the hooks run
-// inside it (see taskFinished).
-func (j *job) run() (retried, panicked bool) {
+// inside it (see taskFinished), with the run's wait counted from readyAt.
+func (j *job) run(readyAt int64) (retried, panicked bool) {
 	p := j.pool
 	err := ErrGoexit
 	defer func() {
@@ -360,7 +406,7 @@ func (j *job) run() (retried, panicked bool) {
 		j.owner.conclude(err, true)
 	}()
 	if p.cfg.timed {
-		c := p.startRun(j.readyAt)
+		c := p.startRun(readyAt)
 		defer p.taskFinished(c, &err)
 		p.taskStarted(c)
 	}

@@ -22,8 +22,8 @@ type waitQueue struct {
 	// popped: pauses keep their place in it. Its buffer never shrinks
 	// below queueBaseCap, so that bursts that come and go do not
 	// allocate. readyAt holds when each entry joined the queue, on the
-	// pool's clock, if stamped: its wait counts from then (see
-	// job.readyAt).
+	// pool's clock, if stamped: its wait counts from then (the jobs of
+	// other levels keep theirs in their jobOptions).
 	tasks          deque.Deque[func()]
 	jobs           deque.Deque[*job]
 	readyAt        deque.Deque[int64]
@@ -134,11 +134,13 @@ func (q *waitQueue) pushJob(j *job) bool {
 	if !j.enqueue() {
 		return false
 	}
-	q.heaviest = max(q.heaviest, j.weight)
+	q.heaviest = max(q.heaviest, j.weight())
+	var readyAt int64
 	if q.stamped {
-		j.readyAt = q.stampNow()
+		readyAt = q.stampNow()
 	}
-	if j.priority != 0 {
+	if j.priority() != 0 {
+		j.opts.readyAt = readyAt
 		q.pushRanked(j)
 		return true
 	}
@@ -146,7 +148,7 @@ func (q *waitQueue) pushJob(j *job) bool {
 	q.jobs.PushBack(j)
 	q.pushed++
 	if q.stamped {
-		q.readyAt.PushBack(j.readyAt)
+		q.readyAt.PushBack(readyAt)
 	}
 	return true
 }
@@ -156,11 +158,11 @@ func (q *waitQueue) pushJob(j *job) bool {
 // level 0's entries, so that a pause's barrier and DropOldest see the order
 // in which all tasks joined the queue.
 func (q *waitQueue) pushRanked(j *job) {
-	j.seq, j.after = q.rankedSeq, q.pushed
+	j.opts.seq, j.opts.after = q.rankedSeq, q.pushed
 	q.rankedSeq++
-	i, found := slices.BinarySearchFunc(q.levels, j.priority, func(l *level, p int) int { return cmp.Compare(l.priority, p) })
+	i, found := slices.BinarySearchFunc(q.levels, j.opts.priority, func(l *level, p int) int { return cmp.Compare(l.priority, p) })
 	if !found {
-		q.levels = slices.Insert(q.levels, i, q.newLevel(j.priority))
+		q.levels = slices.Insert(q.levels, i, q.newLevel(j.opts.priority))
 	}
 	q.levels[i].jobs.PushBack(j)
 	q.ranked++
@@ -182,11 +184,7 @@ func (q *waitQueue) stampNow() int64 {
 // ready; if the hand-off fails, push or pushJob stamps it after all.
 func (q *waitQueue) atOnce(w work) work {
 	if q.stamped {
-		if w.job != nil {
-			w.job.readyAt = readyNow
-		} else {
-			w.readyAt = readyNow
-		}
+		w.readyAt = readyNow
 	}
 	return w
 }
@@ -257,17 +255,19 @@ func (q *waitQueue) newLevel(priority int) *level {
 
 // workAt is the front entry of src as work.
 func (q *waitQueue) workAt(src source) work {
-	if src != level0 {
-		return work{job: q.levels[src].jobs.Front()}
-	}
-	fn := q.tasks.Front()
+	var w work
 	switch {
-	case fn == nil:
-		return work{job: q.jobs.Front()}
-	case q.stamped:
-		return work{fn: fn, readyAt: q.readyAt.Front()}
+	case src != level0:
+		w.job = q.levels[src].jobs.Front()
+	case q.tasks.Front() == nil:
+		w.job = q.jobs.Front()
+	default:
+		w.fn = q.tasks.Front()
 	}
-	return work{fn: fn}
+	if q.stamped {
+		w.readyAt = q.readyAtOf(src)
+	}
+	return w
 }
 
 // frontJob is src's front job, or nil if it is a plain task.
@@ -286,7 +286,7 @@ func (q *waitQueue) readyAtOf(src source) int64 {
 	if src == level0 {
 		return q.readyAt.Front()
 	}
-	return q.levels[src].jobs.Front().readyAt
+	return q.levels[src].jobs.Front().opts.readyAt
 }
 
 // lenAt is the number of entries in src.
@@ -377,18 +377,18 @@ func (q *waitQueue) mayLeave(src source, hold *pauseRequest) bool {
 	case src == level0:
 		return q.popped < hold.barrier
 	}
-	return q.levels[src].jobs.Front().seq < hold.rankedBarrier
+	return q.levels[src].jobs.Front().opts.seq < hold.rankedBarrier
 }
 
 // older reports whether a's front joined the queue before b's.
 func (q *waitQueue) older(a, b source) bool {
 	switch {
 	case a == level0:
-		return q.levels[b].jobs.Front().after > q.popped
+		return q.levels[b].jobs.Front().opts.after > q.popped
 	case b == level0:
-		return q.levels[a].jobs.Front().after <= q.popped
+		return q.levels[a].jobs.Front().opts.after <= q.popped
 	}
-	return q.levels[a].jobs.Front().seq < q.levels[b].jobs.Front().seq
+	return q.levels[a].jobs.Front().opts.seq < q.levels[b].jobs.Front().opts.seq
 }
 
 // oldest is the source whose front joined the queue first, or none.
@@ -500,7 +500,7 @@ func (q *waitQueue) nextExpiry() (int64, bool) {
 		first, found = q.readyAt.Front(), true
 	}
 	for _, l := range q.levels {
-		if at := l.jobs.Front().readyAt; !found || at < first {
+		if at := l.jobs.Front().opts.readyAt; !found || at < first {
 			first, found = at, true
 		}
 	}
@@ -511,7 +511,7 @@ func (q *waitQueue) nextExpiry() (int64, bool) {
 // the queue before req's barrier still waits.
 func (q *waitQueue) rankedBefore(req *pauseRequest) bool {
 	for _, l := range q.levels {
-		if l.jobs.Front().seq < req.rankedBarrier {
+		if l.jobs.Front().opts.seq < req.rankedBarrier {
 			return true
 		}
 	}

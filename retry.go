@@ -101,10 +101,10 @@ func withLastRun(err, last error) error {
 // job. Otherwise it returns the task's outcome: err, or, if the policy
 // panicked, a *PanicError with its value joined with err.
 func (j *job) retryLater(err error) (bool, error) {
-	if j.retry == nil || err == nil || isPermanent(err) || j.owner.ctxDone() {
+	if !j.retriable() || err == nil || isPermanent(err) || j.owner.ctxDone() {
 		return false, err
 	}
-	j.attempt++
+	j.opts.attempt++
 	delay, again, panicked := j.askPolicy(err)
 	switch {
 	case panicked != nil:
@@ -113,8 +113,8 @@ func (j *job) retryLater(err error) (bool, error) {
 		return false, err
 	}
 	p := j.pool
-	j.lastErr = err
-	j.due = later(p.now(), max(int64(delay), 0))
+	j.opts.lastErr = err
+	j.opts.due = later(p.now(), max(int64(delay), 0))
 	if p.cfg.roomed {
 		j.place.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
@@ -132,7 +132,7 @@ func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked er
 			panicked = e
 		}
 	}()
-	delay, again = j.retry(j.attempt, err)
+	delay, again = j.opts.retry(j.opts.attempt, err)
 	return delay, again, nil
 }
 

@@ -144,9 +144,10 @@ func (t *timers) stop() {
 // push puts a scheduled job in the heap and arms the timer for it.
 func (t *timers) push(j *job) {
 	t.seq++
-	t.heaviest = max(t.heaviest, j.weight)
-	t.heap.push(timerEntry{due: j.due, seq: t.seq, job: j})
-	t.wakeAt(j.due)
+	t.heaviest = max(t.heaviest, j.weight())
+	due := j.due()
+	t.heap.push(timerEntry{due: due, seq: t.seq, job: j})
+	t.wakeAt(due)
 }
 
 // atRest reports whether the timer is not armed: nothing waits in time.
@@ -255,7 +256,8 @@ func (t *timers) makeDue(d *dispatcher, j *job) {
 // notDue reports whether the job must wait in the timer heap: it has a due
 // time that has not come yet.
 func (j *job) notDue() bool {
-	return j.due != 0 && j.pool.now() < j.due
+	due := j.due()
+	return due != 0 && j.pool.now() < due
 }
 
 // now is the pool's clock: the time since New, in nanoseconds, on the

@@ -87,7 +87,7 @@ func (p *WorkerPool) heavierThanPool(weight int) bool {
 // weighs more than size slots (a Resize made the pool smaller after it was
 // accepted), and reports whether it is that heavy.
 func (j *job) dropIfHeavierThan(size int) bool {
-	if j.weight <= size {
+	if j.weight() <= size {
 		return false
 	}
 	j.settle(jobDropped, ErrTooHeavy)

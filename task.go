@@ -31,32 +31,19 @@ func (e *PanicError) Unwrap() error {
 // error, watch for its end, or cancel it. Its methods are safe for
 // concurrent use and may be called any number of times.
 type Task struct {
-	job  job         // carries the task through the pool; its state says whether it ended
-	body taskBody    // what runs; nil once the task concluded
-	ctx  taskContext // what fn receives
+	job job                             // carries the task through the pool; its state says whether it ended
+	fn  func(ctx context.Context) error // what Go runs; nil for a Future's task (the Future runs its own), and once the task concluded
+	ctx taskContext                     // what fn receives; its mu also guards done and unwatch
 
-	// The outcome: err is written once, by settled, before finished is
+	// The outcome: err is written once, by conclude, before finished is
 	// done and done is closed. Wait waits on finished; done exists only
 	// once someone needs a channel.
 	err      error
 	finished sync.WaitGroup
 
-	mu      sync.Mutex    // guards the fields below
 	done    chan struct{} // made on first use, by Done or a Wait with a cancelable ctx
-	closed  bool          // conclude ran: a done made from now on is made closed
-	watched bool          // Done asked to watch the caller's ctx
-	unwatch func() bool   // stops that watch; nil if there is none
+	unwatch func() bool   // stops the watch of the caller's ctx (see doneChan); nil if there is none
 }
-
-// A taskBody is what a task runs: fn for Go and Group.Go, a Future for Call.
-type taskBody interface {
-	call(ctx context.Context) error
-}
-
-// funcBody is the body of Go and Group.Go.
-type funcBody func(ctx context.Context) error
-
-func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 
 // Go queues fn to run on a worker, like Submit, and returns its handle. It
 // never blocks. fn receives a context that is canceled when ctx is, when
@@ -84,9 +71,9 @@ func (f funcBody) call(ctx context.Context) error { return f(ctx) }
 // Go panics if ctx or fn is nil. Safe for concurrent use.
 func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error, opts ...TaskOption) *Task {
 	mustHave(ctx, fn != nil, "Go")
-	t := new(Task)
-	t.init(p, ctx, funcBody(fn))
-	t.job.apply(p.parseOptions(opts))
+	t := &Task{fn: fn}
+	t.init(p, ctx, t)
+	t.job.apply(p.parseOptions(opts), nil)
 	p.submitTask(t)
 	return t
 }
@@ -101,10 +88,10 @@ func mustHave(ctx context.Context, haveFn bool, method string) {
 	}
 }
 
-// init readies t to run body with ctx on p.
-func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
-	t.job.init(p, t)
-	t.body = body
+// init readies t to run with ctx on p, its job owned by owner: t itself
+// for Go, its Future for Call.
+func (t *Task) init(p *WorkerPool, ctx context.Context, owner jobOwner) {
+	t.job.init(p, owner)
 	t.ctx.parent, t.ctx.pool = ctx, p
 	t.finished.Add(1)
 }
@@ -116,7 +103,7 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, body taskBody) {
 // once, so that a queued or scheduled task whose ctx ends gives back its
 // room and leaves Scheduled then, whether or not anyone waits for it.
 func (p *WorkerPool) submitTask(t *Task) {
-	watch := (p.cfg.bounded || t.job.due != 0 || t.job.retry != nil) && t.ctx.parent.Done() != nil // before the send: then the job is the pool's
+	watch := (p.cfg.bounded || t.job.due() != 0 || t.job.retriable()) && t.ctx.parent.Done() != nil // before the send: then the job is the pool's
 	switch err := p.sendJob(&t.job, t.ctx.parent); err {
 	case nil:
 		if watch {
@@ -164,16 +151,16 @@ func (t *Task) Done() <-chan struct{} {
 // who only calls Wait with an uncancelable ctx never pays for it. With
 // watch set, it also starts watching the caller's ctx, once.
 func (t *Task) doneChan(watch bool) <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.ctx.mu.Lock()
+	defer t.ctx.mu.Unlock()
 	if t.done == nil {
 		t.done = make(chan struct{})
-		if t.closed {
+		if t.ctx.closed {
 			close(t.done)
 		}
 	}
-	if watch && !t.watched && !t.closed {
-		t.watched = true
+	if watch && !t.ctx.watched && !t.ctx.closed {
+		t.ctx.watched = true
 		if t.ctx.parent.Done() != nil {
 			t.unwatch = context.AfterFunc(t.ctx.parent, t.cancelIfCallerDone)
 		}
@@ -207,7 +194,7 @@ func (t *Task) cancelIfCallerDone() {
 
 // call runs on the worker that started t.
 func (t *Task) call() (panicked bool, err error) {
-	return t.job.pool.callRecovering(&t.ctx, t.body)
+	return t.job.pool.callRecovering(&t.ctx, t.fn)
 }
 
 // canceled returns the caller's ctx's error once it is done; if its cause
@@ -228,12 +215,12 @@ func (t *Task) canceled() error {
 // whoever waits, through Wait and Done.
 func (t *Task) conclude(err error, _ bool) {
 	t.err = err
-	t.body = nil
-	t.ctx.release()
-	t.mu.Lock()
-	t.closed = true
+	t.fn = nil
+	t.ctx.mu.Lock()
+	t.ctx.releaseLocked()
+	t.ctx.closed = true
 	done, unwatch := t.done, t.unwatch
-	t.mu.Unlock()
+	t.ctx.mu.Unlock()
 	if done != nil {
 		close(done)
 	}
@@ -250,10 +237,10 @@ func (t *Task) released() {}
 // or a Shutdown that gave up.
 func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 
-// callRecovering runs body with ctx and returns its error, or reports
-// that it panicked and returns a *PanicError. A runtime.Goexit passes
-// through; the job reports it as ErrGoexit.
-func (p *WorkerPool) callRecovering(ctx context.Context, body taskBody) (panicked bool, err error) {
+// callRecovering runs fn with ctx and returns its error, or reports that
+// it panicked and returns a *PanicError. A runtime.Goexit passes through;
+// the job reports it as ErrGoexit.
+func (p *WorkerPool) callRecovering(ctx context.Context, fn func(context.Context) error) (panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			e := panicErrorFor(r)
@@ -261,5 +248,5 @@ func (p *WorkerPool) callRecovering(ctx context.Context, body taskBody) (panicke
 			panicked, err = true, e
 		}
 	}()
-	return false, body.call(ctx)
+	return false, fn(ctx)
 }

@@ -113,7 +113,23 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 	return o
 }
 
-// apply gives j the options o.
-func (j *job) apply(o taskOptions) {
-	j.due, j.priority, j.weight, j.retry = o.due, o.priority, o.weight, o.retry
+// apply gives j the options o, kept out of line (see jobOptions):
+// into store, or into a new jobOptions if store is nil; a task that uses no
+// option gets none (see job.opts).
+func (j *job) apply(o taskOptions, store *jobOptions) {
+	if o.isDefault() {
+		j.opts = nil
+		return
+	}
+	if store == nil {
+		store = new(jobOptions)
+	}
+	*store = jobOptions{taskOptions: o}
+	j.opts = store
+}
+
+// isDefault reports whether o changes nothing: the options of a plain
+// task.
+func (o taskOptions) isDefault() bool {
+	return o.due == 0 && o.priority == 0 && o.weight <= 1 && o.retry == nil
 }

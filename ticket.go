@@ -104,7 +104,7 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 // start before them) or submitters wait before it; a delayed one, when the
 // queue has no room at all (a bound of 0).
 func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx context.Context) error {
-	delayed := j != nil && j.due != 0
+	delayed := j != nil && j.due() != 0
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped
@@ -117,7 +117,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 	t.task, t.job, t.tasks = task, j, 1
 	t.delayed, t.weight = delayed, 1
 	if j != nil {
-		t.weight = j.weight
+		t.weight = j.weight()
 	}
 	if !wait {
 		t.try = true // answered at once

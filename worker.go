@@ -8,9 +8,9 @@ import (
 
 // work is what a worker receives on workerQueue: a plain task (fn) or a job.
 // The zero work is the nil func that tells a worker to return. readyAt is
-// when a plain task joined the queue, on the pool's clock, or readyNow, in
-// a pool whose tasks carry it (see waitQueue.stamped); a job carries its
-// own (see job.readyAt).
+// when the task joined the queue (accepted, or come due), on the pool's
+// clock, or readyNow if it did not wait there, in a pool whose tasks carry
+// it (see waitQueue.stamped).
 type work struct {
 	fn      func()
 	job     *job
@@ -68,7 +68,7 @@ func (p *WorkerPool) idleWorker() {
 func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
-		return w.job.work()
+		return w.job.work(w.readyAt)
 	case w.offered && p.abandonBegun.Load():
 		p.abandonTaken(w.fn)
 		return &p.counts.skipped, false
@@ -391,7 +391,7 @@ func outOf(w work) jobOut {
 	if w.job == nil {
 		return jobOut{weight: 1}
 	}
-	return jobOut{weight: w.job.weight, retriable: w.job.retry != nil}
+	return jobOut{weight: w.job.weight(), retriable: w.job.retriable()}
 }
 
 // Handing work out: the dispatcher picks the task to start next and gives

@@ -266,7 +266,7 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped
-	case p.heavierThanPool(j.weight):
+	case p.heavierThanPool(j.weight()):
 		return ErrTooHeavy
 	}
 	return nil
@@ -315,7 +315,7 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	}
 	w.task = task
 	w.refs.Store(2)
-	w.job.reset(taskOptions{weight: 1})
+	w.job.reset(taskOptions{}, nil)
 	return w
 }
 
