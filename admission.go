@@ -113,13 +113,19 @@ func (p *WorkerPool) TrySubmit(task func()) bool {
 // the bound; under DropOldest, or with no bound, it never waits for room.
 // It returns
 // ErrStopped once the pool is stopping, also while it waited. A nil task is
-// ignored and DoContext returns nil. DoContext panics if ctx is nil. Safe
-// for concurrent use.
-func (p *WorkerPool) DoContext(ctx context.Context, task func()) error {
+// ignored and DoContext returns nil. opts schedule task as Do's do, with
+// the same rules. DoContext panics if ctx is nil, and if opts hold a Retry.
+// Safe for concurrent use.
+func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOption) error {
 	if ctx == nil {
 		panic("workerpool: DoContext called with a nil context")
 	}
-	err := p.doPlain(task, true, ctx)
+	var err error
+	if len(opts) > 0 {
+		err = p.doWithOptions(ctx, task, opts)
+	} else {
+		err = p.doPlain(task, true, ctx)
+	}
 	if err == errWithdrawn {
 		return ctx.Err()
 	}

@@ -255,9 +255,9 @@ func (j *job) cancelQueued(why error) bool {
 }
 
 // settleFrom moves the job from a state before started to canceled,
-// abandoned or dropped, counts it, and tells TaskDropped why it never
-// runs: why, joined with its last run's error if it waited for a next
-// run (see withLastRun), which it returns for the owner. The move, the
+// abandoned, dropped or expired, counts it, and tells why it never runs
+// (see tellLost): why, joined with its last run's error if it waited for a
+// next run (see withLastRun), which it returns for the owner. The move, the
 // count and the letter are one settle in progress for a stop to wait for.
 func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	p := j.pool
@@ -287,8 +287,19 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 		p.givePlaceOf(j)
 	}
 	p.counts.settled.count(to)
-	p.tellDropped(err)
+	j.tellLost(err)
 	return err, true
+}
+
+// tellLost tells of a job that will never run: its task goes to the
+// dead-letter handler if it is a plain task (see plainJob), which no caller
+// waits for, and TaskDropped learns why in either case.
+func (j *job) tellLost(why error) {
+	if pj, ok := j.owner.(*plainJob); ok {
+		j.pool.giveUp(pj.fn, why)
+		return
+	}
+	j.pool.tellDropped(why)
 }
 
 // letGo drops the pool's reference to the job, exactly once for every job

@@ -49,6 +49,7 @@ type WorkerPool struct {
 
 	retryMail  retryMailbox // jobs whose run is to be retried, on their way from their workers to dispatch
 	waiters    sync.Pool    // idle *waiter values for DoWait
+	plainJobs  sync.Pool    // idle *plainJob values for Do and DoContext with options
 	groupTasks sync.Pool    // idle *groupTask values for Group.Go
 	tickets    sync.Pool    // idle *ticket values for submits that wait for an answer
 	live       liveTasks    // running Tasks' contexts and the groups, for a Shutdown that gives up
@@ -170,7 +171,22 @@ func (p *WorkerPool) submitRest(task func()) {
 // races with a stop either is accepted, and then the task runs exactly once
 // or the stop abandons it, or returns ErrStopped. A nil task is ignored and
 // Do returns nil. Safe for concurrent use.
-func (p *WorkerPool) Do(task func()) error {
+//
+// opts schedule task as for Go (see TaskOption): Delay and At, Priority
+// and Weight, with the same rules and the same errors (ErrTooHeavy for a
+// task heavier than the pool, counted in Status.Rejected). Once accepted,
+// a task with options that never runs goes to the dead-letter handler with
+// why, as a plain task does: ErrStopped if a stop abandons it (while it
+// waits for its due time, too), ErrDropped, ErrExpired, ErrTooHeavy after a
+// Resize. A plain task has no error to retry on, so Do panics if opts hold
+// a Retry: give Go a func that returns its error instead. With options
+// that change nothing (Delay(0), Priority(0), Weight(1)) the task is a
+// plain task; with others the pool carries it in a carrier it reuses, so
+// no allocation is made once the pool is warm.
+func (p *WorkerPool) Do(task func(), opts ...TaskOption) error {
+	if len(opts) > 0 {
+		return p.countRejected(p.doWithOptions(nil, task, opts), 1)
+	}
 	return p.countRejected(p.doPlain(task, true, nil), 1)
 }
 

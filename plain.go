@@ -1,0 +1,82 @@
+package workerpool
+
+import "context"
+
+// A plainJob carries a plain task given options (Do or DoContext with a
+// TaskOption: a delay, a priority, a weight): a job with a func() and its
+// options, owned by no one but the pool. The pool reuses it (see
+// WorkerPool.plainJobs) once it lets go of it (see job.letGo), so a plain
+// task with options costs no allocation once the pool is warm. A plain
+// task that never runs goes to the dead-letter handler, as Submit's does
+// (see tellLost).
+type plainJob struct {
+	job  job
+	fn   func()
+	opts jobOptions // the job's options, pooled with it
+}
+
+// doWithOptions is Do and DoContext for a task given options: a plain task
+// when they change nothing, else a plainJob. It returns why the pool
+// refused the task, uncounted; ctx (nil for Do) bounds a wait for room
+// under Block.
+func (p *WorkerPool) doWithOptions(ctx context.Context, task func(), opts []TaskOption) error {
+	o := p.parseOptions(opts)
+	if o.retry != nil {
+		panic("workerpool: Retry given to Do or DoContext: a func() fails only by panicking; use Go with a func that returns its error")
+	}
+	if task == nil {
+		return nil
+	}
+	if o.isDefault() {
+		return p.doPlain(task, true, ctx)
+	}
+	pj, _ := p.plainJobs.Get().(*plainJob)
+	if pj == nil {
+		pj = new(plainJob)
+		pj.job.init(p, pj)
+	}
+	pj.fn = task
+	pj.job.reset(o, &pj.opts)
+	err := p.sendJob(&pj.job, ctx)
+	if err != nil {
+		pj.recycle() // the pool never had it
+	}
+	return err
+}
+
+// call runs the task as a plain one: a panic crashes the program, or goes
+// to the panic handler.
+func (pj *plainJob) call() (panicked bool, err error) {
+	return pj.job.pool.callPlain(pj.fn)
+}
+
+// canceled is always nil: a plain task has no context.
+func (pj *plainJob) canceled() error { return nil }
+
+// ctxDone is always false: a plain task has no context.
+func (pj *plainJob) ctxDone() bool { return false }
+
+// conclude does nothing: no one waits for a plain task, and one that never
+// ran went to the dead-letter handler as it settled (see tellLost).
+func (pj *plainJob) conclude(error, bool) {}
+
+// released puts the carrier back for reuse: the pool is done with it.
+func (pj *plainJob) released() { pj.recycle() }
+
+// recycle readies pj for reuse and returns it to the pool's cache; no one
+// refers to it any more.
+func (pj *plainJob) recycle() {
+	p := pj.job.pool
+	pj.fn = nil
+	pj.opts = jobOptions{}
+	pj.job.opts = nil
+	if poisonReleased != nil {
+		poisonReleased(pj)
+		return
+	}
+	p.plainJobs.Put(pj)
+}
+
+// poisonReleased, set by a test, takes every released carrier instead of
+// the cache, to make any later use of it fail.
+var poisonReleased func(*plainJob)
