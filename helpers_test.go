@@ -732,3 +732,66 @@ func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
 	}
 	wg.Wait()
 }
+
+// --- task options over every call that takes them ---
+
+// An optionCall is one way to give a task TaskOptions: a handle (Go, Call,
+// Group.Go) or a plain task (Do, DoContext). give gives body to p with
+// opts and returns what to wait on: a handle's outcome, or, for a plain
+// task, the call's error (nil once it was accepted; a plain task that
+// never runs goes to the dead-letter handler).
+type optionCall struct {
+	name  string
+	plain bool
+	give  func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) (wait func() error)
+}
+
+// optionCalls are the calls that take TaskOptions. A test of an option's
+// rule runs over all of them.
+var optionCalls = []optionCall{
+	{"Go", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
+		return p.Go(ctx, body, opts...).Wait
+	}},
+	{"Call", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
+		f := Call(ctx, p, func(ctx context.Context) (int, error) { return 0, body(ctx) }, opts...)
+		return func() error { _, err := f.Wait(); return err }
+	}},
+	{"Group.Go", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
+		g := p.Group(ctx)
+		g.Go(body, opts...)
+		return g.Wait
+	}},
+	{"Do", true, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
+		err := p.Do(func() { _ = body(ctx) }, opts...)
+		return func() error { return err }
+	}},
+	{"DoContext", true, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
+		err := p.DoContext(ctx, func() { _ = body(ctx) }, opts...)
+		return func() error { return err }
+	}},
+}
+
+// forEachOptionCall runs test in a synctest bubble for each optionCall.
+func forEachOptionCall(t *testing.T, test func(t *testing.T, c optionCall)) {
+	forEachCall(t, optionCalls, test)
+}
+
+// forEachPlainOptionCall is forEachOptionCall for the calls of plain
+// tasks (Do and DoContext), whose lost tasks go to the dead-letter handler.
+func forEachPlainOptionCall(t *testing.T, test func(t *testing.T, c optionCall)) {
+	var plain []optionCall
+	for _, c := range optionCalls {
+		if c.plain {
+			plain = append(plain, c)
+		}
+	}
+	forEachCall(t, plain, test)
+}
+
+func forEachCall(t *testing.T, calls []optionCall, test func(t *testing.T, c optionCall)) {
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { test(t, c) })
+		})
+	}
+}

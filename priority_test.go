@@ -15,27 +15,27 @@ import (
 
 // With one worker busy, waiting tasks start highest level first, and in
 // submission order within a level; plain tasks are level 0, negative
-// levels come after them.
+// levels come after them. So for every call that takes options.
 func TestPriorityOrderWithOneWorker(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	forEachOptionCall(t, func(t *testing.T, c optionCall) {
 		p := New(1)
 		defer p.Stop()
 		g := newGate()
 		p.Submit(g.task())
 		l, ctx := newStartLog(), t.Context()
 		plain := func(name string) func() { return func() { _ = l.fn(name)(ctx) } }
-		p.Go(ctx, l.fn("0a"))
-		p.Go(ctx, l.fn("2a"), Priority(2))
+		c.give(p, ctx, l.fn("0a"))
+		c.give(p, ctx, l.fn("2a"), Priority(2))
 		p.Submit(plain("0b"))
-		p.Go(ctx, l.fn("-1a"), Priority(-1))
-		p.Go(ctx, l.fn("2b"), Priority(2))
-		p.Go(ctx, l.fn("1a"), Priority(1))
-		Call(ctx, p, func(ctx context.Context) (int, error) { return 0, l.fn("9a")(ctx) }, Priority(9))
-		p.Go(ctx, l.fn("0c"), Priority(0))
-		p.Go(ctx, l.fn("-5a"), Priority(-5))
+		c.give(p, ctx, l.fn("-1a"), Priority(-1))
+		c.give(p, ctx, l.fn("2b"), Priority(2))
+		c.give(p, ctx, l.fn("1a"), Priority(1))
+		c.give(p, ctx, l.fn("9a"), Priority(9))
+		c.give(p, ctx, l.fn("0c"), Priority(0))
+		c.give(p, ctx, l.fn("-5a"), Priority(-5))
 		p.Submit(plain("0d"))
-		p.Go(ctx, l.fn("-1b"), Priority(-1))
-		p.Go(ctx, l.fn("last"), Priority(1), Priority(-9)) // the last option wins
+		c.give(p, ctx, l.fn("-1b"), Priority(-1))
+		c.give(p, ctx, l.fn("last"), Priority(1), Priority(-9)) // the last option wins
 		synctest.Wait()
 		assert.Equal(t, 12, p.Status().Waiting)
 		g.open()

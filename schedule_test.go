@@ -17,25 +17,27 @@ import (
 
 // Delayed tasks start when due, not before, in order of due time and, for
 // the same due time, in order of submission; until then they count in
-// Scheduled, not Waiting.
+// Scheduled, not Waiting. So for every call that takes options.
 func TestDelayedTasksStartWhenDueInOrder(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	forEachOptionCall(t, func(t *testing.T, c optionCall) {
 		p := New(1)
 		defer p.Stop()
 		l, ctx := newStartLog(), t.Context()
-		c := p.Go(ctx, l.fn("c"), Delay(3*time.Second))
-		a := p.Go(ctx, l.fn("a"), Delay(time.Second))
-		b := Call(ctx, p, func(ctx context.Context) (int, error) { return 0, l.fn("b")(ctx) }, At(time.Now().Add(time.Second)))
-		now := p.Go(ctx, l.fn("now"))
+		waits := []func() error{
+			c.give(p, ctx, l.fn("c"), Delay(3*time.Second)),
+			c.give(p, ctx, l.fn("a"), Delay(time.Second)),
+			c.give(p, ctx, l.fn("b"), At(time.Now().Add(time.Second))),
+			c.give(p, ctx, l.fn("now")),
+		}
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 3, s.Scheduled, "scheduled")
 		assert.Equal(t, 0, s.Waiting, "waiting")
-		require.NoError(t, now.Wait())
-		require.NoError(t, a.Wait())
-		_, err := b.Wait()
-		require.NoError(t, err)
-		require.NoError(t, c.Wait())
+		time.Sleep(3 * time.Second)
+		for _, wait := range waits {
+			require.NoError(t, wait())
+		}
+		synctest.Wait()
 		assert.Equal(t, []string{"now", "a", "b", "c"}, l.starts)
 		assert.Equal(t, map[string]time.Duration{"now": 0, "a": time.Second, "b": time.Second, "c": 3 * time.Second}, l.at)
 		assert.Equal(t, 0, p.Status().Scheduled)
@@ -45,7 +47,7 @@ func TestDelayedTasksStartWhenDueInOrder(t *testing.T) {
 // No delay: Delay of zero or less, At in the past, the zero TaskOption.
 // When Delay and At are both given, the last one wins.
 func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	forEachOptionCall(t, func(t *testing.T, c optionCall) {
 		p := New(4)
 		defer p.Stop()
 		l, ctx := newStartLog(), t.Context()
@@ -57,7 +59,7 @@ func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
 			"last":     {Delay(time.Hour), At(time.Now().Add(2 * time.Second))},
 			"last2":    {At(time.Now().Add(time.Hour)), Delay(-1)},
 		} {
-			p.Go(ctx, l.fn(name), opts...)
+			c.give(p, ctx, l.fn(name), opts...)
 		}
 		time.Sleep(time.Minute)
 		p.StopWait()
@@ -145,6 +147,29 @@ func TestCancelRemovesAScheduledTaskAtOnce(t *testing.T) {
 		assert.EqualError(t, g.Wait(), "group ended")
 		assert.Zero(t, time.Since(t0), "no fake time passed")
 		assert.False(t, ran)
+	})
+}
+
+// A delayed plain task (Do or DoContext with Delay or At) that a stop
+// abandons goes to the dead-letter handler with ErrStopped, once, before
+// the stop returns, and counts in Abandoned; StopWait runs it when due.
+func TestStopsWithScheduledPlainTasks(t *testing.T) {
+	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
+		letters := new(letterBox)
+		p := New(1, WithDeadLetter(letters.handle))
+		l := newStartLog()
+		require.NoError(t, c.give(p, t.Context(), l.fn("late"), Delay(time.Hour))())
+		require.NoError(t, c.give(p, t.Context(), l.fn("soon"), At(time.Now().Add(time.Second)))())
+		time.Sleep(time.Second)
+		synctest.Wait()
+		p.Stop()
+		assert.Equal(t, map[string]time.Duration{"soon": time.Second}, l.at)
+		if got := letters.got(); assert.Len(t, got, 1, "dead letters") {
+			assert.ErrorIs(t, got[0].reason, ErrStopped, "the letter's reason")
+		}
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+		assert.Equal(t, uint64(1), s.Completed, "completed")
 	})
 }
 

@@ -53,22 +53,24 @@ func TestWeightsNeverExceedTheSize(t *testing.T) {
 
 // A heavy task at the front waits for its slots, and the light tasks
 // behind it wait until it has started; Busy counts running tasks, not
-// slots.
+// slots. So for every call that takes options.
 func TestHeavyTaskIsNotOvertaken(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
+	forEachOptionCall(t, func(t *testing.T, c optionCall) {
 		p := New(4)
 		defer p.Stop()
 		l, ctx := newStartLog(), t.Context()
-		p.Go(ctx, func(context.Context) error { time.Sleep(time.Second); return nil }, Weight(2))
+		c.give(p, ctx, func(context.Context) error { time.Sleep(time.Second); return nil }, Weight(2))
 		p.Submit(func() { time.Sleep(2 * time.Second) })
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Busy, "running tasks, not slots")
-		heavy := p.Go(ctx, l.fn("heavy"), Weight(3))
-		light := p.Go(ctx, l.fn("light"))
+		heavy := c.give(p, ctx, l.fn("heavy"), Weight(3))
+		light := c.give(p, ctx, l.fn("light"))
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Waiting, "one slot is free, but the heavy task needs 3")
-		require.NoError(t, heavy.Wait())
-		require.NoError(t, light.Wait())
+		time.Sleep(time.Second)
+		require.NoError(t, heavy())
+		require.NoError(t, light())
+		synctest.Wait() // a plain task's call returned before it ran
 		assert.Equal(t, []string{"heavy", "light"}, l.starts)
 		assert.Equal(t, map[string]time.Duration{"heavy": time.Second, "light": time.Second}, l.at)
 	})
@@ -105,6 +107,26 @@ func TestHeavyRetryFreesSlotsBetweenRuns(t *testing.T) {
 		assert.LessOrEqual(t, m.top(), 2)
 		p.StopWait()
 		requireStoppedClean(t, p)
+	})
+}
+
+// A task heavier than the pool is refused at once with ErrTooHeavy,
+// counted Rejected and not Submitted, whatever the call; a plain task so
+// refused reaches no dead-letter handler (its caller has the error).
+func TestTooHeavyIsRefusedAtOnceByEveryCall(t *testing.T) {
+	forEachOptionCall(t, func(t *testing.T, c optionCall) {
+		letters := new(letterBox)
+		p := New(2, WithDeadLetter(letters.handle))
+		defer p.Stop()
+		ran := false
+		assert.ErrorIs(t, c.give(p, t.Context(), func(context.Context) error { ran = true; return nil }, Weight(3))(), ErrTooHeavy)
+		assert.NoError(t, c.give(p, t.Context(), func(context.Context) error { return nil }, Weight(-7))(), "Weight(-7) is 1")
+		synctest.Wait()
+		assert.False(t, ran, "the heavy task ran")
+		s := p.Status()
+		assert.Equal(t, uint64(1), s.Submitted, "submitted")
+		assert.Equal(t, uint64(1), s.Rejected, "rejected")
+		assert.Empty(t, letters.got(), "dead letters")
 	})
 }
 

@@ -1,0 +1,232 @@
+package workerpool
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests for plain tasks given TaskOptions (Do and DoContext with options,
+// carried by a plainJob): the option rules themselves run over every call
+// in the option tests (see optionCalls); here is what is particular to a
+// task with no handle: its losses go to the dead-letter handler, Retry is
+// refused, and its carrier is reused and never touched once released.
+
+// Do and DoContext panic when given Retry, with a message that says to use
+// Go: a func() cannot fail but by panicking. Nothing is queued or counted.
+func TestDoWithRetryPanicsSayingToUseGo(t *testing.T) {
+	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
+		p := New(1)
+		defer p.Stop()
+		ran := false
+		err, panicked := recovered(func() {
+			c.give(p, t.Context(), func(context.Context) error { ran = true; return nil }, Retry(Backoff(time.Second, time.Second, 3)))
+		})
+		require.True(t, panicked, "%s with Retry panics", c.name)
+		assert.Contains(t, err.Error(), "use Go", "the panic's message")
+		synctest.Wait()
+		assert.False(t, ran, "the task ran")
+		assert.Zero(t, p.Status().Submitted, "submitted")
+		assert.Nil(t, c.give(p, t.Context(), func(context.Context) error { return nil }, Retry(nil))(), "Retry(nil) is no retry")
+	})
+}
+
+// A plain task with options that is accepted and never runs goes to the
+// dead-letter handler exactly once, with why, and is told to TaskDropped
+// once: abandoned by Stop while it waits for its due time or in the queue,
+// dropped from a full queue, expired, or too heavy after a Resize. The
+// accounting invariant holds after the stop.
+func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
+	cases := []struct {
+		name    string
+		options []Option
+		lose    func(p *WorkerPool, do func(...TaskOption))
+		want    []error
+	}{
+		{"abandoned while scheduled and queued", nil, func(p *WorkerPool, do func(...TaskOption)) {
+			do(Delay(time.Hour))
+			do(Priority(3))
+			do(Weight(2))
+			go p.Stop() // it waits for the running tasks
+		}, []error{ErrStopped, ErrStopped, ErrStopped}},
+		{"dropped from a full queue", []Option{WithMaxWaiting(1, DropOldest)}, func(p *WorkerPool, do func(...TaskOption)) {
+			do(Priority(3))
+			do(Priority(1))
+		}, []error{ErrDropped}},
+		{"expired", []Option{WithQueueTimeout(time.Second)}, func(p *WorkerPool, do func(...TaskOption)) {
+			do(Priority(5))
+			do(Delay(time.Second)) // due at 1s, expires at 2s
+			time.Sleep(2 * time.Second)
+		}, []error{ErrExpired, ErrExpired}},
+		{"too heavy after a Resize", nil, func(p *WorkerPool, do func(...TaskOption)) {
+			do(Weight(2))
+			do(Weight(2), Delay(time.Second))
+			p.Resize(1)
+		}, []error{ErrTooHeavy, ErrTooHeavy}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
+				letters := new(letterBox)
+				var dropped atomic.Int64
+				options := append([]Option{WithDeadLetter(letters.handle), WithHooks(Hooks{TaskDropped: func(error) { dropped.Add(1) }})}, tc.options...)
+				p := New(2, options...)
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				p.Submit(running.task()) // both workers are busy
+				var ran atomic.Int64
+				tc.lose(p, func(opts ...TaskOption) {
+					require.NoError(t, c.give(p, t.Context(), func(context.Context) error { ran.Add(1); return nil }, opts...)(), "%s accepted", c.name)
+				})
+				synctest.Wait()
+				running.open()
+				p.StopWait()
+				var reasons []error
+				for _, l := range letters.got() {
+					reasons = append(reasons, l.reason)
+				}
+				require.Len(t, reasons, len(tc.want), "%s: dead letters", tc.name)
+				for i, want := range tc.want {
+					assert.ErrorIs(t, reasons[i], want, "%s: letter %d", tc.name, i)
+				}
+				s := requireStoppedClean(t, p)
+				assert.Equal(t, int64(s.Dropped+s.Abandoned+s.Expired), int64(len(tc.want)), "%s: lost tasks counted", tc.name)
+				assert.Equal(t, int64(len(tc.want)), dropped.Load(), "%s: TaskDropped calls", tc.name)
+				assert.Equal(t, int64(s.Completed)-2, ran.Load(), "%s: the tasks that were not lost ran", tc.name)
+			})
+		})
+	}
+}
+
+// A plain task with options that panics is a plain task's panic: the panic
+// handler gets it, Status counts it in Panicked, and the worker goes on.
+func TestPlainTaskWithOptionsPanicGoesToThePanicHandler(t *testing.T) {
+	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
+		var handled atomic.Int64
+		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
+		require.NoError(t, c.give(p, t.Context(), func(context.Context) error { panic("boom") }, Delay(time.Second))())
+		time.Sleep(time.Second)
+		p.StopWait()
+		assert.Equal(t, int64(1), handled.Load(), "panics handled")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Panicked, "panicked")
+	})
+}
+
+// Do with options reuses its carriers: once the pool is warm, a delayed or
+// prioritized plain task makes no allocation.
+func TestDoWithOptionsReusesItsCarriers(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocation counts differ under -race")
+	}
+	p := New(1)
+	defer p.StopWait()
+	var wg sync.WaitGroup
+	done := wg.Done
+	for name, opts := range map[string][]TaskOption{
+		"Priority": {Priority(3)},
+		"Weight":   {Weight(1), Priority(-1)},
+		"Delay":    {Delay(time.Nanosecond)},
+	} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			wg.Add(1)
+			if err := p.Do(done, opts...); err != nil {
+				t.Fatal(err)
+			}
+			wg.Wait()
+		})
+		assert.Less(t, allocs, 0.1, "allocations per Do with %s", name)
+	}
+}
+
+// A carrier the pool has let go of is never touched again: a test hook
+// takes each released carrier and poisons it (a func that fails the test,
+// options no task could have) instead of reusing it, while plain tasks
+// with options are canceled by stops, dropped, expired and run in every
+// way; under -race a late read is reported as a race as well.
+func TestReleasedCarriersAreNeverTouched(t *testing.T) {
+	var mu sync.Mutex
+	var released []*plainJob
+	poisonReleased = func(pj *plainJob) {
+		if pj.job.state.Load() == 0xdead {
+			t.Errorf("a carrier was released twice")
+		}
+		pj.fn = func() { t.Errorf("a released carrier's task ran") }
+		pj.job.opts = &jobOptions{taskOptions: taskOptions{due: -1, priority: -1 << 40, weight: -1}}
+		pj.job.state.Store(0xdead)
+		mu.Lock()
+		released = append(released, pj)
+		mu.Unlock()
+	}
+	defer func() { poisonReleased = nil }()
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			options := []Option{WithDeadLetter(func(func(), error) {})}
+			switch round % 4 {
+			case 1:
+				options = append(options, WithMaxWaiting(3, DropOldest))
+			case 2:
+				options = append(options, WithQueueTimeout(50*time.Millisecond))
+			case 3:
+				options = append(options, WithMaxWaiting(2, Block))
+			}
+			p := New(2, options...)
+			for i := range 30 {
+				opts := []TaskOption{Priority(i % 3), Delay(time.Duration(i%4) * 10 * time.Millisecond), Weight(1 + i%2)}
+				go func() {
+					_ = p.Do(func() { time.Sleep(time.Duration(i%3) * 10 * time.Millisecond) }, opts...)
+				}()
+			}
+			synctest.Wait()
+			p.Resize(1) // drops the heavy ones that wait, queued or scheduled
+			time.Sleep(25 * time.Millisecond)
+			if round%2 == 0 {
+				p.Stop()
+			} else {
+				p.StopWait()
+			}
+			requireStoppedClean(t, p)
+		})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	assert.NotEmpty(t, released, "carriers released")
+	for _, pj := range released {
+		assert.Equal(t, uint32(0xdead), pj.job.state.Load(), "a released carrier was written after its release")
+	}
+}
+
+// The plain tasks of every option call are counted as plain tasks are:
+// Submitted, then Completed; a refused one (here too heavy) is Rejected
+// only; Status.Waiting and Scheduled see them as they see handles.
+func TestPlainTasksWithOptionsCountInStatus(t *testing.T) {
+	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
+		p := New(1)
+		running := newGate()
+		defer running.release()
+		p.Submit(running.task())
+		noop := func(context.Context) error { return nil }
+		require.NoError(t, c.give(p, t.Context(), noop, Priority(2))())
+		require.NoError(t, c.give(p, t.Context(), noop, Delay(time.Second))())
+		assert.ErrorIs(t, c.give(p, t.Context(), noop, Weight(2))(), ErrTooHeavy)
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting")
+		assert.Equal(t, 1, s.Scheduled, "scheduled")
+		assert.Equal(t, uint64(3), s.Submitted, fmt.Sprint("submitted: the running task and two plain tasks with options"))
+		assert.Equal(t, uint64(1), s.Rejected, "rejected")
+		running.open()
+		time.Sleep(time.Second)
+		p.StopWait()
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+	})
+}
