@@ -41,15 +41,16 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{1, 0x0e, 0x1c, 3, 0, 0, 2, 4, 5, 0})
 	f.Add([]byte{3, 3, 0, 1, 2, 7, 0x0f, 6, 4, 5, 1})
 	f.Add([]byte{2, 0x2a, 0x2a, 3, 3, 2, 2, 1, 1, 6, 4, 4, 5, 0})
-	f.Add([]byte{1, 8, 28, 48, 68, 0, 88, 6, 2})                    // Tasks of every kind, then a Shutdown that cuts at once
-	f.Add([]byte{5, 0x4c, 8, 3, 124, 4, 84, 6, 50})                 // Tasks with a pause, then Shutdown within 16ms
-	f.Add([]byte{0, 10, 32, 12, 32, 11, 8, 13, 0, 10, 12, 1})       // Calls, group tasks, cancels; a Stop while submitting
-	f.Add([]byte{0x11, 20, 20, 3, 20, 20, 14, 15, 19, 16, 1})       // Block, bound 1: a pause fills the queue, submitters wait
-	f.Add([]byte{0x62, 20, 20, 20, 19, 19, 14, 16, 2, 8, 10})       // Reject, bound 2: refusals and dead letters
-	f.Add([]byte{0xb1, 40, 3, 0, 0, 19, 19, 7, 10, 2, 16, 0})       // DropOldest, bound 3: drops while paused, then Stop
-	f.Add([]byte{0x55, 20, 17, 37, 0, 0, 57, 18, 6, 38, 0, 13})     // Block with Resize and WaitIdle, a Stop from another goroutine
-	f.Add([]byte{0xb0, 250, 243, 240, 20, 19, 3, 6, 4, 248, 18, 1}) // DropOldest, bound 3: delayed handles fill it, a pause, WaitIdle, StopWait
-	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})         // delayed handles, a cancel, a pause, then Stop
+	f.Add([]byte{1, 8, 28, 48, 68, 0, 88, 6, 2})                       // Tasks of every kind, then a Shutdown that cuts at once
+	f.Add([]byte{5, 0x4c, 8, 3, 124, 4, 84, 6, 50})                    // Tasks with a pause, then Shutdown within 16ms
+	f.Add([]byte{0, 10, 32, 12, 32, 11, 8, 13, 0, 10, 12, 1})          // Calls, group tasks, cancels; a Stop while submitting
+	f.Add([]byte{0x11, 20, 20, 3, 20, 20, 14, 15, 19, 16, 1})          // Block, bound 1: a pause fills the queue, submitters wait
+	f.Add([]byte{0x62, 20, 20, 20, 19, 19, 14, 16, 2, 8, 10})          // Reject, bound 2: refusals and dead letters
+	f.Add([]byte{0xb1, 40, 3, 0, 0, 19, 19, 7, 10, 2, 16, 0})          // DropOldest, bound 3: drops while paused, then Stop
+	f.Add([]byte{0x55, 20, 17, 37, 0, 0, 57, 18, 6, 38, 0, 13})        // Block with Resize and WaitIdle, a Stop from another goroutine
+	f.Add([]byte{0xb0, 250, 243, 240, 20, 19, 3, 6, 4, 248, 18, 1})    // DropOldest, bound 3: delayed handles fill it, a pause, WaitIdle, StopWait
+	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})            // delayed handles, a cancel, a pause, then Stop
+	f.Add([]byte{0xb1, 200, 203, 206, 17, 210, 0, 215, 219, 13, 6, 1}) // DropOldest: plain tasks with options, a Resize to 1, a Stop from another goroutine
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 || len(data) > 256 {
 			return
@@ -81,15 +82,17 @@ func reportDeadlock(t *testing.T) {
 	}
 }
 
-// fuzzOps is the number of operations a byte below optionOps encodes:
-// op = b % fuzzOps, arg = b / fuzzOps. A byte from delayedOps up is op
-// fuzzOps (a delayed handle) with arg = b - delayedOps, and one from
+// fuzzOps is the number of operations a byte below plainOptionOps
+// encodes: op = b % fuzzOps, arg = b / fuzzOps. A byte from delayedOps up
+// is op fuzzOps (a delayed handle) with arg = b - delayedOps, one from
 // optionOps up is op fuzzOps+1 (a Task with options) with arg = b -
-// optionOps.
+// optionOps, and one from plainOptionOps up is op fuzzOps+2 (a plain task
+// with options, through Do or DoContext) with arg = b - plainOptionOps.
 const (
-	fuzzOps    = 20
-	optionOps  = 220
-	delayedOps = 240
+	fuzzOps        = 20
+	plainOptionOps = 200
+	optionOps      = 220
+	delayedOps     = 240
 )
 
 // decodeOp splits an operation byte into its op and arg.
@@ -99,6 +102,8 @@ func decodeOp(b byte) (op byte, arg int) {
 		return fuzzOps, int(b - delayedOps)
 	case b >= optionOps:
 		return fuzzOps + 1, int(b - optionOps)
+	case b >= plainOptionOps:
+		return fuzzOps + 2, int(b - plainOptionOps)
 	}
 	return b % fuzzOps, int(b / fuzzOps)
 }
@@ -347,6 +352,8 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.delayedTask(arg)
 	case fuzzOps + 1: // a Task with a priority, and a retry policy, a weight, or both
 		r.optionTask(arg)
+	case fuzzOps + 2: // a plain task with a priority, maybe a delay, maybe a weight
+		r.plainOptionTask(arg)
 	}
 }
 
@@ -795,6 +802,8 @@ func (r *fuzzRun) settle(pt *plainTask, err error, what string) {
 		r.rejectedSure.Add(1)
 	case errors.Is(err, context.DeadlineExceeded):
 		assert.True(r.t, r.bounded && r.policy == Block, "%s: gave up waiting for room under %v", what, r.policy)
+	case errors.Is(err, ErrTooHeavy):
+		r.rejectedSure.Add(1)
 	default:
 		assert.Fail(r.t, what, "%v", err)
 	}
@@ -826,6 +835,32 @@ func (r *fuzzRun) submitChild() {
 		return
 	}
 	r.submit(func() {})
+}
+
+// plainOptionTask gives a plain task options through Do or DoContext
+// (arg%2): a priority, a delay of 150 or 200ms when arg%4 >= 2, and a
+// weight of 2 when arg%3 == 2 (too heavy for a pool of one, or after a
+// Resize to one). A task lost once accepted goes to the dead-letter
+// handler, which checkPlainTasks checks.
+func (r *fuzzRun) plainOptionTask(arg int) {
+	opts := []TaskOption{Priority(arg%5 - 2)}
+	if arg%4 >= 2 {
+		r.delayed.Store(true)
+		opts = append(opts, Delay(time.Duration(arg%4+1)*50*time.Millisecond))
+	}
+	if arg%3 == 2 {
+		opts = append(opts, Weight(2))
+	}
+	pt := r.plain(sleepFor(arg % 5))
+	stopped := r.p.Stopped()
+	var err error
+	if arg%2 == 0 {
+		err = r.p.Do(pt.fn, opts...)
+	} else {
+		err = r.p.DoContext(context.Background(), pt.fn, opts...)
+	}
+	r.checkRefusedAsStopped(stopped, err, "Do with options")
+	r.settle(pt, err, "Do with options")
 }
 
 // submitPlain submits a plain task with Submit, which panics once a stop
@@ -1035,6 +1070,9 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")
 			case errors.Is(reason, ErrExpired):
 				assert.True(t, r.expires, "a dead letter for ErrExpired without WithQueueTimeout")
+			case errors.Is(reason, ErrTooHeavy): // a Resize made the pool smaller than its weight
+				r.tooHeavy.Add(1)
+				droppedLetters++
 			default:
 				assert.Fail(t, "dead letter reason", "%v", reason)
 			}
