@@ -309,6 +309,8 @@ func (a *admission) admit(d *dispatcher, t *ticket, how route) {
 	switch {
 	case t.job != nil:
 		a.admitJob(d, t.job, how)
+	case t.task != nil && t.due != 0:
+		d.acceptDelayed(t.task, t.due)
 	case t.task != nil:
 		a.admitPlain(d, t.task, how)
 	default:
@@ -398,9 +400,13 @@ func (a *admission) refuse(t *ticket, err error) {
 // finds nothing left to drop raced with the one that filled the bound, and
 // joins the queue past it.
 func (a *admission) makeRoom(d *dispatcher, counted bool) {
-	if !a.p.dropsOldest() {
-		return
+	if a.p.dropsOldest() { // the common case inlines
+		a.dropToFit(d, counted)
 	}
+}
+
+// dropToFit is makeRoom under DropOldest.
+func (a *admission) dropToFit(d *dispatcher, counted bool) {
 	bound := int64(a.p.cfg.bound)
 	if counted {
 		bound++
@@ -451,7 +457,7 @@ func (p *WorkerPool) unreserve(j *job) {
 // place among them before it is sent (see reserveScheduled).
 func (p *WorkerPool) sendDropOldest(m message) error {
 	j := m.job
-	if j == nil || j.due() == 0 {
+	if m.due == 0 && (j == nil || j.due() == 0) {
 		if p.scheduledFill(1) {
 			return ErrQueueFull
 		}
@@ -459,6 +465,13 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 	}
 	if !p.reserveScheduled() {
 		return ErrQueueFull
+	}
+	if j == nil { // a delayed plain task: dispatch takes the reservation over (see acceptDelayed)
+		if err := send(p, m); err != nil {
+			p.counts.scheduled.Add(-1)
+			return err
+		}
+		return nil
 	}
 	j.place.Store(true) // a settle before dispatch takes it over gives it back (see givePlaceOf)
 	if err := send(p, m); err != nil {

@@ -117,7 +117,7 @@ func (d *dispatcher) step() bool {
 			if d.queue.delta != 0 {
 				d.queue.publish()
 			}
-			if m := <-d.p.taskQueue; m.task != nil {
+			if m := <-d.p.taskQueue; m.task != nil && m.due == 0 {
 				d.received++
 				d.countSubmitted()
 				if !d.offer(work{fn: m.task}) {
@@ -236,9 +236,12 @@ func (d *dispatcher) returnsWanted() bool {
 // message.
 func (d *dispatcher) receive(m message) bool {
 	switch {
-	case m.task != nil:
+	case m.task != nil && m.due == 0:
 		d.received++
 		d.accept(m.task)
+	case m.task != nil:
+		d.received++
+		d.acceptDelayed(m.task, m.due)
 	case m.job != nil:
 		d.received++
 		d.acceptJob(m.job)
@@ -275,14 +278,46 @@ func (d *dispatcher) handle(req *request) {
 // starts at once.
 func (d *dispatcher) accept(task func()) {
 	d.countSubmitted()
+	d.place(task, true)
+}
+
+// place puts a plain task in the pool: to a worker at once, giving back the
+// place it held under Block and Reject, or to the back of the queue, under
+// DropOldest dropping the oldest waiting task first if makeRoom says so (a
+// scheduled task that comes due keeps the place it had).
+func (d *dispatcher) place(task func(), makeRoom bool) {
 	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
 		if d.p.cfg.roomed {
 			d.p.giveRoom(1)
 		}
 		return
 	}
-	d.admission.makeRoom(d, false)
+	if makeRoom {
+		d.admission.makeRoom(d, false)
+	}
 	d.queue.push(task)
+}
+
+// acceptDelayed takes a plain task that may not start before due (Do with
+// Delay or At and no other option): into the timer heap as it is, with no
+// carrier, counted in Status.Scheduled; or, due already, as accept takes a
+// task. Under DropOldest its submitter reserved its place in Scheduled
+// (see WorkerPool.reserveScheduled), which it keeps or gives back here.
+func (d *dispatcher) acceptDelayed(task func(), due int64) {
+	reserved := d.p.dropsOldest()
+	if d.p.now() >= due {
+		if reserved {
+			d.p.counts.scheduled.Add(-1)
+		}
+		d.accept(task)
+		return
+	}
+	d.countSubmitted()
+	d.admission.makeRoom(d, reserved)
+	if !reserved {
+		d.p.counts.scheduled.Add(1)
+	}
+	d.timers.pushPlain(task, due)
 }
 
 // acceptJob takes a job as accept takes a plain task. A job whose context
@@ -457,6 +492,8 @@ func (d *dispatcher) admitStraggler(m message) {
 	}
 	d.received++
 	switch {
+	case m.task != nil && m.due != 0:
+		d.acceptDelayed(m.task, m.due)
 	case m.task != nil:
 		d.admission.admitPlain(d, m.task, toQueue)
 	case m.job != nil:

@@ -8,12 +8,14 @@ import "sync/atomic"
 // signal, and the stop sequence that ends with every pool goroutine gone.
 
 // A message is what travels on taskQueue: a plain task, a job, or a
-// request for something else; exactly one field is set. All nil is the
-// stop signal.
+// request for something else; exactly one of task, job and req is set. All
+// nil is the stop signal. due is when a plain task may start, on the pool's
+// clock (Do with Delay or At alone, see WorkerPool.doWithOptions), or 0.
 type message struct {
 	task func()
 	job  *job
 	req  *request
+	due  int64
 }
 
 // A request asks dispatch for something other than running a task: a

@@ -2,9 +2,10 @@ package workerpool
 
 import "context"
 
-// A plainJob carries a plain task given options (Do or DoContext with a
-// TaskOption: a delay, a priority, a weight): a job with a func() and its
-// options, owned by no one but the pool. The pool reuses it (see
+// A plainJob carries a plain task given a priority or a weight (Do or
+// DoContext with such a TaskOption, a delay or not): a job with a func()
+// and its options, owned by no one but the pool. (A plain task given only a
+// delay needs no carrier: see dispatcher.acceptDelayed.) The pool reuses it (see
 // WorkerPool.plainJobs) once it lets go of it (see job.letGo), so a plain
 // task with options costs no allocation once the pool is warm. A plain
 // task that never runs goes to the dead-letter handler, as Submit's does
@@ -27,8 +28,13 @@ func (p *WorkerPool) doWithOptions(ctx context.Context, task func(), opts []Task
 	if task == nil {
 		return nil
 	}
-	if o.isDefault() {
+	switch {
+	case o.isDefault():
 		return p.doPlain(task, true, ctx)
+	case o.priority == 0 && o.weight <= 1:
+		// A delay alone: the task waits in the timer heap as it is, with
+		// no carrier (see dispatcher.acceptDelayed).
+		return p.sendOne(message{task: task, due: o.due}, p.cfg.overflow == Block, ctx)
 	}
 	pj, _ := p.plainJobs.Get().(*plainJob)
 	if pj == nil {

@@ -230,3 +230,36 @@ func TestPlainTasksWithOptionsCountInStatus(t *testing.T) {
 		assert.Equal(t, uint64(3), s.Completed, "completed")
 	})
 }
+
+// A plain task given only a delay waits in the timer heap as it is, with
+// no carrier, and holds its place in the bound as any scheduled task does:
+// under Block and Reject the room it took, under DropOldest a place in
+// Scheduled from the moment its call returns, so that the next call sees
+// the bound filled; once due it runs, and its place frees.
+func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
+	for _, policy := range []Overflow{Block, Reject, DropOldest} {
+		t.Run(policy.String(), func(t *testing.T) {
+			forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
+				p := New(1, WithMaxWaiting(1, policy))
+				defer p.Stop()
+				running := newGate()
+				defer running.release()
+				p.Submit(running.task())
+				synctest.Wait()
+				var ran atomic.Bool
+				require.NoError(t, c.give(p, t.Context(), func(context.Context) error { ran.Store(true); return nil }, Delay(time.Second))())
+				assert.False(t, p.TrySubmit(func() {}), "TrySubmit while the delayed task holds the bound's place")
+				synctest.Wait()
+				assert.Equal(t, 1, p.Status().Scheduled, "scheduled")
+				running.open()
+				time.Sleep(time.Second)
+				synctest.Wait()
+				assert.True(t, ran.Load(), "the delayed task ran when due")
+				assert.True(t, p.TrySubmit(func() {}), "TrySubmit once the place freed")
+				s := p.Status()
+				assert.Zero(t, s.Scheduled, "scheduled")
+				assert.Equal(t, uint64(1), s.Rejected, "rejected")
+			})
+		})
+	}
+}

@@ -16,7 +16,8 @@ type timerHeap []timerEntry
 type timerEntry struct {
 	due int64
 	seq uint64
-	job *job
+	job *job   // a scheduled job, or nil for a plain task
+	fn  func() // a scheduled plain task (see dispatcher.acceptDelayed)
 }
 
 func (e timerEntry) before(o timerEntry) bool {
@@ -141,6 +142,15 @@ func (t *timers) stop() {
 	}
 }
 
+// pushPlain puts a plain task due at due in the heap, and arms the timer
+// for it: it needs no job, as nothing but time and a stop can end its
+// wait.
+func (t *timers) pushPlain(task func(), due int64) {
+	t.seq++
+	t.heap.push(timerEntry{due: due, seq: t.seq, fn: task})
+	t.wakeAt(due)
+}
+
 // push puts a scheduled job in the heap and arms the timer for it.
 func (t *timers) push(j *job) {
 	t.seq++
@@ -169,7 +179,7 @@ func (t *timers) next() (int64, bool) {
 func (t *timers) sweep() {
 	live := t.heap[:0]
 	for _, e := range t.heap {
-		if e.job.isScheduled() {
+		if e.job == nil || e.job.isScheduled() {
 			live = append(live, e)
 		} else {
 			e.job.letGo()
@@ -188,7 +198,9 @@ func (t *timers) dropTooHeavy(size int) {
 		return
 	}
 	for _, e := range t.heap {
-		e.job.dropIfHeavierThan(size)
+		if e.job != nil {
+			e.job.dropIfHeavierThan(size)
+		}
 	}
 }
 
@@ -196,6 +208,12 @@ func (t *timers) dropTooHeavy(size int) {
 // does (see waitQueue.abandonAll), and empties the heap.
 func (t *timers) abandonAll() {
 	for _, e := range t.heap {
+		if e.job == nil {
+			t.p.counts.scheduled.Add(-1)
+			t.p.counts.settled.count(jobAbandoned)
+			t.p.giveUp(e.fn, ErrStopped)
+			continue
+		}
 		e.job.abandon()
 		e.job.letGo()
 	}
@@ -238,7 +256,13 @@ func (t *timers) poll(d *dispatcher) {
 func (t *timers) advance(d *dispatcher) {
 	now := t.p.now()
 	for len(t.heap) > 0 && now >= t.heap[0].due {
-		t.makeDue(d, t.heap.pop().job)
+		e := t.heap.pop()
+		if e.job == nil { // a plain task: it keeps the place it held, as a job does
+			t.p.counts.scheduled.Add(-1)
+			d.place(e.fn, false)
+			continue
+		}
+		t.makeDue(d, e.job)
 	}
 }
 

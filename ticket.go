@@ -26,6 +26,7 @@ type ticket struct {
 	// the submitter may withdraw and reuse the job.
 	delayed bool
 	weight  int
+	due     int64 // a plain task's due time (see message.due), or 0
 	state   atomic.Uint32
 	err     error         // why it was refused: ErrStopped; written before done is sent
 	done    chan struct{} // buffered (1): the dispatcher's answer
@@ -54,7 +55,7 @@ func (p *WorkerPool) newTicket() *ticket {
 
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
-		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight = nil, nil, nil, 0, 0, false, nil, false, 0
+		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight, t.due = nil, nil, nil, 0, 0, false, nil, false, 0, 0
 		p.tickets.Put(t)
 	}
 }
@@ -103,8 +104,9 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 // asking the dispatcher when the queue is full of waiting tasks (none could
 // start before them) or submitters wait before it; a delayed one, when the
 // queue has no room at all (a bound of 0).
-func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx context.Context) error {
-	delayed := j != nil && j.due() != 0
+func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context) error {
+	j := m.job
+	delayed := m.due != 0 || j != nil && j.due() != 0
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped
@@ -114,7 +116,7 @@ func (p *WorkerPool) submitWithoutRoom(task func(), j *job, wait bool, ctx conte
 		return ErrQueueFull
 	}
 	t := p.newTicket()
-	t.task, t.job, t.tasks = task, j, 1
+	t.task, t.job, t.due, t.tasks = m.task, j, m.due, 1
 	t.delayed, t.weight = delayed, 1
 	if j != nil {
 		t.weight = j.weight()

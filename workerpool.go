@@ -196,7 +196,7 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 	if task == nil {
 		return nil
 	}
-	return p.sendOne(task, nil, wait && p.cfg.overflow == Block, ctx)
+	return p.sendOne(message{task: task}, wait && p.cfg.overflow == Block, ctx)
 }
 
 // sendOne gives one task to dispatch, a plain task or the job j. Unbounded,
@@ -205,8 +205,8 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 // without room it asks the dispatcher (see submitWithoutRoom), waiting for
 // room if wait is set, until ctx is done (nil: until the pool stops). A
 // task it returns an error for never reached the pool.
-func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context) error {
-	m := message{task: task, job: j}
+func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
+	j := m.job
 	switch {
 	case p.stopBegun.Load():
 		return ErrStopped // before any check of the bound: a stopping pool refuses as stopped
@@ -227,7 +227,7 @@ func (p *WorkerPool) sendOne(task func(), j *job, wait bool, ctx context.Context
 		}
 		return nil
 	}
-	return p.submitWithoutRoom(task, j, wait, ctx)
+	return p.submitWithoutRoom(m, wait, ctx)
 }
 
 // countRejected counts n tasks in Status.Rejected if err says the queue was
@@ -271,7 +271,7 @@ func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
 	if err := p.refusesAtOnce(j); err != nil {
 		return err
 	}
-	return p.sendOne(nil, j, p.cfg.overflow == Block, ctx)
+	return p.sendOne(message{job: j}, p.cfg.overflow == Block, ctx)
 }
 
 // refusesAtOnce returns why the pool refuses j before it is sent, or nil:

@@ -67,6 +67,11 @@ type batchPool interface {
 	SubmitBatch(batch []func())
 }
 
+// A delayPool runs t once d has passed, without blocking its caller for d.
+type delayPool interface {
+	SubmitAfter(d time.Duration, t *task)
+}
+
 // A library is one contestant of the suite.
 type library struct {
 	name    string
@@ -85,6 +90,10 @@ type library struct {
 	// waitingBound as the bound.
 	bounded   func(workers, bound int) pool
 	boundNote string
+
+	// delayed opens the pool as a delayPool for the delayed scenarios
+	// (needs "delay"); nil if the library has no delayed submit.
+	delayed func(workers int) pool
 }
 
 // blocksAtWorkers opens a library without a queue for the bound scenario:
@@ -95,13 +104,18 @@ func blocksAtWorkers(open func(int) pool) func(workers, bound int) pool {
 
 var libraries = []library{
 	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
-		note: "queues; Submit never blocks; Go returns a Task; Group on the pool", open: openOurs,
-		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound)},
+		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; Do(task, Delay(d)) in the delayed scenarios", open: openOurs,
+		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
+		delayed: openOurs},
+	{name: "ours+afterfunc",
+		note: "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without Delay; run in the delayed scenarios only",
+		delayed: openOursAfterFunc},
 	{name: "ours+hooks", queues: true,
 		note: "this library with all three Hooks set to funcs that do nothing: what the hooks cost the pool (two clock reads and two calls per task, a third read for a task that waits in the queue); run where the plain pool runs",
 		open: openOursHooked},
 	{name: floor, queues: true, batches: true,
-		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter", open: openRelay},
+		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter; a heap and one timer in the delayed scenarios", open: openRelay,
+		delayed: func(workers int) pool { return openDelayRelay(workers) }},
 	{name: "gammazero", queues: true, note: "queues; Submit never blocks", open: openGammazero},
 	{name: "pond", queues: true, handles: true, groups: true, resizes: true,
 		note: "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait(); groups on the pool", open: openPond,
@@ -170,6 +184,21 @@ func (a oursPool) SubmitWait(t *task) { a.wp.SubmitWait(t.fn) }
 func (a oursPool) Close()             { a.wp.StopWait() }
 
 func (a oursPool) Resize(workers int) { a.wp.Resize(workers) }
+
+func (a oursPool) SubmitAfter(d time.Duration, t *task) {
+	if err := a.wp.Do(t.fn, workerpool.Delay(d)); err != nil {
+		panic(err)
+	}
+}
+
+// afterFuncPool is this library delayed by time.AfterFunc.
+type afterFuncPool struct{ oursPool }
+
+func openOursAfterFunc(workers int) pool { return afterFuncPool{oursPool{workerpool.New(workers)}} }
+
+func (a afterFuncPool) SubmitAfter(d time.Duration, t *task) {
+	time.AfterFunc(d, func() { a.wp.Submit(t.fn) })
+}
 
 func (a oursPool) SubmitBatch(batch []func()) {
 	if err := a.wp.DoBatch(batch); err != nil {

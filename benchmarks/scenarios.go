@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"sync"
@@ -16,7 +17,7 @@ type scenario struct {
 	id      string
 	title   string
 	tasks   int    // at scale 1
-	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", or "" for nothing
+	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", "delay", or "" for nothing
 	workers func() int
 	run     func(c *config, p pool, n int) result
 }
@@ -35,6 +36,8 @@ var scenarios = []scenario{
 	{"j", "8 submitters x 125,000 no-op tasks into a queue bounded at 64 (back-pressure), 8 workers", 1_000_000, "bound", fixed(8), runContended},
 	{"k", "1,000,000 no-op tasks, one submitter, resized between 2 and 16 workers every 1,000 tasks", 1_000_000, "resize", fixed(resizeSizes[0]), runResizing},
 	{"l", "1,000,000 no-op tasks in batches of 1,000 (DoBatch), 4 workers", 1_000_000, "batch", fixed(4), runBatches},
+	{"m1", "10,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 10_000, "delay", fixed(4), runDelayed},
+	{"m2", "1,000,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 1_000_000, "delay", fixed(4), runDelayed},
 }
 
 // scenarioNotes are printed under a scenario's heading in the report.
@@ -47,7 +50,14 @@ var scenarioNotes = map[string]string{
 		"The others cannot change their worker count while they run: n/a.",
 	"l": "The tasks of a, given to DoBatch 1,000 at a time from one slice built once and reused (DoBatch keeps no reference to it). " +
 		"Only this library and the relay (one message per batch, then one hand-off per task) have a batch submit; the line below compares l with a from the same run, for both.",
+	"m1": delayedNote,
+	"m2": delayedNote,
 }
+
+// delayedNote is the note of the delayed-task scenarios.
+const delayedNote = "Each task is given with a delay drawn uniformly from [0, 1 s) (the same fixed-seed sequence for every pool), and the run lasts until the last has run, so wall time is about a second for everyone: compare CPU ns/task and B/task. " +
+	"ours gives a plain task with Do(task, Delay(d)), waiting in the pool's timer heap in a carrier the pool reuses; ours+afterfunc is the same pool driven the way users do it without Delay, time.AfterFunc(d, func() { Submit(task) }), a runtime timer, a closure and, when it fires, a goroutine per task; " +
+	"the relay keeps the tasks in a heap with one timer (relay_delay.go), the floor of this design for delayed tasks. The others have no delayed submit: n/a."
 
 // waitingBound is the bound on waiting tasks in scenario j.
 const waitingBound = 64
@@ -88,6 +98,10 @@ func (s scenario) applies(lib library) (bool, string) {
 		return false, "n/a: cannot change its worker count while it runs"
 	case s.needs == "batch" && !lib.batches:
 		return false, "n/a: has no batch submit"
+	case s.needs == "delay" && lib.delayed == nil:
+		return false, "n/a: has no delayed submit"
+	case s.needs != "delay" && lib.open == nil:
+		return false, "n/a: runs the delayed scenarios only"
 	}
 	return true, ""
 }
@@ -95,8 +109,11 @@ func (s scenario) applies(lib library) (bool, string) {
 // open opens lib's pool as s runs it: with the bound for scenarios that
 // need one, else plain.
 func (s scenario) open(lib library) pool {
-	if s.needs == "bound" {
+	switch s.needs {
+	case "bound":
 		return lib.bounded(s.workers(), waitingBound)
+	case "delay":
+		return lib.delayed(s.workers())
 	}
 	return lib.open(s.workers())
 }
@@ -188,6 +205,26 @@ func runBatch(work workload) func(*config, pool, int) result {
 			wg.Wait()
 		})
 	}
+}
+
+// runDelayed gives n tasks, each with a random delay under a second (the
+// same sequence for every pool), and waits until all have run.
+func runDelayed(_ *config, p pool, n int) result {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	t := newTask(wg.Done)
+	r := rand.New(rand.NewPCG(1, 2))
+	delays := make([]time.Duration, n)
+	for i := range delays {
+		delays[i] = time.Duration(r.Int64N(int64(time.Second)))
+	}
+	dp := p.(delayPool)
+	return measure(n, func() {
+		for _, d := range delays {
+			dp.SubmitAfter(d, t)
+		}
+		wg.Wait()
+	})
 }
 
 // runContended submits n tasks from 8 goroutines at once.
