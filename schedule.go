@@ -24,8 +24,15 @@ func (e timerEntry) before(o timerEntry) bool {
 	return e.due < o.due || e.due == o.due && e.seq < o.seq
 }
 
-// push adds e.
+// push adds e. The heap doubles when it is full, where append would grow
+// a large slice by a quarter: a burst of n delayed tasks then allocates
+// about 2n entries in all rather than 5n.
 func (h *timerHeap) push(e timerEntry) {
+	if s := *h; len(s) == cap(s) {
+		grown := make(timerHeap, len(s), max(2*cap(s), 64))
+		copy(grown, s)
+		*h = grown
+	}
 	*h = append(*h, e)
 	h.up(len(*h) - 1)
 }
@@ -40,7 +47,22 @@ func (h *timerHeap) pop() timerEntry {
 	if last > 0 {
 		h.down(0)
 	}
+	h.shrink()
 	return first
+}
+
+// shrink halves the heap's array, as often as three quarters of it lie
+// unused, so that a burst of delayed tasks does not hold its memory after
+// it has run. Halving only at a quarter full keeps push and pop amortized
+// O(1).
+func (h *timerHeap) shrink() {
+	s, c := *h, cap(*h)
+	for c > 64 && len(s) <= c/4 {
+		c /= 2
+	}
+	if c < cap(s) {
+		*h = append(make(timerHeap, 0, c), s...)
+	}
 }
 
 func (h timerHeap) up(i int) {
@@ -188,6 +210,7 @@ func (t *timers) sweep() {
 	clear(t.heap[len(live):])
 	t.heap = live
 	t.heap.init()
+	t.heap.shrink()
 }
 
 // dropTooHeavy drops, with ErrTooHeavy, the scheduled jobs that weigh more

@@ -373,3 +373,31 @@ func TestUnderDropOldestACanceledDelayedTaskLeavesScheduledByTheTimeWaitReturns(
 		assert.Zero(t, p.Status().Rejected, "rejected")
 	})
 }
+
+// The heap gives its memory back once a burst of delayed tasks has run,
+// and a sweep of canceled tasks does the same.
+func TestTimerHeapShrinksAfterABurst(t *testing.T) {
+	var h timerHeap
+	for i := range 10_000 {
+		h.push(timerEntry{due: int64(i), seq: uint64(i)})
+	}
+	grown := cap(h)
+	assert.GreaterOrEqual(t, grown, 10_000)
+	for i := range 9_990 {
+		assert.Equal(t, int64(i), h.pop().due)
+	}
+	assert.Len(t, h, 10)
+	assert.LessOrEqual(t, cap(h), 64, "popped down to 10 of %d", grown)
+	for i := range 10 {
+		assert.Equal(t, int64(9_990+i), h.pop().due)
+	}
+
+	for i := range 10_000 {
+		h.push(timerEntry{due: int64(i), seq: uint64(i)})
+	}
+	h = h[:5] // as a sweep that kept five
+	h.init()
+	h.shrink()
+	assert.Equal(t, 64, cap(h), "one copy down to the smallest size")
+	assert.Len(t, h, 5)
+}

@@ -108,7 +108,7 @@ var libraries = []library{
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
 		delayed: openOurs},
 	{name: "ours+afterfunc",
-		note: "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without Delay; run in the delayed scenarios only",
+		note:    "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without Delay; run in the delayed scenarios only",
 		delayed: openOursAfterFunc},
 	{name: "ours+hooks", queues: true,
 		note: "this library with all three Hooks set to funcs that do nothing: what the hooks cost the pool (two clock reads and two calls per task, a third read for a task that waits in the queue); run where the plain pool runs",

@@ -125,8 +125,7 @@ func TestRelayCloseRunsEveryAcceptedTask(t *testing.T) {
 }
 
 // SubmitWait returns after its task ran, and the relay takes part in every
-// scenario but those that need task handles, groups, a bound, a resize or a
-// batch submit.
+// scenario but those that need task handles, groups, a bound or a resize.
 func TestRelayIsTheFloor(t *testing.T) {
 	lib, err := findLibrary(floor)
 	require.NoError(t, err)
@@ -134,7 +133,7 @@ func TestRelayIsTheFloor(t *testing.T) {
 	assert.Contains(t, lib.note, "reference")
 	for _, s := range scenarios {
 		ok, _ := s.applies(lib)
-		assert.Equal(t, s.needs == "" || s.needs == "queue" || s.needs == "batch", ok, s.id)
+		assert.Equal(t, s.needs == "" || s.needs == "queue" || s.needs == "batch" || s.needs == "delay", ok, s.id)
 	}
 	p := openRelay(2)
 	defer p.Close()
