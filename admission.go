@@ -114,8 +114,11 @@ func (p *WorkerPool) TrySubmit(task func()) bool {
 // It returns
 // ErrStopped once the pool is stopping, also while it waited. A nil task is
 // ignored and DoContext returns nil. opts schedule task as Do's do, with
-// the same rules. DoContext panics if ctx is nil, and if opts hold a Retry.
-// Safe for concurrent use.
+// the same rules. ctx bounds only the wait for room: once DoContext has
+// returned nil, the task no longer looks at ctx, so a delayed task runs
+// when it is due whether or not ctx is done by then (give Go a context to
+// cancel a task that waits). DoContext panics if ctx is nil, and if opts
+// hold a Retry. Safe for concurrent use.
 func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOption) error {
 	if ctx == nil {
 		panic("workerpool: DoContext called with a nil context")

@@ -319,6 +319,25 @@ func ExampleDelay() {
 	// 20ms later
 }
 
+// Do takes the same options for a fire-and-forget func(): a delayed plain
+// task waits in the timer heap, with no handle and no goroutine, and one
+// that a stop abandons goes to the dead-letter handler.
+func ExampleWorkerPool_Do() {
+	p := workerpool.New(1, workerpool.WithDeadLetter(func(_ func(), err error) {
+		fmt.Println("dead letter:", err)
+	}))
+	ran := make(chan struct{})
+	_ = p.Do(func() { fmt.Println("10ms later"); close(ran) }, workerpool.Delay(10*time.Millisecond))
+	_ = p.Do(func() { fmt.Println("an hour later") }, workerpool.Delay(time.Hour))
+	<-ran
+	fmt.Println("scheduled:", p.Status().Scheduled)
+	p.Stop() // abandons the task due in an hour
+	// Output:
+	// 10ms later
+	// scheduled: 1
+	// dead letter: workerpool: pool stopped
+}
+
 // Among waiting tasks the highest level starts first, and tasks of one level
 // start in the order they were submitted. (Here the one worker is kept busy
 // so that all five wait.)

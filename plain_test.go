@@ -263,3 +263,48 @@ func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
 		})
 	}
 }
+
+// DoContext's ctx bounds only the wait for room: a delayed task it
+// accepted runs when due, although ctx ended before, with a carrier or
+// without one.
+func TestDoContextDelayedTaskOutlivesItsContext(t *testing.T) {
+	for _, opts := range [][]TaskOption{{Delay(time.Second)}, {Delay(time.Second), Priority(2)}} {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1)
+			defer p.StopWait()
+			ctx, cancel := context.WithCancel(t.Context())
+			start := time.Now()
+			var ranAt time.Duration
+			require.NoError(t, p.DoContext(ctx, func() { ranAt = time.Since(start) }, opts...))
+			cancel()
+			time.Sleep(2 * time.Second)
+			assert.Equal(t, time.Second, ranAt, "ran when due, with %d options", len(opts))
+			assert.Zero(t, p.Status().Canceled)
+		})
+	}
+}
+
+// BenchmarkDoOptions is Do on a pool of 4 kept busy enough that tasks
+// wait: without options ("none"), with Priority(1) ("priority", a pooled
+// carrier), and with Delay(1µs) ("delay", a timer heap entry and no
+// carrier). Once the pool is warm none allocates: compare allocs/op.
+func BenchmarkDoOptions(b *testing.B) {
+	task := func() {}
+	for _, c := range []struct {
+		name string
+		opts []TaskOption
+	}{
+		{"none", nil},
+		{"priority", []TaskOption{Priority(1)}},
+		{"delay", []TaskOption{Delay(time.Microsecond)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			p := New(4)
+			defer p.StopWait()
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = p.Do(task, c.opts...)
+			}
+		})
+	}
+}

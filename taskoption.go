@@ -4,8 +4,8 @@ import (
 	"time"
 )
 
-// A TaskOption changes how the pool schedules one task given to Go, Call or
-// Group.Go. Make one with Priority, Delay, At, Retry or Weight; the zero
+// A TaskOption changes how the pool schedules one task given to Go, Call,
+// Group.Go, Do or DoContext. Make one with Priority, Delay, At, Retry or Weight; the zero
 // TaskOption changes nothing. Options apply in the order given: when two
 // set the same thing, the last one wins (Delay and At both set the due
 // time). A TaskOption holds no pointer but Retry's policy, so passing
@@ -42,8 +42,8 @@ func Priority(level int) TaskOption {
 	return TaskOption{kind: optionPriority, n: int64(level)}
 }
 
-// Delay makes a task due d after the call that submits it (Go, Call or
-// Group.Go), measured on the clock of that moment: it does not start before
+// Delay makes a task due d after the call that submits it (Go, Call,
+// Group.Go, Do or DoContext), measured on the clock of that moment: it does not start before
 // then. Until it is due it waits in the dispatcher's timer heap, holding no
 // worker and no goroutine, and counts in Status.Scheduled. A d of zero or
 // less means no delay.
@@ -73,7 +73,10 @@ func Weight(n int) TaskOption {
 }
 
 // Retry makes the pool run a task again when a run returns an error, as
-// policy says (see RetryPolicy). A nil policy means no retries.
+// policy says (see RetryPolicy). A nil policy means no retries. Only a
+// task that returns its error can be retried: Do and DoContext, whose
+// func() fails only by panicking, panic when given Retry, as a programming
+// error.
 func Retry(policy RetryPolicy) TaskOption {
 	return TaskOption{kind: optionRetry, retry: policy}
 }
