@@ -466,21 +466,27 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 		}
 		return send(p, m)
 	}
+	return p.sendReserved(m)
+}
+
+// sendReserved is send for a task not due yet under DropOldest: once
+// its send has begun, it takes its place in Status.Scheduled (see
+// reserveScheduled), which dispatch takes over with the task (see
+// acceptDelayed and job.schedule). A stop refuses the send before the
+// place is taken, and a send that began before the stop always completes
+// (see send), so no place is ever held for a task that was refused.
+func (p *WorkerPool) sendReserved(m message) error {
+	if !p.beginSend(&p.taskSends) {
+		return ErrStopped
+	}
 	if !p.reserveScheduled() {
+		p.sendRefused(&p.taskSends)
 		return ErrQueueFull
 	}
-	if j == nil { // a delayed plain task: dispatch takes the reservation over (see acceptDelayed)
-		if err := send(p, m); err != nil {
-			p.counts.scheduled.Add(-1)
-			return err
-		}
-		return nil
+	if m.job != nil {
+		m.job.place.Store(true) // a settle before dispatch takes it over gives it back (see givePlaceOf)
 	}
-	j.place.Store(true) // a settle before dispatch takes it over gives it back (see givePlaceOf)
-	if err := send(p, m); err != nil {
-		p.givePlaceOf(j)
-		return err
-	}
+	p.taskQueue <- m
 	return nil
 }
 

@@ -850,6 +850,44 @@ func TestUnderDropOldestADelayedTaskHoldsItsPlaceOnceGoReturns(t *testing.T) {
 	})
 }
 
+// Under DropOldest, delayed tasks (plain and with handles) submitted from
+// many goroutines while StopWait begins: the stop refuses a send before it
+// takes a place among the scheduled tasks, so StopWait, whose drain waits
+// for Scheduled to reach 0, returns, and the accounting adds up. (Once a
+// refused send gave its place back after it woke dispatch, and a drain
+// that looked in between waited forever.) The race is narrow: each round
+// stops a pool while eight goroutines submit.
+func TestUnderDropOldestDelayedSubmitsRacingStopWaitEndIt(t *testing.T) {
+	rounds := 300
+	if testing.Short() {
+		rounds = 30
+	}
+	for round := range rounds {
+		p := New(2, WithMaxWaiting(1<<20, DropOldest))
+		var submitters sync.WaitGroup
+		for i := range 8 {
+			submitters.Go(func() {
+				if i%2 == 0 {
+					for p.Do(func() {}, Delay(time.Nanosecond)) == nil {
+					}
+					return
+				}
+				for !p.Stopped() {
+					p.Go(context.Background(), noopFn, Delay(time.Nanosecond))
+				}
+			})
+		}
+		for p.Status().Submitted < 64 {
+			runtime.Gosched()
+		}
+		p.StopWait()
+		submitters.Wait()
+		s := p.Status()
+		require.Zero(t, s.Scheduled, "round %d", round)
+		require.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "round %d: %+v", round, s)
+	}
+}
+
 // Under DropOldest, a job a worker has taken from the queue but not started
 // yet holds no place in it: a new task finds room beside the scheduled task
 // (nothing is refused), or beside the task still queued (nothing is

@@ -52,13 +52,23 @@ func sendControl(p *WorkerPool, m message) error { return sendCounted(p, &p.cont
 
 // sendCounted is send, counted in begun.
 func sendCounted(p *WorkerPool, begun *atomic.Int64, m message) error {
-	begun.Add(1)
-	if p.stopBegun.Load() {
-		p.sendRefused(begun)
+	if !p.beginSend(begun) {
 		return ErrStopped
 	}
 	p.taskQueue <- m
 	return nil
+}
+
+// beginSend counts a send in begun and reports whether it may go on: not
+// once stopping has begun, when it takes the send out again. A send it
+// lets go on must complete: dispatch waits for it.
+func (p *WorkerPool) beginSend(begun *atomic.Int64) bool {
+	begun.Add(1)
+	if p.stopBegun.Load() {
+		p.sendRefused(begun)
+		return false
+	}
+	return true
 }
 
 // sendRefused takes a refused send out of begun, the count it was in, and
