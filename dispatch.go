@@ -142,8 +142,10 @@ func (d *dispatcher) advance() {
 	if d.admission.parked.Len() > 0 {
 		d.admission.admitParked(d)
 	}
-	if d.barriers.waiting() {
-		d.barriers.advance(d)
+	// A pause that ends lets parked tickets start on the free workers it
+	// held back, which no worker's return will announce.
+	if d.barriers.waiting() && d.barriers.advance(d) && d.admission.parked.Len() > 0 {
+		d.admission.admitParked(d)
 	}
 	if d.retries.posted() {
 		d.retries.take(d)

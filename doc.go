@@ -172,9 +172,11 @@
 // Until then it waits in the dispatcher's timer heap and counts in
 // Status.Scheduled, not Waiting. When it comes due it is handled as a task
 // accepted then: it starts on a free worker or joins the back of its
-// level. Tasks due at the same moment keep their submission order. Cancel,
-// or the task's context ending, removes a scheduled task at once: it
-// leaves Scheduled and joins Canceled before Wait returns.
+// level. Tasks due at the same moment keep their submission order. A
+// handle's Cancel, or its context ending, removes a scheduled task at once:
+// it leaves Scheduled and joins Canceled before Wait returns. A plain task
+// (Do, DoContext) has no context: once accepted it runs when due, or a
+// stop abandons it.
 //
 // Retries. With [Retry](policy), a run that returns an error (a
 // *PanicError included) asks the [RetryPolicy] with attempt 1, 2, ...;
@@ -242,7 +244,8 @@
 // # Task states
 //
 // Every task someone waits for (a DoWait call, a Task, a Future or a group
-// task) moves through one state machine, and each move happens exactly once,
+// task), and every plain task with a priority or a weight (Do and
+// DoContext with options, in a carrier), moves through one state machine, and each move happens exactly once,
 // decided by an atomic compare-and-swap, whoever attempts it:
 //
 //	queued ──► started ──► finished

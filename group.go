@@ -518,7 +518,7 @@ func (t *groupTask) ctxDone() bool { return t.group.ctx.Err() != nil }
 
 func (t *groupTask) unref() {
 	if t.refs.Add(-1) == 0 {
-		t.group, t.fn = nil, nil
+		t.group, t.fn, t.opts = nil, nil, jobOptions{}
 		t.job.reset(taskOptions{}, nil)
 		t.job.pool.groupTasks.Put(t)
 	}

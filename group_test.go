@@ -944,3 +944,21 @@ func BenchmarkGroup(b *testing.B) {
 		}
 	})
 }
+
+// A group task the pool gives back to its cache keeps nothing of its last
+// task: not its func, its group, nor its options (a retry policy, the last
+// run's error), which would otherwise stay reachable until it is reused.
+func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
+	p := New(1)
+	defer p.Stop()
+	g := p.Group(t.Context())
+	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 3)})
+	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
+	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
+	gt.refs.Store(1) // the pool's reference alone is left
+	gt.unref()
+	assert.Nil(t, gt.fn)
+	assert.Nil(t, gt.group)
+	assert.Nil(t, gt.job.opts)
+	assert.Zero(t, gt.opts, "options kept in the cache")
+}

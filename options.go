@@ -128,8 +128,11 @@ const maxBound = math.MaxInt32
 // WithDeadLetter makes the pool call h for each plain task (from Submit,
 // Do, TrySubmit, DoContext or DoBatch) that will never run and whose
 // submitter cannot learn it: a Submit refused under Reject (reason wraps
-// ErrQueueFull), a task dropped under DropOldest (ErrDropped), a queued
-// task abandoned by Stop or a Shutdown that gave up (ErrStopped). Tasks with
+// ErrQueueFull), a task dropped under DropOldest (ErrDropped), one that
+// expired in the queue (ErrExpired, see WithQueueTimeout), a weighted one
+// that a Resize made heavier than the pool (ErrTooHeavy), a task abandoned
+// by Stop or a Shutdown that gave up, queued or waiting for its due time
+// (ErrStopped). Tasks with
 // a waiter (DoWait, Go, Call, groups) report the reason to it instead, and a
 // call that returns an error (Do, DoContext, TrySubmit, DoBatch refused) is
 // the caller's to handle.

@@ -65,33 +65,36 @@ func (b *barriers) activeEnd() <-chan struct{} {
 
 // advance releases the active pause's caller once its barrier is reached,
 // and ends the pause once its context is done too, making the next one
-// active; and answers the WaitIdle calls once the pool is idle.
-func (b *barriers) advance(d *dispatcher) {
+// active; and answers the WaitIdle calls once the pool is idle. It reports
+// whether it ended the last pause.
+func (b *barriers) advance(d *dispatcher) (ended bool) {
 	if len(b.pauses) > 0 {
-		b.advancePauses(d)
+		ended = b.advancePauses(d)
 	}
 	if len(b.idleWaiters) > 0 {
 		b.answerIdle(d)
 	}
+	return ended
 }
 
-func (b *barriers) advancePauses(d *dispatcher) {
+func (b *barriers) advancePauses(d *dispatcher) (ended bool) {
 	for len(b.pauses) > 0 {
 		active := b.pauses[0]
 		if !active.reached {
 			if !b.barrierReached(d, active) {
-				return
+				return false
 			}
 			active.reached = true
 			close(active.barrierReached)
 		}
 		if !isClosed(active.end) {
-			return
+			return false
 		}
 		b.pauses[0] = nil
 		b.pauses = b.pauses[1:]
 	}
 	b.endPauses(d)
+	return true
 }
 
 // barrierReached reports whether every task that came before req has

@@ -372,3 +372,25 @@ func TestPauseBarrierMixed(t *testing.T) {
 		}
 	}
 }
+
+// A submitter waiting for a free worker (Block with a bound of 0) while
+// pauses hold the pool starts on the idle workers once the last pause
+// ends, whichever of dispatch's looks at the waiters ends it: no worker's
+// return is left to announce the free workers. Pauses that end at the same
+// fake moment end now in one look, now in the next; the rounds cover both.
+func TestParkedSubmitterStartsWhenThePausesEnd(t *testing.T) {
+	for round := range 2000 {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(4, WithIdleTimeout(-1), WithMinWorkers(3), WithMaxWaiting(0, Block))
+			defer p.Stop()
+			for range 2 + round%6 {
+				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				defer cancel()
+				go p.Pause(ctx)
+				synctest.Wait()
+			}
+			task := p.Go(t.Context(), noopFn) // waits until the pauses end, at 1s
+			require.NoError(t, task.Wait(), "round %d", round)
+		})
+	}
+}

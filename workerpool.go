@@ -181,8 +181,9 @@ func (p *WorkerPool) submitRest(task func()) {
 // Resize. A plain task has no error to retry on, so Do panics if opts hold
 // a Retry: give Go a func that returns its error instead. With options
 // that change nothing (Delay(0), Priority(0), Weight(1)) the task is a
-// plain task; with others the pool carries it in a carrier it reuses, so
-// no allocation is made once the pool is warm.
+// plain task; with a delay alone it waits in the timer heap as it is; with
+// a priority or a weight the pool carries it in a carrier it reuses. None
+// of these allocates once the pool is warm.
 func (p *WorkerPool) Do(task func(), opts ...TaskOption) error {
 	if len(opts) > 0 {
 		return p.countRejected(p.doWithOptions(nil, task, opts), 1)
