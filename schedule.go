@@ -51,13 +51,18 @@ func (h *timerHeap) pop() timerEntry {
 	return first
 }
 
+// keptEntries is the capacity the timer heap keeps however empty it gets
+// (640 KiB): a pool that schedules bursts of up to that many tasks reuses
+// one array, and one that scheduled many more gives the rest back.
+const keptEntries = 1 << 14
+
 // shrink halves the heap's array, as often as three quarters of it lie
-// unused, so that a burst of delayed tasks does not hold its memory after
-// it has run. Halving only at a quarter full keeps push and pop amortized
-// O(1).
+// unused, down to keptEntries, so that a large burst of delayed tasks does
+// not hold its memory after it has run. Halving only at a quarter full
+// keeps push and pop amortized O(1).
 func (h *timerHeap) shrink() {
 	s, c := *h, cap(*h)
-	for c > 64 && len(s) <= c/4 {
+	for c > keptEntries && len(s) <= c/4 {
 		c /= 2
 	}
 	if c < cap(s) {

@@ -374,30 +374,33 @@ func TestUnderDropOldestACanceledDelayedTaskLeavesScheduledByTheTimeWaitReturns(
 	})
 }
 
-// The heap gives its memory back once a burst of delayed tasks has run,
-// and a sweep of canceled tasks does the same.
+// The heap gives its memory back, down to keptEntries, once a burst of
+// delayed tasks has run, and a sweep of canceled tasks does the same; a
+// burst of at most keptEntries keeps its array for the next one.
 func TestTimerHeapShrinksAfterABurst(t *testing.T) {
+	const n = 8 * keptEntries
 	var h timerHeap
-	for i := range 10_000 {
+	for i := range n {
 		h.push(timerEntry{due: int64(i), seq: uint64(i)})
 	}
 	grown := cap(h)
-	assert.GreaterOrEqual(t, grown, 10_000)
-	for i := range 9_990 {
-		assert.Equal(t, int64(i), h.pop().due)
+	assert.GreaterOrEqual(t, grown, n)
+	for i := range n - 10 {
+		require.Equal(t, int64(i), h.pop().due)
 	}
 	assert.Len(t, h, 10)
-	assert.LessOrEqual(t, cap(h), 64, "popped down to 10 of %d", grown)
+	assert.Equal(t, keptEntries, cap(h), "popped down to 10 of %d", grown)
 	for i := range 10 {
-		assert.Equal(t, int64(9_990+i), h.pop().due)
+		assert.Equal(t, int64(n-10+i), h.pop().due)
 	}
+	assert.Equal(t, keptEntries, cap(h), "a burst as large as keptEntries reuses the array")
 
-	for i := range 10_000 {
+	for i := range n {
 		h.push(timerEntry{due: int64(i), seq: uint64(i)})
 	}
 	h = h[:5] // as a sweep that kept five
 	h.init()
 	h.shrink()
-	assert.Equal(t, 64, cap(h), "one copy down to the smallest size")
+	assert.Equal(t, keptEntries, cap(h), "one copy down to keptEntries")
 	assert.Len(t, h, 5)
 }
