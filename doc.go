@@ -154,9 +154,9 @@
 // when given it. A plain task with only a delay waits in the timer heap as
 // it is; one with a priority or a weight rides a carrier the pool reuses.
 // Neither allocates once the pool is warm, and neither holds a goroutine:
-// at 10,000 tasks a delayed Do costs about the CPU of a
-// time.AfterFunc(d, func() { p.Submit(f) }) per task and half its memory,
-// and far less of both from a million pending tasks up (see the
+// at 10,000 tasks a delayed Do costs the CPU of a
+// time.AfterFunc(d, func() { p.Submit(f) }) per task and a quarter of its
+// memory, and at a million pending tasks under a third of both (see the
 // benchmarks' README).
 //
 // Priority. [Priority](level) takes any int; the default, and the level of

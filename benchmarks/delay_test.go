@@ -18,8 +18,8 @@ import (
 //
 //   - afterfunc: time.AfterFunc(delay, func() { p.Submit(task) }), a runtime
 //     timer and a closure per task, as users do it without Delay;
-//   - do: p.Do(task, workerpool.Delay(delay)), a plain task waiting in the
-//     pool's own timer heap, in a carrier the pool reuses;
+//   - do: p.Do(task, workerpool.Delay(delay)), a plain task waiting as it
+//     is in the pool's own timer heap: one heap entry, no carrier;
 //   - go: p.Go(ctx, fn, workerpool.Delay(delay)), the same with a Task
 //     handle per task;
 //   - relay: the floor of the pool's mechanism (see delayRelay): one

@@ -56,7 +56,7 @@ var scenarioNotes = map[string]string{
 
 // delayedNote is the note of the delayed-task scenarios.
 const delayedNote = "Each task is given with a delay drawn uniformly from [0, 1 s) (the same fixed-seed sequence for every pool), and the run lasts until the last has run, so wall time is about a second for everyone: compare CPU ns/task and B/task. " +
-	"ours gives a plain task with Do(task, Delay(d)), waiting in the pool's timer heap in a carrier the pool reuses; ours+afterfunc is the same pool driven the way users do it without Delay, time.AfterFunc(d, func() { Submit(task) }), a runtime timer, a closure and, when it fires, a goroutine per task; " +
+	"ours gives a plain task with Do(task, Delay(d)), waiting as it is in the pool's timer heap (one entry, no carrier); ours+afterfunc is the same pool driven the way users do it without Delay, time.AfterFunc(d, func() { Submit(task) }), a runtime timer, a closure and, when it fires, a goroutine per task; " +
 	"the relay keeps the tasks in a heap with one timer (relay_delay.go), the floor of this design for delayed tasks. The others have no delayed submit: n/a."
 
 // waitingBound is the bound on waiting tasks in scenario j.
