@@ -125,7 +125,7 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOpt
 	}
 	var err error
 	if len(opts) > 0 {
-		err = p.doWithOptions(ctx, task, opts)
+		err = p.doWithOptions(task, opts, ctx)
 	} else {
 		err = p.doPlain(task, true, ctx)
 	}

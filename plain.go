@@ -20,7 +20,7 @@ type plainJob struct {
 // when they change nothing, else a plainJob. It returns why the pool
 // refused the task, uncounted; ctx (nil for Do) bounds a wait for room
 // under Block.
-func (p *WorkerPool) doWithOptions(ctx context.Context, task func(), opts []TaskOption) error {
+func (p *WorkerPool) doWithOptions(task func(), opts []TaskOption, ctx context.Context) error {
 	o := p.parseOptions(opts)
 	if o.retry != nil {
 		panic("workerpool: Retry given to Do or DoContext: a func() fails only by panicking; use Go with a func that returns its error")

@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,7 +220,7 @@ func TestPlainTasksWithOptionsCountInStatus(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, 1, s.Waiting, "waiting")
 		assert.Equal(t, 1, s.Scheduled, "scheduled")
-		assert.Equal(t, uint64(3), s.Submitted, fmt.Sprint("submitted: the running task and two plain tasks with options"))
+		assert.Equal(t, uint64(3), s.Submitted, "submitted: the running task and two plain tasks with options")
 		assert.Equal(t, uint64(1), s.Rejected, "rejected")
 		running.open()
 		time.Sleep(time.Second)

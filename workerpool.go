@@ -186,7 +186,7 @@ func (p *WorkerPool) submitRest(task func()) {
 // of these allocates once the pool is warm.
 func (p *WorkerPool) Do(task func(), opts ...TaskOption) error {
 	if len(opts) > 0 {
-		return p.countRejected(p.doWithOptions(nil, task, opts), 1)
+		return p.countRejected(p.doWithOptions(task, opts, nil), 1)
 	}
 	return p.countRejected(p.doPlain(task, true, nil), 1)
 }
