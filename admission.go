@@ -103,7 +103,7 @@ func (r *room) admit(n int) bool {
 // it refuses as under Reject; with no bound it is Do. A nil task is ignored
 // and TrySubmit returns true. Safe for concurrent use.
 func (p *WorkerPool) TrySubmit(task func()) bool {
-	return p.countRejected(p.doPlain(task, false, nil), 1) == nil
+	return p.countRejected(p.doPlain(task, false, nil), 1, nil) == nil
 }
 
 // DoContext queues task like Do, and under Block waits for room only until
@@ -124,15 +124,20 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOpt
 		panic("workerpool: DoContext called with a nil context")
 	}
 	var err error
-	if len(opts) > 0 {
-		err = p.doWithOptions(task, opts, ctx)
-	} else {
+	o := taskOptions{weight: 1}
+	switch {
+	case len(opts) > 0:
+		o = p.parseDoOptions(opts)
+		err = p.doWithOptions(task, o, ctx)
+	case p.cfg.timed:
+		err = p.doWithOptions(task, o, ctx)
+	default:
 		err = p.doPlain(task, true, ctx)
 	}
 	if err == errWithdrawn {
 		return ctx.Err()
 	}
-	return p.countRejected(err, 1)
+	return p.countRejected(err, 1, &o)
 }
 
 // DoBatch queues every non-nil task of tasks, in order, in one hand-off to
@@ -159,7 +164,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 	case p.stopBegun.Load():
 		return ErrStopped
 	case p.cfg.bounded && n > p.cfg.bound, p.scheduledFill(n):
-		return p.countRejected(ErrQueueFull, n)
+		return p.countRejected(ErrQueueFull, n, nil)
 	}
 	t := p.newTicket()
 	t.batch, t.tasks = tasks, n
@@ -169,7 +174,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 	case p.cfg.overflow == Reject:
 		t.refs.Store(1)
 		t.unref(p)
-		return p.countRejected(ErrQueueFull, n)
+		return p.countRejected(ErrQueueFull, n, nil)
 	default:
 		t.need = n
 	}

@@ -20,19 +20,21 @@ type deadLetters struct {
 	sealed     bool                    // the pool stopped: no letter is taken any more
 }
 
-// A deadLetter is one task given up, and why: a plain task, or a job
-// (task nil), of which only TaskDropped learns.
+// A deadLetter is one task given up, and what TaskDropped learns of it
+// (why in info.Err): a plain task, or a job (task nil), of which only
+// TaskDropped learns.
 type deadLetter struct {
-	task   func()
-	reason error
+	task func()
+	info TaskInfo
 }
 
-// giveUp queues a letter for task (nil for a job) with reason, and starts
+// giveUp queues a letter for task (nil for a job) with info, whose Err is
+// why the task was given up, and starts
 // a deliverer if none is running. It reports false, and takes nothing, once
 // the pool has stopped (see seal): the caller then treats a plain task as
 // refused because the pool stopped. The deliverer starts under d.mu, so
 // that it is in p.goroutines before seal returns and a stop waits for it.
-func (p *WorkerPool) giveUp(task func(), reason error) bool {
+func (p *WorkerPool) giveUp(task func(), info TaskInfo) bool {
 	d := &p.dead
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -42,7 +44,7 @@ func (p *WorkerPool) giveUp(task func(), reason error) bool {
 	if p.cfg.hooks.TaskDropped == nil && (task == nil || p.cfg.deadLetter == nil) {
 		return true // no one to tell: Status counts it
 	}
-	d.letters.PushBack(deadLetter{task, reason})
+	d.letters.PushBack(deadLetter{task, info})
 	if !d.delivering {
 		d.delivering = true
 		p.goroutines.Go(p.deliverDeadLetters)
@@ -92,7 +94,7 @@ func (p *WorkerPool) deliver(l deadLetter) {
 		defer p.callDeadLetter(l) // also if TaskDropped calls runtime.Goexit
 	}
 	if p.cfg.hooks.TaskDropped != nil {
-		p.callTaskDropped(l.reason)
+		p.callTaskDropped(l.info)
 	}
 }
 
@@ -102,16 +104,21 @@ func (p *WorkerPool) callDeadLetter(l deadLetter) {
 	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("dead-letter handler")
 	}
-	p.cfg.deadLetter(l.task, l.reason)
+	p.cfg.deadLetter(l.task, l.info.Err)
 }
 
-// tellDropped tells TaskDropped about a job that will never run, with the
-// reason its owner learns, through the deliverer. (Once the pool stopped
+// tellDropped tells TaskDropped about a job that will never run, with
+// info, whose Err is the reason its owner learns, through the deliverer. (Once the pool stopped
 // every job is final, so none is settled after the letters are sealed;
 // should one be, it is told in place, never by dispatch, which sealed
 // them as its last act.)
-func (p *WorkerPool) tellDropped(reason error) {
-	if p.cfg.hooks.TaskDropped != nil && !p.giveUp(nil, reason) {
-		p.callTaskDropped(reason)
+func (p *WorkerPool) tellDropped(info TaskInfo) {
+	if p.cfg.hooks.TaskDropped != nil && !p.giveUp(nil, info) {
+		p.callTaskDropped(info)
 	}
+}
+
+// giveUpPlain gives up a plain task without options with why (see giveUp).
+func (p *WorkerPool) giveUpPlain(task func(), why error) bool {
+	return p.giveUp(task, p.infoOf(nil, 1, why))
 }

@@ -144,15 +144,16 @@
 // no retry, weight 1), and their path takes no lock and makes no
 // allocation.
 //
-// Plain tasks with options. Do and DoContext accept a func() with Delay,
-// At, Priority and Weight, under the same rules and with the same errors
-// as a handle's; the call returns once the task is accepted, and a task
-// that never runs (abandoned by a stop, also while it waits for its due
-// time; dropped; expired; too heavy after a Resize) goes to the
-// dead-letter handler once, with why, as any plain task does. Retry needs
-// an error to act on, which a func() cannot return: Do and DoContext panic
-// when given it. A plain task with only a delay waits in the timer heap as
-// it is; one with a priority or a weight rides a carrier the pool reuses.
+// Plain tasks with options. Do, DoContext and DoWait accept a func() with
+// Delay, At, Priority, Weight and Label, under the same rules and with the
+// same errors as a handle's; Do and DoContext return once the task is
+// accepted (DoWait once it ran), and a task of theirs that never runs
+// (abandoned by a stop, also while it waits for its due time; dropped;
+// expired; too heavy after a Resize) goes to the dead-letter handler once,
+// with why, as any plain task does. Retry needs an error to act on, which
+// a func() cannot return: Do, DoContext and DoWait panic when given it. A
+// plain task with only a delay waits in the timer heap as it is; one with
+// a priority, a weight or a label rides a carrier the pool reuses.
 // Neither allocates once the pool is warm, and neither holds a goroutine:
 // at 10,000 tasks a delayed Do costs the CPU of a
 // time.AfterFunc(d, func() { p.Submit(f) }) per task and a quarter of its
@@ -369,41 +370,66 @@
 // TaskFinished the pool reads no clock for a task, and the submit and run
 // paths allocate nothing either way.
 //
-// [Hooks] are three funcs. TaskStarted and TaskFinished run in the worker
-// goroutine around each run of a task, a retried task's every attempt
-// included, with its wait (from the moment it joined the queue, accepted or
-// come due, to its start; 0 for a task that a worker took at once) and run
-// time, and TaskFinished with the run's error: the handle's error, a
-// [*PanicError] for every recovered panic, [ErrGoexit], or nil for a plain
-// func that returned. TaskDropped runs exactly once for each task counted
-// in Rejected, Dropped, Abandoned, Canceled or Expired, with the reason
+// [Hooks] are three funcs, and each learns which task it is about in a
+// [TaskInfo], passed by value (no allocation): the pool's name, the task's
+// [Label] (a kind of task, "" if none), its priority, weight and attempt
+// (1 for the first run, 2, ... under Retry), and the times and outcome of
+// the run. TaskStarted and TaskFinished run in the worker goroutine around
+// each run of a task, a retried task's every attempt included, with its
+// wait (from the moment it joined the queue, accepted or come due, to its
+// start; 0 for a task that a worker took at once) and, for TaskFinished,
+// its run time and error: the handle's error, a [*PanicError] for every
+// recovered panic, [ErrGoexit], or nil for a plain func that returned.
+//
+// TaskStarted gets a context and returns the one the task runs with, which
+// TaskFinished gets too (nil means unchanged): for Go, Call and Group.Go the
+// task's own context (the caller's ctx, or the group's, which Cancel and a
+// Shutdown that gives up still cancel through whatever TaskStarted derived
+// from it); for DoContext its ctx's values without its cancellation
+// (context.WithoutCancel: the task may run after ctx is done); for Submit,
+// Do, DoWait and the other plain calls context.Background(). So a span
+// started in TaskStarted is a child of the submitter's span and the parent
+// of everything the task does (a plain func() cannot see it, but its span
+// is still the submitter's child for DoContext). A TaskStarted that panics
+// leaves the task its own context.
+//
+// TaskDropped runs exactly once for each task counted in Rejected,
+// Dropped, Abandoned, Canceled or Expired, with why in TaskInfo.Err
 // (wrapping [ErrQueueFull], [ErrTooHeavy], [ErrDropped], [ErrExpired],
-// [ErrStopped], or the task's context error): in the call that refused the
-// task, before it returns, and otherwise on the dead-letter goroutine,
-// before a plain task goes to the dead-letter handler. No hook ever runs on
-// the dispatcher, and every hook call for tasks given up before or during a
-// stop has returned when Stop, StopWait or Shutdown returns. So after a
-// stop, the TaskDropped calls equal Rejected + Dropped + Abandoned +
-// Canceled + Expired, and TaskStarted and TaskFinished are called once per
-// run. Status.Dropped counts only the tasks dropped from a full queue
-// (DropOldest) or heavier than the pool after a Resize; the TaskDropped
-// hook is told of every task that never runs, whatever the reason, so its
-// calls are Rejected + Dropped + Abandoned + Canceled + Expired. A
-// panicking hook is treated like a task's panic (see Panics), but not
-// counted as one.
+// [ErrStopped], or the task's context error) and the attempt that never
+// ran: in the call that refused the task, before it returns, and otherwise
+// on the dead-letter goroutine, before a plain task goes to the dead-letter
+// handler. No hook ever runs on the dispatcher, and every hook call for
+// tasks given up before or during a stop has returned when Stop, StopWait
+// or Shutdown returns. So after a stop, the TaskDropped calls equal
+// Rejected + Dropped + Abandoned + Canceled + Expired, and TaskStarted and
+// TaskFinished are called once per run. Status.Dropped counts only the
+// tasks dropped from a full queue (DropOldest) or heavier than the pool
+// after a Resize; the TaskDropped hook is told of every task that never
+// runs, whatever the reason. A panicking hook is treated like a task's
+// panic (see Panics), but not counted as one.
+//
+// A Label costs a task what any option costs (see Scheduling): a Go with a
+// Label allocates its options beside its Task; a plain task with a Label
+// rides a carrier the pool reuses, so Do, DoContext and DoWait with a Label
+// allocate nothing once the pool is warm. In a pool with TaskStarted or
+// TaskFinished, every DoContext task rides such a carrier, with its ctx's
+// values (one allocation, context.WithoutCancel's).
 //
 // The logger gets, at Info and above, exactly one Error record with the
 // stack per recovered panic (a task's, a handle's, a hook's, a retry
 // policy's, the dead-letter handler's), one Info record per Resize, and
 // one Info summary of the final counts when the pool has stopped: never a
 // record per task. Everything else is at Debug. Every record carries
-// pool=[WorkerPool.Name].
+// pool=[WorkerPool.Name]; the record of a task's panic, or of its retry
+// policy's, also carries its label (if it has one) and attempt.
 //
 // The nested modules github.com/e86d9661/workerpool/workerpoolprom
 // (Prometheus) and github.com/e86d9661/workerpool/workerpoolotel
-// (OpenTelemetry) export Status at scrape time and the two durations as
-// histograms fed by the hooks, under the pool's name; workerpoolotel also
-// wraps Go and Call tasks in spans.
+// (OpenTelemetry) export Status at scrape time, and, fed by the hooks, the
+// wait and run times by pool and label, failures by outcome and the work
+// still running, under one vocabulary; workerpoolotel also makes a span
+// for every run, on every call path.
 //
 // # Options: zero and negative values
 //

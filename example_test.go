@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -528,45 +529,54 @@ func ExampleWithRateLimit() {
 	// Output: completed: 2 abandoned: 3
 }
 
-// Hooks count runs and failures, and report, with the reason, every task
-// that will never run: here one a full queue refused and one a Shutdown
-// abandoned.
+// Hooks see which task each call is about: they count runs and failures
+// by label, and report every task that will never run, with its label and
+// why: here one a full queue refused and one a Shutdown abandoned.
 func ExampleWithHooks() {
-	var started, finished, failed atomic.Int64
 	var mu sync.Mutex
-	var lost []string
-	p := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.Reject), workerpool.WithHooks(workerpool.Hooks{
-		TaskStarted: func(waited time.Duration) { started.Add(1) },
-		TaskFinished: func(waited, ran time.Duration, err error) {
-			finished.Add(1)
-			if err != nil {
-				failed.Add(1)
-			}
-		},
-		TaskDropped: func(reason error) {
+	runs := map[string]int{}
+	var failed, lost []string
+	p := workerpool.New(1, workerpool.WithName("files"), workerpool.WithMaxWaiting(1, workerpool.Reject), workerpool.WithHooks(workerpool.Hooks{
+		TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
 			mu.Lock()
 			defer mu.Unlock()
-			lost = append(lost, reason.Error())
+			runs[t.Label]++
+			return ctx // the ctx the task runs with: here unchanged
+		},
+		TaskFinished: func(_ context.Context, t workerpool.TaskInfo) {
+			if t.Err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				failed = append(failed, fmt.Sprintf("%s/%s attempt %d: %v", t.Pool, t.Label, t.Attempt, t.Err))
+			}
+		},
+		TaskDropped: func(t workerpool.TaskInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			lost = append(lost, fmt.Sprintf("%s: %v", t.Label, t.Err))
 		},
 	}))
 	ctx := context.Background()
-	fmt.Println(p.Go(ctx, func(context.Context) error { return errors.New("no such file") }).Wait())
+	fmt.Println(p.Go(ctx, func(context.Context) error { return errors.New("no such file") }, workerpool.Label("open")).Wait())
 	running := make(chan struct{})
-	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() })
+	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() }, workerpool.Label("watch"))
 	<-running
-	p.Submit(func() {})                 // waits in the queue, which is now full
-	fmt.Println(p.TrySubmit(func() {})) // refused: TaskDropped runs before TrySubmit returns
+	p.Do(func() {}, workerpool.Label("index"))                  // waits in the queue, which is now full
+	fmt.Println(p.Do(func() {}, workerpool.Label("thumbnail"))) // refused: TaskDropped runs before Do returns
 	now, cancel := context.WithCancel(ctx)
 	cancel()
 	fmt.Println(p.Shutdown(now)) // abandons the queued task and cancels the running one
-	fmt.Printf("started %d, finished %d, failed %d\n", started.Load(), finished.Load(), failed.Load())
+	fmt.Println(runs)
+	fmt.Println(strings.Join(failed, "\n"))
 	fmt.Println(lost)
 	// Output:
 	// no such file
-	// false
+	// workerpool: waiting queue full
 	// context canceled
-	// started 2, finished 2, failed 2
-	// [workerpool: waiting queue full workerpool: pool stopped]
+	// map[open:1 watch:1]
+	// files/open attempt 1: no such file
+	// files/watch attempt 1: context canceled
+	// [thumbnail: workerpool: waiting queue full index: workerpool: pool stopped]
 }
 
 // The logger gets one record per Resize and a summary when the pool stops,

@@ -38,9 +38,10 @@ func (f *Future[T]) run(ctx context.Context) error {
 // A Future owns its task's job (see jobOwner): it runs fn itself, and
 // leaves the rest to its Task.
 
-func (f *Future[T]) call() (panicked bool, err error) {
-	return f.task.job.pool.callRecovering(&f.task.ctx, f.run)
+func (f *Future[T]) call(ctx context.Context) (panicked bool, err error) {
+	return f.task.job.pool.callRecovering(&f.task.job, ctx, f.run)
 }
+func (f *Future[T]) runContext() context.Context  { return f.task.runContext() }
 func (f *Future[T]) canceled() error              { return f.task.canceled() }
 func (f *Future[T]) conclude(err error, ran bool) { f.task.conclude(err, ran) }
 func (f *Future[T]) released()                    {}

@@ -160,28 +160,41 @@ type fuzzHooks struct {
 	started, finished, dropped atomic.Int64
 	onDispatcher               atomic.Int64 // calls made on the dispatcher goroutine
 	negative                   atomic.Int64 // waits or runs below zero
+	wrongInfo                  atomic.Int64 // TaskInfos that do not match their task (see fuzzLabel)
+}
+
+// fuzzLabel is the Label the fuzz gives a task with options: it names the
+// priority and weight the task was given, which the hooks check against
+// the TaskInfo they get.
+func fuzzLabel(priority, weight int) string {
+	return fmt.Sprintf("p%d w%d", priority, weight)
 }
 
 func (h *fuzzHooks) hooks() Hooks {
 	return Hooks{
-		TaskStarted: func(waited time.Duration) {
-			h.check(waited, 0)
+		TaskStarted: func(ctx context.Context, ti TaskInfo) context.Context {
+			h.check(ti, 0)
 			h.started.Add(1)
+			return ctx
 		},
-		TaskFinished: func(waited, ran time.Duration, _ error) {
-			h.check(waited, ran)
+		TaskFinished: func(_ context.Context, ti TaskInfo) {
+			h.check(ti, ti.Ran)
 			h.finished.Add(1)
 		},
-		TaskDropped: func(error) {
-			h.check(0, 0)
+		TaskDropped: func(ti TaskInfo) {
+			h.check(ti, 0)
 			h.dropped.Add(1)
 		},
 	}
 }
 
-func (h *fuzzHooks) check(waited, ran time.Duration) {
-	if waited < 0 || ran < 0 {
+func (h *fuzzHooks) check(ti TaskInfo, ran time.Duration) {
+	if ti.Waited < 0 || ran < 0 {
 		h.negative.Add(1)
+	}
+	if ti.Pool != "fuzz" || ti.Attempt < 1 || ti.Weight < 1 ||
+		ti.Label != "" && ti.Label != fuzzLabel(ti.Priority, ti.Weight) {
+		h.wrongInfo.Add(1)
 	}
 	if onDispatcher() {
 		h.onDispatcher.Add(1)
@@ -626,9 +639,9 @@ func (r *fuzzRun) delayedTask(arg int) {
 // a priority from -2 to 2, and by arg/5 a Backoff retry with fn failing its
 // first arg%3 runs; a weight of arg%4+1, which may be more than the pool's
 // size; a weight of 2 with a retry after one failure; or a policy that
-// always retries, ended by a Permanent error. Its fn meters the slots it
-// takes. Wait must report success, a Permanent end after one run, or why
-// the task stopped.
+// always retries, ended by a Permanent error; and a Label (see fuzzLabel).
+// Its fn meters the slots it takes. Wait must report success, a Permanent
+// end after one run, or why the task stopped.
 func (r *fuzzRun) optionTask(arg int) {
 	opts := []TaskOption{Priority(arg%5 - 2)}
 	weight, fails, permanent := 1, 0, false
@@ -645,6 +658,7 @@ func (r *fuzzRun) optionTask(arg int) {
 		fails, permanent = 1, true
 		opts = append(opts, Retry(func(int, error) (time.Duration, bool) { return 0, true }))
 	}
+	opts = append(opts, Label(fuzzLabel(arg%5-2, max(weight, 1))))
 	if fails > 0 {
 		r.delayed.Store(true)
 		r.retrying.Store(true)
@@ -840,16 +854,22 @@ func (r *fuzzRun) submitChild() {
 // plainOptionTask gives a plain task options through Do or DoContext
 // (arg%2): a priority, a delay of 150 or 200ms when arg%4 >= 2, and a
 // weight of 2 when arg%3 == 2 (too heavy for a pool of one, or after a
-// Resize to one). A task lost once accepted goes to the dead-letter
-// handler, which checkPlainTasks checks.
+// Resize to one); DoContext's carry a Label (see fuzzLabel). A task lost
+// once accepted goes to the dead-letter handler, which checkPlainTasks
+// checks.
 func (r *fuzzRun) plainOptionTask(arg int) {
 	opts := []TaskOption{Priority(arg%5 - 2)}
 	if arg%4 >= 2 {
 		r.delayed.Store(true)
 		opts = append(opts, Delay(time.Duration(arg%4+1)*50*time.Millisecond))
 	}
+	weight := 1
 	if arg%3 == 2 {
+		weight = 2
 		opts = append(opts, Weight(2))
+	}
+	if arg%2 == 1 { // DoContext's tasks have a label; Do's delayed ones keep their carrier-less path
+		opts = append(opts, Label(fuzzLabel(arg%5-2, weight)))
 	}
 	pt := r.plain(sleepFor(arg % 5))
 	stopped := r.p.Stopped()
@@ -1024,6 +1044,7 @@ func (r *fuzzRun) checkObserved(s Status) {
 		"TaskDropped calls == rejected + dropped + abandoned + canceled + expired")
 	assert.Zero(t, h.onDispatcher.Load(), "hook calls on the dispatcher")
 	assert.Zero(t, h.negative.Load(), "negative waits or runs")
+	assert.Zero(t, h.wrongInfo.Load(), "TaskInfos that do not match their task")
 	r.logs.mu.Lock()
 	defer r.logs.mu.Unlock()
 	assert.Equal(t, 1, r.logs.counts["pool stopped"], "stop summaries")

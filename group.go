@@ -39,9 +39,9 @@ type Group struct {
 	// scheduled tasks are canceled as soon as it is done: from New with a
 	// bound, from the first delayed task otherwise.
 	watched bool
-	// untold counts the tasks dropped or skipped under g.mu that unlock is
-	// to tell TaskDropped about once it has released g.mu.
-	untold int32
+	// untold holds the options of the tasks dropped or skipped under g.mu
+	// that unlock is to tell TaskDropped about once it has released g.mu.
+	untold []taskOptions
 	// emptied is made by a Wait that has to wait, and closed once no task
 	// is in the pool or held.
 	emptied chan struct{}
@@ -140,7 +140,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		why := g.canceledBy()
 		g.record(why)
 		p.countNeverQueued(1, g.bucketFor(why))
-		g.tellLater(1)
+		g.tellLater(h)
 	case p.heavierThanPool(h.opts.weight): // at once, also for a task the limit would hold
 		g.record(ErrTooHeavy)
 		tooHeavy = true
@@ -156,7 +156,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	g.changedLocked()
 	g.unlock()
 	if tooHeavy {
-		p.countRejected(ErrTooHeavy, 1) // outside g.mu: TaskDropped runs here
+		p.countRejected(ErrTooHeavy, 1, &h.opts) // outside g.mu: TaskDropped runs here
 	}
 }
 
@@ -304,12 +304,12 @@ func (g *Group) submit(t *groupTask, held bool) {
 		err = g.canceledBy()
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
 		g.pool.counts.settled.count(jobAbandoned)
-		g.pool.tellDropped(err)
+		g.pool.tellDropped(t.job.info(err))
 	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
 		g.pool.counts.settled.count(jobDropped)
-		g.pool.tellDropped(err)
+		g.pool.tellDropped(t.job.info(err))
 	default:
-		g.pool.countRejected(err, 1)
+		g.pool.countRejected(err, 1, t.job.options())
 	}
 	t.job.refuse(err)
 	t.released()
@@ -381,19 +381,20 @@ func (g *Group) dropHeld(why error) {
 		return
 	}
 	g.record(why)
-	g.held.Clear()
+	for range n {
+		g.tellLater(g.held.PopFront())
+	}
 	g.pool.counts.settled.add(g.bucketFor(why), uint64(n)) // in Submitted since their Go calls
-	g.tellLater(n)
 }
 
-// tellLater notes n tasks dropped or skipped under g.mu, which unlock
-// tells TaskDropped about once it has released g.mu. Each is dropped or
-// skipped once the group's context is done, or as dropHeld cancels it
-// (with ErrStopped, from takeHeld), so why is the context's cause, which
-// never changes once it is done. g.mu is held.
-func (g *Group) tellLater(n int) {
+// tellLater notes h, dropped or skipped under g.mu, which unlock tells
+// TaskDropped about once it has released g.mu. Each is dropped or skipped
+// once the group's context is done, or as dropHeld cancels it (with
+// ErrStopped, from takeHeld), so why is the context's cause, which never
+// changes once it is done. g.mu is held.
+func (g *Group) tellLater(h heldTask) {
 	if g.pool.cfg.hooks.TaskDropped != nil {
-		g.untold += int32(n)
+		g.untold = append(g.untold, h.opts)
 	}
 }
 
@@ -428,17 +429,17 @@ func (g *Group) bucketFor(why error) uint32 {
 // settles under g.mu, and a skipped one in a Go call, itself a settle in
 // progress.
 func (g *Group) unlock() {
-	n := g.untold
-	if n == 0 {
+	untold := g.untold
+	if len(untold) == 0 {
 		g.mu.Unlock()
 		return
 	}
-	g.untold = 0
+	g.untold = nil // a Go call may note more once g.mu is released
 	p, why := g.pool, g.canceledBy()
 	p.beginSettle()
 	g.mu.Unlock()
-	for range n {
-		p.tellDropped(why)
+	for i := range untold {
+		p.tellDropped(p.infoOf(&untold[i], 1, why))
 	}
 	p.endSettle()
 }
@@ -496,9 +497,12 @@ func (j *job) heldByGroup() bool {
 	return ok && t.held
 }
 
-func (t *groupTask) call() (panicked bool, err error) {
-	return t.job.pool.callRecovering(t.group.ctx, t.fn)
+func (t *groupTask) call(ctx context.Context) (panicked bool, err error) {
+	return t.job.pool.callRecovering(&t.job, ctx, t.fn)
 }
+
+// runContext is the group's context.
+func (t *groupTask) runContext() context.Context { return t.group.ctx }
 
 func (t *groupTask) canceled() error {
 	if t.group.ctx.Err() != nil {

@@ -303,7 +303,8 @@ type droppedTasks struct {
 
 // option gives the pool a TaskDropped hook that records into d.
 func (d *droppedTasks) option() Option {
-	return WithHooks(Hooks{TaskDropped: func(reason error) {
+	return WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
+		reason := ti.Err
 		d.calls.Add(1)
 		if onDispatcher() {
 			d.onDispatcher.Add(1)

@@ -28,7 +28,15 @@ type hookLog struct {
 	started      []time.Duration
 	finished     []finish
 	dropped      []error
+	infos        []hookCall // every call, in order
 	onDispatcher atomic.Int64
+}
+
+// hookCall is one hook call: which hook, what TaskInfo and ctx it got.
+type hookCall struct {
+	hook string // "started", "finished" or "dropped"
+	info TaskInfo
+	ctx  context.Context
 }
 
 // finish is one TaskFinished call.
@@ -39,23 +47,27 @@ type finish struct {
 
 func (l *hookLog) hooks() Hooks {
 	return Hooks{
-		TaskStarted: func(waited time.Duration) {
+		TaskStarted: func(ctx context.Context, ti TaskInfo) context.Context {
 			l.checkGoroutine()
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			l.started = append(l.started, waited)
+			l.started = append(l.started, ti.Waited)
+			l.infos = append(l.infos, hookCall{"started", ti, ctx})
+			return ctx
 		},
-		TaskFinished: func(waited, ran time.Duration, err error) {
+		TaskFinished: func(ctx context.Context, ti TaskInfo) {
 			l.checkGoroutine()
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			l.finished = append(l.finished, finish{waited, ran, err})
+			l.finished = append(l.finished, finish{ti.Waited, ti.Ran, ti.Err})
+			l.infos = append(l.infos, hookCall{"finished", ti, ctx})
 		},
-		TaskDropped: func(reason error) {
+		TaskDropped: func(ti TaskInfo) {
 			l.checkGoroutine()
 			l.mu.Lock()
 			defer l.mu.Unlock()
-			l.dropped = append(l.dropped, reason)
+			l.dropped = append(l.dropped, ti.Err)
+			l.infos = append(l.infos, hookCall{"dropped", ti, nil})
 		},
 	}
 }
@@ -144,7 +156,12 @@ type obsWaits struct {
 }
 
 func (w *obsWaits) hooks() Hooks {
-	return Hooks{TaskStarted: func(d time.Duration) { w.mu.Lock(); w.waits = append(w.waits, d); w.mu.Unlock() }}
+	return Hooks{TaskStarted: func(ctx context.Context, ti TaskInfo) context.Context {
+		w.mu.Lock()
+		w.waits = append(w.waits, ti.Waited)
+		w.mu.Unlock()
+		return ctx
+	}}
 }
 
 func (w *obsWaits) now() []time.Duration {
@@ -274,7 +291,7 @@ func (r *obsRuns) ran(id int) {
 	r.mu.Unlock()
 }
 
-func (r *obsRuns) taskFinished(time.Duration, time.Duration, error) {
+func (r *obsRuns) taskFinished(context.Context, TaskInfo) {
 	g := goroutineID()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -302,7 +319,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 		runs := newObsRuns()
 		var nextID atomic.Int64
 		p := New(1+r.IntN(2), WithMaxWaiting(1+r.IntN(2), DropOldest), WithPanicHandler(func(any) {}),
-			WithHooks(Hooks{TaskFinished: runs.taskFinished, TaskDropped: func(error) {}}))
+			WithHooks(Hooks{TaskFinished: runs.taskFinished, TaskDropped: func(TaskInfo) {}}))
 		var wg sync.WaitGroup
 		for s := range 3 {
 			sr := rand.New(rand.NewPCG(uint64(seed), uint64(s)))
@@ -390,8 +407,8 @@ func errString(err error) string {
 // deferred TaskFinished runs during the panic.
 func TestObserveTaskFinishedNotGoexitForUnrecoveredPanic(t *testing.T) {
 	if os.Getenv("WORKERPOOL_OBS_PANIC_CHILD") == "1" {
-		p := New(1, WithHooks(Hooks{TaskFinished: func(_, _ time.Duration, err error) {
-			os.Stderr.WriteString("TaskFinished err: " + errString(err) + "\n")
+		p := New(1, WithHooks(Hooks{TaskFinished: func(_ context.Context, ti TaskInfo) {
+			os.Stderr.WriteString("TaskFinished err: " + errString(ti.Err) + "\n")
 		}}))
 		p.Submit(func() { panic("task boom") })
 		p.StopWait()
@@ -504,7 +521,8 @@ type obsDrops struct {
 	closed       atomic.Bool
 }
 
-func (d *obsDrops) hook(reason error) {
+func (d *obsDrops) hook(ti TaskInfo) {
+	reason := ti.Err
 	disp, deliverer := onDispatcher(), obsOnDeliverer()
 	id := goroutineID()
 	d.mu.Lock()
@@ -587,7 +605,7 @@ func TestObserveDropOldestRefusalByDispatchToldOnDeliverer(t *testing.T) {
 func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var onWorker, calls atomic.Int64
-		p := New(2, WithHooks(Hooks{TaskDropped: func(reason error) {
+		p := New(2, WithHooks(Hooks{TaskDropped: func(TaskInfo) {
 			calls.Add(1)
 			if !obsOnDeliverer() && strings.Contains(ownStack(), "(*job).run(") {
 				onWorker.Add(1)
@@ -620,7 +638,8 @@ func TestObserveDoBatchRefusalOnePerTaskInCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int64
 		var p *WorkerPool
-		p = New(1, WithMaxWaiting(2, Reject), WithHooks(Hooks{TaskDropped: func(reason error) {
+		p = New(1, WithMaxWaiting(2, Reject), WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
+			reason := ti.Err
 			calls.Add(1)
 			_ = p.Status()
 			if !errors.Is(reason, ErrQueueFull) {
@@ -701,7 +720,7 @@ func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 		deadline := time.Now().Add(3 * time.Second)
 		for i := 0; time.Now().Before(deadline); i++ {
 			var drops atomic.Int64
-			p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{TaskDropped: func(error) { drops.Add(1) }}))
+			p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{TaskDropped: func(TaskInfo) { drops.Add(1) }}))
 			g := newGate()
 			running := make(chan struct{})
 			p.Submit(func() { close(running); g.wait() })
@@ -732,7 +751,7 @@ func TestObserveTaskDroppedGoexitKeepsDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var letters atomic.Int64
 		p := New(1, WithMaxWaiting(1, Reject),
-			WithHooks(Hooks{TaskDropped: func(error) { runtime.Goexit() }}),
+			WithHooks(Hooks{TaskDropped: func(TaskInfo) { runtime.Goexit() }}),
 			WithDeadLetter(func(func(), error) { letters.Add(1) }))
 		g := newGate()
 		p.Submit(g.task())
@@ -752,13 +771,13 @@ func obsStopRace(t *testing.T, seed int) {
 	var stopReturned atomic.Bool
 	d := new(obsDrops)
 	hooks := Hooks{
-		TaskStarted:  func(time.Duration) { started.Add(1) },
-		TaskFinished: func(time.Duration, time.Duration, error) { finished.Add(1) },
-		TaskDropped: func(reason error) {
+		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { started.Add(1); return ctx },
+		TaskFinished: func(context.Context, TaskInfo) { finished.Add(1) },
+		TaskDropped: func(ti TaskInfo) {
 			if stopReturned.Load() && obsOnDeliverer() {
 				delivererAfterStop.Add(1)
 			}
-			d.hook(reason)
+			d.hook(ti)
 		},
 	}
 	opts := []Option{WithHooks(hooks), WithPanicHandler(func(any) {})}
@@ -899,14 +918,14 @@ func TestObserveHooksUnderStopRaces(t *testing.T) {
 func TestObserveOptionsLastWinsAndZeroHooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var first, last atomic.Int64
-		p := New(1, WithHooks(Hooks{TaskStarted: func(time.Duration) { first.Add(1) }}),
-			WithHooks(Hooks{TaskFinished: func(time.Duration, time.Duration, error) { last.Add(1) }}))
+		p := New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { first.Add(1); return ctx }}),
+			WithHooks(Hooks{TaskFinished: func(context.Context, TaskInfo) { last.Add(1) }}))
 		require.NoError(t, p.DoWait(func() {}))
 		p.StopWait()
 		assert.Zero(t, first.Load(), "first WithHooks replaced")
 		assert.Equal(t, int64(1), last.Load(), "last WithHooks")
 
-		p = New(1, WithHooks(Hooks{TaskStarted: func(time.Duration) {}}), WithHooks(Hooks{}))
+		p = New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { return ctx }}), WithHooks(Hooks{}))
 		assert.False(t, p.cfg.timed, "WithHooks(Hooks{}) reads no clock")
 		p.StopWait()
 
@@ -932,9 +951,9 @@ func TestHookPanicGoesToPanicHandler(t *testing.T) {
 			WithPanicHandler(func(r any) { mu.Lock(); handled = append(handled, r); mu.Unlock() }),
 			WithDeadLetter(func(_ func(), reason error) { letters <- reason }),
 			WithHooks(Hooks{
-				TaskStarted:  func(time.Duration) { panic("started") },
-				TaskFinished: func(time.Duration, time.Duration, error) { panic("finished") },
-				TaskDropped:  func(error) { panic("dropped") },
+				TaskStarted:  func(context.Context, TaskInfo) context.Context { panic("started") },
+				TaskFinished: func(context.Context, TaskInfo) { panic("finished") },
+				TaskDropped:  func(TaskInfo) { panic("dropped") },
 			}))
 		ran := false
 		require.NoError(t, p.DoWait(func() { ran = true }))
@@ -956,7 +975,7 @@ func TestHookPanicGoesToPanicHandler(t *testing.T) {
 	})
 }
 
-func panickingHook(time.Duration) { panic("hook boom") }
+func panickingHook(context.Context, TaskInfo) context.Context { panic("hook boom") }
 
 // TestHookPanicWithoutHandlerCrashes runs itself in a child process:
 // without a panic handler, a hook's panic crashes the program like a
@@ -988,8 +1007,8 @@ func TestObserveHookGoexitDoesNotHangWait(t *testing.T) {
 		name  string
 		hooks Hooks
 	}{
-		{"TaskStarted", Hooks{TaskStarted: func(time.Duration) { runtime.Goexit() }}},
-		{"TaskFinished", Hooks{TaskFinished: func(time.Duration, time.Duration, error) { runtime.Goexit() }}},
+		{"TaskStarted", Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { runtime.Goexit(); return ctx }}},
+		{"TaskFinished", Hooks{TaskFinished: func(context.Context, TaskInfo) { runtime.Goexit() }}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -1022,7 +1041,7 @@ func TestObserveHookGoexitDoesNotHangWait(t *testing.T) {
 // returns. (Group.Go now records the refusal under g.mu and calls the hook
 // after unlocking.)
 func TestObserveTaskDroppedPanicInGroupGoLeavesGroupUsable(t *testing.T) {
-	p := New(1, WithHooks(Hooks{TaskDropped: func(error) { panic("dropped") }}))
+	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
 	defer p.Stop()
 	g := p.Group(context.Background())
 	func() {
@@ -1048,9 +1067,9 @@ func TestObserveTaskDroppedPanicInGroupGoLeavesGroupUsable(t *testing.T) {
 func TestSubmitWithHooksDoesNotAllocate(t *testing.T) {
 	var n atomic.Int64
 	p := New(4, WithHooks(Hooks{
-		TaskStarted:  func(time.Duration) { n.Add(1) },
-		TaskFinished: func(time.Duration, time.Duration, error) { n.Add(1) },
-		TaskDropped:  func(error) { n.Add(1) },
+		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { n.Add(1); return ctx },
+		TaskFinished: func(context.Context, TaskInfo) { n.Add(1) },
+		TaskDropped:  func(TaskInfo) { n.Add(1) },
 	}))
 	defer p.Stop()
 	task := func() {}
@@ -1065,9 +1084,9 @@ func TestObserveHooksAddNoAllocations(t *testing.T) {
 		t.Skip("allocation counts differ under -race")
 	}
 	all := Hooks{
-		TaskStarted:  func(time.Duration) {},
-		TaskFinished: func(time.Duration, time.Duration, error) {},
-		TaskDropped:  func(error) {},
+		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
+		TaskFinished: func(context.Context, TaskInfo) {},
+		TaskDropped:  func(TaskInfo) {},
 	}
 	ctx := context.Background()
 	measure := func(opts ...Option) (doWait, goWait, doWaitMax float64) {
@@ -1096,9 +1115,9 @@ func TestHooksTimeTasksOnlyWhenAsked(t *testing.T) {
 		timed bool
 	}{
 		{Hooks{}, false},
-		{Hooks{TaskDropped: func(error) {}}, false},
-		{Hooks{TaskStarted: func(time.Duration) {}}, true},
-		{Hooks{TaskFinished: func(time.Duration, time.Duration, error) {}}, true},
+		{Hooks{TaskDropped: func(TaskInfo) {}}, false},
+		{Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { return ctx }}, true},
+		{Hooks{TaskFinished: func(context.Context, TaskInfo) {}}, true},
 	} {
 		p := New(1, WithHooks(c.hooks))
 		assert.Equal(t, c.timed, p.cfg.timed, "timed with %+v", c.hooks)
@@ -1114,14 +1133,58 @@ func TestHooksTimeTasksOnlyWhenAsked(t *testing.T) {
 // costs three clock reads and two calls per task.
 func BenchmarkSubmitHooks(b *testing.B) {
 	all := Hooks{
-		TaskStarted:  func(time.Duration) {},
-		TaskFinished: func(time.Duration, time.Duration, error) {},
-		TaskDropped:  func(error) {},
+		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
+		TaskFinished: func(context.Context, TaskInfo) {},
+		TaskDropped:  func(TaskInfo) {},
 	}
 	for _, c := range []struct {
 		name string
 		opts []Option
 	}{{"hooks=none", nil}, {"hooks=all", []Option{WithHooks(all)}}} {
 		b.Run(c.name, func(b *testing.B) { benchmarkSubmit(b, 4, c.opts...) })
+	}
+}
+
+// BenchmarkGoWaitHooks measures what the hooks add to a Go round trip,
+// whose TaskStarted gets the Task's context and whose TaskFinished gets
+// the one TaskStarted returned: none, and all three set to funcs that do
+// nothing. TaskInfo is passed by value, so the hooks allocate nothing.
+func BenchmarkGoWaitHooks(b *testing.B) {
+	all := Hooks{
+		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
+		TaskFinished: func(context.Context, TaskInfo) {},
+		TaskDropped:  func(TaskInfo) {},
+	}
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{{"hooks=none", nil}, {"hooks=all", []Option{WithHooks(all)}}} {
+		b.Run(c.name, func(b *testing.B) {
+			p := New(4, c.opts...)
+			defer p.Stop()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Go(ctx, noopFn, Label("bench")).Wait(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkHookClockReads is the floor of what timing a task costs: the
+// three reads of the pool's monotonic clock that give a task's wait and
+// run (as it joins the queue, starts and ends), against which
+// BenchmarkSubmitHooks's hooks=all less hooks=none is measured.
+func BenchmarkHookClockReads(b *testing.B) {
+	p := New(1)
+	defer p.Stop()
+	var sum int64
+	for b.Loop() {
+		sum += p.now() + p.now() + p.now()
+	}
+	if sum == 0 {
+		b.Fatal("the clock did not move")
 	}
 }

@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 )
@@ -92,6 +93,23 @@ type jobOptions struct {
 	readyAt int64
 }
 
+// options is the job's task options, nil for a task that uses none.
+func (j *job) options() *taskOptions {
+	if j.opts == nil {
+		return nil
+	}
+	return &j.opts.taskOptions
+}
+
+// info is the TaskInfo of the job's next run, or of the job given up
+// with why before it.
+func (j *job) info(why error) TaskInfo {
+	if j.opts == nil {
+		return j.pool.infoOf(nil, 1, why)
+	}
+	return j.pool.infoOf(&j.opts.taskOptions, j.opts.attempt+1, why)
+}
+
 // weight is the slots the job's task takes (see Weight): 1 unless an
 // option says otherwise.
 func (j *job) weight() int {
@@ -149,9 +167,15 @@ const (
 // groupTask. A pooled owner is reused only once both the pool and the owner
 // are done with it.
 type jobOwner interface {
-	// call runs the task on a worker and returns its outcome, and
-	// whether it panicked (a panic it recovered).
-	call() (panicked bool, err error)
+	// call runs the task on a worker with ctx (see runContext; in a timed
+	// pool, what TaskStarted returned) and returns its outcome, and
+	// whether it panicked (a panic it recovered). A func() task ignores
+	// ctx.
+	call(ctx context.Context) (panicked bool, err error)
+	// runContext is the ctx the task runs with, and TaskStarted gets: the
+	// task's own context, or, for a plain task, context.Background() or
+	// the values of DoContext's ctx.
+	runContext() context.Context
 	// canceled returns why the task must not start any more (its
 	// context's error) or nil. It never blocks.
 	canceled() error
@@ -296,10 +320,10 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 // waits for, and TaskDropped learns why in either case.
 func (j *job) tellLost(why error) {
 	if pj, ok := j.owner.(*plainJob); ok {
-		j.pool.giveUp(pj.fn, why)
+		j.pool.giveUp(pj.fn, j.info(why))
 		return
 	}
-	j.pool.tellDropped(why)
+	j.pool.tellDropped(j.info(why))
 }
 
 // letGo drops the pool's reference to the job, exactly once for every job
@@ -416,12 +440,13 @@ func (j *job) run(readyAt int64) (retried, panicked bool) {
 		j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
 		j.owner.conclude(err, true)
 	}()
+	ctx := j.owner.runContext()
 	if p.cfg.timed {
-		c := p.startRun(readyAt)
-		defer p.taskFinished(c, &err)
-		p.taskStarted(c)
+		r := p.startRun(readyAt, j.info(nil), ctx)
+		defer p.finishRun(&r, &err)
+		ctx = p.taskStarted(&r)
 	}
-	panicked, err = j.owner.call()
+	panicked, err = j.owner.call(ctx)
 	return false, panicked
 }
 

@@ -21,6 +21,25 @@ func (p *WorkerPool) logPanic(what string, e *PanicError) {
 	}
 }
 
+// logTaskPanic logs a recovered panic of a task's run, or of what it
+// calls (its retry policy), with the task's label, if it has one, and
+// attempt: of job j, or of a plain task if j is nil.
+func (p *WorkerPool) logTaskPanic(what string, e *PanicError, j *job) {
+	if p.cfg.log == nil {
+		return
+	}
+	info := p.infoOf(nil, 1, nil)
+	if j != nil {
+		info = j.info(nil)
+	}
+	args := make([]any, 0, 8)
+	if info.Label != "" {
+		args = append(args, "label", info.Label)
+	}
+	args = append(args, "attempt", info.Attempt, "panic", e.Value, "stack", string(e.Stack))
+	p.cfg.log.Error(what+" panicked", args...)
+}
+
 // panicErrorFor makes the *PanicError for a panic just recovered, r, from
 // the frames still on the stack. Call it in the deferred func that
 // recovered r.

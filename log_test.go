@@ -44,11 +44,12 @@ func TestLoggerRecordsAtInfo(t *testing.T) {
 		p := New(1, WithName("images"), WithLogger(logs.logger(slog.LevelDebug)),
 			WithPanicHandler(func(any) {}), WithMaxWaiting(1, Reject),
 			WithDeadLetter(func(func(), error) { panic("letter") }),
-			WithHooks(Hooks{TaskStarted: func(time.Duration) {
+			WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
 				if !hookPanicked {
 					hookPanicked = true
 					panic("hook")
 				}
+				return ctx
 			}}))
 		ctx := t.Context()
 		require.NoError(t, p.DoWait(func() {})) // its TaskStarted panics

@@ -13,25 +13,35 @@ import "context"
 type plainJob struct {
 	job  job
 	fn   func()
-	opts jobOptions // the job's options, pooled with it
+	opts jobOptions      // the job's options, pooled with it
+	ctx  context.Context // DoContext's ctx without its cancellation, in a timed pool; else nil
 }
 
-// doWithOptions is Do and DoContext for a task given options: a plain task
-// when they change nothing, else a plainJob. It returns why the pool
-// refused the task, uncounted; ctx (nil for Do) bounds a wait for room
-// under Block.
-func (p *WorkerPool) doWithOptions(task func(), opts []TaskOption, ctx context.Context) error {
+// parseDoOptions reads the options of a task given to Do or DoContext,
+// and panics if they hold a Retry, which a func() cannot use.
+func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 	o := p.parseOptions(opts)
 	if o.retry != nil {
 		panic("workerpool: Retry given to Do or DoContext: a func() fails only by panicking; use Go with a func that returns its error")
 	}
+	return o
+}
+
+// doWithOptions is Do and DoContext for a task given options o, and
+// DoContext's for every task in a timed pool, where the hooks see its
+// ctx's values: a plain task when the options change nothing and the
+// hooks need no ctx, else a plainJob. It returns why the pool refused the
+// task, uncounted; ctx (nil for Do) bounds a wait for room under Block.
+func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Context) error {
 	if task == nil {
 		return nil
 	}
+	keepCtx := ctx != nil && p.cfg.timed
 	switch {
+	case keepCtx:
 	case o.isDefault():
 		return p.doPlain(task, true, ctx)
-	case o.priority == 0 && o.weight <= 1:
+	case o.priority == 0 && o.weight <= 1 && o.label == "":
 		// A delay alone: the task waits in the timer heap as it is, with
 		// no carrier (see dispatcher.acceptDelayed).
 		return p.sendOne(message{task: task, due: o.due}, p.cfg.overflow == Block, ctx)
@@ -42,6 +52,9 @@ func (p *WorkerPool) doWithOptions(task func(), opts []TaskOption, ctx context.C
 		pj.job.init(p, pj)
 	}
 	pj.fn = task
+	if keepCtx {
+		pj.ctx = context.WithoutCancel(ctx)
+	}
 	pj.job.reset(o, &pj.opts)
 	err := p.sendJob(&pj.job, ctx)
 	if err != nil {
@@ -52,8 +65,17 @@ func (p *WorkerPool) doWithOptions(task func(), opts []TaskOption, ctx context.C
 
 // call runs the task as a plain one: a panic crashes the program, or goes
 // to the panic handler.
-func (pj *plainJob) call() (panicked bool, err error) {
-	return pj.job.pool.callPlain(pj.fn)
+func (pj *plainJob) call(context.Context) (panicked bool, err error) {
+	return pj.job.pool.callPlain(pj.fn, &pj.job)
+}
+
+// runContext is context.Background(), or the values of DoContext's ctx
+// (kept only in a timed pool, where the hooks see it).
+func (pj *plainJob) runContext() context.Context {
+	if pj.ctx != nil {
+		return pj.ctx
+	}
+	return context.Background()
 }
 
 // canceled is always nil: a plain task has no context.
@@ -73,7 +95,7 @@ func (pj *plainJob) released() { pj.recycle() }
 // refers to it any more.
 func (pj *plainJob) recycle() {
 	p := pj.job.pool
-	pj.fn = nil
+	pj.fn, pj.ctx = nil, nil
 	pj.opts = jobOptions{}
 	pj.job.opts = nil
 	if poisonReleased != nil {

@@ -75,7 +75,7 @@ func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
 			forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
 				letters := new(letterBox)
 				var dropped atomic.Int64
-				options := append([]Option{WithDeadLetter(letters.handle), WithHooks(Hooks{TaskDropped: func(error) { dropped.Add(1) }})}, tc.options...)
+				options := append([]Option{WithDeadLetter(letters.handle), WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }})}, tc.options...)
 				p := New(2, options...)
 				running := newGate()
 				defer running.release()

@@ -482,7 +482,7 @@ func (q *waitQueue) giveUpFront(src source, to uint32, reason error) {
 		task := q.tasks.Front()
 		q.pop()
 		q.p.counts.settled.count(to)
-		q.p.giveUp(task, reason)
+		q.p.giveUpPlain(task, reason)
 		return
 	}
 	j.settle(to, reason)
@@ -544,7 +544,7 @@ func (q *waitQueue) abandonAll() {
 		if task := q.tasks.Front(); task != nil {
 			q.pop()
 			q.p.counts.settled.count(jobAbandoned)
-			q.p.giveUp(task, ErrStopped)
+			q.p.giveUpPlain(task, ErrStopped)
 			continue
 		}
 		q.jobs.Front().abandon()

@@ -128,7 +128,7 @@ func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked er
 	defer func() {
 		if r := recover(); r != nil {
 			e := panicErrorFor(r)
-			j.pool.logPanic("retry policy", e)
+			j.pool.logTaskPanic("retry policy", e, j)
 			panicked = e
 		}
 	}()

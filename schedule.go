@@ -239,7 +239,7 @@ func (t *timers) abandonAll() {
 		if e.job == nil {
 			t.p.counts.scheduled.Add(-1)
 			t.p.counts.settled.count(jobAbandoned)
-			t.p.giveUp(e.fn, ErrStopped)
+			t.p.giveUpPlain(e.fn, ErrStopped)
 			continue
 		}
 		e.job.abandon()

@@ -823,7 +823,7 @@ func TestDropOldestCallsDuringStopAreRefusedAsStopped(t *testing.T) {
 		var dropped atomic.Int64
 		letters := new(letterBox)
 		p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle),
-			WithHooks(Hooks{TaskDropped: func(error) { dropped.Add(1) }}))
+			WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }}))
 		scheduled := p.Go(t.Context(), noopFn, Delay(time.Second)) // fills the bound
 		stopped := make(chan struct{})
 		go func() { p.StopWait(); close(stopped) }()
@@ -854,7 +854,7 @@ func TestDropOldestCallsDuringStopAreRefusedAsStopped(t *testing.T) {
 func TestTooHeavyTaskOnStoppedPoolIsRefusedAsStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dropped atomic.Int64
-		p := New(2, WithHooks(Hooks{TaskDropped: func(error) { dropped.Add(1) }}))
+		p := New(2, WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }}))
 		p.Stop()
 		assert.ErrorIs(t, p.Go(t.Context(), noopFn, Weight(3)).Wait(), ErrStopped, "Go")
 		_, err := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, Weight(3)).Wait()

@@ -112,7 +112,7 @@ func (p *WorkerPool) submitTask(t *Task) {
 	case errWithdrawn:
 		t.job.refuse(t.ctx.parent.Err())
 	default:
-		t.job.refuse(p.countRejected(err, 1))
+		t.job.refuse(p.countRejected(err, 1, t.job.options()))
 	}
 }
 
@@ -193,9 +193,12 @@ func (t *Task) cancelIfCallerDone() {
 }
 
 // call runs on the worker that started t.
-func (t *Task) call() (panicked bool, err error) {
-	return t.job.pool.callRecovering(&t.ctx, t.fn)
+func (t *Task) call(ctx context.Context) (panicked bool, err error) {
+	return t.job.pool.callRecovering(&t.job, ctx, t.fn)
 }
+
+// runContext is the Task's context (see taskContext).
+func (t *Task) runContext() context.Context { return &t.ctx }
 
 // canceled returns the caller's ctx's error once it is done; if its cause
 // is the pool stopping (the ctx of another task, cut by a Shutdown that gave
@@ -237,14 +240,14 @@ func (t *Task) released() {}
 // or a Shutdown that gave up.
 func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 
-// callRecovering runs fn with ctx and returns its error, or reports that
+// callRecovering runs fn, the task of job j, with ctx and returns its error, or reports that
 // it panicked and returns a *PanicError. A runtime.Goexit passes through;
 // the job reports it as ErrGoexit.
-func (p *WorkerPool) callRecovering(ctx context.Context, fn func(context.Context) error) (panicked bool, err error) {
+func (p *WorkerPool) callRecovering(j *job, ctx context.Context, fn func(context.Context) error) (panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			e := panicErrorFor(r)
-			p.logPanic("task", e)
+			p.logTaskPanic("task", e, j)
 			panicked, err = true, e
 		}
 	}()

@@ -5,16 +5,17 @@ import (
 )
 
 // A TaskOption changes how the pool schedules one task given to Go, Call,
-// Group.Go, Do or DoContext. Make one with Priority, Delay, At, Retry or Weight; the zero
-// TaskOption changes nothing. Options apply in the order given: when two
+// Group.Go, Do or DoContext. Make one with Priority, Delay, At, Retry,
+// Weight or Label; the zero TaskOption changes nothing. Options apply in the order given: when two
 // set the same thing, the last one wins (Delay and At both set the due
-// time). A TaskOption holds no pointer but Retry's policy, so passing
-// options costs no allocation.
+// time). A TaskOption holds no pointer but Retry's policy and Label's
+// name, so passing options costs no allocation.
 type TaskOption struct {
 	kind  optionKind
 	n     int64     // Delay's d, Priority's level, Weight's n
 	at    time.Time // At's t
 	retry RetryPolicy
+	label string // Label's name
 }
 
 type optionKind uint8
@@ -26,6 +27,7 @@ const (
 	optionPriority
 	optionWeight
 	optionRetry
+	optionLabel
 )
 
 // Priority sets the task's priority level: any int, negative included; the
@@ -81,12 +83,23 @@ func Retry(policy RetryPolicy) TaskOption {
 	return TaskOption{kind: optionRetry, retry: policy}
 }
 
+// Label names what kind of task this is: hooks see it in TaskInfo.Label,
+// log records carry it as "label", and the metrics and tracing modules
+// group by it (workerpoolprom's task label, workerpoolotel's span name).
+// It changes nothing in how the task is scheduled. A label is a kind of
+// task ("resize-image", "send-mail"), never an id: metrics keep a series
+// per label. The default, and Label(""), is no label.
+func Label(name string) TaskOption {
+	return TaskOption{kind: optionLabel, label: name}
+}
+
 // taskOptions is what a task's TaskOptions say, as its job keeps it.
 type taskOptions struct {
 	due      int64 // when the task may start, on the pool's clock (see WorkerPool.now); 0: at once
 	priority int
 	weight   int // at least 1
 	retry    RetryPolicy
+	label    string
 }
 
 // parseOptions reads opts for a task submitted now. It reads the clock only
@@ -111,6 +124,8 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 			o.weight = int(max(opt.n, 1))
 		case optionRetry:
 			o.retry = opt.retry
+		case optionLabel:
+			o.label = opt.label
 		}
 	}
 	return o
@@ -132,7 +147,7 @@ func (j *job) apply(o taskOptions, store *jobOptions) {
 }
 
 // isDefault reports whether o changes nothing: the options of a plain
-// task.
+// task, which has no label either.
 func (o taskOptions) isDefault() bool {
-	return o.due == 0 && o.priority == 0 && o.weight <= 1 && o.retry == nil
+	return o.due == 0 && o.priority == 0 && o.weight <= 1 && o.retry == nil && o.label == ""
 }

@@ -75,7 +75,7 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 	case p.cfg.timed:
 		panicked = p.runTimed(w.fn, w.readyAt)
 	case p.cfg.panicHandler != nil:
-		panicked, _ = p.callPlain(w.fn)
+		panicked, _ = p.callPlain(w.fn, nil)
 	default:
 		w.fn() // no defer on the common path
 	}
@@ -89,17 +89,18 @@ func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
 // the dead-letter handler with ErrStopped.
 func (p *WorkerPool) abandonTaken(task func()) {
 	p.counts.settled.count(jobAbandoned)
-	p.giveUp(task, ErrStopped)
+	p.giveUpPlain(task, ErrStopped)
 }
 
-// callPlain runs a func() task: a plain one, or a DoWait call's. With a
+// callPlain runs a func() task: a plain one, or the task of j, a DoWait
+// call's or a carried plain task's (j nil for a plain task). With a
 // panic handler it recovers a panic, calls the handler and reports that fn
 // panicked; without one the panic crashes the program. It returns the
 // recovered panic as a *PanicError if a TaskFinished hook or the logger
 // looks at it, else nil.
-func (p *WorkerPool) callPlain(fn func()) (panicked bool, err error) {
+func (p *WorkerPool) callPlain(fn func(), j *job) (panicked bool, err error) {
 	if p.cfg.panicHandler != nil {
-		defer p.recoverPanic(&panicked, &err)
+		defer p.recoverPanic(&panicked, &err, j)
 	}
 	fn()
 	return false, nil
@@ -109,12 +110,12 @@ func (p *WorkerPool) callPlain(fn func()) (panicked bool, err error) {
 // called by the deferred function itself. The handler runs before the
 // panicking frames unwind, and so does the logging. It does not count the
 // panic: the worker does, once the task completes (see returned).
-func (p *WorkerPool) recoverPanic(panicked *bool, err *error) {
+func (p *WorkerPool) recoverPanic(panicked *bool, err *error, j *job) {
 	if r := recover(); r != nil {
 		*panicked = true
 		if p.cfg.hooks.TaskFinished != nil || p.cfg.log != nil {
 			e := panicErrorFor(r)
-			p.logPanic("task", e)
+			p.logTaskPanic("task", e, j)
 			*err = e
 		}
 		p.cfg.panicHandler(r)

@@ -157,7 +157,7 @@ func (p *WorkerPool) submitRest(task func()) {
 	}
 	switch err := p.doPlain(task, true, nil); {
 	case err == nil:
-	case err == ErrQueueFull && p.giveUp(task, ErrQueueFull):
+	case err == ErrQueueFull && p.giveUpPlain(task, ErrQueueFull):
 		p.counts.rejected.Add(1)
 	default:
 		panic(errSubmitStopped)
@@ -186,9 +186,10 @@ func (p *WorkerPool) submitRest(task func()) {
 // of these allocates once the pool is warm.
 func (p *WorkerPool) Do(task func(), opts ...TaskOption) error {
 	if len(opts) > 0 {
-		return p.countRejected(p.doWithOptions(task, opts, nil), 1)
+		o := p.parseDoOptions(opts)
+		return p.countRejected(p.doWithOptions(task, o, nil), 1, &o)
 	}
-	return p.countRejected(p.doPlain(task, true, nil), 1)
+	return p.countRejected(p.doPlain(task, true, nil), 1, nil)
 }
 
 // doPlain queues a plain task (see sendOne), waiting for room under Block
@@ -231,13 +232,14 @@ func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 	return p.submitWithoutRoom(m, wait, ctx)
 }
 
-// countRejected counts n tasks in Status.Rejected if err says the queue was
-// full or the task too heavy, and tells TaskDropped; it returns err. The
-// submitting call that refuses them calls it, in its goroutine.
-func (p *WorkerPool) countRejected(err error, n int) error {
+// countRejected counts n tasks with options o (nil: plain ones) in
+// Status.Rejected if err says the queue was full or the task too heavy,
+// and tells TaskDropped; it returns err. The submitting call that refuses
+// them calls it, in its goroutine.
+func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 	if err == ErrQueueFull || err == ErrTooHeavy {
 		p.counts.rejected.Add(uint64(n))
-		p.refused(err, n)
+		p.refused(err, n, o)
 	}
 	return err
 }
@@ -250,17 +252,26 @@ func (p *WorkerPool) countRejected(err error, n int) error {
 // never ran: ErrQueueFull (Reject), ErrDropped (DropOldest), ErrExpired
 // (WithQueueTimeout). A nil task is ignored and DoWait returns nil.
 //
+// opts schedule task as Do's do (Delay, At, Priority, Weight, Label),
+// with the same rules; DoWait then also waits for the due time. It panics
+// if opts hold a Retry, as Do does. The waiter, options included, is
+// reused: DoWait allocates nothing once the pool is warm.
+//
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
 // Safe for concurrent use.
-func (p *WorkerPool) DoWait(task func()) error {
+func (p *WorkerPool) DoWait(task func(), opts ...TaskOption) error {
+	o := taskOptions{weight: 1}
+	if len(opts) > 0 {
+		o = p.parseDoOptions(opts)
+	}
 	if task == nil {
 		return nil
 	}
-	w := p.newWaiter(task)
+	w := p.newWaiter(task, o)
 	if err := p.sendJob(&w.job, nil); err != nil {
 		w.recycle() // it never reached the pool
-		return p.countRejected(err, 1)
+		return p.countRejected(err, 1, &o)
 	}
 	return w.wait()
 }
@@ -319,12 +330,13 @@ func (p *WorkerPool) SubmitWait(task func()) {
 type waiter struct {
 	job  job
 	task func()
+	opts jobOptions    // the job's options, if the task has any; pooled with it
 	err  error         // written before done is sent: nil, or ErrStopped if abandoned
 	done chan struct{} // buffered (1)
 	refs atomic.Int32  // 2 from newWaiter: DoWait's and the pool's
 }
 
-func (p *WorkerPool) newWaiter(task func()) *waiter {
+func (p *WorkerPool) newWaiter(task func(), o taskOptions) *waiter {
 	w, _ := p.waiters.Get().(*waiter)
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
@@ -332,16 +344,19 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 	}
 	w.task = task
 	w.refs.Store(2)
-	w.job.reset(taskOptions{}, nil)
+	w.job.reset(o, &w.opts)
 	return w
 }
 
 // call runs the task; it reports and returns a recovered panic as
 // callPlain does, which only TaskFinished sees: DoWait returns nil once
 // the task ran.
-func (w *waiter) call() (panicked bool, err error) {
-	return w.job.pool.callPlain(w.task)
+func (w *waiter) call(context.Context) (panicked bool, err error) {
+	return w.job.pool.callPlain(w.task, &w.job)
 }
+
+// runContext is context.Background(): DoWait takes no ctx.
+func (w *waiter) runContext() context.Context { return context.Background() }
 
 // canceled is always nil: a DoWait call cannot be canceled.
 func (w *waiter) canceled() error { return nil }
@@ -378,6 +393,7 @@ func (w *waiter) unref() {
 // recycle returns w to the cache; no one refers to it any more.
 func (w *waiter) recycle() {
 	w.task, w.err = nil, nil
+	w.opts, w.job.opts = jobOptions{}, nil
 	w.job.pool.waiters.Put(w)
 }
 

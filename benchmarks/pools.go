@@ -166,9 +166,9 @@ func openOurs(workers int) pool { return oursPool{workerpool.New(workers)} }
 // noopHooks are the hooks of ours+hooks: set, so that the pool times every
 // task and calls them, and empty, so that only the pool's cost shows.
 var noopHooks = workerpool.Hooks{
-	TaskStarted:  func(time.Duration) {},
-	TaskFinished: func(time.Duration, time.Duration, error) {},
-	TaskDropped:  func(error) {},
+	TaskStarted:  func(ctx context.Context, _ workerpool.TaskInfo) context.Context { return ctx },
+	TaskFinished: func(context.Context, workerpool.TaskInfo) {},
+	TaskDropped:  func(workerpool.TaskInfo) {},
 }
 
 func openOursHooked(workers int) pool {
