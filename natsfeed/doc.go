@@ -59,4 +59,12 @@
 // they are settled by what they return. A drained feed leaves nothing for
 // the server to redeliver. Feed never stops the pool; stop it after Feed
 // returns (StopWait).
+//
+// # Observability
+//
+// Each message's handler runs in the pool as a task with a
+// [workerpool.Label]: the consumer's name, or [WithLabel]'s. The pool's
+// hooks see it in TaskInfo.Label, so workerpoolprom's histograms and
+// workerpoolotel's spans tell the feed's tasks from the pool's others.
+// [WithStats] counts what the feed took and how it settled it.
 package natsfeed

@@ -130,8 +130,9 @@ type feed struct {
 	stats      *Stats
 	ctx        context.Context // Feed's
 	handlerCtx context.Context
-	ackWait    time.Duration // the consumer's: how long an acknowledgement is worth trying
-	maxBatch   int           // the most messages one pull request asks for
+	ackWait    time.Duration         // the consumer's: how long an acknowledgement is worth trying
+	maxBatch   int                   // the most messages one pull request asks for
+	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
 
 	// held counts the messages the feed holds or has asked for, against
 	// the bound of WithMaxInFlight; working counts those of them that need
@@ -180,12 +181,26 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 	if cfg.cancelOnStop {
 		f.handlerCtx = ctx
 	}
+	label := cfg.label
+	if !cfg.labelSet {
+		label = consumerName(cons)
+	}
+	f.label = workerpool.Label(label)
 	if info := cons.CachedInfo(); info != nil {
 		if err := f.fit(info.Config); err != nil {
 			return nil, err
 		}
 	}
 	return f, nil
+}
+
+// consumerName is the name of cons, as the client last learned it, or ""
+// if it never did.
+func consumerName(cons jetstream.Consumer) string {
+	if info := cons.CachedInfo(); info != nil {
+		return info.Name
+	}
+	return ""
 }
 
 // isNilPointer reports whether v is a nil pointer of some type.
@@ -359,7 +374,7 @@ type delivery struct {
 func (d *delivery) run() {
 	defer d.f.outstanding.Done()
 	defer d.f.beat(d.msg)()
-	switch err := d.f.pool.DoWait(d.handle); {
+	switch err := d.f.pool.DoWait(d.handle, d.f.label); {
 	case err != nil:
 		d.notRun(err)
 	case d.handled:

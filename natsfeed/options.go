@@ -22,6 +22,8 @@ type config struct {
 	onError      func(error)
 	cancelOnStop bool
 	stats        *Stats
+	label        string // WithLabel's name, if labelSet
+	labelSet     bool
 	err          error // the first bad option
 }
 
@@ -174,5 +176,18 @@ func WithStats(s *Stats) Option {
 			c.refuse("WithStats(nil)")
 		}
 		c.stats = s
+	}
+}
+
+// WithLabel sets the workerpool.Label of the task that handles each
+// message: the name the pool's hooks, logs, metrics and spans know these
+// tasks by (see workerpool.Label), so that a pool fed by several consumers,
+// or also running tasks of its own, tells them apart. A label is a kind of
+// task, never a message id. "" means no label.
+//
+// Default: the consumer's name.
+func WithLabel(name string) Option {
+	return func(c *config) {
+		c.label, c.labelSet = name, true
 	}
 }
