@@ -284,8 +284,9 @@ func TestDoContextDelayedTaskOutlivesItsContext(t *testing.T) {
 
 // BenchmarkDoOptions is Do on a pool of 4 kept busy enough that tasks
 // wait: without options ("none"), with Priority(1) ("priority", a pooled
-// carrier), and with Delay(1µs) ("delay", a timer heap entry and no
-// carrier). Once the pool is warm none allocates: compare allocs/op.
+// carrier), with Delay(1µs) ("delay", a timer heap entry and no carrier),
+// and with a Label ("label", a pooled carrier). Once the pool is warm none
+// allocates: compare allocs/op.
 func BenchmarkDoOptions(b *testing.B) {
 	task := func() {}
 	for _, c := range []struct {
@@ -295,6 +296,7 @@ func BenchmarkDoOptions(b *testing.B) {
 		{"none", nil},
 		{"priority", []TaskOption{Priority(1)}},
 		{"delay", []TaskOption{Delay(time.Microsecond)}},
+		{"label", []TaskOption{Label("thumbnail")}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			p := New(4)
