@@ -153,8 +153,10 @@
 // with why, as any plain task does. Retry needs an error to act on, which
 // a func() cannot return: Do, DoContext and DoWait panic when given it. A
 // plain task with only a delay waits in the timer heap as it is; one with
-// a priority, a weight or a label rides a carrier the pool reuses.
-// Neither allocates once the pool is warm, and neither holds a goroutine:
+// a priority, a weight or a label rides a carrier the pool reuses (so does
+// every DoContext task in a pool with TaskStarted or TaskFinished hooks,
+// with its ctx's values: see Observability). Neither allocates once the
+// pool is warm (but for those values), and neither holds a goroutine:
 // at 10,000 tasks a delayed Do costs the CPU of a
 // time.AfterFunc(d, func() { p.Submit(f) }) per task and a quarter of its
 // memory, and at a million pending tasks under a third of both (see the

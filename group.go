@@ -309,7 +309,13 @@ func (g *Group) submit(t *groupTask, held bool) {
 		g.pool.counts.settled.count(jobDropped)
 		g.pool.tellDropped(t.job.info(err))
 	default:
-		g.pool.countRejected(err, 1, t.job.options())
+		// Counted and told once the task is refused and released, so
+		// that a panicking TaskDropped leaves the group whole.
+		o := taskOptions{weight: 1}
+		if opts := t.job.options(); opts != nil {
+			o = *opts
+		}
+		defer g.pool.countRejected(err, 1, &o)
 	}
 	t.job.refuse(err)
 	t.released()
@@ -438,10 +444,16 @@ func (g *Group) unlock() {
 	p, why := g.pool, g.canceledBy()
 	p.beginSettle()
 	g.mu.Unlock()
+	defer p.endSettle()
 	for i := range untold {
 		p.tellDropped(p.infoOf(&untold[i], 1, why))
 	}
-	p.endSettle()
+	clear(untold)
+	g.mu.Lock()
+	if g.untold == nil { // give the array back for the next drops
+		g.untold = untold[:0]
+	}
+	g.mu.Unlock()
 }
 
 // canceledBy is the error that skipped tasks report once the group's

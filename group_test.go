@@ -65,8 +65,8 @@ func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
 		task := g.add(heldTask{fn: func(context.Context) error { ran.Store(true); return nil }})
 		g.mu.Unlock()
 		cancel()
-		synctest.Wait()  // the group's cancel has run and left the pending task alone
-		task.job.work(0) // as the worker that took it would
+		synctest.Wait()             // the group's cancel has run and left the pending task alone
+		task.job.work(0, new(bool)) // as the worker that took it would
 		assert.Same(t, context.Canceled, g.Wait(), "Wait")
 		assert.False(t, ran.Load(), "fn ran")
 	})
@@ -962,4 +962,44 @@ func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
 	assert.Nil(t, gt.group)
 	assert.Nil(t, gt.job.opts)
 	assert.Zero(t, gt.opts, "options kept in the cache")
+}
+
+// A TaskDropped that panics as a full queue refuses a Group.Go leaves the
+// group whole: the refused task is settled, and Wait returns the refusal.
+func TestGroupGoRefusedWithAPanickingTaskDroppedLeavesTheGroupWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Reject), WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
+		gate := blockOneWorker(t, p)
+		g := p.Group(t.Context())
+		err, panicked := recovered(func() { g.Go(noopFn, Label("full")) })
+		assert.True(t, panicked, "the hook's panic reaches Group.Go's caller")
+		assert.Contains(t, errString(err), "dropped")
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, ErrQueueFull)
+		default:
+			t.Fatal("Group.Wait blocked: the refused task was never settled")
+		}
+		gate.open()
+		p.StopWait()
+	})
+}
+
+// With TaskDropped set, the Group.Go calls a canceled group skips
+// allocate nothing once the group has told of a first one.
+func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocations are counted without the race detector")
+	}
+	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) {}}))
+	defer p.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g := p.Group(ctx)
+	g.Go(noopFn, Label("skipped"))
+	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, Label("skipped")) })
+	assert.Zero(t, allocs)
 }

@@ -1188,3 +1188,56 @@ func BenchmarkHookClockReads(b *testing.B) {
 		b.Fatal("the clock did not move")
 	}
 }
+
+// A TaskFinished that calls runtime.Goexit after a run that is to be
+// retried ends the worker, not the task: the next run comes, the task
+// completes once, and a group task's pooled carrier is released exactly
+// once.
+func TestTaskFinishedGoexitAfterARetriedRunKeepsTheTask(t *testing.T) {
+	hooks := WithHooks(Hooks{TaskFinished: func(_ context.Context, ti TaskInfo) {
+		if ti.Attempt == 1 {
+			runtime.Goexit()
+		}
+	}})
+	failsOnce := func() func(context.Context) error {
+		runs := 0
+		return func(context.Context) error {
+			if runs++; runs == 1 {
+				return errFlaky
+			}
+			return nil
+		}
+	}
+	again := Retry(func(int, error) (time.Duration, bool) { return time.Second, true })
+	t.Run("Go", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, hooks)
+			require.NoError(t, p.Go(t.Context(), failsOnce(), again).Wait())
+			p.StopWait()
+			s := requireStoppedClean(t, p)
+			assert.Equal(t, uint64(1), s.Submitted)
+			assert.Equal(t, uint64(1), s.Completed, "one task, completed once")
+			assert.Equal(t, uint64(1), s.Retried)
+		})
+	})
+	t.Run("Group.Go", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, hooks)
+			g := p.Group(t.Context())
+			fn := failsOnce()
+			carrier := make(chan *groupTask, 1)
+			g.Go(func(ctx context.Context) error {
+				g.mu.Lock()
+				if len(carrier) == 0 {
+					carrier <- g.inPool[0]
+				}
+				g.mu.Unlock()
+				return fn(ctx)
+			}, again)
+			require.NoError(t, g.Wait())
+			p.StopWait()
+			requireStoppedClean(t, p)
+			assert.Equal(t, int32(0), (<-carrier).refs.Load(), "the carrier's references: each released once")
+		})
+	})
+}

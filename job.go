@@ -380,11 +380,10 @@ func (j *job) abandon() {
 // posted for a retry (then the pool keeps its reference to the job); and,
 // if completed, whether the run that ended the task for good panicked
 // (see WorkerPool.returned), which earlier runs, retried, do not decide.
-func (j *job) work(readyAt int64) (count *atomic.Uint64, panicked bool) {
+func (j *job) work(readyAt int64, posted *bool) (count *atomic.Uint64, panicked bool) {
 	p, weight, retriable := j.pool, j.weight(), j.retriable()
-	kept := false
 	defer func() {
-		if !kept {
+		if !*posted {
 			j.letGo()
 		}
 		if weight > 1 {
@@ -398,7 +397,7 @@ func (j *job) work(readyAt int64) (count *atomic.Uint64, panicked bool) {
 	if j.settled() || j.settleIfBlocked() || !j.start() {
 		return &p.counts.skipped, false
 	}
-	if kept, panicked = j.run(readyAt); kept {
+	if panicked = j.run(readyAt, posted); *posted {
 		return &p.counts.posted, false
 	}
 	return &p.counts.completed, panicked
@@ -424,21 +423,23 @@ func (j *job) start() bool {
 }
 
 // run calls the task and settles the job with its outcome, or posts it for
-// a retry and reports true; it also reports whether the run panicked. The
+// a retry and sets *posted; it reports whether the run panicked. The
 // deferred call also runs when the task panics past the owner or calls
 // runtime.Goexit, which is then the outcome; in a timed pool the hooks run
-// inside it (see taskFinished), with the run's wait counted from readyAt.
-func (j *job) run(readyAt int64) (retried, panicked bool) {
+// inside it (see finishRun), with the run's wait counted from readyAt. It
+// sets *posted before it posts the job, so that a TaskFinished hook that
+// then ends the goroutine leaves the worker knowing the pool keeps it.
+func (j *job) run(readyAt int64, posted *bool) (panicked bool) {
 	p := j.pool
 	err := ErrGoexit
 	defer func() {
 		if err != ErrGoexit {
-			if retried, err = j.retryLater(err); retried {
+			var retried bool
+			if retried, err = j.retryLater(err, posted); retried {
 				return
 			}
 		}
-		j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
-		j.owner.conclude(err, true)
+		j.finish(err)
 	}()
 	ctx := j.owner.runContext()
 	if p.cfg.timed {
@@ -447,7 +448,14 @@ func (j *job) run(readyAt int64) (retried, panicked bool) {
 		ctx = p.taskStarted(&r)
 	}
 	panicked, err = j.owner.call(ctx)
-	return false, panicked
+	return panicked
+}
+
+// finish moves the started job to finished and gives its owner the
+// outcome of its last run.
+func (j *job) finish(err error) {
+	j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
+	j.owner.conclude(err, true)
 }
 
 // postForRetry moves a started job whose run is to be retried to

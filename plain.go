@@ -2,10 +2,12 @@ package workerpool
 
 import "context"
 
-// A plainJob carries a plain task given a priority or a weight (Do or
-// DoContext with such a TaskOption, a delay or not): a job with a func()
-// and its options, owned by no one but the pool. (A plain task given only a
-// delay needs no carrier: see dispatcher.acceptDelayed.) The pool reuses it (see
+// A plainJob carries a plain task given a priority, a weight or a label (Do
+// or DoContext with such a TaskOption, a delay or not), and every
+// DoContext task in a pool with TaskStarted or TaskFinished hooks, which
+// see its ctx's values: a job with a func() and its options, owned by no
+// one but the pool. (A plain task given only a delay needs no carrier: see
+// dispatcher.acceptDelayed.) The pool reuses it (see
 // WorkerPool.plainJobs) once it lets go of it (see job.letGo), so a plain
 // task with options costs no allocation once the pool is warm. A plain
 // task that never runs goes to the dead-letter handler, as Submit's does
@@ -17,12 +19,13 @@ type plainJob struct {
 	ctx  context.Context // DoContext's ctx without its cancellation, in a timed pool; else nil
 }
 
-// parseDoOptions reads the options of a task given to Do or DoContext,
+// parseDoOptions reads the options of a task given to Do, DoContext or
+// DoWait,
 // and panics if they hold a Retry, which a func() cannot use.
 func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 	o := p.parseOptions(opts)
 	if o.retry != nil {
-		panic("workerpool: Retry given to Do or DoContext: a func() fails only by panicking; use Go with a func that returns its error")
+		panic("workerpool: Retry given to Do, DoContext or DoWait: a func() fails only by panicking; use Go with a func that returns its error")
 	}
 	return o
 }

@@ -100,11 +100,10 @@ func withLastRun(err, last error) error {
 // (see retries), and reports true: the pool keeps its reference to the
 // job. Otherwise it returns the task's outcome: err, or, if the policy
 // panicked, a *PanicError with its value joined with err.
-func (j *job) retryLater(err error) (bool, error) {
+func (j *job) retryLater(err error, posted *bool) (bool, error) {
 	if !j.retriable() || err == nil || isPermanent(err) || j.owner.ctxDone() {
 		return false, err
 	}
-	j.opts.attempt++
 	delay, again, panicked := j.askPolicy(err)
 	switch {
 	case panicked != nil:
@@ -112,6 +111,8 @@ func (j *job) retryLater(err error) (bool, error) {
 	case !again:
 		return false, err
 	}
+	j.opts.attempt++
+	*posted = true
 	p := j.pool
 	j.opts.lastErr = err
 	j.opts.due = later(p.now(), max(int64(delay), 0))
@@ -122,17 +123,23 @@ func (j *job) retryLater(err error) (bool, error) {
 	return true, nil
 }
 
-// askPolicy asks j's policy about err, and returns what it panicked with,
-// as a *PanicError, if it did.
+// askPolicy asks j's policy about err, the error of run j.opts.attempt+1,
+// and returns what it panicked with, as a *PanicError, if it did. A
+// policy that calls runtime.Goexit ends the task with ErrGoexit joined
+// with err, as the goroutine ends.
 func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked error) {
+	asked := false
 	defer func() {
 		if r := recover(); r != nil {
 			e := panicErrorFor(r)
 			j.pool.logTaskPanic("retry policy", e, j)
 			panicked = e
+		} else if !asked { // runtime.Goexit: the run's deferred settle will not go on
+			j.finish(withLastRun(ErrGoexit, err))
 		}
 	}()
-	delay, again = j.opts.retry(j.opts.attempt, err)
+	delay, again = j.opts.retry(j.opts.attempt+1, err)
+	asked = true
 	return delay, again, nil
 }
 

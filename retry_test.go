@@ -3,6 +3,7 @@ package workerpool
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math"
 	"runtime"
 	"sync"
@@ -591,5 +592,47 @@ func TestRetryUnderABound(t *testing.T) {
 		p.Stop()
 		assert.ErrorIs(t, task.Wait(), ErrStopped)
 		requireStoppedClean(t, p)
+	})
+}
+
+// A retry policy's panic is logged with the attempt the policy was asked
+// about: the run that failed.
+func TestRetryPolicyPanicIsLoggedWithTheFailedAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		logs := new(recordingLog)
+		p := New(1, WithName("n"), WithLogger(slog.New(logs)), WithPanicHandler(func(any) {}))
+		defer p.Stop()
+		asked := make(chan int, 1)
+		task := p.Go(t.Context(), func(context.Context) error { return errFlaky }, Label("x"),
+			Retry(func(attempt int, err error) (time.Duration, bool) { asked <- attempt; panic("policy") }))
+		require.Error(t, task.Wait())
+		assert.Equal(t, 1, <-asked, "the policy was asked about attempt 1")
+		recs := logs.withMessage("retry policy panicked")
+		require.Len(t, recs, 1)
+		assert.Equal(t, map[string]string{"label": "x", "attempt": "1"}, recs[0].attrs("label", "attempt"))
+	})
+}
+
+// A retry policy that calls runtime.Goexit ends the task: its Wait
+// returns ErrGoexit joined with the run's error, and the pool counts it
+// completed.
+func TestRetryPolicyGoexitEndsTheTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		task := p.Go(t.Context(), func(context.Context) error { return errFlaky },
+			Retry(func(int, error) (time.Duration, bool) { runtime.Goexit(); return 0, false }))
+		done := make(chan error, 1)
+		go func() { done <- task.Wait() }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, ErrGoexit)
+			assert.ErrorIs(t, err, errFlaky)
+		default:
+			t.Fatal("Task.Wait blocked after the retry policy called runtime.Goexit")
+		}
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Completed)
 	})
 }

@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -331,75 +330,4 @@ func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 		assert.Equal(t, map[string]string{"pool": "images", "attempt": "1", "panic": "plain"}, records[1].attrs("pool", "label", "attempt", "panic"),
 			"a plain task has no label")
 	})
-}
-
-// recordingLog is a slog.Handler that keeps every record with the
-// attributes its logger added.
-type recordingLog struct {
-	parent *recordingLog
-	with   []slog.Attr
-	mu     chan struct{} // a one-slot lock, which a synctest bubble can wait on
-	recs   []loggedRecord
-}
-
-type loggedRecord struct {
-	msg string
-	kv  map[string]string
-}
-
-func (r loggedRecord) attrs(keys ...string) map[string]string {
-	m := map[string]string{}
-	for _, k := range keys {
-		if v, ok := r.kv[k]; ok {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-func (l *recordingLog) root() *recordingLog {
-	if l.parent != nil {
-		return l.parent.root()
-	}
-	if l.mu == nil {
-		l.mu = make(chan struct{}, 1)
-	}
-	return l
-}
-
-func (l *recordingLog) Enabled(context.Context, slog.Level) bool { return true }
-
-func (l *recordingLog) WithAttrs(as []slog.Attr) slog.Handler {
-	return &recordingLog{parent: l.root(), with: append(append([]slog.Attr(nil), l.with...), as...)}
-}
-
-func (l *recordingLog) WithGroup(string) slog.Handler { return l }
-
-func (l *recordingLog) Handle(_ context.Context, r slog.Record) error {
-	rec := loggedRecord{msg: r.Message, kv: map[string]string{}}
-	for _, a := range l.with {
-		rec.kv[a.Key] = a.Value.String()
-	}
-	r.Attrs(func(a slog.Attr) bool {
-		rec.kv[a.Key] = a.Value.String()
-		return true
-	})
-	root := l.root()
-	root.mu <- struct{}{}
-	root.recs = append(root.recs, rec)
-	<-root.mu
-	return nil
-}
-
-func (l *recordingLog) withMessage(msg string) []loggedRecord {
-	root := l.root()
-	root.mu <- struct{}{}
-	defer func() { <-root.mu }()
-	var out []loggedRecord
-	for _, r := range root.recs {
-		if strings.EqualFold(r.msg, msg) {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -5,8 +5,9 @@ import (
 )
 
 // A TaskOption changes how the pool schedules one task given to Go, Call,
-// Group.Go, Do or DoContext. Make one with Priority, Delay, At, Retry,
-// Weight or Label; the zero TaskOption changes nothing. Options apply in the order given: when two
+// Group.Go, Do, DoContext or DoWait, or what the hooks learn of it. Make
+// one with Priority, Delay, At, Retry, Weight or Label; the zero
+// TaskOption changes nothing. Options apply in the order given: when two
 // set the same thing, the last one wins (Delay and At both set the due
 // time). A TaskOption holds no pointer but Retry's policy and Label's
 // name, so passing options costs no allocation.

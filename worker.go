@@ -35,14 +35,23 @@ func (w work) stops() bool { return w.fn == nil && w.job == nil }
 // in p.goroutines.
 func (p *WorkerPool) worker(w work) {
 	retired := false // by the zero work, rather than ended by runtime.Goexit
+	// posted says the work in hand was posted for a retry before its run
+	// ended (a TaskFinished hook may then end the goroutine): the pool
+	// keeps it, and it counts as posted, not completed.
+	posted := false
 	defer func() {
 		if !retired {
-			// The task ended this goroutine with runtime.Goexit (or
-			// panicked with no handler, and the program is going down).
-			// Count it as returned, ended for good, and let a fresh
-			// goroutine take this worker's place, so the worker count
-			// dispatch keeps stays true.
-			p.returned(&p.counts.completed, false)
+			// The task, or a hook around it, ended this goroutine with
+			// runtime.Goexit (or panicked with no handler, and the
+			// program is going down). Count it as returned, ended for
+			// good unless posted, and let a fresh goroutine take this
+			// worker's place, so the worker count dispatch keeps stays
+			// true.
+			if posted {
+				p.returned(&p.counts.posted, false)
+			} else {
+				p.returned(&p.counts.completed, false)
+			}
 			p.goroutines.Go(p.idleWorker)
 		}
 	}()
@@ -50,7 +59,8 @@ func (p *WorkerPool) worker(w work) {
 	// task (the deferred func does not capture it), so what that task
 	// captured can be collected.
 	for ; !w.stops(); w = <-p.workerQueue {
-		p.returned(p.do(w))
+		posted = false
+		p.returned(p.do(w, &posted))
 	}
 	retired = true
 }
@@ -65,10 +75,10 @@ func (p *WorkerPool) idleWorker() {
 // do runs one work, a job or a plain task, and returns the count of
 // p.counts its return goes to, and whether it completed with a run
 // that panicked (see returned). A plain task completes with its one run.
-func (p *WorkerPool) do(w work) (count *atomic.Uint64, panicked bool) {
+func (p *WorkerPool) do(w work, posted *bool) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
-		return w.job.work(w.readyAt)
+		return w.job.work(w.readyAt, posted)
 	case w.offered && p.abandonBegun.Load():
 		p.abandonTaken(w.fn)
 		return &p.counts.skipped, false

@@ -172,18 +172,18 @@ func (p *WorkerPool) submitRest(task func()) {
 // or the stop abandons it, or returns ErrStopped. A nil task is ignored and
 // Do returns nil. Safe for concurrent use.
 //
-// opts schedule task as for Go (see TaskOption): Delay and At, Priority
-// and Weight, with the same rules and the same errors (ErrTooHeavy for a
+// opts schedule task as for Go (see TaskOption): Delay and At, Priority,
+// Weight and Label, with the same rules and the same errors (ErrTooHeavy for a
 // task heavier than the pool, counted in Status.Rejected). Once accepted,
 // a task with options that never runs goes to the dead-letter handler with
 // why, as a plain task does: ErrStopped if a stop abandons it (while it
 // waits for its due time, too), ErrDropped, ErrExpired, ErrTooHeavy after a
 // Resize. A plain task has no error to retry on, so Do panics if opts hold
 // a Retry: give Go a func that returns its error instead. With options
-// that change nothing (Delay(0), Priority(0), Weight(1)) the task is a
-// plain task; with a delay alone it waits in the timer heap as it is; with
-// a priority or a weight the pool carries it in a carrier it reuses. None
-// of these allocates once the pool is warm.
+// that change nothing (Delay(0), Priority(0), Weight(1), Label("")) the
+// task is a plain task; with a delay alone it waits in the timer heap as
+// it is; with a priority, a weight or a label the pool carries it in a
+// carrier it reuses. None of these allocates once the pool is warm.
 func (p *WorkerPool) Do(task func(), opts ...TaskOption) error {
 	if len(opts) > 0 {
 		o := p.parseDoOptions(opts)
@@ -250,7 +250,8 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 // or a Shutdown that gives up abandons task before it starts; with
 // StopWait, task runs first. Under the queue policies it returns why task
 // never ran: ErrQueueFull (Reject), ErrDropped (DropOldest), ErrExpired
-// (WithQueueTimeout). A nil task is ignored and DoWait returns nil.
+// (WithQueueTimeout), and ErrTooHeavy for a Weight above the pool's size,
+// at once or after a Resize. A nil task is ignored and DoWait returns nil.
 //
 // opts schedule task as Do's do (Delay, At, Priority, Weight, Label),
 // with the same rules; DoWait then also waits for the due time. It panics
