@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"slices"
+	"strings"
 
 	"github.com/e86d9661/workerpool"
 	"github.com/e86d9661/workerpool/workerpoolprom"
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // A pool named "images" exports its Status and its task timings to a
@@ -16,7 +19,7 @@ import (
 // promhttp.HandlerFor(reg, promhttp.HandlerOpts{}); here the example
 // gathers it once the pool has stopped and prints a few values.
 func Example() {
-	hists := workerpoolprom.NewHistograms("images")
+	hists := workerpoolprom.NewHistograms()
 	pool := workerpool.New(4,
 		workerpool.WithName("images"),
 		workerpool.WithHooks(hists.Hooks()),
@@ -30,31 +33,114 @@ func Example() {
 				return errors.New("corrupt image") // fails, but completes
 			}
 			return nil
-		})
+		}, workerpool.Label("resize"))
 	}
+	pool.Submit(func() {}) // no label: task="none"
 	pool.StopWait()
 
-	families, err := reg.Gather() // sorted by name
+	printSeries(reg,
+		"workerpool_tasks_submitted_total",
+		"workerpool_tasks_completed_total",
+		"workerpool_workers",
+		"workerpool_task_run_seconds",
+		"workerpool_task_failures_total",
+		"workerpool_unfinished_work_seconds",
+	)
+	// Output:
+	// workerpool_task_failures_total{outcome="error",pool="images",task="none"} 0
+	// workerpool_task_failures_total{outcome="error",pool="images",task="resize"} 2
+	// workerpool_task_failures_total{outcome="panic",pool="images",task="none"} 0
+	// workerpool_task_failures_total{outcome="panic",pool="images",task="resize"} 0
+	// workerpool_task_run_seconds_count{pool="images",task="none"} 1
+	// workerpool_task_run_seconds_count{pool="images",task="resize"} 10
+	// workerpool_tasks_completed_total{pool="images"} 11
+	// workerpool_tasks_submitted_total{pool="images"} 11
+	// workerpool_unfinished_work_seconds{pool="images"} 0
+	// workerpool_workers{pool="images"} 0
+}
+
+// One Histograms serves two pools; past the cap of WithMaxLabels, labels
+// count as "other". The tasks run one after the other (DoWait), so that
+// which labels come first is known.
+func ExampleWithMaxLabels() {
+	hists := workerpoolprom.NewHistograms(workerpoolprom.WithMaxLabels(2))
+	mail := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
+	images := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hists)
+
+	for _, label := range []string{"welcome", "digest", "welcome", "receipt"} {
+		if err := mail.DoWait(func() {}, workerpool.Label(label)); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := images.DoWait(func() {}, workerpool.Label("resize")); err != nil {
+		log.Fatal(err)
+	}
+	mail.StopWait()
+	images.StopWait()
+
+	printSeries(reg, "workerpool_task_run_seconds")
+	// Output:
+	// workerpool_task_run_seconds_count{pool="images",task="other"} 1
+	// workerpool_task_run_seconds_count{pool="mail",task="digest"} 1
+	// workerpool_task_run_seconds_count{pool="mail",task="other"} 1
+	// workerpool_task_run_seconds_count{pool="mail",task="welcome"} 2
+}
+
+// Hooks of one's own call the histograms' hooks, and pass TaskFinished
+// the ctx TaskStarted returned, as the pool does.
+func ExampleHistograms_Hooks() {
+	hists := workerpoolprom.NewHistograms()
+	h := hists.Hooks()
+	pool := workerpool.New(1,
+		workerpool.WithName("mail"),
+		workerpool.WithHooks(workerpool.Hooks{
+			TaskStarted: h.TaskStarted,
+			TaskFinished: func(ctx context.Context, t workerpool.TaskInfo) {
+				h.TaskFinished(ctx, t)
+				if t.Err != nil {
+					fmt.Printf("%s task %s failed: %v\n", t.Pool, t.Label, t.Err)
+				}
+			},
+		}),
+	)
+	pool.Go(context.Background(), func(context.Context) error {
+		return errors.New("smtp: connection refused")
+	}, workerpool.Label("welcome"))
+	pool.StopWait()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hists)
+	printSeries(reg, "workerpool_task_failures_total")
+	// Output:
+	// mail task welcome failed: smtp: connection refused
+	// workerpool_task_failures_total{outcome="error",pool="mail",task="welcome"} 1
+	// workerpool_task_failures_total{outcome="panic",pool="mail",task="welcome"} 0
+}
+
+// printSeries gathers reg and prints each series of the families named,
+// as the text format would, with a histogram as its _count, in the order
+// gathered (by name, then labels).
+func printSeries(reg *prometheus.Registry, names ...string) {
+	families, err := reg.Gather()
 	if err != nil {
 		log.Fatal(err)
 	}
 	for _, f := range families {
+		if !slices.Contains(names, f.GetName()) {
+			continue
+		}
 		for _, m := range f.GetMetric() {
-			pool := m.GetLabel()[0].GetValue() // the one label: pool
-			switch f.GetName() {
-			case "workerpool_tasks_submitted_total", "workerpool_tasks_completed_total":
-				fmt.Printf("%s{pool=%q} %v\n", f.GetName(), pool, m.GetCounter().GetValue())
-			case "workerpool_workers":
-				fmt.Printf("%s{pool=%q} %v\n", f.GetName(), pool, m.GetGauge().GetValue())
-			case "workerpool_task_wait_seconds", "workerpool_task_run_seconds":
-				fmt.Printf("%s_count{pool=%q} %v\n", f.GetName(), pool, m.GetHistogram().GetSampleCount())
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
 			}
+			name, v := f.GetName(), m.GetCounter().GetValue()+m.GetGauge().GetValue()
+			if f.GetType() == dto.MetricType_HISTOGRAM {
+				name, v = name+"_count", float64(m.GetHistogram().GetSampleCount())
+			}
+			fmt.Printf("%s{%s} %v\n", name, strings.Join(labels, ","), v)
 		}
 	}
-	// Output:
-	// workerpool_task_run_seconds_count{pool="images"} 10
-	// workerpool_task_wait_seconds_count{pool="images"} 10
-	// workerpool_tasks_completed_total{pool="images"} 10
-	// workerpool_tasks_submitted_total{pool="images"} 10
-	// workerpool_workers{pool="images"} 0
 }

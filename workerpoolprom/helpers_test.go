@@ -1,6 +1,8 @@
 package workerpoolprom_test
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,25 +60,47 @@ func poolOf(m *dto.Metric) string {
 	return ""
 }
 
-// gatherHistograms returns the one metric of each family that c
-// collects, by family name.
-func gatherHistograms(t *testing.T, c prometheus.Collector) map[string]*dto.Metric {
+// values gathers c, in a pedantic registry of its own, and returns each
+// series of the family name by its labels, written as {a="x",b="y"} in
+// the order gathered: a counter's or a gauge's value, a histogram's
+// count of observations; nil if c collects no such family.
+func values(t *testing.T, c prometheus.Collector, name string) map[string]float64 {
 	t.Helper()
 	families, err := registryOf(t, c).Gather()
 	require.NoError(t, err, "Gather")
-	out := map[string]*dto.Metric{}
 	for _, f := range families {
-		require.Len(t, f.GetMetric(), 1, "series of %s", f.GetName())
-		out[f.GetName()] = f.GetMetric()[0]
+		if f.GetName() != name {
+			continue
+		}
+		out := map[string]float64{}
+		for _, m := range f.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			out[labelsOf(m)] = v
+		}
+		return out
 	}
-	return out
+	return nil
 }
 
-// histogramCount returns the number of observations in the histogram name
-// that c collects.
-func histogramCount(t *testing.T, c prometheus.Collector, name string) uint64 {
+// labelsOf writes m's labels as {a="x",b="y"}.
+func labelsOf(m *dto.Metric) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, l := range m.GetLabel() {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%q", l.GetName(), l.GetValue())
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// histogramCount returns the number of observations in the series of the
+// histogram name with labels (as labelsOf writes them) that c collects.
+func histogramCount(t *testing.T, c prometheus.Collector, name, labels string) uint64 {
 	t.Helper()
-	m, ok := gatherHistograms(t, c)[name]
-	require.True(t, ok, "%s collected", name)
-	return m.GetHistogram().GetSampleCount()
+	v, ok := values(t, c, name)[labels]
+	require.True(t, ok, "%s%s collected", name, labels)
+	return uint64(v)
 }

@@ -22,25 +22,25 @@ import (
 // protobuf, the format that carries native histograms.
 const protoAccept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
 
-// scrapeServer runs 10 tasks, 2 of them failing and 1 panicking, on a pool
-// named "scrape" with both collectors, stops it, and serves its registry
-// on /metrics.
+// scrapeServer runs 10 tasks, 2 of them failing (labelled "import") and 1
+// panicking, on a pool named "scrape" with both collectors, stops it, and
+// serves its registry on /metrics.
 func scrapeServer(t *testing.T) *httptest.Server {
 	t.Helper()
-	h := workerpoolprom.NewHistograms("scrape")
+	h := workerpoolprom.NewHistograms()
 	p := workerpool.New(2,
 		workerpool.WithName("scrape"),
 		workerpool.WithHooks(h.Hooks()),
 		workerpool.WithPanicHandler(func(any) {}),
 	)
 	defer p.Stop()
-	reg := prometheus.NewRegistry()
+	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(workerpoolprom.NewCollector(p)), "register Collector")
 	require.NoError(t, reg.Register(h), "register Histograms")
 	for i := range 10 {
 		switch i {
 		case 3, 6:
-			p.Go(t.Context(), func(context.Context) error { return errors.New("fails") })
+			p.Go(t.Context(), func(context.Context) error { return errors.New("fails") }, workerpool.Label("import"))
 		case 9:
 			p.Submit(func() { panic("boom") })
 		default:
@@ -48,7 +48,12 @@ func scrapeServer(t *testing.T) *httptest.Server {
 		}
 	}
 	p.StopWait()
+	return serve(t, reg)
+}
 
+// serve serves reg on /metrics of a new test server.
+func serve(t *testing.T, reg *prometheus.Registry) *httptest.Server {
+	t.Helper()
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := httptest.NewServer(mux)
@@ -86,31 +91,79 @@ func scrape(t *testing.T, srv *httptest.Server, accept string, want expfmt.Forma
 }
 
 // A plain GET, as curl does, gets the text format: counters, gauges and
-// the classic histograms, labelled with the pool.
+// the classic histograms, labelled with the pool, and by task for those of
+// the Histograms.
 func TestScrapeTextOverHTTP(t *testing.T) {
 	families := scrape(t, scrapeServer(t), "", expfmt.TypeTextPlain)
-	require.Len(t, families, len(counterNames)+len(gaugeNames)+2, "metric families")
+	require.Len(t, families, len(counterNames)+len(gaugeNames)+len(histogramsNames), "metric families")
 	for name, f := range families {
-		require.Len(t, f.GetMetric(), 1, "series of %s", name)
-		assert.Equal(t, "scrape", poolOf(f.GetMetric()[0]), "pool label of %s", name)
+		for _, m := range f.GetMetric() {
+			assert.Equal(t, "scrape", poolOf(m), "pool label of %s", name)
+		}
 	}
-	value := func(name string) float64 {
-		m := families[name].GetMetric()[0]
-		return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	value := func(name, labels string) float64 {
+		for _, m := range families[name].GetMetric() {
+			if labelsOf(m) == labels {
+				return m.GetCounter().GetValue() + m.GetGauge().GetValue() + float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+		t.Errorf("no series %s%s", name, labels)
+		return -1
 	}
-	assert.Equal(t, 10.0, value("workerpool_tasks_submitted_total"), "submitted")
-	assert.Equal(t, 10.0, value("workerpool_tasks_completed_total"), "completed")
-	assert.Equal(t, 1.0, value("workerpool_tasks_panicked_total"), "panicked")
-	assert.Equal(t, 2.0, value("workerpool_max_workers"), "max workers")
-	assert.Equal(t, 0.0, value("workerpool_workers"), "workers after StopWait")
+	const pool = `{pool="scrape"}`
+	assert.Equal(t, 10.0, value("workerpool_tasks_submitted_total", pool), "submitted")
+	assert.Equal(t, 10.0, value("workerpool_tasks_completed_total", pool), "completed")
+	assert.Equal(t, 1.0, value("workerpool_tasks_panicked_total", pool), "panicked")
+	assert.Equal(t, 2.0, value("workerpool_max_workers", pool), "max workers")
+	assert.Equal(t, 0.0, value("workerpool_workers", pool), "workers after StopWait")
+	assert.Equal(t, 0.0, value("workerpool_unfinished_work_seconds", pool), "unfinished work after StopWait")
+	assert.Equal(t, 0.0, value("workerpool_longest_running_processor_seconds", pool), "longest run after StopWait")
+	assert.Equal(t, 2.0, value("workerpool_task_failures_total", `{outcome="error",pool="scrape",task="import"}`), "errors of import")
+	assert.Equal(t, 0.0, value("workerpool_task_failures_total", `{outcome="panic",pool="scrape",task="import"}`), "panics of import")
+	assert.Equal(t, 0.0, value("workerpool_task_failures_total", `{outcome="error",pool="scrape",task="none"}`), "errors of none")
+	assert.Equal(t, 1.0, value("workerpool_task_failures_total", `{outcome="panic",pool="scrape",task="none"}`), "panics of none")
+	assert.Equal(t, 0.0, value("workerpool_task_reruns_total", `{pool="scrape",task="import"}`), "reruns of import")
 	for _, name := range []string{"workerpool_task_wait_seconds", "workerpool_task_run_seconds"} {
 		require.Equal(t, dto.MetricType_HISTOGRAM, families[name].GetType(), "type of %s", name)
-		hist := families[name].GetMetric()[0].GetHistogram()
-		assert.Equal(t, uint64(10), hist.GetSampleCount(), "count of %s", name)
-		assert.Len(t, hist.GetBucket(), 13, "classic buckets of %s, +Inf included in text", name)
-		assert.Equal(t, int32(0), hist.GetSchema(), "text carries no native schema for %s", name)
-		assert.Empty(t, hist.GetPositiveSpan(), "text carries no native spans for %s", name)
+		assert.Equal(t, 2.0, value(name, `{pool="scrape",task="import"}`), "count of %s for import", name)
+		assert.Equal(t, 8.0, value(name, `{pool="scrape",task="none"}`), "count of %s for none", name)
+		for _, m := range families[name].GetMetric() {
+			hist := m.GetHistogram()
+			assert.Len(t, hist.GetBucket(), 13, "classic buckets of %s, +Inf included in text", name)
+			assert.Equal(t, int32(0), hist.GetSchema(), "text carries no native schema for %s", name)
+			assert.Empty(t, hist.GetPositiveSpan(), "text carries no native spans for %s", name)
+		}
 	}
+}
+
+// A run in flight shows in the stuck-work gauges of a real scrape, and
+// no longer once it has ended.
+func TestScrapeShowsStuckWork(t *testing.T) {
+	h := workerpoolprom.NewHistograms()
+	p := workerpool.New(2, workerpool.WithName("stuck"), workerpool.WithHooks(h.Hooks()))
+	defer p.Stop()
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(h), "register Histograms")
+	srv := serve(t, reg)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	p.Submit(func() {
+		close(started)
+		<-release
+	})
+	<-started
+	gauge := func(name string) float64 {
+		f := scrape(t, srv, "", expfmt.TypeTextPlain)[name]
+		require.NotNil(t, f, "family %s", name)
+		require.Len(t, f.GetMetric(), 1, "series of %s", name)
+		return f.GetMetric()[0].GetGauge().GetValue()
+	}
+	assert.Positive(t, gauge("workerpool_unfinished_work_seconds"), "unfinished work while a run is in flight")
+	assert.Positive(t, gauge("workerpool_longest_running_processor_seconds"), "longest run while a run is in flight")
+	close(release)
+	p.StopWait()
+	assert.Zero(t, gauge("workerpool_unfinished_work_seconds"), "unfinished work after StopWait")
+	assert.Zero(t, gauge("workerpool_longest_running_processor_seconds"), "longest run after StopWait")
 }
 
 // A scrape in protobuf, as Prometheus makes with native histograms
@@ -120,34 +173,40 @@ func TestScrapeProtobufCarriesNativeHistograms(t *testing.T) {
 	assert.Equal(t, 10.0, families["workerpool_tasks_completed_total"].GetMetric()[0].GetCounter().GetValue(), "completed")
 	for _, name := range []string{"workerpool_task_wait_seconds", "workerpool_task_run_seconds"} {
 		require.Contains(t, families, name, "metric families")
-		m := families[name].GetMetric()[0]
-		assert.Equal(t, "scrape", poolOf(m), "pool label of %s", name)
-		hist := m.GetHistogram()
-		assert.Equal(t, uint64(10), hist.GetSampleCount(), "count of %s", name)
-		assert.Len(t, hist.GetBucket(), 12, "classic buckets of %s, +Inf implied in protobuf", name)
+		require.Len(t, families[name].GetMetric(), 2, "series of %s: tasks import and none", name)
+		observed := uint64(0)
+		for _, m := range families[name].GetMetric() {
+			assert.Equal(t, "scrape", poolOf(m), "pool label of %s", name)
+			hist := m.GetHistogram()
+			observed += hist.GetSampleCount()
+			assert.Len(t, hist.GetBucket(), 12, "classic buckets of %s, +Inf implied in protobuf", name)
 
-		// Factor 1.1 gives schema 3: 2^(2^-3) ≈ 1.09 per bucket.
-		require.NotNil(t, hist.Schema, "native schema of %s", name)
-		assert.Equal(t, int32(3), hist.GetSchema(), "native schema of %s", name)
-		assert.Equal(t, 2.938735877055719e-39, hist.GetZeroThreshold(), "zero threshold of %s", name)
-		// Every observation is in the zero bucket or a positive one: the
-		// spans and deltas (absolute counts are running sums of deltas)
-		// account for all of them.
-		count := hist.GetZeroCount()
-		var bucket int64
-		spanned := uint32(0)
-		for _, s := range hist.GetPositiveSpan() {
-			spanned += s.GetLength()
+			// Factor 1.1 gives schema 3: 2^(2^-3) ≈ 1.09 per bucket.
+			require.NotNil(t, hist.Schema, "native schema of %s", name)
+			assert.Equal(t, int32(3), hist.GetSchema(), "native schema of %s", name)
+			assert.Equal(t, 2.938735877055719e-39, hist.GetZeroThreshold(), "zero threshold of %s", name)
+			// Every observation is in the zero bucket or a positive one: the
+			// spans and deltas (absolute counts are running sums of deltas)
+			// account for all of them.
+			count := hist.GetZeroCount()
+			var bucket int64
+			spanned := uint32(0)
+			for _, s := range hist.GetPositiveSpan() {
+				spanned += s.GetLength()
+			}
+			require.Len(t, hist.GetPositiveDelta(), int(spanned), "deltas of %s", name)
+			for _, d := range hist.GetPositiveDelta() {
+				bucket += d
+				count += uint64(bucket)
+			}
+			assert.Equal(t, hist.GetSampleCount(), count, "observations in the native buckets of %s", name)
+			assert.Empty(t, hist.GetNegativeSpan(), "negative spans of %s", name)
 		}
-		require.Len(t, hist.GetPositiveDelta(), int(spanned), "deltas of %s", name)
-		for _, d := range hist.GetPositiveDelta() {
-			bucket += d
-			count += uint64(bucket)
-		}
-		assert.Equal(t, hist.GetSampleCount(), count, "observations in the native buckets of %s", name)
-		assert.Empty(t, hist.GetNegativeSpan(), "negative spans of %s", name)
+		assert.Equal(t, uint64(10), observed, "count of %s", name)
 	}
 	// The run of a task takes more than 0s on the real clock, so the run
 	// histogram has positive spans (a wait can be 0s).
-	assert.NotEmpty(t, families["workerpool_task_run_seconds"].GetMetric()[0].GetHistogram().GetPositiveSpan(), "positive spans of the run histogram")
+	for _, m := range families["workerpool_task_run_seconds"].GetMetric() {
+		assert.NotEmpty(t, m.GetHistogram().GetPositiveSpan(), "positive spans of the run histogram%s", labelsOf(m))
+	}
 }

@@ -51,32 +51,19 @@ func run(addr string) error {
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)) // Info and above
 
-	// The histograms' hooks, plus a counter of failed runs of our own.
-	hists := workerpoolprom.NewHistograms(poolName)
-	failures := prometheus.NewCounter(prometheus.CounterOpts{
-		Name:        "example_task_failures_total",
-		Help:        "Runs of demo tasks that returned an error or panicked.",
-		ConstLabels: prometheus.Labels{"pool": poolName},
-	})
-	h := hists.Hooks()
+	// The histograms' hooks time every run, count failures by outcome and
+	// track the runs in flight, by the task labels produce gives.
+	hists := workerpoolprom.NewHistograms()
 	pool := workerpool.New(4,
 		workerpool.WithName(poolName),
 		workerpool.WithLogger(logger),
 		workerpool.WithPanicHandler(func(any) {}), // the logger records each panic, with its stack
 		workerpool.WithMaxWaiting(20, workerpool.DropOldest),
-		workerpool.WithHooks(workerpool.Hooks{
-			TaskStarted: h.TaskStarted,
-			TaskFinished: func(waited, ran time.Duration, err error) {
-				h.TaskFinished(waited, ran, err)
-				if err != nil {
-					failures.Inc()
-				}
-			},
-		}),
+		workerpool.WithHooks(hists.Hooks()),
 	)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(workerpoolprom.NewCollector(pool), hists, failures)
+	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)
@@ -112,13 +99,15 @@ func run(addr string) error {
 
 // produce submits a demo task every 5ms until ctx is done. Tasks take
 // 10-30ms, every tenth 200ms: about twice what four workers can run, so
-// the queue stays full and drops its oldest task. Every seventh task
-// returns an error, every 25th is delayed by a second, and every 200th
-// panics.
+// the queue stays full and drops its oldest task. Each is labelled with its
+// kind, as the metrics show it: most render, every seventh exports and
+// returns an error, every 25th is a digest delayed by a second, and every
+// 200th render panics.
 func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	work := context.Background() // not canceled by the signal: Shutdown lets tasks finish
+	render, export, digest := workerpool.Label("render"), workerpool.Label("export"), workerpool.Label("digest")
 	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
@@ -129,18 +118,22 @@ func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 		if n%10 == 0 {
 			d = 200 * time.Millisecond
 		}
+		var err error
 		switch {
 		case n%200 == 0:
-			pool.Submit(func() { panic(fmt.Sprintf("demo task %d panics", n)) })
+			err = pool.Do(func() { panic(fmt.Sprintf("demo task %d panics", n)) }, render)
 		case n%25 == 0:
-			pool.Go(work, func(context.Context) error { time.Sleep(d); return nil }, workerpool.Delay(time.Second))
+			pool.Go(work, func(context.Context) error { time.Sleep(d); return nil }, workerpool.Delay(time.Second), digest)
 		case n%7 == 0:
 			pool.Go(work, func(context.Context) error {
 				time.Sleep(d) // stands in for real work
 				return fmt.Errorf("demo task %d failed", n)
-			})
+			}, export)
 		default:
-			pool.Submit(func() { time.Sleep(d) })
+			err = pool.Do(func() { time.Sleep(d) }, render)
+		}
+		if err != nil { // ErrStopped, which Do returns only once the pool stops: after produce
+			return
 		}
 	}
 }

@@ -41,6 +41,7 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 		"workerpool_tasks_dropped_total",
 		"workerpool_task_wait_seconds_count",
 		"workerpool_task_run_seconds_count",
+		"workerpool_task_failures_total",
 	}
 	first := scrape(t, url)
 	var second map[string]float64
@@ -59,6 +60,9 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 	for _, name := range watched {
 		assert.Greater(t, second[name], first[name], "%s between two scrapes", name)
 	}
+	// The Collector's 14 families from the start, the Histograms' 6 from
+	// the first run on.
+	assert.Len(t, second, 20, "workerpool_ families: %v", second)
 
 	require.NoError(t, p.Cmd.Process.Signal(os.Interrupt), "send SIGINT")
 	last := p.Line(t)
@@ -67,9 +71,16 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 	require.NoError(t, err, "exit status 0; stderr:\n%s", p.Stderr)
 }
 
-// scrape GETs url and returns each sample of the pool named demo, by
-// name, with histograms as name_count; it fails if a workerpool_ metric
-// has no such series.
+// The task labels the program gives, and the outcomes of failures.
+var (
+	tasks    = []string{"render", "export", "digest"}
+	outcomes = []string{"error", "panic"}
+)
+
+// scrape GETs url and returns the value of each workerpool_ family of the
+// pool named demo, by name, summed over its series (histograms as
+// name_count); it fails if a series is of another pool, of a task label
+// the program does not give, or has a label of another name.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	client := &http.Client{Timeout: deadline}
@@ -86,20 +97,29 @@ func scrape(t *testing.T, url string) map[string]float64 {
 		if !strings.HasPrefix(name, "workerpool_") {
 			continue
 		}
-		require.Len(t, f.GetMetric(), 1, "series of %s", name)
-		m := f.GetMetric()[0]
-		require.Len(t, m.GetLabel(), 1, "labels of %s", name)
-		assert.Equal(t, "pool", m.GetLabel()[0].GetName(), "label of %s", name)
-		assert.Equal(t, "demo", m.GetLabel()[0].GetValue(), "pool of %s", name)
-		switch f.GetType() {
-		case dto.MetricType_COUNTER:
-			samples[name] = m.GetCounter().GetValue()
-		case dto.MetricType_GAUGE:
-			samples[name] = m.GetGauge().GetValue()
-		case dto.MetricType_HISTOGRAM:
-			samples[name+"_count"] = float64(m.GetHistogram().GetSampleCount())
+		require.NotEmpty(t, f.GetMetric(), "series of %s", name)
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				switch l.GetName() {
+				case "pool":
+					assert.Equal(t, "demo", l.GetValue(), "pool of %s", name)
+				case "task":
+					assert.Contains(t, tasks, l.GetValue(), "task of %s", name)
+				case "outcome":
+					assert.Contains(t, outcomes, l.GetValue(), "outcome of %s", name)
+				default:
+					t.Errorf("%s has a label %s", name, l.GetName())
+				}
+			}
+			switch f.GetType() {
+			case dto.MetricType_COUNTER:
+				samples[name] += m.GetCounter().GetValue()
+			case dto.MetricType_GAUGE:
+				samples[name] += m.GetGauge().GetValue()
+			case dto.MetricType_HISTOGRAM:
+				samples[name+"_count"] += float64(m.GetHistogram().GetSampleCount())
+			}
 		}
 	}
-	require.Len(t, samples, 16, "workerpool_ samples: %v", samples)
 	return samples
 }

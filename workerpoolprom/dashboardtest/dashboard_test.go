@@ -1,0 +1,424 @@
+package dashboardtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/workerpoolprom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/util/teststorage"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The dashboard as Grafana reads it: only the fields the tests look at.
+type dashboard struct {
+	UID        string  `json:"uid"`
+	Title      string  `json:"title"`
+	Panels     []panel `json:"panels"`
+	Templating struct {
+		List []variable `json:"list"`
+	} `json:"templating"`
+}
+
+type panel struct {
+	ID         int        `json:"id"`
+	Type       string     `json:"type"`
+	Title      string     `json:"title"`
+	Datasource datasource `json:"datasource"`
+	Targets    []struct {
+		RefID      string     `json:"refId"`
+		Expr       string     `json:"expr"`
+		Datasource datasource `json:"datasource"`
+	} `json:"targets"`
+}
+
+type datasource struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+type variable struct {
+	Name       string          `json:"name"`
+	Type       string          `json:"type"`
+	Query      json.RawMessage `json:"query"`
+	Datasource *datasource     `json:"datasource"`
+	Multi      bool            `json:"multi"`
+	IncludeAll bool            `json:"includeAll"`
+	AllValue   string          `json:"allValue"`
+}
+
+// promDatasource is how every panel and query names its data source: the
+// dashboard's datasource variable, which Grafana offers to choose on
+// import.
+var promDatasource = datasource{Type: "prometheus", UID: "${datasource}"}
+
+// The panels the dashboard must have, by title; README.md lists them.
+var panelTitles = []string{
+	"Throughput",
+	"Queue depth",
+	"Wait time p50 / p99",
+	"Run time p50 / p99 by task",
+	"Busy workers against size",
+	"Lost tasks by reason",
+	"Refusals",
+	"Retries",
+	"Failures by outcome",
+	"Stuck work",
+}
+
+func loadDashboard(t *testing.T) dashboard {
+	t.Helper()
+	b, err := os.ReadFile("../dashboard.json")
+	require.NoError(t, err, "read the dashboard")
+	var d dashboard
+	require.NoError(t, json.Unmarshal(b, &d), "dashboard.json is JSON")
+	return d
+}
+
+// The dashboard imports as is: a datasource variable for Prometheus, a
+// pool variable, every panel and query on the datasource variable, ids
+// and refIds unique, and the panels README.md lists.
+func TestDashboardShape(t *testing.T) {
+	d := loadDashboard(t)
+	assert.Equal(t, "workerpool", d.UID, "uid")
+	require.Len(t, d.Templating.List, 2, "template variables")
+	ds, pool := d.Templating.List[0], d.Templating.List[1]
+	assert.Equal(t, "datasource", ds.Name, "first variable")
+	assert.Equal(t, "datasource", ds.Type, "type of the datasource variable")
+	assert.JSONEq(t, `"prometheus"`, string(ds.Query), "plugin of the datasource variable")
+	assert.Equal(t, "pool", pool.Name, "second variable")
+	assert.Equal(t, "query", pool.Type, "type of the pool variable")
+	require.NotNil(t, pool.Datasource, "datasource of the pool variable")
+	assert.Equal(t, promDatasource, *pool.Datasource, "datasource of the pool variable")
+	assert.True(t, pool.Multi && pool.IncludeAll, "pool variable: several pools and All")
+	assert.Equal(t, ".*", pool.AllValue, "the pool variable's All")
+
+	var titles []string
+	ids := map[int]bool{}
+	for _, p := range d.Panels {
+		titles = append(titles, p.Title)
+		assert.False(t, ids[p.ID], "panel id %d unique", p.ID)
+		ids[p.ID] = true
+		assert.Equal(t, "timeseries", p.Type, "type of %q", p.Title)
+		assert.Equal(t, promDatasource, p.Datasource, "datasource of %q", p.Title)
+		require.NotEmpty(t, p.Targets, "queries of %q", p.Title)
+		refs := map[string]bool{}
+		for _, q := range p.Targets {
+			assert.False(t, refs[q.RefID], "refId %s of %q unique", q.RefID, p.Title)
+			refs[q.RefID] = true
+			assert.Equal(t, promDatasource, q.Datasource, "datasource of %q %s", p.Title, q.RefID)
+			assert.Contains(t, q.Expr, `pool=~"$pool"`, "query %s of %q follows the pool variable", q.RefID, p.Title)
+		}
+	}
+	assert.Equal(t, panelTitles, titles, "panels")
+
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err, "read README.md")
+	for _, title := range titles {
+		assert.Contains(t, string(readme), "**"+title+"**", "README.md lists the panel %q", title)
+	}
+}
+
+// Every query of the dashboard, on two scrapes 30s apart of a pool at
+// work, in the text format and in protobuf (with native histograms, as
+// Prometheus scrapes when they are enabled): each parses and returns at
+// least one series, for all pools and for one.
+func TestDashboardQueriesReturnSeries(t *testing.T) {
+	for _, f := range []struct{ name, accept string }{
+		{"format=text", ""},
+		{"format=protobuf", protoAccept},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			d := loadDashboard(t)
+			db := teststorage.New(t)
+			w := startWorkload(t)
+			t0 := time.Unix(1_700_000_000, 0)
+			w.round(t)
+			scrapeInto(t, w.srv, f.accept, db, t0)
+			w.round(t)
+			w.hold(t)
+			scrapeInto(t, w.srv, f.accept, db, t0.Add(30*time.Second))
+			w.release()
+
+			engine := promql.NewEngine(promql.EngineOpts{
+				MaxSamples:    1_000_000,
+				Timeout:       time.Minute,
+				LookbackDelta: 5 * time.Minute,
+				Parser:        parser.NewParser(parser.Options{}), // Prometheus's defaults: no experimental functions
+			})
+			t.Cleanup(func() { assert.NoError(t, engine.Close(), "close the engine") })
+			at := t0.Add(30 * time.Second)
+
+			pools := d.Templating.List[1]
+			var selector struct{ Query string }
+			require.NoError(t, json.Unmarshal(pools.Query, &selector), "query of the pool variable")
+			m := regexp.MustCompile(`^label_values\((.+), pool\)$`).FindStringSubmatch(selector.Query)
+			require.NotNil(t, m, "the pool variable is label_values(selector, pool): %s", selector.Query)
+			found := map[string]bool{}
+			for _, s := range eval(t, engine, db, m[1], at) {
+				found[s.Metric.Get("pool")] = true
+			}
+			assert.Equal(t, map[string]bool{"dash": true, "spare": true}, found, "pools the pool variable offers")
+
+			for _, p := range d.Panels {
+				for _, q := range p.Targets {
+					for _, pool := range []string{".*", "(dash)", "(dash|spare)"} {
+						expr := substitute(q.Expr, pool)
+						series := eval(t, engine, db, expr, at)
+						assert.NotEmpty(t, series, "%q %s with pool %s: %s", p.Title, q.RefID, pool, expr)
+						for _, s := range series {
+							if got := s.Metric.Get("pool"); pool == "(dash)" {
+								assert.Equal(t, "dash", got, "pool of %q %s with pool %s: %s", p.Title, q.RefID, pool, expr)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// substitute replaces the template variables of a query as Grafana does:
+// $pool with the pool variable's value (a regex: ".*" for All, "(a|b)"
+// for several pools), $__rate_interval with the rate interval for a 30s
+// scrape interval (four scrape intervals, Grafana's minimum: 2m).
+func substitute(expr, pool string) string {
+	return strings.NewReplacer("$__rate_interval", "2m", "${pool}", pool, "$pool", pool).Replace(expr)
+}
+
+// eval evaluates expr at ts and returns its series; it fails the test if
+// expr does not parse, evaluates with an error or a warning, or returns
+// anything but an instant vector.
+func eval(t *testing.T, engine *promql.Engine, db storage.Queryable, expr string, ts time.Time) promql.Vector {
+	t.Helper()
+	_, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	require.NoError(t, err, "parse %s", expr)
+	q, err := engine.NewInstantQuery(t.Context(), db, nil, expr, ts)
+	require.NoError(t, err, "query %s", expr)
+	defer q.Close()
+	res := q.Exec(t.Context())
+	require.NoError(t, res.Err, "evaluate %s", expr)
+	warnings, _ := res.Warnings.AsStrings(expr, 0, 0)
+	assert.Empty(t, warnings, "warnings of %s", expr)
+	v, err := res.Vector()
+	require.NoError(t, err, "result of %s", expr)
+	return v
+}
+
+// protoAccept is the Accept header with which Prometheus asks for
+// protobuf, the format that carries native histograms.
+const protoAccept = "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited"
+
+// scrapeInto GETs /metrics from srv with accept as Accept header and
+// appends every sample to db at ts, as a Prometheus scrape does: text
+// through its text parser, protobuf through its protobuf parser, keeping
+// the classic buckets of histograms that also have native ones.
+func scrapeInto(t *testing.T, srv *httptest.Server, accept string, db storage.Appendable, ts time.Time) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
+	require.NoError(t, err, "NewRequest")
+	if accept != "" {
+		req.Header.Set("Accept", accept)
+	}
+	resp, err := srv.Client().Do(req)
+	require.NoError(t, err, "GET /metrics")
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, "status of GET /metrics")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "read /metrics")
+
+	p, err := textparse.New(body, resp.Header.Get("Content-Type"), labels.NewSymbolTable(), textparse.ParserOptions{
+		KeepClassicOnClassicAndNativeHistograms: true,
+	})
+	require.NoError(t, err, "parser for %s", resp.Header.Get("Content-Type"))
+	app := db.Appender(context.Background())
+	ms := ts.UnixMilli()
+	var lset labels.Labels
+	natives, samples := 0, 0
+	for {
+		entry, err := p.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "parse the scrape")
+		switch entry {
+		case textparse.EntrySeries:
+			_, _, v := p.Series()
+			p.Labels(&lset)
+			_, err = app.Append(0, lset, ms, v)
+			samples++
+		case textparse.EntryHistogram:
+			_, _, h, fh := p.Histogram()
+			p.Labels(&lset)
+			_, err = app.AppendHistogram(0, lset, ms, h, fh)
+			natives++
+		}
+		require.NoError(t, err, "append %s", lset)
+	}
+	require.NoError(t, app.Commit(), "commit the scrape")
+	require.Positive(t, samples, "samples scraped")
+	if accept == protoAccept {
+		require.Positive(t, natives, "native histograms scraped")
+	}
+}
+
+// A workload is two pools, "dash" and "spare", with one Histograms and a
+// Collector each, served on /metrics by srv.
+type workload struct {
+	srv      *httptest.Server
+	dash     *workerpool.WorkerPool
+	spare    *workerpool.WorkerPool
+	held     chan struct{} // closed by release: ends the tasks hold started
+	released sync.Once
+}
+
+func startWorkload(t *testing.T) *workload {
+	t.Helper()
+	h := workerpoolprom.NewHistograms()
+	w := &workload{
+		dash: workerpool.New(2,
+			workerpool.WithName("dash"),
+			workerpool.WithHooks(h.Hooks()),
+			workerpool.WithPanicHandler(func(any) {}),
+		),
+		spare: workerpool.New(1, workerpool.WithName("spare"), workerpool.WithHooks(h.Hooks())),
+		held:  make(chan struct{}),
+	}
+	t.Cleanup(w.dash.Stop)
+	t.Cleanup(w.spare.Stop)
+	t.Cleanup(w.release) // first: a test that failed while holding
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(workerpoolprom.NewCollector(w.dash), workerpoolprom.NewCollector(w.spare), h)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	w.srv = httptest.NewServer(mux)
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+// round runs a dozen tasks on dash, labelled by kind, some failing, some
+// panicking, one retried once, one refused as too heavy, and one on spare,
+// and waits until both pools are idle.
+func (w *workload) round(t *testing.T) {
+	t.Helper()
+	ctx := t.Context()
+	kinds := []string{"resize", "mail", ""}
+	for i := range 12 {
+		label := workerpool.Label(kinds[i%len(kinds)])
+		switch i % 4 {
+		case 0:
+			w.dash.Go(ctx, func(context.Context) error { return errors.New("fails") }, label)
+		case 1:
+			require.NoError(t, w.dash.Do(func() { panic("boom") }, label), "Do")
+		default:
+			require.NoError(t, w.dash.DoWait(func() {}, label), "DoWait")
+		}
+	}
+	runs := 0
+	retried := w.dash.Go(ctx, func(context.Context) error {
+		if runs++; runs == 1 {
+			return errors.New("first run fails")
+		}
+		return nil
+	}, workerpool.Label("resize"), workerpool.Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 }))
+	require.NoError(t, retried.Wait(), "retried task")
+	assert.ErrorIs(t, w.dash.Do(func() {}, workerpool.Weight(3)), workerpool.ErrTooHeavy, "a task heavier than the pool")
+	require.NoError(t, w.spare.DoWait(func() {}), "spare")
+	require.NoError(t, w.dash.WaitIdle(ctx), "dash idle")
+}
+
+// hold starts two tasks on dash that run until release, so that both
+// workers are busy and the stuck-work gauges grow, and queues three
+// behind them.
+func (w *workload) hold(t *testing.T) {
+	t.Helper()
+	started := make(chan struct{}, 2)
+	for range 2 {
+		require.NoError(t, w.dash.Do(func() {
+			started <- struct{}{}
+			<-w.held
+		}, workerpool.Label("import")), "Do")
+	}
+	<-started
+	<-started
+	for range 3 {
+		require.NoError(t, w.dash.Do(func() {}, workerpool.Label("import")), "Do")
+	}
+	// Do returns once dispatch has the task; it counts it as waiting a
+	// moment later.
+	for deadline := time.Now().Add(10 * time.Second); w.dash.Status().Waiting < 3 && time.Now().Before(deadline); {
+		runtime.Gosched()
+	}
+	require.Equal(t, 3, w.dash.Status().Waiting, "waiting tasks")
+}
+
+// release ends the tasks hold started and lets both pools finish. Safe
+// to call more than once.
+func (w *workload) release() {
+	w.released.Do(func() { close(w.held) })
+	w.dash.StopWait()
+	w.spare.StopWait()
+}
+
+// The scrape holds what the dashboard shows: sanity checks on the data,
+// so that an empty series list could not pass for a dashboard that works.
+func TestDashboardSeesTheWorkload(t *testing.T) {
+	db := teststorage.New(t)
+	w := startWorkload(t)
+	t0 := time.Unix(1_700_000_000, 0)
+	w.round(t)
+	scrapeInto(t, w.srv, "", db, t0)
+	w.round(t)
+	w.hold(t)
+	scrapeInto(t, w.srv, "", db, t0.Add(30*time.Second))
+	w.release()
+	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, Parser: parser.NewParser(parser.Options{})})
+	t.Cleanup(func() { assert.NoError(t, engine.Close(), "close the engine") })
+	at := t0.Add(30 * time.Second)
+	value := func(expr string) float64 {
+		v := eval(t, engine, db, expr, at)
+		require.Len(t, v, 1, "series of %s", expr)
+		return v[0].F
+	}
+	assert.Equal(t, 2.0, value(`workerpool_busy_workers{pool="dash"}`), "busy workers while held")
+	assert.Equal(t, 3.0, value(`workerpool_waiting_tasks{pool="dash"}`), "waiting tasks while held")
+	assert.Positive(t, value(`workerpool_unfinished_work_seconds{pool="dash"}`), "unfinished work while held")
+	assert.Positive(t, value(`workerpool_longest_running_processor_seconds{pool="dash"}`), "longest run while held")
+	// Between the scrapes, one round: 3 errors and the retried task's first
+	// run, 3 panics, one rerun, one refusal.
+	grown := func(selector string) float64 {
+		return value(`sum(` + selector + `) - sum(` + selector + ` offset 30s)`)
+	}
+	assert.Equal(t, 4.0, grown(`workerpool_task_failures_total{pool="dash",outcome="error"}`), "errors in a round")
+	assert.Equal(t, 3.0, grown(`workerpool_task_failures_total{pool="dash",outcome="panic"}`), "panics in a round")
+	assert.Equal(t, 1.0, grown(`workerpool_task_reruns_total{pool="dash"}`), "reruns in a round")
+	assert.Equal(t, 1.0, grown(`workerpool_tasks_rejected_total{pool="dash"}`), "refusals in a round")
+	kinds := eval(t, engine, db, `sum by (task) (workerpool_task_run_seconds_count{pool="dash"}) > 0`, at)
+	var tasks []string
+	for _, s := range kinds {
+		tasks = append(tasks, s.Metric.Get("task"))
+	}
+	slices.Sort(tasks)
+	assert.Equal(t, []string{"mail", "none", "resize"}, tasks, "task labels of the finished runs")
+	assert.Equal(t, 2.0, value(`workerpool_task_wait_seconds_count{pool="dash",task="import"}`), "runs of import started, none finished")
+}
