@@ -6,10 +6,12 @@ import (
 	"log"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/e86d9661/workerpool"
 	"github.com/e86d9661/workerpool/workerpoolotel"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -25,7 +27,7 @@ func Example() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 
-	hooks, err := workerpoolotel.NewHooks("images", workerpoolotel.WithMeterProvider(mp))
+	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp), workerpoolotel.WithTracerProvider(tp))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,23 +37,30 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer reg.Unregister()
-	tracing := workerpoolotel.NewTracing(pool, workerpoolotel.WithTracerProvider(tp))
 
-	ctx, request := tp.Tracer("example").Start(context.Background(), "request")
-	resize := tracing.Go(ctx, "resize", func(ctx context.Context) error {
+	tracer := tp.Tracer("example")
+	ctx, request := tracer.Start(context.Background(), "request")
+	resize := pool.Go(ctx, func(ctx context.Context) error {
+		_, decode := tracer.Start(ctx, "decode") // a child of the run's span
+		decode.End()
 		return nil
-	})
-	measure := workerpoolotel.Call(ctx, tracing, "measure", func(ctx context.Context) (int, error) {
+	}, workerpool.Label("resize"))
+	measure := workerpool.Call(ctx, pool, func(ctx context.Context) (int, error) {
 		return 640, nil
-	})
+	}, workerpool.Label("measure"))
+	pool.Submit(func() {}) // no ctx, no label: a root span named workerpool.task
 	fmt.Println("resize:", resize.Wait())
 	width, err := measure.Wait()
 	fmt.Println("measure:", width, err)
+	pool.StopWait() // the tasks' spans have ended
 	request.End()
-	pool.StopWait()
 
+	names := make(map[string]string)
 	for _, s := range spans.Ended() {
-		fmt.Printf("span %s: child of request: %t\n", s.Name(), s.Parent().SpanID() == request.SpanContext().SpanID())
+		names[s.SpanContext().SpanID().String()] = s.Name()
+	}
+	for _, s := range spans.Ended() {
+		fmt.Printf("span %s, parent %q\n", s.Name(), names[s.Parent().SpanID().String()])
 	}
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -63,13 +72,19 @@ func Example() {
 			switch data := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, dp := range data.DataPoints {
-					name, _ := dp.Attributes.Value("workerpool.name")
-					lines = append(lines, fmt.Sprintf("%s{workerpool.name=%s} %s: %d", m.Name, name.AsString(), m.Unit, dp.Value))
+					lines = append(lines, fmt.Sprintf("%s%s %s: %d", m.Name, labels(dp.Attributes.ToSlice()), m.Unit, dp.Value))
+				}
+			case metricdata.Gauge[int64]:
+				for _, dp := range data.DataPoints {
+					lines = append(lines, fmt.Sprintf("%s%s %s: %d", m.Name, labels(dp.Attributes.ToSlice()), m.Unit, dp.Value))
+				}
+			case metricdata.Gauge[float64]:
+				for _, dp := range data.DataPoints {
+					lines = append(lines, fmt.Sprintf("%s%s %s: %g", m.Name, labels(dp.Attributes.ToSlice()), m.Unit, dp.Value))
 				}
 			case metricdata.Histogram[float64]:
 				for _, dp := range data.DataPoints {
-					name, _ := dp.Attributes.Value("workerpool.name")
-					lines = append(lines, fmt.Sprintf("%s{workerpool.name=%s} %s: %d runs", m.Name, name.AsString(), m.Unit, dp.Count))
+					lines = append(lines, fmt.Sprintf("%s%s %s: %d runs", m.Name, labels(dp.Attributes.ToSlice()), m.Unit, dp.Count))
 				}
 			}
 		}
@@ -79,41 +94,65 @@ func Example() {
 	// Output:
 	// resize: <nil>
 	// measure: 640 <nil>
-	// span resize: child of request: true
-	// span measure: child of request: true
-	// span request: child of request: false
-	// workerpool.task.retries{workerpool.name=images} {retry}: 0
-	// workerpool.task.run.duration{workerpool.name=images} s: 2 runs
-	// workerpool.task.wait.duration{workerpool.name=images} s: 2 runs
-	// workerpool.tasks.abandoned{workerpool.name=images} {task}: 0
-	// workerpool.tasks.canceled{workerpool.name=images} {task}: 0
-	// workerpool.tasks.completed{workerpool.name=images} {task}: 2
-	// workerpool.tasks.dropped{workerpool.name=images} {task}: 0
-	// workerpool.tasks.expired{workerpool.name=images} {task}: 0
-	// workerpool.tasks.panicked{workerpool.name=images} {task}: 0
-	// workerpool.tasks.rejected{workerpool.name=images} {task}: 0
-	// workerpool.tasks.scheduled{workerpool.name=images} {task}: 0
-	// workerpool.tasks.submitted{workerpool.name=images} {task}: 2
-	// workerpool.tasks.waiting{workerpool.name=images} {task}: 0
-	// workerpool.workers.busy{workerpool.name=images} {worker}: 0
-	// workerpool.workers.max{workerpool.name=images} {worker}: 1
-	// workerpool.workers{workerpool.name=images} {worker}: 0
+	// span decode, parent "resize"
+	// span resize, parent "request"
+	// span measure, parent "request"
+	// span workerpool.task, parent ""
+	// span request, parent ""
+	// workerpool.busy_workers{pool=images} {worker}: 0
+	// workerpool.longest_running_processor{pool=images} s: 0
+	// workerpool.max_workers{pool=images} {worker}: 1
+	// workerpool.scheduled_tasks{pool=images} {task}: 0
+	// workerpool.task_retries{pool=images} {task}: 0
+	// workerpool.task_run{pool=images,task=measure} s: 1 runs
+	// workerpool.task_run{pool=images,task=none} s: 1 runs
+	// workerpool.task_run{pool=images,task=resize} s: 1 runs
+	// workerpool.task_wait{pool=images,task=measure} s: 1 runs
+	// workerpool.task_wait{pool=images,task=none} s: 1 runs
+	// workerpool.task_wait{pool=images,task=resize} s: 1 runs
+	// workerpool.tasks_abandoned{pool=images} {task}: 0
+	// workerpool.tasks_canceled{pool=images} {task}: 0
+	// workerpool.tasks_completed{pool=images} {task}: 3
+	// workerpool.tasks_dropped{pool=images} {task}: 0
+	// workerpool.tasks_expired{pool=images} {task}: 0
+	// workerpool.tasks_panicked{pool=images} {task}: 0
+	// workerpool.tasks_rejected{pool=images} {task}: 0
+	// workerpool.tasks_submitted{pool=images} {task}: 3
+	// workerpool.unfinished_work{pool=images} s: 0
+	// workerpool.waiting_tasks{pool=images} {task}: 0
+	// workerpool.workers{pool=images} {worker}: 0
+}
+
+// labels writes attributes as {key=value,...}.
+func labels(kvs []attribute.KeyValue) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, kv := range kvs {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(string(kv.Key) + "=" + kv.Value.String())
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 // ExampleNewHooks adds hooks of one's own to NewHooks's: set the fields
-// you need, and call NewHooks's from yours.
+// you need, and call NewHooks's from yours, giving TaskFinished the ctx
+// that TaskStarted returned.
 func ExampleNewHooks() {
-	otelHooks, err := workerpoolotel.NewHooks("mail")
+	otelHooks, err := workerpoolotel.NewHooks() // the global providers
 	if err != nil {
 		log.Fatal(err)
 	}
 	hooks := otelHooks
-	hooks.TaskStarted = func(waited time.Duration) {
-		otelHooks.TaskStarted(waited)
-		fmt.Println("started") // your hook; like every hook, safe for concurrent use
+	hooks.TaskStarted = func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+		ctx = otelHooks.TaskStarted(ctx, t)
+		fmt.Printf("started %q\n", t.Label) // your hook; like every hook, safe for concurrent use
+		return ctx
 	}
-	hooks.TaskDropped = func(reason error) {
-		fmt.Println("dropped:", reason) // NewHooks leaves TaskDropped nil
+	hooks.TaskDropped = func(t workerpool.TaskInfo) {
+		fmt.Println("dropped", t.Label+":", t.Err) // NewHooks leaves TaskDropped nil
 	}
 	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hooks),
 		workerpool.WithMaxWaiting(1, workerpool.Reject))
@@ -123,12 +162,65 @@ func ExampleNewHooks() {
 		<-release
 	})
 	<-running
-	pool.Submit(func() {})    // waits: the queue is full
-	pool.TrySubmit(func() {}) // refused
+	_ = pool.Do(func() {}, workerpool.Label("send")) // waits: the queue is now full
+	err = pool.Do(func() {}, workerpool.Label("retry"))
+	fmt.Println("refused:", err)
 	close(release)
 	pool.StopWait()
 	// Output:
-	// started
-	// dropped: workerpool: waiting queue full
-	// started
+	// started ""
+	// dropped retry: workerpool: waiting queue full
+	// refused: workerpool: waiting queue full
+	// started "send"
+}
+
+// Example_prometheus exports the metrics with the OpenTelemetry Prometheus
+// exporter: without the scope labels and target_info, they are the
+// metrics of workerpoolprom, by name and by label.
+func Example_prometheus() {
+	registry := prometheus.NewRegistry()
+	exporter, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
+	if err != nil {
+		log.Fatal(err)
+	}
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
+	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hooks))
+	reg, err := workerpoolotel.RegisterStatus(pool, workerpoolotel.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Unregister()
+	_ = pool.DoWait(func() {}, workerpool.Label("resize"))
+	pool.StopWait()
+
+	families, err := registry.Gather()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, f := range families {
+		if strings.HasPrefix(f.GetName(), "workerpool_task") || f.GetName() == "workerpool_workers" {
+			var names []string
+			for _, l := range f.GetMetric()[0].GetLabel() {
+				names = append(names, l.GetName()+"="+l.GetValue())
+			}
+			fmt.Println(f.GetType(), f.GetName(), names)
+		}
+	}
+	// Output:
+	// COUNTER workerpool_task_retries_total [pool=images]
+	// HISTOGRAM workerpool_task_run_seconds [pool=images task=resize]
+	// HISTOGRAM workerpool_task_wait_seconds [pool=images task=resize]
+	// COUNTER workerpool_tasks_abandoned_total [pool=images]
+	// COUNTER workerpool_tasks_canceled_total [pool=images]
+	// COUNTER workerpool_tasks_completed_total [pool=images]
+	// COUNTER workerpool_tasks_dropped_total [pool=images]
+	// COUNTER workerpool_tasks_expired_total [pool=images]
+	// COUNTER workerpool_tasks_panicked_total [pool=images]
+	// COUNTER workerpool_tasks_rejected_total [pool=images]
+	// COUNTER workerpool_tasks_submitted_total [pool=images]
+	// GAUGE workerpool_workers [pool=images]
 }

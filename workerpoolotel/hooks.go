@@ -9,70 +9,239 @@ import (
 	"github.com/e86d9661/workerpool"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
-// durationBounds are the explicit bucket boundaries, in seconds, of the
-// duration histograms: from 1µs to 10 minutes, roughly 1-2.5-5 per decade,
-// so that both a no-op task's microseconds and a batch job's minutes land
-// in a bucket that tells them apart.
-var durationBounds = []float64{
-	0.000001, 0.0000025, 0.000005,
-	0.00001, 0.000025, 0.00005,
-	0.0001, 0.00025, 0.0005,
-	0.001, 0.0025, 0.005,
-	0.01, 0.025, 0.05,
-	0.1, 0.25, 0.5,
-	1, 2.5, 5,
-	10, 30, 60,
-	120, 300, 600,
-}
+// The instruments NewHooks makes (see the package documentation). The
+// OpenTelemetry Prometheus exporter turns each into workerpoolprom's
+// name: dots become underscores, the unit s adds _seconds, and a counter
+// gets _total.
+const (
+	waitName       = "workerpool.task_wait"                 // histogram, s
+	runName        = "workerpool.task_run"                  // histogram, s
+	failuresName   = "workerpool.task_failures"             // counter, {task}
+	rerunsName     = "workerpool.task_reruns"               // counter, {task}
+	unfinishedName = "workerpool.unfinished_work"           // observable gauge, s
+	longestName    = "workerpool.longest_running_processor" // observable gauge, s
+)
 
-// NewHooks returns Hooks, for workerpool.WithHooks, that record each run
-// of a task in two float64 histograms, in seconds, with the attribute
-// workerpool.name set to poolName:
-//   - workerpool.task.wait.duration: the time from the task's acceptance
-//     (or from becoming due, for a Delay or At task and for a retry) to the
-//     start of its run, recorded by TaskStarted as the run starts;
-//   - workerpool.task.run.duration: the time the run took, recorded by
-//     TaskFinished as it ends, whatever its error (a panic included).
+// durationBounds are the explicit bucket boundaries, in seconds, of both
+// duration histograms: one per decade from 10ns to 1000s, the buckets of
+// workerpoolprom's histograms (and of Kubernetes' workqueue metrics), so
+// that the two modules' series can be read side by side.
+var durationBounds = []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000}
+
+// NewHooks returns Hooks, for workerpool.WithHooks, that trace each run of
+// every task with a span and measure it with metrics, by pool and by task
+// label. One Hooks value serves any number of pools: each call tells the
+// hooks which pool (TaskInfo.Pool, the name given with workerpool.WithName)
+// and which kind of task (TaskInfo.Label) it is about. The package
+// documentation lists the spans' attributes and the instruments.
 //
-// Each run of a retried task is recorded; a task that never runs (canceled,
-// abandoned, dropped, expired) is recorded in neither (see RegisterStatus
-// for those). The buckets go from 1µs to 10 minutes; change them with an
-// SDK View if they do not suit. poolName should be the name given to the
-// pool with workerpool.WithName (the hooks are made before the pool, so
-// they cannot ask it). Use WithMeterProvider to choose the provider.
+// TaskStarted starts the run's span, a child of the span in the ctx the
+// pool gives it (the submitter's, for Go, Call, Group.Go and DoContext),
+// records the run's wait and, for a retry, a rerun, and returns a ctx that
+// holds the span: the task runs with it, so the spans the task starts are
+// children of the run's. TaskFinished records the run's time and, for a
+// failed run, a failure, sets the span's status and ends it. TaskDropped
+// is left nil: a task that never runs gets no span, and RegisterStatus
+// counts it. To add hooks of your own, call these from yours (see the
+// package documentation), passing TaskFinished the ctx TaskStarted
+// returned, or one derived from it, as the pool does.
 //
-// The returned Hooks set TaskStarted and TaskFinished, and leave
-// TaskDropped nil. To add hooks of your own, call these from yours (see
-// the example). Each hook records one measurement without allocating, and
-// is safe for concurrent use, as the pool requires.
+// The hooks also keep the runs under way, for the stuck-work gauges
+// workerpool.unfinished_work and workerpool.longest_running_processor,
+// which report each pool's runs at every collection for as long as the
+// MeterProvider lives; a pool that has stopped reports 0. A run is
+// measured and kept only if the meter records at least one of the hooks'
+// instruments as the run starts: with a no-op MeterProvider a run costs
+// its span alone. The hooks hold no goroutine and need no cleanup; they
+// are safe for concurrent use, as the pool requires.
 //
-// It returns an error if the meter refuses a histogram.
-func NewHooks(poolName string, opts ...Option) (workerpool.Hooks, error) {
+// NewHooks returns an error if the meter refuses an instrument or the
+// gauges' callback.
+func NewHooks(opts ...Option) (workerpool.Hooks, error) {
 	c := newConfig(opts)
-	meter := c.meter()
-	wait, waitErr := meter.Float64Histogram("workerpool.task.wait.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("Time tasks waited in the queue before a run started."),
-		metric.WithExplicitBucketBoundaries(durationBounds...))
-	run, runErr := meter.Float64Histogram("workerpool.task.run.duration",
-		metric.WithUnit("s"),
-		metric.WithDescription("Time task runs took."),
-		metric.WithExplicitBucketBoundaries(durationBounds...))
-	if err := errors.Join(waitErr, runErr); err != nil {
+	h := &hooks{epoch: time.Now(), tracer: c.tracer(), series: newSeriesSet(c.maxLabels)}
+	if err := h.instruments(c.meter()); err != nil {
 		return workerpool.Hooks{}, fmt.Errorf("workerpoolotel: NewHooks: %w", err)
 	}
-	// One slice for every Record, so that passing the option allocates
-	// nothing.
-	attrs := []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(nameKey, poolName)))}
-	ctx := context.Background()
-	return workerpool.Hooks{
-		TaskStarted: func(waited time.Duration) {
-			wait.Record(ctx, waited.Seconds(), attrs...)
-		},
-		TaskFinished: func(_, ran time.Duration, _ error) {
-			run.Record(ctx, ran.Seconds(), attrs...)
-		},
-	}, nil
+	return workerpool.Hooks{TaskStarted: h.taskStarted, TaskFinished: h.taskFinished}, nil
+}
+
+// hooks is what the funcs NewHooks returns share. It never changes once
+// made; series locks what it must.
+type hooks struct {
+	epoch            time.Time // the origin of h.now
+	tracer           trace.Tracer
+	wait, run        metric.Float64Histogram
+	failures, reruns metric.Int64Counter
+	series           *seriesSet
+}
+
+// instruments makes h's instruments with meter, and registers the
+// stuck-work gauges' callback.
+func (h *hooks) instruments(meter metric.Meter) error {
+	var waitErr, runErr, failuresErr, rerunsErr, unfinishedErr, longestErr error
+	h.wait, waitErr = meter.Float64Histogram(waitName,
+		metric.WithUnit("s"),
+		metric.WithDescription("Time each run of a task waited before it started: from the task's acceptance, or from when it became due (Delay, At, a retry), to the start of the run."),
+		metric.WithExplicitBucketBoundaries(durationBounds...))
+	h.run, runErr = meter.Float64Histogram(runName,
+		metric.WithUnit("s"),
+		metric.WithDescription("Time each run of a task took, until its func returned, panicked or called runtime.Goexit. Each retry is a run of its own."),
+		metric.WithExplicitBucketBoundaries(durationBounds...))
+	h.failures, failuresErr = meter.Int64Counter(failuresName,
+		metric.WithUnit("{task}"),
+		metric.WithDescription("Runs of tasks that failed: returned an error or called runtime.Goexit (outcome error), or panicked (outcome panic)."))
+	h.reruns, rerunsErr = meter.Int64Counter(rerunsName,
+		metric.WithUnit("{task}"),
+		metric.WithDescription("Runs of tasks after their first, under Retry."))
+	unfinished, unfinishedErr := meter.Float64ObservableGauge(unfinishedName,
+		metric.WithUnit("s"),
+		metric.WithDescription("Time the runs under way have run so far, summed: a value that grows while a run is stuck."))
+	longest, longestErr := meter.Float64ObservableGauge(longestName,
+		metric.WithUnit("s"),
+		metric.WithDescription("Time the longest run under way has run so far; 0 when none is."))
+	if err := errors.Join(waitErr, runErr, failuresErr, rerunsErr, unfinishedErr, longestErr); err != nil {
+		return err
+	}
+	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		h.series.observeRunning(o, unfinished, longest, h.now())
+		return nil
+	}, unfinished, longest)
+	return err
+}
+
+// The attributes of a run's span.
+const (
+	spanPoolKey     = "pool"                     // the pool's name, as on the metrics (string)
+	spanLabelKey    = "task"                     // the task's label, "" if none, as on the metrics (string)
+	spanAttemptKey  = "workerpool.task.attempt"  // 1, then 2, ... under Retry (int)
+	spanPriorityKey = "workerpool.task.priority" // the task's priority (int)
+	spanWaitKey     = "workerpool.task.wait"     // the run's wait, in seconds (float64)
+)
+
+// defaultSpanName names the spans of tasks without a label.
+const defaultSpanName = "workerpool.task"
+
+// A run is one run of a task between TaskStarted and TaskFinished: the
+// ctx TaskStarted returns, which holds the run's span, and what
+// TaskFinished needs of it. It is never reused: a task may keep its ctx.
+type run struct {
+	context.Context // what the tracer returned: the ctx TaskStarted got, with the span
+	hooks           *hooks
+	series          *series       // nil for a run not measured (see hooks.measuring)
+	start           time.Duration // when a measured run started, on the hooks' clock (see hooks.now)
+	prev, next      *run          // in series.pool's list of runs under way, under its mu
+}
+
+// A recordingRun is the run of a span that records, made in one
+// allocation with the span's attributes: 376 bytes, which Go's allocator
+// rounds up to its size class of 384.
+type recordingRun struct {
+	run
+	attrs [5]attribute.KeyValue
+}
+
+// Value is r.Context's, but for the key r.hooks, whose value is r: how
+// TaskFinished finds the run it ends.
+func (r *run) Value(key any) any {
+	if key == any(r.hooks) {
+		return r
+	}
+	return r.Context.Value(key)
+}
+
+// now is the time since h was made, on the monotonic clock: when the runs
+// under way started, for the stuck-work gauges. (Reading only the
+// monotonic clock costs half what time.Now does.)
+func (h *hooks) now() time.Duration {
+	return time.Since(h.epoch)
+}
+
+// measuring reports whether the meter records any of h's instruments for
+// a run starting with ctx: with a no-op MeterProvider, or Views that drop
+// all four, a run is neither measured nor kept for the stuck-work gauges,
+// and costs its span alone.
+func (h *hooks) measuring(ctx context.Context) bool {
+	return h.wait.Enabled(ctx) || h.run.Enabled(ctx) || h.failures.Enabled(ctx) || h.reruns.Enabled(ctx)
+}
+
+// taskStarted is the TaskStarted hook.
+func (h *hooks) taskStarted(ctx context.Context, t workerpool.TaskInfo) context.Context {
+	name := t.Label
+	if name == "" {
+		name = defaultSpanName
+	}
+	ctx, span := h.tracer.Start(ctx, name)
+	wait := t.Waited.Seconds()
+	var r *run
+	if span.IsRecording() {
+		rr := &recordingRun{attrs: [...]attribute.KeyValue{
+			attribute.String(spanPoolKey, t.Pool),
+			attribute.String(spanLabelKey, t.Label),
+			attribute.Int(spanAttemptKey, t.Attempt),
+			attribute.Int(spanPriorityKey, t.Priority),
+			attribute.Float64(spanWaitKey, wait),
+		}}
+		// Set once the span has started, not given to Start: the SDK
+		// then copies them once, not twice.
+		span.SetAttributes(rr.attrs[:]...)
+		r = &rr.run
+	} else {
+		r = new(run) // no attributes to keep
+	}
+	r.Context, r.hooks = ctx, h
+	if h.measuring(r) {
+		r.series = h.series.of(t.Pool, t.Label)
+		h.wait.Record(r, wait, r.series.record...)
+		if t.Attempt > 1 {
+			h.reruns.Add(r, 1, r.series.add...)
+		}
+		r.start = h.now()
+		r.series.pool.add(r)
+	}
+	return r
+}
+
+// taskFinished is the TaskFinished hook. ctx is what taskStarted returned,
+// or derived from it. If it is not (another TaskStarted hook replaced
+// it), the run is measured but has no span to end.
+func (h *hooks) taskFinished(ctx context.Context, t workerpool.TaskInfo) {
+	r, _ := ctx.Value(h).(*run)
+	var s *series
+	switch {
+	case r == nil:
+		s = h.series.of(t.Pool, t.Label)
+	case r.series != nil:
+		s = r.series
+		s.pool.remove(r)
+	}
+	pe := panicOf(t.Err)
+	if s != nil {
+		h.run.Record(ctx, t.Ran.Seconds(), s.record...)
+		switch {
+		case pe != nil:
+			h.failures.Add(ctx, 1, s.panicked...)
+		case t.Err != nil:
+			h.failures.Add(ctx, 1, s.errored...)
+		}
+	}
+	if r != nil {
+		endSpan(trace.SpanFromContext(r.Context), t.Err, pe)
+	}
+}
+
+// panicOf is err's *workerpool.PanicError, if it has one: a run that
+// panicked, or that returned an error wrapping a panic's.
+func panicOf(err error) *workerpool.PanicError {
+	if err == nil {
+		return nil // before pe, which errors.As moves to the heap
+	}
+	var pe *workerpool.PanicError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	return nil
 }

@@ -3,7 +3,8 @@ package workerpoolotel
 import (
 	"context"
 	"errors"
-	"math"
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -13,146 +14,300 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// histogram is what one histogram data point says, in short.
-type histogram struct {
-	Count   uint64
-	Sum     float64
-	Buckets map[float64]uint64 // count per bucket, by upper bound; +Inf for the last; empty buckets left out
-}
-
-// collectHistograms collects from reader and returns each duration
-// histogram per pool name. It checks the scope, unit, bounds and kind as it
-// goes.
-func collectHistograms(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]histogram {
+// newMeasured returns hooks that measure with mp and trace nothing.
+func newMeasured(t *testing.T, mp metric.MeterProvider, opts ...Option) workerpool.Hooks {
 	t.Helper()
-	var rm metricdata.ResourceMetrics
-	require.NoError(t, reader.Collect(t.Context(), &rm), "Collect")
-	pools := make(map[string]map[string]histogram)
-	for _, sm := range rm.ScopeMetrics {
-		assert.Equal(t, ScopeName, sm.Scope.Name, "scope name")
-		assert.Equal(t, Version, sm.Scope.Version, "scope version")
-		for _, m := range sm.Metrics {
-			assert.Contains(t, []string{"workerpool.task.wait.duration", "workerpool.task.run.duration"}, m.Name, "instrument")
-			assert.Equal(t, "s", m.Unit, "unit of %s", m.Name)
-			assert.NotEmpty(t, m.Description, "description of %s", m.Name)
-			h, ok := m.Data.(metricdata.Histogram[float64])
-			require.True(t, ok, "%s is a float64 histogram, not %T", m.Name, m.Data)
-			for _, dp := range h.DataPoints {
-				assert.Equal(t, durationBounds, dp.Bounds, "bounds of %s", m.Name)
-				assert.Equal(t, 1, dp.Attributes.Len(), "attributes of %s: %v", m.Name, dp.Attributes)
-				name, ok := dp.Attributes.Value("workerpool.name")
-				require.True(t, ok, "%s has no workerpool.name", m.Name)
-				got := histogram{Count: dp.Count, Sum: dp.Sum, Buckets: make(map[float64]uint64)}
-				for i, n := range dp.BucketCounts {
-					if n == 0 {
-						continue
-					}
-					bound := math.Inf(1)
-					if i < len(dp.Bounds) {
-						bound = dp.Bounds[i]
-					}
-					got.Buckets[bound] = n
-				}
-				if pools[name.AsString()] == nil {
-					pools[name.AsString()] = make(map[string]histogram)
-				}
-				pools[name.AsString()][m.Name] = got
-			}
-		}
-	}
-	return pools
+	hooks, err := NewHooks(append([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())}, opts...)...)
+	require.NoError(t, err, "NewHooks")
+	return hooks
 }
 
-// TestHooksRecordExactDurations runs, on one worker, a task that runs 2s
-// and one that waits 2s behind it and runs 1s, and one that fails twice
-// and is retried, 1s later each time, and then runs 0.5s: every run is
-// recorded, with its wait since it was due.
-func TestHooksRecordExactDurations(t *testing.T) {
+// TestHooksRecordExactMetrics runs, on one worker, tasks of three kinds
+// that wait, run, fail, panic and are retried for exact times: each run
+// is recorded under its pool and label, each failure under its outcome,
+// each retry as a rerun.
+func TestHooksRecordExactMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		reader := sdkmetric.NewManualReader()
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-		defer func() { assert.NoError(t, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
-		hooks, err := NewHooks("timed", WithMeterProvider(mp))
-		require.NoError(t, err, "NewHooks")
+		mp, reader := newMetered(t)
+		hooks := newMeasured(t, mp)
 		assert.Nil(t, hooks.TaskDropped, "TaskDropped")
 		p := workerpool.New(1, workerpool.WithName("timed"), workerpool.WithHooks(hooks))
 		defer p.Stop()
+		ctx := t.Context()
+		errFail := errors.New("no luck")
+		resize := workerpool.Label("resize")
 
+		// No label: waits 0s, runs 2s. resize: waits 2s, runs 1s; waits
+		// 3s, runs 0.5s and fails.
 		p.Submit(func() { time.Sleep(2 * time.Second) })
-		p.Submit(func() { time.Sleep(time.Second) })
-		time.Sleep(3 * time.Second)
-		synctest.Wait()
-		assert.Equal(t, map[string]map[string]histogram{"timed": {
-			"workerpool.task.wait.duration": {Count: 2, Sum: 2, Buckets: map[float64]uint64{0.000001: 1, 2.5: 1}},
-			"workerpool.task.run.duration":  {Count: 2, Sum: 3, Buckets: map[float64]uint64{1: 1, 2.5: 1}},
-		}}, collectHistograms(t, reader), "after two tasks")
-
-		runs := 0
-		retried := p.Go(t.Context(), func(context.Context) error {
-			if runs++; runs < 3 {
-				return errors.New("not yet")
-			}
+		require.NoError(t, p.Do(func() { time.Sleep(time.Second) }, resize), "Do")
+		failed := p.Go(ctx, func(context.Context) error {
 			time.Sleep(time.Second / 2)
+			return errFail
+		}, resize)
+		require.ErrorIs(t, failed.Wait(), errFail, "the failed task")
+		assert.Equal(t, hookMetrics{
+			Histograms: map[point]histogram{
+				"workerpool.task_wait{pool=timed,task=none}":   {Count: 1, Sum: 0, Buckets: map[float64]uint64{1e-8: 1}},
+				"workerpool.task_wait{pool=timed,task=resize}": {Count: 2, Sum: 5, Buckets: map[float64]uint64{10: 2}},
+				"workerpool.task_run{pool=timed,task=none}":    {Count: 1, Sum: 2, Buckets: map[float64]uint64{10: 1}},
+				"workerpool.task_run{pool=timed,task=resize}":  {Count: 2, Sum: 1.5, Buckets: map[float64]uint64{1: 2}},
+			},
+			Counters: map[point]int64{
+				"workerpool.task_failures{outcome=error,pool=timed,task=resize}": 1,
+			},
+			Gauges: map[point]float64{
+				"workerpool.unfinished_work{pool=timed}":           0,
+				"workerpool.longest_running_processor{pool=timed}": 0,
+			},
+		}, collectHooks(t, reader), "after three tasks")
+
+		// fetch: fails twice at once, is retried 1s later each time, and
+		// then runs 0.25s; then one panics, one calls runtime.Goexit.
+		fetch := workerpool.Label("fetch")
+		runs := 0
+		retried := p.Go(ctx, func(context.Context) error {
+			if runs++; runs < 3 {
+				return errFail
+			}
+			time.Sleep(time.Second / 4)
 			return nil
-		}, workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
+		}, fetch, workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
 		require.NoError(t, retried.Wait(), "the retried task")
+		var pe *workerpool.PanicError
+		require.ErrorAs(t, p.Go(ctx, func(context.Context) error { panic("boom") }, fetch).Wait(), &pe, "the task that panics")
+		require.ErrorIs(t, p.Go(ctx, func(context.Context) error { runtime.Goexit(); return nil }, fetch).Wait(), workerpool.ErrGoexit, "the task that exits")
 		p.StopWait()
-		assert.Equal(t, map[string]map[string]histogram{"timed": {
-			"workerpool.task.wait.duration": {Count: 5, Sum: 2, Buckets: map[float64]uint64{0.000001: 4, 2.5: 1}},
-			"workerpool.task.run.duration":  {Count: 5, Sum: 3.5, Buckets: map[float64]uint64{0.000001: 2, 0.5: 1, 1: 1, 2.5: 1}},
-		}}, collectHistograms(t, reader), "after a task run three times")
+		assert.Equal(t, hookMetrics{
+			Histograms: map[point]histogram{
+				"workerpool.task_wait{pool=timed,task=none}":   {Count: 1, Sum: 0, Buckets: map[float64]uint64{1e-8: 1}},
+				"workerpool.task_wait{pool=timed,task=resize}": {Count: 2, Sum: 5, Buckets: map[float64]uint64{10: 2}},
+				"workerpool.task_wait{pool=timed,task=fetch}":  {Count: 5, Sum: 0, Buckets: map[float64]uint64{1e-8: 5}},
+				"workerpool.task_run{pool=timed,task=none}":    {Count: 1, Sum: 2, Buckets: map[float64]uint64{10: 1}},
+				"workerpool.task_run{pool=timed,task=resize}":  {Count: 2, Sum: 1.5, Buckets: map[float64]uint64{1: 2}},
+				"workerpool.task_run{pool=timed,task=fetch}":   {Count: 5, Sum: 0.25, Buckets: map[float64]uint64{1e-8: 4, 1: 1}},
+			},
+			Counters: map[point]int64{
+				"workerpool.task_failures{outcome=error,pool=timed,task=resize}": 1,
+				"workerpool.task_failures{outcome=error,pool=timed,task=fetch}":  3,
+				"workerpool.task_failures{outcome=panic,pool=timed,task=fetch}":  1,
+				"workerpool.task_reruns{pool=timed,task=fetch}":                  2,
+			},
+			Gauges: map[point]float64{
+				"workerpool.unfinished_work{pool=timed}":           0,
+				"workerpool.longest_running_processor{pool=timed}": 0,
+			},
+		}, collectHooks(t, reader), "after a task run three times, a panic and a Goexit")
 	})
 }
 
-// TestHooksCombine shows how to add hooks of one's own to NewHooks's:
-// call them from yours.
-func TestHooksCombine(t *testing.T) {
+// TestHooksReportStuckWork holds two runs, started 1s apart, for 3s and
+// 2s: the gauges report the work under way and the longest run, and 0
+// once both are done. The runs' start is the span's with the SDK's
+// tracer, the clock's with a no-op one.
+func TestHooksReportStuckWork(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tp   func(t *testing.T) trace.TracerProvider
+	}{
+		{"tracer=noop", func(*testing.T) trace.TracerProvider { return tracenoop.NewTracerProvider() }},
+		{"tracer=sdk", func(t *testing.T) trace.TracerProvider { tp, _ := newRecorded(t); return tp }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mp, reader := newMetered(t)
+				hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tc.tp(t)))
+				require.NoError(t, err, "NewHooks")
+				p := workerpool.New(2, workerpool.WithName("stuck"), workerpool.WithHooks(hooks))
+				defer p.Stop()
+				release := make(chan struct{})
+
+				p.Submit(func() { <-release })
+				time.Sleep(time.Second)
+				p.Submit(func() { <-release })
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				assert.Equal(t, map[point]float64{
+					"workerpool.unfinished_work{pool=stuck}":           5,
+					"workerpool.longest_running_processor{pool=stuck}": 3,
+				}, collectHooks(t, reader).Gauges, "with two runs under way for 3s and 2s")
+				close(release)
+				p.StopWait()
+				assert.Equal(t, map[point]float64{
+					"workerpool.unfinished_work{pool=stuck}":           0,
+					"workerpool.longest_running_processor{pool=stuck}": 0,
+				}, collectHooks(t, reader).Gauges, "once both are done")
+			})
+		})
+	}
+}
+
+// TestHooksMeasureOnlyWhatTheMeterRecords drops the hooks' four
+// synchronous instruments with a View: the runs are then neither measured
+// nor kept for the stuck-work gauges, which report no pool, while the
+// spans go on.
+func TestHooksMeasureOnlyWhatTheMeterRecords(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reader := sdkmetric.NewManualReader()
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+		drop := sdkmetric.NewView(sdkmetric.Instrument{Name: "workerpool.task_*"}, sdkmetric.Stream{Aggregation: sdkmetric.AggregationDrop{}})
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithView(drop))
 		defer func() { assert.NoError(t, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
-		otelHooks, err := NewHooks("combined", WithMeterProvider(mp))
+		tp, rec := newRecorded(t)
+		hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp))
 		require.NoError(t, err, "NewHooks")
-		var mu sync.Mutex
-		var mine []string
-		hooks := otelHooks
-		hooks.TaskFinished = func(waited, ran time.Duration, err error) {
-			otelHooks.TaskFinished(waited, ran, err)
-			mu.Lock()
-			defer mu.Unlock()
-			mine = append(mine, "finished: "+ran.String())
-		}
-		hooks.TaskDropped = func(reason error) {
-			mu.Lock()
-			defer mu.Unlock()
-			mine = append(mine, "dropped: "+reason.Error())
-		}
-		p := workerpool.New(1, workerpool.WithName("combined"), workerpool.WithHooks(hooks))
-		p.Submit(func() { time.Sleep(time.Second) })
-		p.Submit(func() {})
-		p.Stop()
-		assert.Equal(t, []string{"dropped: workerpool: pool stopped", "finished: 1s"}, mine, "my hooks: Stop abandons the queued task at once, and waits for the running one")
-		assert.Equal(t, map[string]map[string]histogram{"combined": {
-			"workerpool.task.wait.duration": {Count: 1, Sum: 0, Buckets: map[float64]uint64{0.000001: 1}},
-			"workerpool.task.run.duration":  {Count: 1, Sum: 1, Buckets: map[float64]uint64{1: 1}},
-		}}, collectHistograms(t, reader), "NewHooks's histograms")
+		p := workerpool.New(1, workerpool.WithName("dropped"), workerpool.WithHooks(hooks))
+		defer p.Stop()
+
+		release := make(chan struct{})
+		p.Submit(func() { <-release })
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Empty(t, collectHooks(t, reader), "metrics while a run is under way")
+		close(release)
+		p.StopWait()
+		assert.Empty(t, collectHooks(t, reader), "metrics once it is done")
+		assert.Len(t, rec.Ended(), 1, "spans")
 	})
 }
 
-func TestDurationBoundsAscend(t *testing.T) {
-	assert.IsIncreasing(t, durationBounds, "bounds")
-	assert.Equal(t, 1e-6, durationBounds[0], "first bound: 1µs")
-	assert.Equal(t, 600.0, durationBounds[len(durationBounds)-1], "last bound: 10 minutes")
+// TestHooksCapLabels gives one Hooks value to two pools, capped at two
+// labels: the first two labels seen, in either pool, keep their value;
+// later ones count as "other", tasks without a label as "none". Spans keep
+// each task's own label.
+func TestHooksCapLabels(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mp, reader := newMetered(t)
+		tp, rec := newRecorded(t)
+		hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp), WithMaxLabels(2))
+		require.NoError(t, err, "NewHooks")
+		p1 := workerpool.New(1, workerpool.WithName("p1"), workerpool.WithHooks(hooks))
+		defer p1.Stop()
+		p2 := workerpool.New(1, workerpool.WithName("p2"), workerpool.WithHooks(hooks))
+		defer p2.Stop()
+
+		for _, label := range []string{"a", "b", ""} {
+			require.NoError(t, p1.DoWait(func() {}, workerpool.Label(label)), "DoWait on p1")
+		}
+		for _, label := range []string{"b", "c", "d", "c", ""} {
+			require.NoError(t, p2.DoWait(func() {}, workerpool.Label(label)), "DoWait on p2")
+		}
+		runs := make(map[point]uint64)
+		for name, h := range collectHooks(t, reader).Histograms {
+			runs[name] = h.Count
+		}
+		assert.Equal(t, map[point]uint64{
+			"workerpool.task_wait{pool=p1,task=a}":     1,
+			"workerpool.task_wait{pool=p1,task=b}":     1,
+			"workerpool.task_wait{pool=p1,task=none}":  1,
+			"workerpool.task_wait{pool=p2,task=b}":     1,
+			"workerpool.task_wait{pool=p2,task=other}": 3,
+			"workerpool.task_wait{pool=p2,task=none}":  1,
+			"workerpool.task_run{pool=p1,task=a}":      1,
+			"workerpool.task_run{pool=p1,task=b}":      1,
+			"workerpool.task_run{pool=p1,task=none}":   1,
+			"workerpool.task_run{pool=p2,task=b}":      1,
+			"workerpool.task_run{pool=p2,task=other}":  3,
+			"workerpool.task_run{pool=p2,task=none}":   1,
+		}, runs, "runs per pool and task")
+		var names []string
+		for _, s := range rec.Ended() {
+			names = append(names, s.Name())
+		}
+		assert.Equal(t, []string{"a", "b", defaultSpanName, "b", "c", "d", "c", defaultSpanName}, names, "span names")
+	})
+}
+
+func TestMaxLabelsZeroAndNegative(t *testing.T) {
+	for _, n := range []int{0, -1} {
+		c := newConfig([]Option{WithMaxLabels(n)})
+		assert.Equal(t, 0, c.maxLabels, "WithMaxLabels(%d)", n)
+	}
+	assert.Equal(t, DefaultMaxLabels, newConfig(nil).maxLabels, "default")
+	assert.Equal(t, 100, DefaultMaxLabels, "DefaultMaxLabels")
+}
+
+// TestHooksCombine adds hooks of one's own to NewHooks's, as the package
+// documentation shows: my TaskStarted puts a value in the ctx that
+// NewHooks's returned, and the task and TaskFinished see both it and the
+// run's span.
+func TestHooksCombine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mp, reader := newMetered(t)
+		tp, rec := newRecorded(t)
+		otelHooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp))
+		require.NoError(t, err, "NewHooks")
+		type mine struct{}
+		var mu sync.Mutex
+		var log []string
+		hooks := otelHooks
+		hooks.TaskStarted = func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+			ctx = otelHooks.TaskStarted(ctx, t)
+			return context.WithValue(ctx, mine{}, t.Label)
+		}
+		hooks.TaskFinished = func(ctx context.Context, t workerpool.TaskInfo) {
+			otelHooks.TaskFinished(ctx, t)
+			mu.Lock()
+			defer mu.Unlock()
+			log = append(log, "finished "+ctx.Value(mine{}).(string)+": "+t.Ran.String())
+		}
+		hooks.TaskDropped = func(t workerpool.TaskInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			log = append(log, "dropped "+t.Label+": "+t.Err.Error())
+		}
+		p := workerpool.New(1, workerpool.WithName("combined"), workerpool.WithHooks(hooks))
+		var inTask trace.SpanContext
+		p.Go(t.Context(), func(ctx context.Context) error {
+			inTask = trace.SpanContextFromContext(ctx)
+			assert.Equal(t, "first", ctx.Value(mine{}), "my value in the task's ctx")
+			time.Sleep(time.Second)
+			return nil
+		}, workerpool.Label("first"))
+		synctest.Wait() // first runs
+		require.NoError(t, p.Do(func() {}, workerpool.Label("second")), "Do")
+		p.Stop()
+
+		assert.Equal(t, []string{"dropped second: workerpool: pool stopped", "finished first: 1s"}, log,
+			"my hooks: Stop abandons the queued task at once, and waits for the running one")
+		require.Len(t, rec.Ended(), 1, "spans")
+		assert.Equal(t, rec.Ended()[0].SpanContext(), inTask, "the span in the task's ctx")
+		assert.Equal(t, histogram{Count: 1, Sum: 1, Buckets: map[float64]uint64{1: 1}},
+			collectHooks(t, reader).Histograms["workerpool.task_run{pool=combined,task=first}"], "the run histogram")
+	})
+}
+
+// TestHooksFinishWithoutStart calls TaskFinished with a ctx its
+// TaskStarted did not return (as a combination that leaves it out would):
+// the run is measured, and there is no span to end.
+func TestHooksFinishWithoutStart(t *testing.T) {
+	mp, reader := newMetered(t)
+	tp, rec := newRecorded(t)
+	hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp))
+	require.NoError(t, err, "NewHooks")
+	hooks.TaskFinished(t.Context(), workerpool.TaskInfo{Pool: "direct", Label: "x", Attempt: 1, Ran: time.Second, Err: errors.New("no luck")})
+	got := collectHooks(t, reader)
+	assert.Equal(t, map[point]histogram{
+		"workerpool.task_run{pool=direct,task=x}": {Count: 1, Sum: 1, Buckets: map[float64]uint64{1: 1}},
+	}, got.Histograms, "histograms")
+	assert.Equal(t, map[point]int64{"workerpool.task_failures{outcome=error,pool=direct,task=x}": 1}, got.Counters, "counters")
+	assert.Empty(t, rec.Started(), "spans")
+}
+
+func TestDurationBounds(t *testing.T) {
+	assert.Equal(t, []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000}, durationBounds,
+		"the buckets of workerpoolprom's histograms")
 }
 
 // TestOptionsDefaultToGlobalProviders makes the global providers record,
-// and checks that every function uses them by default (and that a nil
+// and checks that both functions use them by default (and that a nil
 // provider or a nil Option means the default). It leaves no-op providers
 // as the globals, as good as the default for the tests and examples that
 // use them without looking.
@@ -163,21 +318,18 @@ func TestOptionsDefaultToGlobalProviders(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		tp, rec := newRecorded(t)
-		reader := sdkmetric.NewManualReader()
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-		defer func() { assert.NoError(t, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
+		mp, reader := newMetered(t)
 		otel.SetTracerProvider(tp)
 		otel.SetMeterProvider(mp)
 
-		hooks, err := NewHooks("global", WithMeterProvider(nil))
+		hooks, err := NewHooks(WithMeterProvider(nil), WithTracerProvider(nil), nil)
 		require.NoError(t, err, "NewHooks")
 		p := workerpool.New(1, workerpool.WithName("global"), workerpool.WithHooks(hooks))
 		defer p.Stop()
 		reg, err := RegisterStatus(p, nil)
 		require.NoError(t, err, "RegisterStatus")
 		defer func() { assert.NoError(t, reg.Unregister(), "Unregister") }()
-		tr := NewTracing(p, WithTracerProvider(nil))
-		require.NoError(t, tr.Go(t.Context(), "global", noop).Wait(), "Wait")
+		require.NoError(t, p.Go(t.Context(), noop, workerpool.Label("global")).Wait(), "Wait")
 		p.StopWait()
 
 		var rm metricdata.ResourceMetrics
@@ -188,7 +340,7 @@ func TestOptionsDefaultToGlobalProviders(t *testing.T) {
 				names = append(names, m.Name)
 			}
 		}
-		want := []string{"workerpool.task.wait.duration", "workerpool.task.run.duration"}
+		want := []string{waitName, runName, unfinishedName, longestName} // no failure, no rerun
 		for name := range statusInstruments {
 			want = append(want, name)
 		}
@@ -198,29 +350,21 @@ func TestOptionsDefaultToGlobalProviders(t *testing.T) {
 	})
 }
 
-// benchmarkHooks submits no-op tasks to a pool of 2 workers with hooks h.
-func benchmarkHooks(b *testing.B, h workerpool.Hooks) {
-	p, wg := workerpool.New(2, workerpool.WithHooks(h)), new(sync.WaitGroup)
-	defer p.StopWait()
-	b.ReportAllocs()
-	for b.Loop() {
-		wg.Add(1)
-		p.Submit(wg.Done)
-	}
-	wg.Wait()
-}
-
-// BenchmarkHooks measures what NewHooks's histograms, recorded by the
-// SDK, add to a task: compare hooks=otel to hooks=none.
-func BenchmarkHooks(b *testing.B) {
-	b.Run("hooks=none", func(b *testing.B) {
-		benchmarkHooks(b, workerpool.Hooks{})
-	})
-	b.Run("hooks=otel", func(b *testing.B) {
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-		defer func() { assert.NoError(b, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
-		hooks, err := NewHooks("bench", WithMeterProvider(mp))
-		require.NoError(b, err, "NewHooks")
-		benchmarkHooks(b, hooks)
-	})
+// TestSeriesOfEqualStrings looks series up by strings of equal bytes in
+// different places, as labels built at run time are: each kind of task
+// has one series, whichever string names it, and a label past the cap is
+// never taken for another.
+func TestSeriesOfEqualStrings(t *testing.T) {
+	s := newSeriesSet(1)
+	a := s.of("pool", "a")
+	require.Same(t, a, s.of("pool", "a"), "a again")
+	require.Same(t, a, s.of(strings.Clone("pool"), strings.Clone("a")), "a, from strings elsewhere")
+	other := s.of("pool", "b")
+	assert.NotSame(t, a, other, "b, past the cap")
+	assert.Same(t, other, s.of("pool", "c"), "c, past the cap")
+	assert.Same(t, other, s.of("pool", "b"), "b again")
+	assert.Same(t, a, s.of("pool", "a"), "a after them")
+	none := s.of("pool", "")
+	assert.NotSame(t, other, none, "no label")
+	assert.NotSame(t, a, s.of("other pool", "a"), "a in another pool")
 }

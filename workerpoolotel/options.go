@@ -14,20 +14,26 @@ const ScopeName = "github.com/e86d9661/workerpool/workerpoolotel"
 // version.
 const Version = "0.1.0"
 
-// An Option configures RegisterStatus, NewHooks or NewTracing. Options
-// apply in the order given; when two set the same thing, the last one
-// wins. A nil Option is ignored, and each function ignores the options
-// that do not concern it (NewTracing ignores WithMeterProvider).
+// DefaultMaxLabels is how many distinct task labels one NewHooks's
+// metrics keep by default (see WithMaxLabels).
+const DefaultMaxLabels = 100
+
+// An Option configures RegisterStatus or NewHooks. Options apply in the
+// order given; when two set the same thing, the last one wins. A nil
+// Option is ignored, and each function ignores the options that do not
+// concern it (RegisterStatus ignores WithTracerProvider and
+// WithMaxLabels).
 type Option func(*config)
 
 // config holds what the options set.
 type config struct {
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
+	maxLabels      int
 }
 
 func newConfig(opts []Option) config {
-	var c config
+	c := config{maxLabels: DefaultMaxLabels}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&c)
@@ -64,18 +70,31 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 	}
 }
 
-// WithTracerProvider makes NewTracing start its spans with tp. A nil tp
-// means the global provider.
+// WithTracerProvider makes NewHooks start its spans with tp. A nil tp
+// means the global provider. A provider whose tracers do not record (such
+// as go.opentelemetry.io/otel/trace/noop's) turns the spans off: each run
+// then costs a span that does nothing.
 //
 // Default: the global TracerProvider, otel.GetTracerProvider(), read when
-// NewTracing is called (a global provider set later still gets the spans,
-// as otel's global delegates to it).
+// NewHooks is called (a global provider set later still gets the spans, as
+// otel's global delegates to it).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) {
 		c.tracerProvider = tp
 	}
 }
 
-// nameKey is the attribute that carries the pool's name on every metric and
-// span.
-const nameKey = "workerpool.name"
+// WithMaxLabels caps the task labels that NewHooks's metrics keep: the
+// first n distinct labels the hooks see, in any of the pools they serve,
+// keep their value in the task attribute; a task whose label comes later
+// is counted under task="other". Tasks without a label are counted under
+// task="none" whatever the cap. The cap bounds the series: each pool has
+// at most n+2 values of task. Spans are not capped: a span is named by its
+// task's own label. n < 0 means 0: every labelled task counts as "other".
+//
+// Default: DefaultMaxLabels.
+func WithMaxLabels(n int) Option {
+	return func(c *config) {
+		c.maxLabels = max(n, 0)
+	}
+}

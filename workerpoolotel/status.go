@@ -11,9 +11,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// A statusGauge is one Status field that can go up and down, reported as
-// an observable UpDownCounter: its sum over pools is meaningful (all the
-// workers of a process, all its waiting tasks).
+// A statusGauge is one Status field that goes up and down, reported as an
+// observable Gauge (workerpoolprom's gauge of the same name).
 type statusGauge struct {
 	name, unit, description string
 	field                   func(workerpool.Status) int
@@ -25,43 +24,47 @@ type statusCounter struct {
 	field                   func(workerpool.Status) uint64
 }
 
+// The names follow workerpoolprom's: the OpenTelemetry Prometheus exporter
+// turns workerpool.workers into workerpool_workers, and the counter
+// workerpool.tasks_submitted into workerpool_tasks_submitted_total (a unit
+// such as {task} adds no suffix).
 var statusGauges = []statusGauge{
-	{"workerpool.workers", "{worker}", "Live worker goroutines, busy or idle.",
+	{"workerpool.workers", "{worker}", "Live worker goroutines of the pool, busy or idle.",
 		func(s workerpool.Status) int { return s.Workers }},
-	{"workerpool.workers.busy", "{worker}", "Workers running a task.",
+	{"workerpool.busy_workers", "{worker}", "Workers of the pool running a task.",
 		func(s workerpool.Status) int { return s.Busy }},
-	{"workerpool.workers.max", "{worker}", "The most workers the pool may run: its size.",
+	{"workerpool.max_workers", "{worker}", "The most workers the pool may run: its size.",
 		func(s workerpool.Status) int { return s.MaxWorkers }},
-	{"workerpool.tasks.waiting", "{task}", "Accepted tasks waiting for a worker, including those a Pause holds.",
+	{"workerpool.waiting_tasks", "{task}", "Accepted tasks waiting for a worker, including those a Pause holds.",
 		func(s workerpool.Status) int { return s.Waiting }},
-	{"workerpool.tasks.scheduled", "{task}", "Accepted tasks not due yet: delayed, or waiting for a retry.",
+	{"workerpool.scheduled_tasks", "{task}", "Accepted tasks not due yet: delayed, or waiting for a retry.",
 		func(s workerpool.Status) int { return s.Scheduled }},
 }
 
 var statusCounters = []statusCounter{
-	{"workerpool.tasks.submitted", "{task}", "Tasks accepted by the pool.",
+	{"workerpool.tasks_submitted", "{task}", "Tasks accepted by the pool.",
 		func(s workerpool.Status) uint64 { return s.Submitted }},
-	{"workerpool.tasks.completed", "{task}", "Accepted tasks that ran and ended for good: returned, panicked or called runtime.Goexit.",
+	{"workerpool.tasks_completed", "{task}", "Accepted tasks that ran and ended for good: returned, panicked or called runtime.Goexit.",
 		func(s workerpool.Status) uint64 { return s.Completed }},
-	{"workerpool.tasks.panicked", "{task}", "Completed tasks whose last run panicked (the panic recovered); earlier runs of a retried task that panicked are not counted.",
+	{"workerpool.tasks_panicked", "{task}", "Completed tasks whose last run panicked (the panic recovered); earlier runs of a retried task that panicked are not counted.",
 		func(s workerpool.Status) uint64 { return s.Panicked }},
-	{"workerpool.tasks.abandoned", "{task}", "Accepted tasks that never ran because the pool stopped first.",
+	{"workerpool.tasks_abandoned", "{task}", "Accepted tasks that never ran because the pool stopped first.",
 		func(s workerpool.Status) uint64 { return s.Abandoned }},
-	{"workerpool.tasks.canceled", "{task}", "Accepted tasks that never ran because their context ended or they were canceled.",
+	{"workerpool.tasks_canceled", "{task}", "Accepted tasks that never ran because their context ended or they were canceled.",
 		func(s workerpool.Status) uint64 { return s.Canceled }},
-	{"workerpool.tasks.rejected", "{task}", "Tasks refused because the queue was full or they were heavier than the pool; never accepted.",
+	{"workerpool.tasks_rejected", "{task}", "Tasks refused because the queue was full or they were heavier than the pool; never accepted.",
 		func(s workerpool.Status) uint64 { return s.Rejected }},
-	{"workerpool.tasks.dropped", "{task}", "Accepted tasks dropped from a full queue for newer ones, or heavier than the pool after a resize.",
+	{"workerpool.tasks_dropped", "{task}", "Accepted tasks dropped from a full queue for newer ones, or heavier than the pool after a resize.",
 		func(s workerpool.Status) uint64 { return s.Dropped }},
-	{"workerpool.tasks.expired", "{task}", "Accepted tasks that waited in the queue longer than the pool allows and never ran.",
+	{"workerpool.tasks_expired", "{task}", "Accepted tasks that waited in the queue longer than the pool allows and never ran.",
 		func(s workerpool.Status) uint64 { return s.Expired }},
-	{"workerpool.task.retries", "{retry}", "Runs of tasks after their first, under a retry policy.",
+	{"workerpool.task_retries", "{task}", "Runs of tasks after their first, under a retry policy.",
 		func(s workerpool.Status) uint64 { return s.Retried }},
 }
 
 // RegisterStatus creates observable instruments that report
 // pool.Status() (see the package documentation for their names and
-// units), each with the attribute workerpool.name set to pool.Name(), and
+// units), each with the attribute pool set to pool.Name(), and
 // registers one callback for all of them: the pool is read once per
 // collection, when the MeterProvider collects, and never per task. Use
 // WithMeterProvider to choose the provider.
@@ -83,12 +86,12 @@ func RegisterStatus(pool *workerpool.WorkerPool, opts ...Option) (metric.Registr
 	}
 	c := newConfig(opts)
 	meter := c.meter()
-	gauges := make([]metric.Int64ObservableUpDownCounter, len(statusGauges))
+	gauges := make([]metric.Int64ObservableGauge, len(statusGauges))
 	counters := make([]metric.Int64ObservableCounter, len(statusCounters))
 	observables := make([]metric.Observable, 0, len(gauges)+len(counters))
 	var errs []error
 	for i, g := range statusGauges {
-		inst, err := meter.Int64ObservableUpDownCounter(g.name, metric.WithUnit(g.unit), metric.WithDescription(g.description))
+		inst, err := meter.Int64ObservableGauge(g.name, metric.WithUnit(g.unit), metric.WithDescription(g.description))
 		errs = append(errs, err)
 		gauges[i] = inst
 		observables = append(observables, inst)
@@ -102,7 +105,7 @@ func RegisterStatus(pool *workerpool.WorkerPool, opts ...Option) (metric.Registr
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("workerpoolotel: RegisterStatus: %w", err)
 	}
-	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(nameKey, pool.Name())))
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(poolKey, pool.Name())))
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := pool.Status()
 		for i, g := range statusGauges {

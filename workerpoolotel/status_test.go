@@ -15,50 +15,50 @@ import (
 )
 
 // statusInstruments is what RegisterStatus promises: each instrument's
-// unit, and whether it is a Counter (monotonic) or an UpDownCounter.
+// unit, and whether it is a Counter (monotonic) or a Gauge.
 var statusInstruments = map[string]struct {
-	unit      string
-	monotonic bool
+	unit    string
+	counter bool
 }{
 	"workerpool.workers":         {"{worker}", false},
-	"workerpool.workers.busy":    {"{worker}", false},
-	"workerpool.workers.max":     {"{worker}", false},
-	"workerpool.tasks.waiting":   {"{task}", false},
-	"workerpool.tasks.scheduled": {"{task}", false},
-	"workerpool.tasks.submitted": {"{task}", true},
-	"workerpool.tasks.completed": {"{task}", true},
-	"workerpool.tasks.panicked":  {"{task}", true},
-	"workerpool.tasks.abandoned": {"{task}", true},
-	"workerpool.tasks.canceled":  {"{task}", true},
-	"workerpool.tasks.rejected":  {"{task}", true},
-	"workerpool.tasks.dropped":   {"{task}", true},
-	"workerpool.tasks.expired":   {"{task}", true},
-	"workerpool.task.retries":    {"{retry}", true},
+	"workerpool.busy_workers":    {"{worker}", false},
+	"workerpool.max_workers":     {"{worker}", false},
+	"workerpool.waiting_tasks":   {"{task}", false},
+	"workerpool.scheduled_tasks": {"{task}", false},
+	"workerpool.tasks_submitted": {"{task}", true},
+	"workerpool.tasks_completed": {"{task}", true},
+	"workerpool.tasks_panicked":  {"{task}", true},
+	"workerpool.tasks_abandoned": {"{task}", true},
+	"workerpool.tasks_canceled":  {"{task}", true},
+	"workerpool.tasks_rejected":  {"{task}", true},
+	"workerpool.tasks_dropped":   {"{task}", true},
+	"workerpool.tasks_expired":   {"{task}", true},
+	"workerpool.task_retries":    {"{task}", true},
 }
 
 // statusValues is what the instruments should report for s.
 func statusValues(s workerpool.Status) map[string]int64 {
 	return map[string]int64{
 		"workerpool.workers":         int64(s.Workers),
-		"workerpool.workers.busy":    int64(s.Busy),
-		"workerpool.workers.max":     int64(s.MaxWorkers),
-		"workerpool.tasks.waiting":   int64(s.Waiting),
-		"workerpool.tasks.scheduled": int64(s.Scheduled),
-		"workerpool.tasks.submitted": int64(s.Submitted),
-		"workerpool.tasks.completed": int64(s.Completed),
-		"workerpool.tasks.panicked":  int64(s.Panicked),
-		"workerpool.tasks.abandoned": int64(s.Abandoned),
-		"workerpool.tasks.canceled":  int64(s.Canceled),
-		"workerpool.tasks.rejected":  int64(s.Rejected),
-		"workerpool.tasks.dropped":   int64(s.Dropped),
-		"workerpool.tasks.expired":   int64(s.Expired),
-		"workerpool.task.retries":    int64(s.Retried),
+		"workerpool.busy_workers":    int64(s.Busy),
+		"workerpool.max_workers":     int64(s.MaxWorkers),
+		"workerpool.waiting_tasks":   int64(s.Waiting),
+		"workerpool.scheduled_tasks": int64(s.Scheduled),
+		"workerpool.tasks_submitted": int64(s.Submitted),
+		"workerpool.tasks_completed": int64(s.Completed),
+		"workerpool.tasks_panicked":  int64(s.Panicked),
+		"workerpool.tasks_abandoned": int64(s.Abandoned),
+		"workerpool.tasks_canceled":  int64(s.Canceled),
+		"workerpool.tasks_rejected":  int64(s.Rejected),
+		"workerpool.tasks_dropped":   int64(s.Dropped),
+		"workerpool.tasks_expired":   int64(s.Expired),
+		"workerpool.task_retries":    int64(s.Retried),
 	}
 }
 
 // collectStatus collects from reader and returns the value of each status
-// instrument per pool name (its workerpool.name attribute). It checks the
-// scope, and each instrument's unit, kind and description, as it goes.
+// instrument per pool name (its pool attribute). It checks the scope, and
+// each instrument's unit, kind and description, as it goes.
 func collectStatus(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -72,14 +72,22 @@ func collectStatus(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[
 			require.True(t, ok, "unexpected instrument %q", m.Name)
 			assert.Equal(t, want.unit, m.Unit, "unit of %s", m.Name)
 			assert.NotEmpty(t, m.Description, "description of %s", m.Name)
-			sum, ok := m.Data.(metricdata.Sum[int64])
-			require.True(t, ok, "%s is an int64 sum, not %T", m.Name, m.Data)
-			assert.Equal(t, want.monotonic, sum.IsMonotonic, "monotonic %s", m.Name)
-			assert.Equal(t, metricdata.CumulativeTemporality, sum.Temporality, "temporality of %s", m.Name)
-			for _, dp := range sum.DataPoints {
+			var points []metricdata.DataPoint[int64]
+			if want.counter {
+				sum, ok := m.Data.(metricdata.Sum[int64])
+				require.True(t, ok, "%s is an int64 sum, not %T", m.Name, m.Data)
+				assert.True(t, sum.IsMonotonic, "monotonic %s", m.Name)
+				assert.Equal(t, metricdata.CumulativeTemporality, sum.Temporality, "temporality of %s", m.Name)
+				points = sum.DataPoints
+			} else {
+				gauge, ok := m.Data.(metricdata.Gauge[int64])
+				require.True(t, ok, "%s is an int64 gauge, not %T", m.Name, m.Data)
+				points = gauge.DataPoints
+			}
+			for _, dp := range points {
 				assert.Equal(t, 1, dp.Attributes.Len(), "attributes of %s: %v", m.Name, dp.Attributes)
-				name, ok := dp.Attributes.Value("workerpool.name")
-				require.True(t, ok, "%s has no workerpool.name", m.Name)
+				name, ok := dp.Attributes.Value("pool")
+				require.True(t, ok, "%s has no pool", m.Name)
 				if pools[name.AsString()] == nil {
 					pools[name.AsString()] = make(map[string]int64)
 				}
@@ -89,8 +97,6 @@ func collectStatus(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[
 	}
 	return pools
 }
-
-func noop(context.Context) error { return nil }
 
 // TestRegisterStatusReportsEveryField runs two pools through a workload
 // that moves every Status field, and reads every instrument through the
