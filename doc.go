@@ -393,7 +393,12 @@
 // started in TaskStarted is a child of the submitter's span and the parent
 // of everything the task does (a plain func() cannot see it, but its span
 // is still the submitter's child for DoContext). A TaskStarted that panics
-// leaves the task its own context.
+// (under a panic handler) leaves the task its own context, and its run gets
+// no TaskFinished: a TaskFinished is the end of what its TaskStarted began,
+// so one whose TaskStarted did not return could only end another run's
+// (through the ctx the hook was given, which may carry the run of the task
+// that submitted this one). Hooks that chain others must pass each
+// TaskStarted the ctx the one before returned.
 //
 // TaskDropped runs exactly once for each task counted in Rejected,
 // Dropped, Abandoned, Canceled or Expired, with why in TaskInfo.Err
@@ -404,8 +409,8 @@
 // handler. No hook ever runs on the dispatcher, and every hook call for
 // tasks given up before or during a stop has returned when Stop, StopWait
 // or Shutdown returns. So after a stop, the TaskDropped calls equal
-// Rejected + Dropped + Abandoned + Canceled + Expired, and TaskStarted and
-// TaskFinished are called once per run. Status.Dropped counts only the
+// Rejected + Dropped + Abandoned + Canceled + Expired, TaskStarted is called
+// once per run, and TaskFinished once per run whose TaskStarted returned. Status.Dropped counts only the
 // tasks dropped from a full queue (DropOldest) or heavier than the pool
 // after a Resize; the TaskDropped hook is told of every task that never
 // runs, whatever the reason. A panicking hook is treated like a task's

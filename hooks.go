@@ -20,8 +20,8 @@ import (
 // A hook that panics is treated like a task's panic: with a panic handler
 // (WithPanicHandler) it is recovered and handed to the handler, logged,
 // and the pool goes on (a task whose TaskStarted panicked still runs, with
-// the ctx TaskStarted was given); without one it crashes the program. It
-// is not counted in Status.Panicked.
+// the ctx TaskStarted was given, and no TaskFinished for that run); without
+// one it crashes the program. It is not counted in Status.Panicked.
 type Hooks struct {
 	// TaskStarted runs on the worker just before each run of a task. The ctx it returns
 	// is the one the task runs with (Go, Call, Group.Go; a plain func() ignores it) and
@@ -35,7 +35,9 @@ type Hooks struct {
 	TaskStarted func(ctx context.Context, t TaskInfo) context.Context
 	// TaskFinished runs on the worker after each run: its func returned, panicked or
 	// called runtime.Goexit. ctx is what TaskStarted returned (without TaskStarted,
-	// the ctx it would have been given). t.Ran is the run's time and t.Err its
+	// the ctx it would have been given). It does not run for a run whose
+	// TaskStarted did not return (it panicked, or called runtime.Goexit): what
+	// TaskStarted began for the run, it never got to hand on. t.Ran is the run's time and t.Err its
 	// outcome: the handle's error, a *PanicError for any recovered panic (plain funcs
 	// under a panic handler included), ErrGoexit for runtime.Goexit, nil for a plain
 	// func that returned. Each attempt under Retry is one start and one finish, with
@@ -84,11 +86,13 @@ func (p *WorkerPool) infoOf(o *taskOptions, attempt int, why error) TaskInfo {
 }
 
 // A taskRun is one run of a task in a timed pool: what the hooks are told
-// about it, the ctx they pass on, and when it started on the pool's clock.
+// about it, the ctx they pass on, when it started on the pool's clock, and
+// whether TaskStarted returned for it (without TaskStarted, it did).
 type taskRun struct {
-	info  TaskInfo
-	ctx   context.Context
-	start int64
+	info    TaskInfo
+	ctx     context.Context
+	start   int64
+	started bool
 }
 
 // startRun reads the clock as a run of a task that became ready at readyAt
@@ -96,14 +100,14 @@ type taskRun struct {
 func (p *WorkerPool) startRun(readyAt int64, info TaskInfo, ctx context.Context) taskRun {
 	start := p.now()
 	info.Waited = time.Duration(max(start-readyAt, 0))
-	return taskRun{info: info, ctx: ctx, start: start}
+	return taskRun{info: info, ctx: ctx, start: start, started: p.cfg.hooks.TaskStarted == nil}
 }
 
 // taskStarted calls TaskStarted for r, and returns the ctx the task runs
 // with, which TaskFinished gets too.
 func (p *WorkerPool) taskStarted(r *taskRun) context.Context {
 	if p.cfg.hooks.TaskStarted != nil {
-		r.ctx = p.callTaskStarted(r.ctx, r.info)
+		r.ctx, r.started = p.callTaskStarted(r.ctx, r.info)
 	}
 	return r.ctx
 }
@@ -116,7 +120,7 @@ func (p *WorkerPool) taskStarted(r *taskRun) context.Context {
 // TaskFinished its *PanicError, and then raised again with the same value:
 // it crashes the program as before, its stack showing the task's frames.
 func (p *WorkerPool) finishRun(r *taskRun, err *error) {
-	if p.cfg.hooks.TaskFinished == nil {
+	if p.cfg.hooks.TaskFinished == nil || !r.started {
 		return // recover not called: a panic goes on
 	}
 	if v := recover(); v != nil {
@@ -132,8 +136,8 @@ func (p *WorkerPool) since(start int64) time.Duration {
 }
 
 // callTaskStarted calls TaskStarted and returns the ctx it returned, or
-// ctx if it returned nil or panicked.
-func (p *WorkerPool) callTaskStarted(ctx context.Context, info TaskInfo) (next context.Context) {
+// ctx if it returned nil or panicked, and whether it returned.
+func (p *WorkerPool) callTaskStarted(ctx context.Context, info TaskInfo) (next context.Context, returned bool) {
 	next = ctx
 	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("TaskStarted hook")
@@ -141,7 +145,7 @@ func (p *WorkerPool) callTaskStarted(ctx context.Context, info TaskInfo) (next c
 	if c := p.cfg.hooks.TaskStarted(ctx, info); c != nil {
 		next = c
 	}
-	return next
+	return next, true
 }
 
 func (p *WorkerPool) callTaskFinished(r *taskRun, err error) {
