@@ -67,7 +67,7 @@
 //
 //	attribute                 type     value
 //	pool                      string   the pool's name (TaskInfo.Pool), as on the metrics
-//	task                      string   the task's Label, "" if none, as on the metrics
+//	task                      string   the task's Label as given, "" if none (the metrics say none, and other past the cap)
 //	workerpool.task.attempt   int      1, then 2, ... under Retry
 //	workerpool.task.priority  int      the task's Priority
 //	workerpool.task.wait      float64  the run's wait in seconds: from acceptance, or from when it

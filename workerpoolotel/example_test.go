@@ -103,6 +103,15 @@ func Example() {
 	// workerpool.longest_running_processor{pool=images} s: 0
 	// workerpool.max_workers{pool=images} {worker}: 1
 	// workerpool.scheduled_tasks{pool=images} {task}: 0
+	// workerpool.task_failures{outcome=error,pool=images,task=measure} {task}: 0
+	// workerpool.task_failures{outcome=error,pool=images,task=none} {task}: 0
+	// workerpool.task_failures{outcome=error,pool=images,task=resize} {task}: 0
+	// workerpool.task_failures{outcome=panic,pool=images,task=measure} {task}: 0
+	// workerpool.task_failures{outcome=panic,pool=images,task=none} {task}: 0
+	// workerpool.task_failures{outcome=panic,pool=images,task=resize} {task}: 0
+	// workerpool.task_reruns{pool=images,task=measure} {task}: 0
+	// workerpool.task_reruns{pool=images,task=none} {task}: 0
+	// workerpool.task_reruns{pool=images,task=resize} {task}: 0
 	// workerpool.task_retries{pool=images} {task}: 0
 	// workerpool.task_run{pool=images,task=measure} s: 1 runs
 	// workerpool.task_run{pool=images,task=none} s: 1 runs
@@ -211,6 +220,8 @@ func Example_prometheus() {
 		}
 	}
 	// Output:
+	// COUNTER workerpool_task_failures_total [outcome=error pool=images task=resize]
+	// COUNTER workerpool_task_reruns_total [pool=images task=resize]
 	// COUNTER workerpool_task_retries_total [pool=images]
 	// HISTOGRAM workerpool_task_run_seconds [pool=images task=resize]
 	// HISTOGRAM workerpool_task_wait_seconds [pool=images task=resize]

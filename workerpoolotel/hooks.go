@@ -106,6 +106,15 @@ func (h *hooks) instruments(meter metric.Meter) error {
 	if err := errors.Join(waitErr, runErr, failuresErr, rerunsErr, unfinishedErr, longestErr); err != nil {
 		return err
 	}
+	// The counters of a series start at 0 as it is made, as
+	// workerpoolprom's do, so that the first failure or rerun shows in a
+	// rate.
+	h.series.made = func(s *series) {
+		ctx := context.Background()
+		h.failures.Add(ctx, 0, s.errored...)
+		h.failures.Add(ctx, 0, s.panicked...)
+		h.reruns.Add(ctx, 0, s.add...)
+	}
 	_, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		h.series.observeRunning(o, unfinished, longest, h.now())
 		return nil
@@ -116,7 +125,7 @@ func (h *hooks) instruments(meter metric.Meter) error {
 // The attributes of a run's span.
 const (
 	spanPoolKey     = "pool"                     // the pool's name, as on the metrics (string)
-	spanLabelKey    = "task"                     // the task's label, "" if none, as on the metrics (string)
+	spanLabelKey    = "task"                     // the task's label as given, "" if none (string)
 	spanAttemptKey  = "workerpool.task.attempt"  // 1, then 2, ... under Retry (int)
 	spanPriorityKey = "workerpool.task.priority" // the task's priority (int)
 	spanWaitKey     = "workerpool.task.wait"     // the run's wait, in seconds (float64)
@@ -215,8 +224,10 @@ func (h *hooks) taskFinished(ctx context.Context, t workerpool.TaskInfo) {
 	case r == nil:
 		s = h.series.of(t.Pool, t.Label)
 	case r.series != nil:
+		if !r.series.pool.remove(r) {
+			return // this run was finished already: its ctx came again
+		}
 		s = r.series
-		s.pool.remove(r)
 	}
 	pe := panicOf(t.Err)
 	if s != nil {

@@ -61,8 +61,13 @@ func TestHooksRecordExactMetrics(t *testing.T) {
 				"workerpool.task_run{pool=timed,task=none}":    {Count: 1, Sum: 2, Buckets: map[float64]uint64{10: 1}},
 				"workerpool.task_run{pool=timed,task=resize}":  {Count: 2, Sum: 1.5, Buckets: map[float64]uint64{1: 2}},
 			},
-			Counters: map[point]int64{
+			Counters: map[point]int64{ // every series's counters start at 0, as workerpoolprom's
 				"workerpool.task_failures{outcome=error,pool=timed,task=resize}": 1,
+				"workerpool.task_failures{outcome=error,pool=timed,task=none}":   0,
+				"workerpool.task_failures{outcome=panic,pool=timed,task=none}":   0,
+				"workerpool.task_failures{outcome=panic,pool=timed,task=resize}": 0,
+				"workerpool.task_reruns{pool=timed,task=none}":                   0,
+				"workerpool.task_reruns{pool=timed,task=resize}":                 0,
 			},
 			Gauges: map[point]float64{
 				"workerpool.unfinished_work{pool=timed}":           0,
@@ -97,6 +102,11 @@ func TestHooksRecordExactMetrics(t *testing.T) {
 			},
 			Counters: map[point]int64{
 				"workerpool.task_failures{outcome=error,pool=timed,task=resize}": 1,
+				"workerpool.task_failures{outcome=error,pool=timed,task=none}":   0,
+				"workerpool.task_failures{outcome=panic,pool=timed,task=none}":   0,
+				"workerpool.task_failures{outcome=panic,pool=timed,task=resize}": 0,
+				"workerpool.task_reruns{pool=timed,task=none}":                   0,
+				"workerpool.task_reruns{pool=timed,task=resize}":                 0,
 				"workerpool.task_failures{outcome=error,pool=timed,task=fetch}":  3,
 				"workerpool.task_failures{outcome=panic,pool=timed,task=fetch}":  1,
 				"workerpool.task_reruns{pool=timed,task=fetch}":                  2,
@@ -297,7 +307,11 @@ func TestHooksFinishWithoutStart(t *testing.T) {
 	assert.Equal(t, map[point]histogram{
 		"workerpool.task_run{pool=direct,task=x}": {Count: 1, Sum: 1, Buckets: map[float64]uint64{1: 1}},
 	}, got.Histograms, "histograms")
-	assert.Equal(t, map[point]int64{"workerpool.task_failures{outcome=error,pool=direct,task=x}": 1}, got.Counters, "counters")
+	assert.Equal(t, map[point]int64{
+		"workerpool.task_failures{outcome=error,pool=direct,task=x}": 1,
+		"workerpool.task_failures{outcome=panic,pool=direct,task=x}": 0,
+		"workerpool.task_reruns{pool=direct,task=x}":                 0,
+	}, got.Counters, "counters")
 	assert.Empty(t, rec.Started(), "spans")
 }
 
@@ -340,7 +354,7 @@ func TestOptionsDefaultToGlobalProviders(t *testing.T) {
 				names = append(names, m.Name)
 			}
 		}
-		want := []string{waitName, runName, unfinishedName, longestName} // no failure, no rerun
+		want := []string{waitName, runName, unfinishedName, longestName, failuresName, rerunsName} // the counters at 0
 		for name := range statusInstruments {
 			want = append(want, name)
 		}
@@ -367,4 +381,26 @@ func TestSeriesOfEqualStrings(t *testing.T) {
 	none := s.of("pool", "")
 	assert.NotSame(t, other, none, "no label")
 	assert.NotSame(t, a, s.of("other pool", "a"), "a in another pool")
+}
+
+// A run's ctx given to TaskFinished twice ends it once: the runs still
+// under way stay in the stuck-work gauges, and the run is measured once.
+func TestHooksFinishTwiceEndsTheRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mp, reader := newMetered(t)
+		hooks := newMeasured(t, mp)
+		info := workerpool.TaskInfo{Pool: "p", Label: "x", Attempt: 1}
+		a := hooks.TaskStarted(context.Background(), info)
+		hooks.TaskStarted(context.Background(), info) // b, still running
+		time.Sleep(time.Second)
+		info.Ran = time.Second
+		hooks.TaskFinished(a, info)
+		hooks.TaskFinished(a, info) // a again
+		got := collectHooks(t, reader)
+		assert.Equal(t, map[point]float64{
+			"workerpool.unfinished_work{pool=p}":           1,
+			"workerpool.longest_running_processor{pool=p}": 1,
+		}, got.Gauges, "b still runs")
+		assert.Equal(t, uint64(1), got.Histograms["workerpool.task_run{pool=p,task=x}"].Count, "a measured once")
+	})
 }

@@ -63,6 +63,7 @@ type seriesSet struct {
 	known  atomic.Pointer[map[seriesKey]*series] // the series of every label that keeps its value; nil: none yet
 
 	mu        sync.Mutex           // protects what follows, and the replacing of known
+	made      func(*series)        // called, under mu, with each series as it is made; set before the first lookup
 	maxLabels int                  // how many labels keep their value (see WithMaxLabels)
 	labels    map[string]bool      // the labels that keep their value: at most maxLabels
 	pools     map[string]*poolRuns // every pool seen, by name
@@ -135,10 +136,12 @@ func (s *seriesSet) create(pool, label string) *series {
 	default:
 		if p.other == nil {
 			p.other = newSeries(p, seriesKey{}, otherLabel)
+			s.tellMade(p.other)
 		}
 		return p.other
 	}
 	ser := newSeries(p, key, task)
+	s.tellMade(ser)
 	next := maps.Clone(known)
 	if next == nil {
 		next = make(map[seriesKey]*series)
@@ -146,6 +149,13 @@ func (s *seriesSet) create(pool, label string) *series {
 	next[key] = ser
 	s.known.Store(&next)
 	return ser
+}
+
+// tellMade calls made, if set, with ser, just made. s.mu is held.
+func (s *seriesSet) tellMade(ser *series) {
+	if s.made != nil {
+		s.made(ser)
+	}
 }
 
 // observeRunning reports, for each pool seen, the work its runs have done
@@ -191,9 +201,14 @@ func (p *poolRuns) add(r *run) {
 	p.mu.Unlock()
 }
 
-// remove takes r, which add put in the list, out of it.
-func (p *poolRuns) remove(r *run) {
+// remove takes r, which add put in the list, out of it, and reports
+// whether it was there: a second remove of one run changes nothing.
+func (p *poolRuns) remove(r *run) bool {
 	p.mu.Lock()
+	if r.prev == nil && p.first != r {
+		p.mu.Unlock()
+		return false
+	}
 	if r.prev != nil {
 		r.prev.next = r.next
 	} else {
@@ -204,6 +219,7 @@ func (p *poolRuns) remove(r *run) {
 	}
 	r.prev, r.next = nil, nil // a ctx a task kept holds no other run
 	p.mu.Unlock()
+	return true
 }
 
 // running is the sum and the longest of the times the runs under way have
