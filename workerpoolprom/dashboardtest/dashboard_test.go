@@ -140,13 +140,18 @@ func TestDashboardShape(t *testing.T) {
 }
 
 // Every query of the dashboard, on two scrapes 30s apart of a pool at
-// work, in the text format and in protobuf (with native histograms, as
-// Prometheus scrapes when they are enabled): each parses and returns at
-// least one series, for all pools and for one.
+// work, in the text format (classic histograms only), and in protobuf with
+// native histograms, as Prometheus 3 scrapes them by default (native
+// only) and with always_scrape_classic_histograms (both): each parses and
+// returns at least one series, for all pools and for one.
 func TestDashboardQueriesReturnSeries(t *testing.T) {
-	for _, f := range []struct{ name, accept string }{
-		{"format=text", ""},
-		{"format=protobuf", protoAccept},
+	for _, f := range []struct {
+		name, accept string
+		keepClassic  bool
+	}{
+		{"format=text", "", true},
+		{"format=protobuf/native-only", protoAccept, false},
+		{"format=protobuf/native-and-classic", protoAccept, true},
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			d := loadDashboard(t)
@@ -154,10 +159,10 @@ func TestDashboardQueriesReturnSeries(t *testing.T) {
 			w := startWorkload(t)
 			t0 := time.Unix(1_700_000_000, 0)
 			w.round(t)
-			scrapeInto(t, w.srv, f.accept, db, t0)
+			scrapeInto(t, w.srv, f.accept, f.keepClassic, db, t0)
 			w.round(t)
 			w.hold(t)
-			scrapeInto(t, w.srv, f.accept, db, t0.Add(30*time.Second))
+			scrapeInto(t, w.srv, f.accept, f.keepClassic, db, t0.Add(30*time.Second))
 			w.release()
 
 			engine := promql.NewEngine(promql.EngineOpts{
@@ -232,8 +237,10 @@ const protoAccept = "application/vnd.google.protobuf;proto=io.prometheus.client.
 // scrapeInto GETs /metrics from srv with accept as Accept header and
 // appends every sample to db at ts, as a Prometheus scrape does: text
 // through its text parser, protobuf through its protobuf parser, keeping
-// the classic buckets of histograms that also have native ones.
-func scrapeInto(t *testing.T, srv *httptest.Server, accept string, db storage.Appendable, ts time.Time) {
+// the classic buckets of histograms that also have native ones only if
+// keepClassic (always_scrape_classic_histograms; Prometheus 3 drops them
+// by default).
+func scrapeInto(t *testing.T, srv *httptest.Server, accept string, keepClassic bool, db storage.Appendable, ts time.Time) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
 	require.NoError(t, err, "NewRequest")
@@ -248,7 +255,7 @@ func scrapeInto(t *testing.T, srv *httptest.Server, accept string, db storage.Ap
 	require.NoError(t, err, "read /metrics")
 
 	p, err := textparse.New(body, resp.Header.Get("Content-Type"), labels.NewSymbolTable(), textparse.ParserOptions{
-		KeepClassicOnClassicAndNativeHistograms: true,
+		KeepClassicOnClassicAndNativeHistograms: keepClassic,
 	})
 	require.NoError(t, err, "parser for %s", resp.Header.Get("Content-Type"))
 	app := db.Appender(context.Background())
@@ -387,10 +394,10 @@ func TestDashboardSeesTheWorkload(t *testing.T) {
 	w := startWorkload(t)
 	t0 := time.Unix(1_700_000_000, 0)
 	w.round(t)
-	scrapeInto(t, w.srv, "", db, t0)
+	scrapeInto(t, w.srv, "", true, db, t0)
 	w.round(t)
 	w.hold(t)
-	scrapeInto(t, w.srv, "", db, t0.Add(30*time.Second))
+	scrapeInto(t, w.srv, "", true, db, t0.Add(30*time.Second))
 	w.release()
 	engine := promql.NewEngine(promql.EngineOpts{MaxSamples: 1_000_000, Timeout: time.Minute, LookbackDelta: 5 * time.Minute, Parser: parser.NewParser(parser.Options{})})
 	t.Cleanup(func() { assert.NoError(t, engine.Close(), "close the engine") })
