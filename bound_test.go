@@ -1078,11 +1078,13 @@ func TestZeroBoundRefusesDelayedTasksAndRunsHeavyOnesOnFreeSlots(t *testing.T) {
 				assert.ErrorIs(t, p.Go(t.Context(), noopFn, Delay(time.Second)).Wait(), ErrQueueFull, "Delay")
 				assert.ErrorIs(t, p.Go(t.Context(), noopFn, At(time.Now().Add(time.Second))).Wait(), ErrQueueFull, "At")
 				assert.NoError(t, p.Go(t.Context(), noopFn, Weight(2)).Wait(), "Weight(2) on two free slots")
+				synctest.Wait() // its worker has given its slots back (Wait returns as the task ends, a moment before)
 
 				running := newGate()
 				defer running.release()
 				p.Submit(running.task())
 				synctest.Wait()
+				require.Equal(t, 1, p.Status().Busy, "the gate task holds one slot")
 				heavy := make(chan *Task, 1)
 				go func() { heavy <- p.Go(t.Context(), noopFn, Weight(2)) }() // under Block, Go waits
 				synctest.Wait()
