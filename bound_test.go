@@ -999,7 +999,9 @@ func TestZeroBoundRunsAtOnceOrRefusesUnderRejectAndDropOldest(t *testing.T) {
 				require.True(t, p.TrySubmit(task), "TrySubmit on a free worker")
 				synctest.Wait()
 				require.NoError(t, p.Go(t.Context(), fnOf(task)).Wait(), "Go on a free worker")
+				synctest.Wait() // the worker is back (Wait returns as the task ends, a moment before)
 				require.NoError(t, p.DoWait(task), "DoWait on a free worker")
+				synctest.Wait()
 
 				running := newGate()
 				defer running.release()
