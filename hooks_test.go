@@ -1090,11 +1090,6 @@ func TestObserveHooksAddNoAllocations(t *testing.T) {
 	if raceDetectorOn {
 		t.Skip("allocation counts differ under -race")
 	}
-	all := Hooks{
-		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
-		TaskFinished: func(context.Context, TaskInfo) {},
-		TaskDropped:  func(TaskInfo) {},
-	}
 	ctx := context.Background()
 	measure := func(opts ...Option) (doWait, goWait, doWaitMax float64) {
 		p := New(2, opts...)
@@ -1108,7 +1103,7 @@ func TestObserveHooksAddNoAllocations(t *testing.T) {
 		return
 	}
 	d0, g0, m0 := measure()
-	d1, g1, m1 := measure(WithHooks(all))
+	d1, g1, m1 := measure(WithHooks(noopHooks))
 	assert.LessOrEqual(t, d1, d0, "DoWait with hooks")
 	assert.LessOrEqual(t, g1, g0, "Go with hooks")
 	assert.LessOrEqual(t, m1, m0, "bounded DoWait with hooks")
@@ -1135,19 +1130,26 @@ func TestHooksTimeTasksOnlyWhenAsked(t *testing.T) {
 	assert.False(t, p.cfg.timed, "timed without hooks")
 }
 
+// noopHooks are all three hooks, set to funcs that do nothing: what the
+// pool's side of the hooks costs.
+var noopHooks = Hooks{
+	TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
+	TaskFinished: func(context.Context, TaskInfo) {},
+	TaskDropped:  func(TaskInfo) {},
+}
+
+// hookBenchCases are the pools the hook benchmarks compare: without hooks,
+// and with noopHooks.
+var hookBenchCases = []struct {
+	name string
+	opts []Option
+}{{"hooks=none", nil}, {"hooks=all", []Option{WithHooks(noopHooks)}}}
+
 // BenchmarkSubmitHooks measures what the hooks add to a plain Submit: none
 // (the default path), and all three set to funcs that do nothing, which
 // costs three clock reads and two calls per task.
 func BenchmarkSubmitHooks(b *testing.B) {
-	all := Hooks{
-		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
-		TaskFinished: func(context.Context, TaskInfo) {},
-		TaskDropped:  func(TaskInfo) {},
-	}
-	for _, c := range []struct {
-		name string
-		opts []Option
-	}{{"hooks=none", nil}, {"hooks=all", []Option{WithHooks(all)}}} {
+	for _, c := range hookBenchCases {
 		b.Run(c.name, func(b *testing.B) { benchmarkSubmit(b, 4, c.opts...) })
 	}
 }
@@ -1157,15 +1159,7 @@ func BenchmarkSubmitHooks(b *testing.B) {
 // the one TaskStarted returned: none, and all three set to funcs that do
 // nothing. TaskInfo is passed by value, so the hooks allocate nothing.
 func BenchmarkGoWaitHooks(b *testing.B) {
-	all := Hooks{
-		TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { return ctx },
-		TaskFinished: func(context.Context, TaskInfo) {},
-		TaskDropped:  func(TaskInfo) {},
-	}
-	for _, c := range []struct {
-		name string
-		opts []Option
-	}{{"hooks=none", nil}, {"hooks=all", []Option{WithHooks(all)}}} {
+	for _, c := range hookBenchCases {
 		b.Run(c.name, func(b *testing.B) {
 			p := New(4, c.opts...)
 			defer p.Stop()
