@@ -123,17 +123,8 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOpt
 	if ctx == nil {
 		panic("workerpool: DoContext called with a nil context")
 	}
-	var err error
-	o := taskOptions{weight: 1}
-	switch {
-	case len(opts) > 0:
-		o = p.parseDoOptions(opts)
-		err = p.doWithOptions(task, o, ctx)
-	case p.cfg.timed:
-		err = p.doWithOptions(task, o, ctx)
-	default:
-		err = p.doPlain(task, true, ctx)
-	}
+	o := p.parseDoOptions(opts)
+	err := p.doWithOptions(task, o, ctx)
 	if err == errWithdrawn {
 		return ctx.Err()
 	}

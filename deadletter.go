@@ -29,8 +29,7 @@ type deadLetter struct {
 }
 
 // giveUp queues a letter for task (nil for a job) with info, whose Err is
-// why the task was given up, and starts
-// a deliverer if none is running. It reports false, and takes nothing, once
+// why the task was given up, and starts a deliverer if none is running. It reports false, and takes nothing, once
 // the pool has stopped (see seal): the caller then treats a plain task as
 // refused because the pool stopped. The deliverer starts under d.mu, so
 // that it is in p.goroutines before seal returns and a stop waits for it.
@@ -108,10 +107,10 @@ func (p *WorkerPool) callDeadLetter(l deadLetter) {
 }
 
 // tellDropped tells TaskDropped about a job that will never run, with
-// info, whose Err is the reason its owner learns, through the deliverer. (Once the pool stopped
-// every job is final, so none is settled after the letters are sealed;
-// should one be, it is told in place, never by dispatch, which sealed
-// them as its last act.)
+// info, whose Err is the reason its owner learns, through the deliverer.
+// (Once the pool stopped every job is final, so none is settled after the
+// letters are sealed; should one be, it is told in place, never by
+// dispatch, which sealed them as its last act.)
 func (p *WorkerPool) tellDropped(info TaskInfo) {
 	if p.cfg.hooks.TaskDropped != nil && !p.giveUp(nil, info) {
 		p.callTaskDropped(info)

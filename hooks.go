@@ -37,11 +37,12 @@ type Hooks struct {
 	// called runtime.Goexit. ctx is what TaskStarted returned (without TaskStarted,
 	// the ctx it would have been given). It does not run for a run whose
 	// TaskStarted did not return (it panicked, or called runtime.Goexit): what
-	// TaskStarted began for the run, it never got to hand on. t.Ran is the run's time and t.Err its
-	// outcome: the handle's error, a *PanicError for any recovered panic (plain funcs
-	// under a panic handler included), ErrGoexit for runtime.Goexit, nil for a plain
-	// func that returned. Each attempt under Retry is one start and one finish, with
-	// its own t.Attempt and t.Err.
+	// TaskStarted began for the run, it never got to hand on. t.Ran is the
+	// run's time and t.Err its outcome: the handle's error, a *PanicError for
+	// any recovered panic (plain funcs under a panic handler included),
+	// ErrGoexit for runtime.Goexit, nil for a plain func that returned. Each
+	// attempt under Retry is one start and one finish, with its own t.Attempt
+	// and t.Err.
 	TaskFinished func(ctx context.Context, t TaskInfo)
 	// TaskDropped runs for each task that will never run, with why in t.Err: errors
 	// wrapping ErrStopped (abandoned), ErrQueueFull (refused), ErrDropped, ErrExpired,

@@ -104,10 +104,11 @@ func (j *job) options() *taskOptions {
 // info is the TaskInfo of the job's next run, or of the job given up
 // with why before it.
 func (j *job) info(why error) TaskInfo {
-	if j.opts == nil {
-		return j.pool.infoOf(nil, 1, why)
+	attempt := 1
+	if j.opts != nil {
+		attempt += j.opts.attempt
 	}
-	return j.pool.infoOf(&j.opts.taskOptions, j.opts.attempt+1, why)
+	return j.pool.infoOf(j.options(), attempt, why)
 }
 
 // weight is the slots the job's task takes (see Weight): 1 unless an
@@ -434,8 +435,7 @@ func (j *job) run(readyAt int64, posted *bool) (panicked bool) {
 	err := ErrGoexit
 	defer func() {
 		if err != ErrGoexit {
-			var retried bool
-			if retried, err = j.retryLater(err, posted); retried {
+			if err = j.retryLater(err, posted); *posted {
 				return
 			}
 		}

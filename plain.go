@@ -20,8 +20,7 @@ type plainJob struct {
 }
 
 // parseDoOptions reads the options of a task given to Do, DoContext or
-// DoWait,
-// and panics if they hold a Retry, which a func() cannot use.
+// DoWait, and panics if they hold a Retry, which a func() cannot use.
 func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 	o := p.parseOptions(opts)
 	if o.retry != nil {
@@ -30,24 +29,25 @@ func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 	return o
 }
 
-// doWithOptions is Do and DoContext for a task given options o, and
-// DoContext's for every task in a timed pool, where the hooks see its
-// ctx's values: a plain task when the options change nothing and the
-// hooks need no ctx, else a plainJob. It returns why the pool refused the
-// task, uncounted; ctx (nil for Do) bounds a wait for room under Block.
+// doWithOptions is DoContext, and Do for a task given options o: a plain
+// task when the options change nothing (a delay alone: in the timer heap
+// as it is), else a plainJob, which a DoContext task in a timed pool
+// always rides, so that the hooks see its ctx's values. It returns why the
+// pool refused the task, uncounted; ctx (nil for Do) bounds a wait for
+// room under Block.
 func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Context) error {
 	if task == nil {
 		return nil
 	}
 	keepCtx := ctx != nil && p.cfg.timed
-	switch {
-	case keepCtx:
-	case o.isDefault():
-		return p.doPlain(task, true, ctx)
-	case o.priority == 0 && o.weight <= 1 && o.label == "":
-		// A delay alone: the task waits in the timer heap as it is, with
-		// no carrier (see dispatcher.acceptDelayed).
-		return p.sendOne(message{task: task, due: o.due}, p.cfg.overflow == Block, ctx)
+	if !keepCtx {
+		switch {
+		case o.isDefault():
+			return p.doPlain(task, true, ctx)
+		case o.priority == 0 && o.weight <= 1 && o.label == "":
+			// A delay alone: no carrier (see dispatcher.acceptDelayed).
+			return p.sendOne(message{task: task, due: o.due}, p.cfg.overflow == Block, ctx)
+		}
 	}
 	pj, _ := p.plainJobs.Get().(*plainJob)
 	if pj == nil {

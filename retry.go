@@ -96,20 +96,20 @@ func withLastRun(err, last error) error {
 
 // retryLater, called on the worker as a run of j ends with err (not a
 // Goexit), decides whether j runs again (see RetryPolicy). If so it moves j
-// to scheduled, due after the policy's delay, and posts it to dispatch
-// (see retries), and reports true: the pool keeps its reference to the
-// job. Otherwise it returns the task's outcome: err, or, if the policy
+// to scheduled, due after the policy's delay, sets *posted, and posts it
+// to dispatch (see retries): the pool keeps its reference to the job.
+// Otherwise it returns the task's outcome: err, or, if the policy
 // panicked, a *PanicError with its value joined with err.
-func (j *job) retryLater(err error, posted *bool) (bool, error) {
+func (j *job) retryLater(err error, posted *bool) error {
 	if !j.retriable() || err == nil || isPermanent(err) || j.owner.ctxDone() {
-		return false, err
+		return err
 	}
 	delay, again, panicked := j.askPolicy(err)
 	switch {
 	case panicked != nil:
-		return false, withLastRun(panicked, err)
+		return withLastRun(panicked, err)
 	case !again:
-		return false, err
+		return err
 	}
 	j.opts.attempt++
 	*posted = true
@@ -120,7 +120,7 @@ func (j *job) retryLater(err error, posted *bool) (bool, error) {
 		j.place.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
 	j.postForRetry()
-	return true, nil
+	return nil
 }
 
 // askPolicy asks j's policy about err, the error of run j.opts.attempt+1,

@@ -262,10 +262,7 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 // (always, with one worker), until an external Stop abandons the task.
 // Safe for concurrent use.
 func (p *WorkerPool) DoWait(task func(), opts ...TaskOption) error {
-	o := taskOptions{weight: 1}
-	if len(opts) > 0 {
-		o = p.parseDoOptions(opts)
-	}
+	o := p.parseDoOptions(opts)
 	if task == nil {
 		return nil
 	}
