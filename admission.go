@@ -251,7 +251,7 @@ func (a *admission) parkOrRefuse(t *ticket) {
 // false, changing nothing, if it may not, or t carries a batch or a delayed
 // job. A parked ticket stops being counted as one.
 func (a *admission) startWithoutRoom(d *dispatcher, t *ticket) bool {
-	if t.batch != nil || t.delayed || !d.canStartAtOnce(t.weight) {
+	if t.batch != nil || t.delayed || !d.canStartAtOnce(t.weight, t.key) {
 		return false
 	}
 	if t.need > 0 {
@@ -352,6 +352,7 @@ func (a *admission) admitJob(d *dispatcher, j *job, how route) {
 			d.discard(j)
 			return
 		}
+		d.queue.flows.joinIfKeyed(j)
 		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
 	}
 }
@@ -428,7 +429,7 @@ func (a *admission) makeRoomFor(d *dispatcher, j *job, counted bool) {
 func (a *admission) dropOldest(q *waitQueue) bool {
 	q.tidy()
 	src := q.oldest()
-	if src == none {
+	if src.isNone() {
 		return false
 	}
 	q.giveUpFront(src, jobDropped, ErrDropped)

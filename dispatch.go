@@ -150,6 +150,9 @@ func (d *dispatcher) advance() {
 	if d.retries.posted() {
 		d.retries.take(d)
 	}
+	if d.p.flowMail.n.Load() > 0 {
+		d.queue.flows.takeMail()
+	}
 	if d.timers.armed {
 		d.timers.poll(d)
 	}
@@ -184,7 +187,7 @@ func (d *dispatcher) await() bool {
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
 	if d.queue.wantsWake() || d.admission.wantsWake() || d.crew.wantsWake() || d.barriers.waiting() ||
-		d.timers.wantsWake() || d.retries.out() {
+		d.timers.wantsWake() || d.retries.out() || !d.queue.flows.atRest() {
 		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
@@ -223,7 +226,7 @@ func (d *dispatcher) awaitPaused() bool {
 // part is at rest. It then waits on taskQueue alone.
 func (d *dispatcher) quiet() bool {
 	return d.queue.len() == 0 && d.admission.atRest() && !d.barriers.waiting() &&
-		d.crew.atRest() && d.timers.atRest() && !d.retries.out()
+		d.crew.atRest() && d.timers.atRest() && !d.retries.out() && d.queue.flows.atRest()
 }
 
 // returnsWanted reports whether a part needs workers to wake dispatch as
@@ -341,6 +344,7 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 		d.discard(j)
 		return
 	}
+	d.queue.flows.joinIfKeyed(j)
 	if j.notDue() {
 		d.scheduleNew(j)
 		return
@@ -349,7 +353,7 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	if atOnce && d.mayStartAtOnce() && d.offer(work{job: j}) {
+	if atOnce && d.mayStartJobAtOnce(j) && d.offer(work{job: j}) {
 		return // the worker gives back its room as it starts it
 	}
 	d.enqueueNew(j)
@@ -397,7 +401,7 @@ func (d *dispatcher) admitDue(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	if d.mayStartAtOnce() && d.offer(work{job: j}) {
+	if d.mayStartJobAtOnce(j) && d.offer(work{job: j}) {
 		return
 	}
 	if !d.queue.pushJob(j) {
@@ -462,6 +466,7 @@ func (d *dispatcher) stop() {
 	d.retries.abandonAll() // every worker has returned: none posts any more
 	d.timers.stop()
 	d.awaitSettles()
+	d.queue.flows.takeMail() // every keyed job is let go by now: no key is left
 	d.p.dead.seal()
 	d.queue.publish()
 	d.p.counts.submittedAtStop.Store(d.submitted)
@@ -520,6 +525,9 @@ func (d *dispatcher) drain() {
 	for !d.p.abandonBegun.Load() {
 		if d.retries.posted() {
 			d.retries.take(d)
+		}
+		if d.p.flowMail.n.Load() > 0 {
+			d.queue.flows.takeMail() // a key's slots given back may let its next task start
 		}
 		if d.queue.len() > 0 && d.sendFront() {
 			continue

@@ -19,11 +19,27 @@ func Call[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context
 		panic("workerpool: Call called with a nil pool")
 	}
 	mustHave(ctx, fn != nil, "Call")
-	f := &Future[T]{fn: fn}
+	o := p.parseOptions(opts)
+	var f *Future[T]
+	var store *jobOptions
+	if o.isDefault() {
+		f = new(Future[T])
+	} else {
+		fo := new(futureWithOptions[T]) // one allocation for the handle and its options
+		f, store = &fo.Future, &fo.opts
+	}
+	f.fn = fn
 	f.task.init(p, ctx, f)
-	f.task.job.apply(p.parseOptions(opts), nil)
+	f.task.job.apply(o, store)
 	p.submitTask(&f.task)
 	return f
+}
+
+// futureWithOptions is a Future and the options its job keeps, made in
+// one allocation (see Call).
+type futureWithOptions[T any] struct {
+	Future[T]
+	opts jobOptions
 }
 
 // run is one run of fn, which keeps its value.

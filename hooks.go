@@ -63,6 +63,7 @@ type Hooks struct {
 type TaskInfo struct {
 	Pool     string        // the pool's name (see WithName)
 	Label    string        // the task's Label, "" if none
+	Key      string        // the task's Key, "" if none
 	Priority int           // the task's Priority: 0 for a plain task
 	Weight   int           // the task's Weight: 1 for a plain task
 	Attempt  int           // 1 for the first run, 2, ... under Retry

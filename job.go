@@ -91,6 +91,36 @@ type jobOptions struct {
 	seq     uint64
 	after   uint64
 	readyAt int64
+
+	// For a keyed task (see Key): flow is its key's state, set by
+	// dispatch as it accepts the job. keyHeld says the job holds its
+	// weight of its key's slots: set by the worker that takes it, and
+	// kept while it waits for a retry. Both go as the pool lets go of the
+	// job (see letGo).
+	flow    *flow
+	keyHeld bool
+}
+
+// key is the job's key (see Key), "" for none.
+func (j *job) key() string {
+	if j.opts == nil {
+		return ""
+	}
+	return j.opts.key
+}
+
+// flow is the job's key's state once dispatch accepted it, or nil.
+func (j *job) flow() *flow {
+	if j.opts == nil {
+		return nil
+	}
+	return j.opts.flow
+}
+
+// keyHeld reports whether the job holds its key's slots (see
+// jobOptions.keyHeld).
+func (j *job) keyHeld() bool {
+	return j.opts != nil && j.opts.keyHeld
 }
 
 // options is the job's task options, nil for a task that uses none.
@@ -108,7 +138,9 @@ func (j *job) info(why error) TaskInfo {
 	if j.opts != nil {
 		attempt += j.opts.attempt
 	}
-	return j.pool.infoOf(j.options(), attempt, why)
+	t := j.pool.infoOf(j.options(), attempt, why)
+	t.Key = j.key()
+	return t
 }
 
 // weight is the slots the job's task takes (see Weight): 1 unless an
@@ -333,6 +365,15 @@ func (j *job) tellLost(why error) {
 // and the worker that ran or skipped it does it as it is done. It tells
 // the owner, which may then reuse the job.
 func (j *job) letGo() {
+	if fl := j.flow(); fl != nil {
+		held := 0
+		if j.opts.keyHeld {
+			held = j.opts.weight
+		}
+		j.opts.flow, j.opts.keyHeld = nil, false
+		j.pool.flowMail.post(flowRelease{flow: fl, held: held})
+		j.pool.wakeDispatch()
+	}
 	j.owner.released()
 }
 
@@ -395,6 +436,9 @@ func (j *job) work(readyAt int64, posted *bool) (count *atomic.Uint64, panicked 
 			p.wakeDispatch()
 		}
 	}()
+	if j.flow() != nil {
+		j.opts.keyHeld = true // dispatch counted its slots as it handed it out
+	}
 	if j.settled() || j.settleIfBlocked() || !j.start() {
 		return &p.counts.skipped, false
 	}

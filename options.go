@@ -28,6 +28,8 @@ type config struct {
 	aging        time.Duration // WithPriorityAging's d; 0: no aging
 	queueTimeout time.Duration // WithQueueTimeout's d; 0: no expiry
 	rate         rateLimit     // WithRateLimit's; rate.interval 0: no limit
+	keyLimit     int                  // WithKeyLimit's n; 0: no limit
+	keyWeight    func(key string) int // WithKeyWeights's w; nil: 1 each
 	name         string
 	hooks        Hooks
 	log          *slog.Logger // WithLogger's, with the pool's name on every record (see newConfig); nil: no logging
@@ -162,6 +164,45 @@ func WithDeadLetter(h func(task func(), reason error)) Option {
 func WithMinWorkers(n int) Option {
 	return func(c *config) {
 		c.minWorkers = max(n, 0)
+	}
+}
+
+// WithKeyLimit lets at most n tasks of one key (see Key) hold the pool's
+// slots at once, counting a heavy task's weight: a task whose key already
+// holds n slots waits in the queue, holding no worker, while the tasks of
+// other keys and those without a key go past it. With n = 1 the tasks of
+// each key run one at a time, in the order they became ready (highest
+// priority first, where levels differ). A task that waits for a retry
+// keeps its key's slots, so the next task of its key starts only after it
+// ended for good; a delayed task holds none until it is due. A task
+// heavier than n starts once its key holds no slot, and then holds its
+// weight. The tasks held back count in Status.Waiting and in
+// WithMaxWaiting's bound.
+//
+// A task that waits for another task of its own key, while its own run
+// fills the key's limit, never finishes (see Deadlocks in the package
+// doc).
+//
+// Default, and n < 1: no limit.
+func WithKeyLimit(n int) Option {
+	return func(c *config) {
+		c.keyLimit = max(n, 0)
+	}
+}
+
+// WithKeyWeights gives each key (see Key) its share of the pool: among the
+// tasks of one priority level, a key of weight w starts w times the slots
+// of a key of weight 1 while both have tasks waiting (the tasks without a
+// key share as one key of weight 1). w is called on the dispatcher
+// goroutine, once each time a key becomes active (it had no task waiting,
+// scheduled or running), so it must be quick and must not call the pool.
+// A w below 1 means 1; a w that panics is treated like a hook that
+// panics (see Hooks) and means 1.
+//
+// Default, and a nil w: weight 1 each.
+func WithKeyWeights(w func(key string) int) Option {
+	return func(c *config) {
+		c.keyWeight = w
 	}
 }
 

@@ -44,7 +44,7 @@ func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Conte
 		switch {
 		case o.isDefault():
 			return p.doPlain(task, true, ctx)
-		case o.priority == 0 && o.weight <= 1 && o.label == "":
+		case o.priority == 0 && o.weight <= 1 && o.label == "" && o.key == "":
 			// A delay alone: no carrier (see dispatcher.acceptDelayed).
 			return p.sendOne(message{task: task, due: o.due}, p.cfg.overflow == Block, ctx)
 		}

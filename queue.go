@@ -9,10 +9,12 @@ import (
 )
 
 // A waitQueue is the dispatcher's waiting queue: a FIFO per priority
-// level. Level 0, the level of every plain task, is tasks (with its jobs in
+// level for the tasks without a key, and the keyed tasks' queues (flows).
+// Level 0, the level of every plain task, is tasks (with its jobs in
 // jobs); the jobs of every other level wait in levels, one FIFO per level.
-// A source names one FIFO: level0, or an index in levels. The dispatcher
-// owns it; no other goroutine touches it.
+// Where keyed tasks wait at a level, its FIFO takes its turn among their
+// queues (see flows). The dispatcher owns it; no other goroutine touches
+// it.
 type waitQueue struct {
 	p     *WorkerPool
 	alarm *timers // the dispatcher's one timer: the queue asks it to wake dispatch when a task expires or ages
@@ -41,6 +43,10 @@ type waitQueue struct {
 	rankedSeq uint64
 	heaviest  int // the most weight of a job ever queued: a Resize below it looks for jobs to drop
 
+	// flows holds the keyed tasks (see Key): their keys' state, their
+	// queues and the rings that serve them.
+	flows flows
+
 	// delta is the change in queued plain tasks that p.counts.waiting
 	// does not show yet: the queue publishes it when dispatch is about to
 	// block, and after publishAfter changes while it is busy. So the count
@@ -59,12 +65,32 @@ type waitQueue struct {
 	settlesSeen uint64
 }
 
-type source int
+// A source names one FIFO of the queue: level 0, a level in levels (by
+// index), or a keyed queue (fq). fq is also set on a FIFO of tasks without
+// a key that a level's ring chose: its stand-in there, which the start
+// charges (see started).
+type source struct {
+	i  int
+	fq *flowQueue
+}
 
-const (
-	level0 source = -1
-	none   source = -2
+var (
+	level0 = source{i: -1}
+	none   = source{i: -2}
 )
+
+// keyedIndex is the i of a keyed queue's source.
+const keyedIndex = -3
+
+// ranked is the source of levels[i].
+func ranked(i int) source { return source{i: i} }
+
+// keyed is the source of a keyed queue.
+func keyed(fq *flowQueue) source { return source{i: keyedIndex, fq: fq} }
+
+func (s source) isLevel0() bool { return s.i == level0.i }
+func (s source) isKeyed() bool  { return s.i == keyedIndex }
+func (s source) isNone() bool   { return s.i == none.i }
 
 // A level is the FIFO of the queued jobs of one priority level other than
 // 0. The queue removes a level once it is empty.
@@ -101,6 +127,7 @@ func (q *waitQueue) init(p *WorkerPool, alarm *timers) {
 		q.publishAfter = 1
 	}
 	q.tasks.SetBaseCap(queueBaseCap)
+	q.flows.init(p)
 }
 
 // wantsWake reports whether dispatch must wake when a queued job settles,
@@ -108,12 +135,12 @@ func (q *waitQueue) init(p *WorkerPool, alarm *timers) {
 // while jobs are queued. (A plain task offered as abandoning begins is
 // given up by the worker that takes it.)
 func (q *waitQueue) wantsWake() bool {
-	return q.jobs.Len() > 0 || q.ranked > 0
+	return q.jobs.Len() > 0 || q.ranked > 0 || q.flows.queued > 0
 }
 
 // len is the number of entries in the queue, settled jobs among them.
 func (q *waitQueue) len() int {
-	return q.tasks.Len() + q.ranked
+	return q.tasks.Len() + q.ranked + q.flows.queued
 }
 
 // push queues a plain task at the back of level 0, stamped with the time
@@ -139,7 +166,12 @@ func (q *waitQueue) pushJob(j *job) bool {
 	if q.stamped {
 		readyAt = q.stampNow()
 	}
-	if j.priority() != 0 {
+	switch {
+	case j.flow() != nil:
+		q.flows.push(j, flowEntry{job: j, seq: q.rankedSeq, after: q.pushed, readyAt: readyAt})
+		q.rankedSeq++
+		return true
+	case j.priority() != 0:
 		j.opts.readyAt = readyAt
 		q.pushRanked(j)
 		return true
@@ -154,8 +186,8 @@ func (q *waitQueue) pushJob(j *job) bool {
 }
 
 // pushRanked queues j, whose priority is not 0, at the back of its level.
-// seq orders it among the jobs of other levels and after places it among
-// level 0's entries, so that a pause's barrier and DropOldest see the order
+// seq orders it among the jobs of other levels and keyed ones, and after
+// places it among level 0's entries, so that a pause's barrier and DropOldest see the order
 // in which all tasks joined the queue.
 func (q *waitQueue) pushRanked(j *job) {
 	j.opts.seq, j.opts.after = q.rankedSeq, q.pushed
@@ -209,17 +241,31 @@ func (q *waitQueue) pop() {
 	}
 }
 
+// started removes src's front entry, which a worker took, and charges
+// its weight to the ring member that chose it, if one did (see
+// flows.pick).
+func (q *waitQueue) started(src source, weight int) {
+	if src.fq != nil {
+		src.fq.deficit -= weight
+	}
+	q.popAt(src)
+}
+
 // popAt removes the front entry of src (see pop for level 0).
 func (q *waitQueue) popAt(src source) {
-	if src == level0 {
+	switch {
+	case src.isLevel0():
 		q.pop()
 		return
+	case src.isKeyed():
+		q.flows.popFront(src.fq)
+		return
 	}
-	l := q.levels[src]
+	l := q.levels[src.i]
 	l.jobs.PopFront()
 	q.ranked--
 	if l.jobs.Len() == 0 {
-		q.levels = slices.Delete(q.levels, int(src), int(src)+1)
+		q.levels = slices.Delete(q.levels, src.i, src.i+1)
 		if len(q.spare) < maxSpareLevels {
 			q.spare = append(q.spare, l)
 		}
@@ -257,8 +303,10 @@ func (q *waitQueue) newLevel(priority int) *level {
 func (q *waitQueue) workAt(src source) work {
 	var w work
 	switch {
-	case src != level0:
-		w.job = q.levels[src].jobs.Front()
+	case src.isKeyed():
+		w.job = src.fq.entries.Front().job
+	case !src.isLevel0():
+		w.job = q.levels[src.i].jobs.Front()
 	case q.tasks.Front() == nil:
 		w.job = q.jobs.Front()
 	default:
@@ -272,8 +320,11 @@ func (q *waitQueue) workAt(src source) work {
 
 // frontJob is src's front job, or nil if it is a plain task.
 func (q *waitQueue) frontJob(src source) *job {
-	if src != level0 {
-		return q.levels[src].jobs.Front()
+	switch {
+	case src.isKeyed():
+		return src.fq.entries.Front().job
+	case !src.isLevel0():
+		return q.levels[src.i].jobs.Front()
 	}
 	if q.tasks.Front() == nil {
 		return q.jobs.Front()
@@ -283,27 +334,53 @@ func (q *waitQueue) frontJob(src source) *job {
 
 // readyAtOf is when src's front entry became ready (stamped only).
 func (q *waitQueue) readyAtOf(src source) int64 {
-	if src == level0 {
+	switch {
+	case src.isLevel0():
 		return q.readyAt.Front()
+	case src.isKeyed():
+		return src.fq.entries.Front().readyAt
 	}
-	return q.levels[src].jobs.Front().opts.readyAt
+	return q.levels[src.i].jobs.Front().opts.readyAt
+}
+
+// orderOf is where src's front, not at level 0, stands among the queued
+// tasks: its seq and after (see jobOptions).
+func (q *waitQueue) orderOf(src source) (seq, after uint64) {
+	if src.isKeyed() {
+		e := src.fq.entries.Front()
+		return e.seq, e.after
+	}
+	o := q.levels[src.i].jobs.Front().opts
+	return o.seq, o.after
+}
+
+// weightAt is the weight of src's front.
+func (q *waitQueue) weightAt(src source) int {
+	if j := q.frontJob(src); j != nil {
+		return j.weight()
+	}
+	return 1
 }
 
 // lenAt is the number of entries in src.
 func (q *waitQueue) lenAt(src source) int {
-	if src == level0 {
+	switch {
+	case src.isLevel0():
 		return q.tasks.Len()
+	case src.isKeyed():
+		return src.fq.entries.Len()
 	}
-	return q.levels[src].jobs.Len()
+	return q.levels[src.i].jobs.Len()
 }
 
 // head is where the task to start next waits: the front of the highest
-// level that may start (with aging, the highest level reached), or none.
-// On its way it drops the settled jobs and the expired tasks at the fronts.
-// While a pause holds the queue (hold, nil if none) only the tasks queued
-// before its barrier may start.
+// level that may start (with aging, the highest level reached), or none;
+// where keyed tasks wait at that level, the member its ring serves next
+// (see flows.pick). On its way it drops the settled jobs and the expired
+// tasks at the fronts. While a pause holds the queue (hold, nil if none)
+// only the tasks queued before its barrier may start.
 func (q *waitQueue) head(hold *pauseRequest) source {
-	if q.ranked == 0 && !q.clocked {
+	if q.ranked == 0 && q.flows.queued == 0 && !q.clocked {
 		q.dropSettledFront()
 		if q.mayLeave(level0, hold) {
 			return level0
@@ -315,36 +392,105 @@ func (q *waitQueue) head(hold *pauseRequest) source {
 		q.tidyFronts(now)
 		return q.agedHead(now, hold)
 	}
-	// From the highest level down, level 0 between the positive levels
-	// and the negative ones; each front is tidied as it is reached, so
-	// that a step costs the levels it looks at, not all of them.
+	// From the highest level down; each front is tidied as it is
+	// reached, so that a step costs the levels it looks at, not all of
+	// them.
 	q.tidyLevel0(now)
-	for i := len(q.levels) - 1; i >= 0; i-- {
-		if q.levels[i].priority < 0 && q.mayLeave(level0, hold) {
-			return level0
+	best := none
+	q.eachLevel(func(_ int, unkeyed source, kl *keyedLevel) bool {
+		best = q.headAt(unkeyed, kl, now, hold)
+		return best.isNone()
+	})
+	return best
+}
+
+// eachLevel calls fn for each priority level with tasks queued, highest
+// first, with the level's FIFO of tasks without a key (none if it has
+// none) and its ring of keyed queues (nil if it has none), until fn
+// returns false. Level 0 comes between the positive levels and the
+// negative ones, whether or not tasks wait there. fn may remove the level
+// it is given.
+func (q *waitQueue) eachLevel(fn func(priority int, unkeyed source, kl *keyedLevel) bool) {
+	i, k := len(q.levels)-1, len(q.flows.levels)-1
+	zeroDone := false
+	for {
+		p, ok := 0, false
+		if i >= 0 {
+			p, ok = q.levels[i].priority, true
 		}
-		if q.tidyLevel(source(i), now) && q.mayLeave(source(i), hold) {
-			return source(i)
+		if k >= 0 && (!ok || q.flows.levels[k].priority > p) {
+			p, ok = q.flows.levels[k].priority, true
+		}
+		if !zeroDone && (!ok || p <= 0) {
+			p, ok, zeroDone = 0, true, true
+		}
+		if !ok {
+			return
+		}
+		unkeyed := none
+		switch {
+		case p == 0:
+			unkeyed = level0
+		case i >= 0 && q.levels[i].priority == p:
+			unkeyed = ranked(i)
+			i--
+		}
+		var kl *keyedLevel
+		if k >= 0 && q.flows.levels[k].priority == p {
+			kl = q.flows.levels[k]
+			k--
+		}
+		if !fn(p, unkeyed, kl) {
+			return
 		}
 	}
-	if q.mayLeave(level0, hold) {
-		return level0
+}
+
+// headAt is head at one level: its FIFO of tasks without a key (unkeyed,
+// tidied here unless it is level 0) if no keyed task waits there, else
+// the member its ring serves next.
+func (q *waitQueue) headAt(unkeyed source, kl *keyedLevel, now int64, hold *pauseRequest) source {
+	if !unkeyed.isNone() && !unkeyed.isLevel0() && !q.tidyFront(unkeyed, now) {
+		unkeyed = none // emptied: the level is gone
 	}
-	return none
+	ready := !unkeyed.isNone() && q.mayLeave(unkeyed, hold)
+	if kl == nil {
+		if ready {
+			return unkeyed
+		}
+		return none
+	}
+	cost := 0
+	if ready {
+		cost = q.weightAt(unkeyed)
+	}
+	fq := q.flows.pick(kl, cost, q, now, hold)
+	switch {
+	case fq == nil && kl.cur == nil && ready:
+		return unkeyed // the level's last keyed task left as the ring was served
+	case fq == nil:
+		return none
+	case fq.flow == nil:
+		unkeyed.fq = fq
+		return unkeyed
+	}
+	return keyed(fq)
 }
 
 // agedHead is head under WithPriorityAging: the front with the highest
-// level plus the periods it waited, the older of two that tie. As the
-// order may change when a front completes a period, it arms the timer for
-// the next such moment: what dispatch offers the workers while it waits is
-// then chosen again.
+// level plus the periods it waited, the older of two that tie (where keyed
+// tasks wait at a level, the member its ring serves next stands for it).
+// As the order may change when a front completes a period, it arms the
+// timer for the next such moment: what dispatch offers the workers while
+// it waits is then chosen again.
 func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 	best, bestLevel := none, 0
 	nextPeriod := int64(math.MaxInt64)
 	aging := int64(q.p.cfg.aging)
-	consider := func(src source, priority int) {
-		if !q.mayLeave(src, hold) {
-			return
+	q.eachLevel(func(priority int, unkeyed source, kl *keyedLevel) bool {
+		src := q.headAt(unkeyed, kl, now, hold)
+		if src.isNone() {
+			return true
 		}
 		since := q.readyAtOf(src)
 		periods := (now - since) / aging
@@ -352,15 +498,12 @@ func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 			nextPeriod = min(nextPeriod, next)
 		}
 		aged := priority + int(min(periods, maxAgedLevels, int64(math.MaxInt-max(priority, 0)))) // never past MaxInt
-		if best == none || aged > bestLevel || aged == bestLevel && q.older(src, best) {
+		if best.isNone() || aged > bestLevel || aged == bestLevel && q.older(src, best) {
 			best, bestLevel = src, aged
 		}
-	}
-	consider(level0, 0)
-	for i, l := range q.levels {
-		consider(source(i), l.priority)
-	}
-	if best != none && nextPeriod != math.MaxInt64 {
+		return true
+	})
+	if !best.isNone() && nextPeriod != math.MaxInt64 {
 		q.alarm.wakeAt(nextPeriod)
 	}
 	return best
@@ -374,55 +517,73 @@ func (q *waitQueue) mayLeave(src source, hold *pauseRequest) bool {
 		return false
 	case hold == nil:
 		return true
-	case src == level0:
+	case src.isLevel0():
 		return q.popped < hold.barrier
 	}
-	return q.levels[src].jobs.Front().opts.seq < hold.rankedBarrier
+	seq, _ := q.orderOf(src)
+	return seq < hold.rankedBarrier
 }
 
 // older reports whether a's front joined the queue before b's.
 func (q *waitQueue) older(a, b source) bool {
 	switch {
-	case a == level0:
-		return q.levels[b].jobs.Front().opts.after > q.popped
-	case b == level0:
-		return q.levels[a].jobs.Front().opts.after <= q.popped
+	case a.isLevel0():
+		_, after := q.orderOf(b)
+		return after > q.popped
+	case b.isLevel0():
+		_, after := q.orderOf(a)
+		return after <= q.popped
 	}
-	return q.levels[a].jobs.Front().opts.seq < q.levels[b].jobs.Front().opts.seq
+	seqA, _ := q.orderOf(a)
+	seqB, _ := q.orderOf(b)
+	return seqA < seqB
 }
 
-// oldest is the source whose front joined the queue first, or none.
+// oldest is the source whose front joined the queue first, or none. It
+// looks at every keyed queue's front.
 func (q *waitQueue) oldest() source {
 	best := none
 	if q.tasks.Len() > 0 {
 		best = level0
 	}
-	for i := range q.levels {
-		if best == none || q.older(source(i), best) {
-			best = source(i)
+	consider := func(src source) {
+		if best.isNone() || q.older(src, best) {
+			best = src
 		}
 	}
+	for i := range q.levels {
+		consider(ranked(i))
+	}
+	q.flows.each(func(fq *flowQueue) bool {
+		consider(keyed(fq))
+		return true
+	})
 	return best
 }
 
 // tidy drops the jobs that must not start, and the tasks that expired, at
 // the fronts of the queue.
 func (q *waitQueue) tidy() {
-	if q.ranked == 0 && !q.clocked {
+	if q.ranked == 0 && q.flows.queued == 0 && !q.clocked {
 		q.dropSettledFront()
 		return
 	}
 	q.tidyFronts(q.now())
 }
 
-// tidyFronts drops, at the front of every level, the jobs that must not
-// start (see dropSettledFront) and, with WithQueueTimeout, the tasks that
-// have waited their time (see expireFront), and removes the levels it
-// empties.
+// tidyFronts drops, at the front of every level and every keyed queue,
+// the jobs that must not start (see dropSettledFront) and, with
+// WithQueueTimeout, the tasks that have waited their time, and removes the
+// levels and queues it empties.
 func (q *waitQueue) tidyFronts(now int64) {
 	q.tidyLevel0(now)
 	for i := len(q.levels) - 1; i >= 0; i-- { // so that removing level i moves none still to tidy
-		q.tidyLevel(source(i), now)
+		q.tidyFront(ranked(i), now)
+	}
+	if q.flows.queued > 0 {
+		for _, fq := range q.flows.queues() {
+			q.tidyFront(keyed(fq), now)
+		}
 	}
 }
 
@@ -447,12 +608,12 @@ func (q *waitQueue) tidyLevel0(now int64) {
 	}
 }
 
-// tidyLevel is tidyFronts for one level other than 0. It reports false if
-// it emptied the level, which is then gone.
-func (q *waitQueue) tidyLevel(src source, now int64) bool {
-	for l := q.levels[src]; ; {
-		last := l.jobs.Len() == 1
-		switch j := l.jobs.Front(); {
+// tidyFront is tidyFronts for one level other than 0, or one keyed
+// queue. It reports false if it emptied it, which is then gone.
+func (q *waitQueue) tidyFront(src source, now int64) bool {
+	for {
+		last := q.lenAt(src) == 1
+		switch j := q.frontJob(src); {
 		case j.settled() || j.settleIfBlocked():
 			q.dropFront(src)
 		case q.expiredAt(src, now):
@@ -504,18 +665,29 @@ func (q *waitQueue) nextExpiry() (int64, bool) {
 			first, found = at, true
 		}
 	}
+	q.flows.each(func(fq *flowQueue) bool {
+		if at := fq.entries.Front().readyAt; !found || at < first {
+			first, found = at, true
+		}
+		return true
+	})
 	return later(first, int64(q.p.cfg.queueTimeout)), true
 }
 
-// rankedBefore reports whether a job of another level than 0 that joined
-// the queue before req's barrier still waits.
+// rankedBefore reports whether a job of another level than 0, or a keyed
+// one, that joined the queue before req's barrier still waits.
 func (q *waitQueue) rankedBefore(req *pauseRequest) bool {
 	for _, l := range q.levels {
 		if l.jobs.Front().opts.seq < req.rankedBarrier {
 			return true
 		}
 	}
-	return false
+	found := false
+	q.flows.each(func(fq *flowQueue) bool {
+		found = fq.entries.Front().seq < req.rankedBarrier
+		return !found
+	})
+	return found
 }
 
 // dropTooHeavy drops, with ErrTooHeavy, the queued jobs that weigh more
@@ -533,6 +705,12 @@ func (q *waitQueue) dropTooHeavy(size int) {
 			j.dropIfHeavierThan(size)
 		}
 	}
+	q.flows.each(func(fq *flowQueue) bool {
+		for e := range fq.entries.Iter() {
+			e.job.dropIfHeavierThan(size)
+		}
+		return true
+	})
 }
 
 // abandonAll drops what is left in the queue, in queue order, releasing
@@ -556,6 +734,10 @@ func (q *waitQueue) abandonAll() {
 			j.letGo()
 		}
 	}
+	q.flows.abandonAll(func(j *job) {
+		j.abandon()
+		j.letGo()
+	})
 	q.levels, q.spare, q.ranked = nil, nil, 0
 	q.tasks, q.jobs, q.readyAt = deque.Deque[func()]{}, deque.Deque[*job]{}, deque.Deque[int64]{} // free the buffers too
 }
@@ -602,6 +784,14 @@ func (q *waitQueue) countSettled() int {
 			}
 		}
 	}
+	q.flows.each(func(fq *flowQueue) bool {
+		for e := range fq.entries.Iter() {
+			if e.job.settled() {
+				n++
+			}
+		}
+		return true
+	})
 	return n
 }
 

@@ -63,6 +63,7 @@ type Status struct {
 	Busy       int   // workers running a task (or being handed one)
 	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
 	Scheduled  int   // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
+	Keys       int   // keys (see Key) with tasks waiting, scheduled or running
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried
@@ -87,6 +88,7 @@ type counts struct {
 	waiting         atomic.Int64  // tasks in the waiting queue; may dip below 0 for a moment
 	scheduled       atomic.Int64  // jobs in the timer heap that are not settled (see job state scheduled), and reservations (see reserveScheduled)
 	paused          atomic.Bool   // a Pause is in effect
+	keys            atomic.Int64  // keys with tasks in the pool (see flows.byKey)
 	settled         settledTotals // the accepted tasks that never ran, by why
 	groupOnly       atomic.Uint64 // group tasks counted in Submitted by their Group.Go call: held back by SetLimit (released ones too: their send is not counted again), or skipped by a canceled group
 	ticketTasks     atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends

@@ -71,11 +71,27 @@ type Task struct {
 // Go panics if ctx or fn is nil. Safe for concurrent use.
 func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error, opts ...TaskOption) *Task {
 	mustHave(ctx, fn != nil, "Go")
-	t := &Task{fn: fn}
+	o := p.parseOptions(opts)
+	var t *Task
+	var store *jobOptions
+	if o.isDefault() {
+		t = new(Task)
+	} else {
+		to := new(taskWithOptions) // one allocation for the handle and its options
+		t, store = &to.Task, &to.opts
+	}
+	t.fn = fn
 	t.init(p, ctx, t)
-	t.job.apply(p.parseOptions(opts), nil)
+	t.job.apply(o, store)
 	p.submitTask(t)
 	return t
+}
+
+// taskWithOptions is a Task and the options its job keeps, made in one
+// allocation (see Go).
+type taskWithOptions struct {
+	Task
+	opts jobOptions
 }
 
 // mustHave panics, naming the method, if ctx is nil or there is no fn.

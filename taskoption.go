@@ -16,7 +16,7 @@ type TaskOption struct {
 	n     int64     // Delay's d, Priority's level, Weight's n
 	at    time.Time // At's t
 	retry RetryPolicy
-	label string // Label's name
+	label string // Label's and Key's string
 }
 
 type optionKind uint8
@@ -29,6 +29,7 @@ const (
 	optionWeight
 	optionRetry
 	optionLabel
+	optionKey
 )
 
 // Priority sets the task's priority level: any int, negative included; the
@@ -94,6 +95,26 @@ func Label(name string) TaskOption {
 	return TaskOption{kind: optionLabel, label: name}
 }
 
+// Key makes the task belong to key k: the tasks of one key start in the
+// order they became ready (accepted, or due), and the dispatcher shares
+// the pool fairly among the keys with tasks waiting, by deficit round
+// robin over the slots they start, weighted by WithKeyWeights: a key with
+// a burst of 100,000 waiting tasks delays another key's new task by at
+// most one round of the keys with tasks waiting, not by the burst.
+// WithKeyLimit bounds the slots one key's tasks hold at once; with 1, a
+// key's tasks run one at a time, in order. Priority levels come first:
+// fairness orders the tasks of one level. The default, and Key(""), is no
+// key: the tasks without a key share as one more key of weight 1.
+//
+// A key is an id (an account, a tenant, a document), any string; the pool
+// keeps a key's state only while it has tasks waiting, scheduled or
+// running (Status.Keys), so millions of distinct keys over time cost no
+// memory once done. With no keyed task in the pool, its order is exactly
+// that of a pool without keys.
+func Key(k string) TaskOption {
+	return TaskOption{kind: optionKey, label: k}
+}
+
 // taskOptions is what a task's TaskOptions say, as its job keeps it.
 type taskOptions struct {
 	due      int64 // when the task may start, on the pool's clock (see WorkerPool.now); 0: at once
@@ -101,6 +122,7 @@ type taskOptions struct {
 	weight   int // at least 1
 	retry    RetryPolicy
 	label    string
+	key      string
 }
 
 // parseOptions reads opts for a task submitted now. It reads the clock only
@@ -127,6 +149,8 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 			o.retry = opt.retry
 		case optionLabel:
 			o.label = opt.label
+		case optionKey:
+			o.key = opt.label
 		}
 	}
 	return o
@@ -148,7 +172,7 @@ func (j *job) apply(o taskOptions, store *jobOptions) {
 }
 
 // isDefault reports whether o changes nothing: the options of a plain
-// task, which has no label either.
+// task, which has no label or key either.
 func (o taskOptions) isDefault() bool {
-	return o.due == 0 && o.priority == 0 && o.weight <= 1 && o.retry == nil && o.label == ""
+	return o.due == 0 && o.priority == 0 && o.weight <= 1 && o.retry == nil && o.label == "" && o.key == ""
 }

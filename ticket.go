@@ -20,12 +20,14 @@ type ticket struct {
 	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
 	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
 	// delayed says the job has a due time (Delay, At), so it never starts
-	// without room, and weight is its Weight (1 for a plain task): it
-	// starts without room only once that many slots are free. Dispatch
-	// reads these, never the job, before it admits the ticket: until then
-	// the submitter may withdraw and reuse the job.
+	// without room, weight is its Weight (1 for a plain task): it starts
+	// without room only once that many slots are free, and key is its Key,
+	// whose limit and queue it must also be free of. Dispatch reads these,
+	// never the job, before it admits the ticket: until then the submitter
+	// may withdraw and reuse the job.
 	delayed bool
 	weight  int
+	key     string
 	due     int64 // a plain task's due time (see message.due), or 0
 	state   atomic.Uint32
 	err     error         // why it was refused: ErrStopped; written before done is sent
@@ -56,6 +58,7 @@ func (p *WorkerPool) newTicket() *ticket {
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
 		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight, t.due = nil, nil, nil, 0, 0, false, nil, false, 0, 0
+	t.key = ""
 		p.tickets.Put(t)
 	}
 }
@@ -119,7 +122,7 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 	t.task, t.job, t.due, t.tasks = m.task, j, m.due, 1
 	t.delayed, t.weight = delayed, 1
 	if j != nil {
-		t.weight = j.weight()
+		t.weight, t.key = j.weight(), j.key()
 	}
 	if !wait {
 		t.try = true // answered at once

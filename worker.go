@@ -382,6 +382,7 @@ func (c *crew) hand(d *dispatcher, w work) bool {
 func (c *crew) handed(d *dispatcher, out jobOut) {
 	c.dispatched++
 	d.slots.handed(out.weight)
+	d.queue.flows.holdSlots(out)
 	if out.retriable {
 		d.retries.sent++
 	}
@@ -395,6 +396,8 @@ func (c *crew) handed(d *dispatcher, out jobOut) {
 type jobOut struct {
 	weight    int
 	retriable bool
+	flow      *flow // its key's, if it has one
+	keyHeld   bool  // it holds its key's slots already (a retry)
 }
 
 // outOf reads w's jobOut; call it before the send.
@@ -402,25 +405,34 @@ func outOf(w work) jobOut {
 	if w.job == nil {
 		return jobOut{weight: 1}
 	}
-	return jobOut{weight: w.job.weight(), retriable: w.job.retriable()}
+	j := w.job
+	return jobOut{weight: j.weight(), retriable: j.retriable(), flow: j.flow(), keyHeld: j.keyHeld()}
 }
 
 // Handing work out: the dispatcher picks the task to start next and gives
 // it to the crew.
 
-// mayStartAtOnce reports whether a new task may skip the queue: nothing
-// waits before it and no pause holds it. (offer then asks mayStart.)
+// mayStartAtOnce reports whether a new task without a key may skip the
+// queue: nothing waits before it but keyed tasks their keys' limits hold
+// back, and no pause holds it. (offer then asks mayStart.)
 func (d *dispatcher) mayStartAtOnce() bool {
-	return d.queue.len() == 0 && len(d.barriers.pauses) == 0
+	return d.queue.len() == d.queue.flows.blocked && len(d.barriers.pauses) == 0
 }
 
-// canStartAtOnce reports whether a new task of weight would start at once
+// mayStartJobAtOnce is mayStartAtOnce for a job, which, if it has a key,
+// must also be free to skip its key's queue (see flows.mayStartAtOnce).
+func (d *dispatcher) mayStartJobAtOnce(j *job) bool {
+	return d.mayStartAtOnce() && (j.flow() == nil || d.queue.flows.mayStartAtOnce(j))
+}
+
+// canStartAtOnce reports whether a new task of weight and key ("" for
+// none) would start at once
 // on a free worker: abandoning has not begun, it may skip the queue and
 // start now (see slots.mayStart: its slots are free, and under a rate
 // limit a token is ready), no surplus worker waits to retire, and a worker
 // is free (see crew.freeWorker).
-func (d *dispatcher) canStartAtOnce(weight int) bool {
-	if !d.mayStartAtOnce() || d.crew.surplus() || d.p.abandonBegun.Load() {
+func (d *dispatcher) canStartAtOnce(weight int, key string) bool {
+	if !d.mayStartAtOnce() || key != "" && !d.queue.flows.mayStartKeyAtOnce(key, weight) || d.crew.surplus() || d.p.abandonBegun.Load() {
 		return false
 	}
 	return d.slots.mayStart(d, weight) && d.crew.freeWorker()
@@ -462,10 +474,14 @@ func (d *dispatcher) startAtOnce(w work) {
 // new worker. It never blocks, and reports whether it handed a task.
 func (d *dispatcher) sendFront() bool {
 	src, w := d.nextToStart()
-	if src == none || !d.crew.hand(d, w) {
+	if src.isNone() {
 		return false
 	}
-	d.queue.popAt(src)
+	weight := outOf(w).weight // before the hand-off: the job is then the worker's
+	if !d.crew.hand(d, w) {
+		return false
+	}
+	d.queue.started(src, weight)
 	return true
 }
 
@@ -477,7 +493,7 @@ func (d *dispatcher) nextToStart() (source, work) {
 		return none, work{}
 	}
 	src := d.queue.head(d.barriers.hold()) // first: it may abandon the front job, once abandoning began
-	if src == none || d.p.abandonBegun.Load() {
+	if src.isNone() || d.p.abandonBegun.Load() {
 		return none, work{}
 	}
 	w := d.queue.workAt(src)
@@ -490,7 +506,7 @@ func (d *dispatcher) nextToStart() (source, work) {
 // canDispatch reports whether a queued task may go to a worker now.
 func (d *dispatcher) canDispatch() bool {
 	src, _ := d.nextToStart()
-	return src != none
+	return !src.isNone()
 }
 
 // offerFront returns what dispatch offers the workers while it waits:
@@ -502,7 +518,7 @@ func (d *dispatcher) offerFront() (chan<- work, work) {
 		return d.p.workerQueue, work{}
 	}
 	src, w := d.nextToStart()
-	if src == none {
+	if src.isNone() {
 		return nil, work{}
 	}
 	d.offered = offer{src: src, out: outOf(w)}
@@ -518,7 +534,7 @@ func (d *dispatcher) sentFront(w work) {
 		return
 	}
 	d.crew.handed(d, d.offered.out)
-	d.queue.popAt(d.offered.src)
+	d.queue.started(d.offered.src, d.offered.out.weight)
 }
 
 // An offer is what dispatch offers the workers while it waits: the front

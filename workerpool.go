@@ -48,6 +48,7 @@ type WorkerPool struct {
 	goroutines   sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
 	retryMail  retryMailbox // jobs whose run is to be retried, on their way from their workers to dispatch
+	flowMail   flowMailbox  // what keyed jobs give back as the pool lets go of them, on its way to dispatch
 	waiters    sync.Pool    // idle *waiter values for DoWait
 	plainJobs  sync.Pool    // idle *plainJob values for Do and DoContext with options
 	groupTasks sync.Pool    // idle *groupTask values for Group.Go

@@ -1,0 +1,549 @@
+package workerpool
+
+import (
+	"cmp"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gammazero/deque"
+)
+
+// flows is the waiting queue's part for keys (see Key): the state of each
+// key with tasks in the pool, the queues of its waiting tasks, one per
+// priority level, and, per level, the ring that serves them by deficit
+// round robin. The waiting queue owns it (so the dispatcher does); no
+// other goroutine touches it. Workers give back what a keyed task held
+// through the pool's flowMailbox.
+//
+// Each level with keyed tasks queued has a ring of the queues that may
+// start (their key is under its limit), and one stand-in for the level's
+// tasks without a key (see keyedLevel.unkeyed), which takes its turn as a
+// flow of weight 1 while such tasks wait. A queue passed over for its
+// key's limit leaves the ring, its entries counted in blocked, and joins it
+// again, at the back, when its key gives back slots.
+type flows struct {
+	p      *WorkerPool
+	limit  int                       // WithKeyLimit's n; 0: none
+	weight func(key string) int      // WithKeyWeights's w; nil: 1 each
+	byKey  map[string]*flow          // the keys with tasks waiting, scheduled or running
+	levels []*keyedLevel             // the levels with keyed tasks queued, lowest first
+	spare  spares                    // emptied flows, queues and levels kept for reuse
+	peak   int                       // the most keys byKey held since it was last made
+	mail   [2][]flowRelease          // the buffers flowMailbox hands over, swapped on each take
+	queued int                       // entries in keyed queues, settled ones included
+	scratch []*flowQueue             // queues' buffer
+	// blocked counts the entries of the queues passed over for their
+	// key's limit: they wait without holding a worker, so a task without
+	// a key, or of another key, may start at once past them.
+	blocked int
+}
+
+// A flow is one key's state while the key has tasks in the pool.
+type flow struct {
+	key     string
+	weight  int          // its share, asked once as the key became active; at least 1
+	held    int          // slots its tasks hold: running, or waiting for a retry
+	members int          // its tasks the pool holds: waiting, scheduled, running or posted
+	queues  []*flowQueue // its queues with entries, one per level
+}
+
+// A flowQueue holds one key's waiting tasks of one priority level, in the
+// order they became ready, and its place in the level's ring.
+type flowQueue struct {
+	flow    *flow // nil for a level's stand-in for its tasks without a key
+	level   *keyedLevel
+	entries deque.Deque[flowEntry]
+	deficit int  // the slots of starts it may still take this round
+	turn    bool // it got its weight for its current visit
+	blocked bool // passed over for its key's limit: out of the ring
+	// prev and next link it into its level's ring, while it is in it.
+	prev, next *flowQueue
+}
+
+// A flowEntry is a queued keyed task: its job, where it stands among all
+// queued tasks (see jobOptions.seq and after), and when it became ready,
+// if tasks carry that (see waitQueue.stamped).
+type flowEntry struct {
+	job        *job
+	seq, after uint64
+	readyAt    int64
+}
+
+// A keyedLevel is one priority level's ring. cur is the member served
+// next (nil: the ring is empty).
+type keyedLevel struct {
+	priority int
+	cur      *flowQueue
+	members  int       // in the ring
+	unkeyed  flowQueue // stands in the ring for the level's tasks without a key
+	queued   int       // entries in the level's keyed queues
+}
+
+// spares keeps a few emptied parts for reuse, so that keys that come and
+// go cost no allocation once the pool is warm.
+type spares struct {
+	flows  []*flow
+	queues []*flowQueue
+	levels []*keyedLevel
+}
+
+// maxSpares bounds each list of spares.
+const maxSpares = 64
+
+// mapResetPeak is how many keys the key map must have held before it is
+// made anew once empty: a Go map never shrinks, and a pool that saw a
+// burst of keys must give that memory back once they are done.
+const mapResetPeak = 1024
+
+func (f *flows) init(p *WorkerPool) {
+	f.p, f.limit, f.weight = p, p.cfg.keyLimit, p.cfg.keyWeight
+}
+
+// atRest reports whether no key has tasks in the pool and no release is
+// posted: dispatch then need not wake for keys.
+func (f *flows) atRest() bool {
+	return len(f.byKey) == 0 && f.p.flowMail.n.Load() == 0
+}
+
+// joinIfKeyed joins j to its key's flow if it has a key (see join).
+func (f *flows) joinIfKeyed(j *job) {
+	if j.key() != "" {
+		f.join(j)
+	}
+}
+
+// join counts j, a keyed job the pool accepts, as a member of its key's
+// flow, making the flow if the key has none, and gives j the flow.
+func (f *flows) join(j *job) {
+	fl := f.byKey[j.opts.key]
+	if fl == nil {
+		fl = f.activate(j.opts.key)
+	}
+	fl.members++
+	j.opts.flow = fl
+}
+
+// activate makes the flow of a key that becomes active, asking its weight.
+func (f *flows) activate(key string) *flow {
+	if f.byKey == nil {
+		f.byKey = make(map[string]*flow)
+	}
+	fl := f.spare.flow()
+	fl.key, fl.weight = key, f.weightOf(key)
+	f.byKey[key] = fl
+	f.peak = max(f.peak, len(f.byKey))
+	f.p.counts.keys.Store(int64(len(f.byKey)))
+	return fl
+}
+
+// weightOf asks WithKeyWeights's func for key's weight: below 1, or if
+// it panics (with a panic handler; see Hooks), 1.
+func (f *flows) weightOf(key string) (w int) {
+	w = 1
+	if f.weight == nil {
+		return w
+	}
+	if f.p.cfg.panicHandler != nil {
+		defer f.p.recoverCallbackPanic("key weight func")
+	}
+	return max(f.weight(key), 1)
+}
+
+// takeMail takes what workers (and dispatch itself) gave back for keyed
+// jobs the pool let go of: a flow with no member left is forgotten; one
+// that gave back slots may start again.
+func (f *flows) takeMail() {
+	for _, r := range f.p.flowMail.take(&f.mail) {
+		fl := r.flow
+		fl.held -= r.held
+		if fl.members--; fl.members == 0 {
+			f.forget(fl)
+		} else if r.held > 0 {
+			f.unblock(fl)
+		}
+	}
+}
+
+// forget drops a flow with no tasks left in the pool.
+func (f *flows) forget(fl *flow) {
+	delete(f.byKey, fl.key)
+	f.p.counts.keys.Store(int64(len(f.byKey)))
+	if len(f.byKey) == 0 && f.peak > mapResetPeak {
+		f.byKey, f.peak = nil, 0
+	}
+	f.spare.putFlow(fl)
+}
+
+// holdSlots counts the slots a keyed task takes as a worker takes it,
+// unless it holds them already (a retry).
+func (f *flows) holdSlots(out jobOut) {
+	if out.flow != nil && !out.keyHeld {
+		out.flow.held += out.weight
+	}
+}
+
+// mayStart reports whether fq's front may start as far as its key's limit
+// allows: no limit, it holds its slots already (a retry), its key holds
+// none, or they fit under the limit.
+func (f *flows) mayStart(fq *flowQueue) bool {
+	j := fq.entries.Front().job
+	fl := fq.flow
+	return f.limit == 0 || j.opts.keyHeld || fl.held == 0 || fl.held+j.opts.weight <= f.limit
+}
+
+// mayStartAtOnce reports whether j, a keyed job that nothing else waits
+// before, may skip its flow: no task of its key waits, and its key's
+// limit lets it start (a retry that holds its slots goes before the
+// tasks of its key that wait).
+func (f *flows) mayStartAtOnce(j *job) bool {
+	return j.opts.keyHeld || f.free(j.opts.flow, j.opts.weight)
+}
+
+// mayStartKeyAtOnce is mayStartAtOnce for a task of key and weight not
+// accepted yet (a ticket's).
+func (f *flows) mayStartKeyAtOnce(key string, weight int) bool {
+	fl := f.byKey[key]
+	return fl == nil || f.free(fl, weight)
+}
+
+// free reports whether a task of fl of weight may start at once: none of
+// fl's tasks waits, and its limit lets it.
+func (f *flows) free(fl *flow, weight int) bool {
+	return len(fl.queues) == 0 && (f.limit == 0 || fl.held == 0 || fl.held+weight <= f.limit)
+}
+
+// push queues the keyed job j at the back of its key's queue of its
+// level (a retry that holds its key's slots at the front: it continues
+// the run that holds them).
+func (f *flows) push(j *job, e flowEntry) {
+	fq := f.queueOf(j.opts.flow, j.opts.priority)
+	if j.opts.keyHeld {
+		fq.entries.PushFront(e)
+	} else {
+		fq.entries.PushBack(e)
+	}
+	fq.level.queued++
+	f.queued++
+	if fq.blocked {
+		f.blocked++
+	}
+	if fq.prev == nil && (!fq.blocked || j.opts.keyHeld) {
+		f.enterRing(fq) // new, or a retry that holds its key's slots now heads it
+	}
+}
+
+// queueOf is fl's queue at priority, made if it has none.
+func (f *flows) queueOf(fl *flow, priority int) *flowQueue {
+	for _, fq := range fl.queues {
+		if fq.level.priority == priority {
+			return fq
+		}
+	}
+	fq := f.spare.queue()
+	fq.flow, fq.level = fl, f.level(priority)
+	fl.queues = append(fl.queues, fq)
+	return fq
+}
+
+// level is the keyed level of priority, made if there is none.
+func (f *flows) level(priority int) *keyedLevel {
+	i, found := slices.BinarySearchFunc(f.levels, priority, func(l *keyedLevel, p int) int { return cmp.Compare(l.priority, p) })
+	if found {
+		return f.levels[i]
+	}
+	l := f.spare.level()
+	l.priority = priority
+	l.unkeyed.level = l
+	l.insert(&l.unkeyed)
+	f.levels = slices.Insert(f.levels, i, l)
+	return l
+}
+
+// levelAt is the keyed level of priority, or nil.
+func (f *flows) levelAt(priority int) *keyedLevel {
+	i, found := slices.BinarySearchFunc(f.levels, priority, func(l *keyedLevel, p int) int { return cmp.Compare(l.priority, p) })
+	if !found {
+		return nil
+	}
+	return f.levels[i]
+}
+
+// enterRing puts fq at the back of its level's ring: it is served after
+// every member there, with no credit.
+func (f *flows) enterRing(fq *flowQueue) {
+	if fq.blocked {
+		fq.blocked = false
+		f.blocked -= fq.entries.Len()
+	}
+	fq.deficit, fq.turn = 0, false
+	fq.level.insert(fq)
+}
+
+// block takes fq, whose front its key's limit holds back, out of the ring.
+func (f *flows) block(fq *flowQueue) {
+	fq.level.remove(fq)
+	fq.blocked = true
+	f.blocked += fq.entries.Len()
+}
+
+// unblock puts back in their rings the queues of fl that its key's limit
+// held back, now that it gave back slots.
+func (f *flows) unblock(fl *flow) {
+	for _, fq := range fl.queues {
+		if fq.blocked && f.mayStart(fq) {
+			f.enterRing(fq)
+		}
+	}
+}
+
+// pick serves l's ring by deficit round robin and returns the member
+// whose front starts next, or nil if none may: each member, as its turn
+// comes, gets its weight in credit, and keeps the turn while its front
+// costs (weighs) no more than its credit. On its way it drops the settled
+// and expired fronts of keyed queues (tidy), takes out of the ring the
+// queues that emptied or that their key's limit holds back, and passes
+// over, with no credit, the stand-in while unkeyedCost is 0 (no task
+// without a key may leave), and the members a pause (hold) holds.
+func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, hold *pauseRequest) *flowQueue {
+	for passed := 0; l.cur != nil; {
+		fq, cost := l.cur, unkeyedCost
+		switch {
+		case fq.flow == nil && cost == 0:
+			fq.deficit, fq.turn = 0, false
+			if f.pass(l, &passed) {
+				return nil
+			}
+			continue
+		case fq.flow != nil && !q.tidyFront(keyed(fq), now):
+			continue // emptied: it left the ring
+		case fq.flow != nil && !f.mayStart(fq):
+			f.block(fq)
+			continue
+		case fq.flow != nil && !q.mayLeave(keyed(fq), hold):
+			if f.pass(l, &passed) {
+				return nil
+			}
+			continue
+		case fq.flow != nil:
+			cost = fq.entries.Front().job.weight()
+		}
+		passed = 0
+		if !fq.turn {
+			fq.deficit += fq.weight()
+			fq.turn = true
+		}
+		if fq.deficit >= cost {
+			return fq
+		}
+		fq.turn = false
+		l.next()
+	}
+	return nil
+}
+
+// pass passes the turn over cur, and reports whether every member has
+// been passed over since one could be served: none can.
+func (f *flows) pass(l *keyedLevel, passed *int) bool {
+	l.next()
+	*passed++
+	return *passed >= l.members
+}
+
+// weight is the member's share: its key's weight, 1 for the stand-in.
+func (fq *flowQueue) weight() int {
+	if fq.flow == nil {
+		return 1
+	}
+	return fq.flow.weight
+}
+
+// popFront removes fq's front entry, which started or will never start,
+// and lets go of the queue once it is empty.
+func (f *flows) popFront(fq *flowQueue) flowEntry {
+	e := fq.entries.PopFront()
+	fq.level.queued--
+	f.queued--
+	if fq.blocked {
+		f.blocked--
+	}
+	if fq.entries.Len() == 0 {
+		f.drop(fq)
+	}
+	return e
+}
+
+// drop lets go of fq, which is empty: out of its ring, its flow and, if it
+// was the last queue of its level, the level too.
+func (f *flows) drop(fq *flowQueue) {
+	l, fl := fq.level, fq.flow
+	if fq.prev != nil {
+		l.remove(fq)
+	}
+	i := slices.Index(fl.queues, fq)
+	fl.queues = slices.Delete(fl.queues, i, i+1)
+	f.spare.putQueue(fq)
+	if l.queued == 0 {
+		i, _ := slices.BinarySearchFunc(f.levels, l.priority, func(l *keyedLevel, p int) int { return cmp.Compare(l.priority, p) })
+		f.levels = slices.Delete(f.levels, i, i+1)
+		f.spare.putLevel(l)
+	}
+}
+
+// each calls fn for every keyed queue, stopping when fn returns false.
+// Its cost is the number of keys: only the paths that look at every
+// front (a pause's barrier, expiry, aging, DropOldest, a stop) use it.
+func (f *flows) each(fn func(fq *flowQueue) bool) {
+	for _, fl := range f.byKey {
+		for _, fq := range fl.queues {
+			if !fn(fq) {
+				return
+			}
+		}
+	}
+}
+
+// queues is every keyed queue, in a buffer valid until the next call, for
+// a caller that may empty them as it goes.
+func (f *flows) queues() []*flowQueue {
+	f.scratch = f.scratch[:0]
+	f.each(func(fq *flowQueue) bool {
+		f.scratch = append(f.scratch, fq)
+		return true
+	})
+	return f.scratch
+}
+
+// The ring of a level: a circular list through prev and next.
+
+// insert puts fq at the back of the ring: just before cur.
+func (l *keyedLevel) insert(fq *flowQueue) {
+	l.members++
+	if l.cur == nil {
+		fq.prev, fq.next = fq, fq
+		l.cur = fq
+		return
+	}
+	fq.prev, fq.next = l.cur.prev, l.cur
+	l.cur.prev.next = fq
+	l.cur.prev = fq
+}
+
+// remove takes fq out of the ring; if it was cur, the next member is.
+func (l *keyedLevel) remove(fq *flowQueue) {
+	l.members--
+	if fq.next == fq {
+		l.cur = nil
+	} else {
+		fq.prev.next, fq.next.prev = fq.next, fq.prev
+		if l.cur == fq {
+			l.cur = fq.next
+		}
+	}
+	fq.prev, fq.next = nil, nil
+	fq.deficit, fq.turn = 0, false
+}
+
+// next passes the turn to the next member.
+func (l *keyedLevel) next() { l.cur = l.cur.next }
+
+func (s *spares) flow() *flow {
+	if n := len(s.flows); n > 0 {
+		fl := s.flows[n-1]
+		s.flows = s.flows[:n-1]
+		return fl
+	}
+	return new(flow)
+}
+
+func (s *spares) putFlow(fl *flow) {
+	*fl = flow{queues: fl.queues[:0]}
+	if len(s.flows) < maxSpares {
+		s.flows = append(s.flows, fl)
+	}
+}
+
+func (s *spares) queue() *flowQueue {
+	if n := len(s.queues); n > 0 {
+		fq := s.queues[n-1]
+		s.queues = s.queues[:n-1]
+		return fq
+	}
+	return new(flowQueue)
+}
+
+func (s *spares) putQueue(fq *flowQueue) {
+	fq.flow, fq.level, fq.deficit, fq.turn, fq.blocked = nil, nil, 0, false, false
+	if len(s.queues) < maxSpares {
+		s.queues = append(s.queues, fq)
+	}
+}
+
+func (s *spares) level() *keyedLevel {
+	if n := len(s.levels); n > 0 {
+		l := s.levels[n-1]
+		s.levels = s.levels[:n-1]
+		return l
+	}
+	return new(keyedLevel)
+}
+
+func (s *spares) putLevel(l *keyedLevel) {
+	*l = keyedLevel{}
+	if len(s.levels) < maxSpares {
+		s.levels = append(s.levels, l)
+	}
+}
+
+// abandonAll lets go of every keyed queue's entries through fn, and
+// forgets the levels; the flows go as their jobs are let go.
+func (f *flows) abandonAll(fn func(j *job)) {
+	for _, l := range f.levels {
+		for l.cur != nil {
+			l.remove(l.cur)
+		}
+	}
+	for _, fq := range f.queues() {
+		for fq.entries.Len() > 0 {
+			fn(f.popFront(fq).job)
+		}
+	}
+	f.levels, f.spare = nil, spares{}
+}
+
+// flowMailbox carries to dispatch what keyed jobs give back as the pool
+// lets go of them (see job.letGo): their flow, and the slots they held.
+// Workers post to it as they finish a keyed job for good; dispatch posts
+// to it too, as it drops one, so that every release takes one path.
+type flowMailbox struct {
+	n     atomic.Int64 // len(posts), readable without mu
+	mu    sync.Mutex
+	posts []flowRelease
+}
+
+// A flowRelease is one keyed job leaving the pool: its flow, and the slots
+// it held there.
+type flowRelease struct {
+	flow *flow
+	held int
+}
+
+func (m *flowMailbox) post(r flowRelease) {
+	m.mu.Lock()
+	m.posts = append(m.posts, r)
+	m.n.Add(1)
+	m.mu.Unlock()
+}
+
+// take returns what was posted, oldest first, and gives the mailbox the
+// other of bufs' two buffers, so that posting allocates nothing once
+// both have grown.
+func (m *flowMailbox) take(bufs *[2][]flowRelease) []flowRelease {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	posts := m.posts
+	bufs[0], bufs[1] = bufs[1][:0], posts
+	m.posts = bufs[0]
+	m.n.Store(0)
+	return posts
+}
