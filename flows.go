@@ -23,16 +23,16 @@ import (
 // key's limit leaves the ring, its entries counted in blocked, and joins it
 // again, at the back, when its key gives back slots.
 type flows struct {
-	p      *WorkerPool
-	limit  int                       // WithKeyLimit's n; 0: none
-	weight func(key string) int      // WithKeyWeights's w; nil: 1 each
-	byKey  map[string]*flow          // the keys with tasks waiting, scheduled or running
-	levels []*keyedLevel             // the levels with keyed tasks queued, lowest first
-	spare  spares                    // emptied flows, queues and levels kept for reuse
-	peak   int                       // the most keys byKey held since it was last made
-	mail   [2][]flowRelease          // the buffers flowMailbox hands over, swapped on each take
-	queued int                       // entries in keyed queues, settled ones included
-	scratch []*flowQueue             // queues' buffer
+	p       *WorkerPool
+	limit   int                  // WithKeyLimit's n; 0: none
+	weight  func(key string) int // WithKeyWeights's w; nil: 1 each
+	byKey   map[string]*flow     // the keys with tasks waiting, scheduled or running
+	levels  []*keyedLevel        // the levels with keyed tasks queued, lowest first
+	spare   spares               // emptied flows, queues and levels kept for reuse
+	peak    int                  // the most keys byKey held since it was last made
+	mail    [2][]flowRelease     // the buffers flowMailbox hands over, swapped on each take
+	queued  int                  // entries in keyed queues, settled ones included
+	scratch []*flowQueue         // queues' buffer
 	// blocked counts the entries of the queues passed over for their
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.

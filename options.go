@@ -24,10 +24,10 @@ type config struct {
 	bound        int                 // WithMaxWaiting's n; < 0: no bound, 0: a queue with no room
 	overflow     Overflow            // what a task meets when the queue is full, if bounded
 	deadLetter   func(task func(), reason error)
-	minWorkers   int           // WithMinWorkers: workers kept, capped at the size
-	aging        time.Duration // WithPriorityAging's d; 0: no aging
-	queueTimeout time.Duration // WithQueueTimeout's d; 0: no expiry
-	rate         rateLimit     // WithRateLimit's; rate.interval 0: no limit
+	minWorkers   int                  // WithMinWorkers: workers kept, capped at the size
+	aging        time.Duration        // WithPriorityAging's d; 0: no aging
+	queueTimeout time.Duration        // WithQueueTimeout's d; 0: no expiry
+	rate         rateLimit            // WithRateLimit's; rate.interval 0: no limit
 	keyLimit     int                  // WithKeyLimit's n; 0: no limit
 	keyWeight    func(key string) int // WithKeyWeights's w; nil: 1 each
 	name         string

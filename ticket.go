@@ -58,7 +58,7 @@ func (p *WorkerPool) newTicket() *ticket {
 func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
 		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight, t.due = nil, nil, nil, 0, 0, false, nil, false, 0, 0
-	t.key = ""
+		t.key = ""
 		p.tickets.Put(t)
 	}
 }
