@@ -187,10 +187,13 @@ func (d *dispatcher) await() bool {
 	}
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
 	if d.queue.wantsWake() || d.admission.wantsWake() || d.crew.wantsWake() || d.barriers.waiting() ||
-		d.timers.wantsWake() || d.retries.out() || !d.queue.flows.atRest() {
+		d.timers.wantsWake() || d.retries.out() || d.queue.flows.wantsWake() {
 		wake = d.p.wake
 	}
 	toWorker, w := d.offerFront()
+	if d.queue.flows.watch() {
+		return true // a key's release came: take it first (see advance)
+	}
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
@@ -209,6 +212,9 @@ func (d *dispatcher) await() bool {
 // pause ends.
 func (d *dispatcher) awaitPaused() bool {
 	toWorker, w := d.offerFront()
+	if d.queue.flows.watch() {
+		return true // a key's release came: take it first (see advance)
+	}
 	select {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
@@ -538,6 +544,9 @@ func (d *dispatcher) drain() {
 		}
 		d.queue.publish()
 		toWorker, w := d.offerFront()
+		if d.queue.flows.watch() {
+			continue // a key's release came: take it first
+		}
 		select {
 		case toWorker <- w:
 			d.sentFront(w)

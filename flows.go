@@ -37,15 +37,32 @@ type flows struct {
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.
 	blocked int
+	// paused holds the queues whose front a pause holds (see
+	// waitQueue.mayLeave), taken out of their rings so that serving a
+	// ring under a pause costs no more than without one; they join their
+	// rings again as the pause ends.
+	paused []*flowQueue
 }
 
-// A flow is one key's state while the key has tasks in the pool.
+// A flow is one key's state while the key has tasks in the pool. Dispatch
+// owns it, but for members.
 type flow struct {
-	key     string
-	weight  int          // its share, asked once as the key became active; at least 1
-	held    int          // slots its tasks hold: running, or waiting for a retry
-	members int          // its tasks the pool holds: waiting, scheduled, running or posted
-	queues  []*flowQueue // its queues with entries, one per level
+	key    string
+	weight int          // its share, asked once as the key became active; at least 1
+	held   int          // slots its tasks hold: running, or waiting for a retry (counted only under a limit)
+	queues []*flowQueue // its queues with entries, one per level
+	// members counts its tasks the pool holds: waiting, scheduled,
+	// running or posted for a retry. Dispatch adds them as it accepts
+	// them; whoever lets go of one takes it out (see job.letGo), so
+	// Status.Keys, which counts the flows whose members went from 0 to 1
+	// less those that went back to 0, is exact at every moment. Dispatch
+	// forgets a flow once the move to 0 reaches it through flowMail and
+	// members are still 0.
+	members atomic.Int32
+	// gen counts the times the flow was forgotten, so that a release
+	// posted for it before (see flowRelease) finds it changed and is
+	// ignored: the flow may serve another key by then.
+	gen uint32
 }
 
 // A flowQueue holds one key's waiting tasks of one priority level, in the
@@ -57,6 +74,7 @@ type flowQueue struct {
 	deficit int  // the slots of starts it may still take this round
 	turn    bool // it got its weight for its current visit
 	blocked bool // passed over for its key's limit: out of the ring
+	paused  int  // 1 + its index in flows.paused while a pause holds its front out of the ring; 0: not
 	// prev and next link it into its level's ring, while it is in it.
 	prev, next *flowQueue
 }
@@ -100,10 +118,38 @@ func (f *flows) init(p *WorkerPool) {
 	f.p, f.limit, f.weight = p, p.cfg.keyLimit, p.cfg.keyWeight
 }
 
-// atRest reports whether no key has tasks in the pool and no release is
-// posted: dispatch then need not wake for keys.
+// idleFlows is how many flows dispatch may leave in its map, their keys
+// done, while it sleeps: their releases wait in flowMail until it next
+// steps. With more keys active than that, it has releases wake it (see
+// wantsWake), so that an idle pool holds no more key state than that.
+const idleFlows = maxSpares
+
+// wantsWake reports whether dispatch must wake when a keyed job is let go:
+// a key's limit holds back queued tasks, which its slots given back may
+// let start, or more keys are active than it may leave to its next step
+// (see idleFlows).
+func (f *flows) wantsWake() bool {
+	return f.blocked > 0 || len(f.byKey) > idleFlows
+}
+
+// atRest reports whether dispatch need not wake for keys, and nothing is
+// posted for it.
 func (f *flows) atRest() bool {
-	return len(f.byKey) == 0 && f.p.flowMail.n.Load() == 0
+	return !f.wantsWake() && f.p.flowMail.n.Load() == 0
+}
+
+// watch makes whoever lets go of a keyed job wake dispatch, if it wants
+// that now (see wantsWake), or stops it; then it reports whether dispatch
+// must not block: something was posted already. Dispatch calls it just
+// before it blocks.
+func (f *flows) watch() (posted bool) {
+	on := f.wantsWake()
+	if f.p.wakeOnRelease.Load() != on {
+		f.p.wakeOnRelease.Store(on)
+	}
+	// Set wakeOnRelease before loading n, and posters add to n before
+	// loading wakeOnRelease: one of the two always sees the other.
+	return f.p.flowMail.n.Load() > 0
 }
 
 // joinIfKeyed joins j to its key's flow if it has a key (see join).
@@ -120,8 +166,10 @@ func (f *flows) join(j *job) {
 	if fl == nil {
 		fl = f.activate(j.opts.key)
 	}
-	fl.members++
-	j.opts.flow = fl
+	if fl.members.Add(1) == 1 {
+		f.p.counts.keys.Add(1)
+	}
+	j.opts.flow, j.opts.flowGen = fl, fl.gen
 }
 
 // activate makes the flow of a key that becomes active, asking its weight.
@@ -133,7 +181,6 @@ func (f *flows) activate(key string) *flow {
 	fl.key, fl.weight = key, f.weightOf(key)
 	f.byKey[key] = fl
 	f.peak = max(f.peak, len(f.byKey))
-	f.p.counts.keys.Store(int64(len(f.byKey)))
 	return fl
 }
 
@@ -150,35 +197,48 @@ func (f *flows) weightOf(key string) (w int) {
 	return max(f.weight(key), 1)
 }
 
-// takeMail takes what workers (and dispatch itself) gave back for keyed
-// jobs the pool let go of: a flow with no member left is forgotten; one
-// that gave back slots may start again.
+// takeMail takes what was posted for keyed jobs the pool let go of (see
+// job.letGo): a flow that gave back slots may start again; one whose
+// members went to 0, and still are, is forgotten. A release for a flow
+// forgotten since is ignored.
 func (f *flows) takeMail() {
 	for _, r := range f.p.flowMail.take(&f.mail) {
 		fl := r.flow
+		if fl.gen != r.gen {
+			continue
+		}
 		fl.held -= r.held
-		if fl.members--; fl.members == 0 {
+		switch {
+		case r.last && fl.members.Load() == 0:
 			f.forget(fl)
-		} else if r.held > 0 {
+		case r.held > 0:
 			f.unblock(fl)
 		}
+	}
+}
+
+// takeMailIfAny takes what was posted, if anything was, so that a
+// decision about a key reads its slots as they are.
+func (f *flows) takeMailIfAny() {
+	if f.p.flowMail.n.Load() > 0 {
+		f.takeMail()
 	}
 }
 
 // forget drops a flow with no tasks left in the pool.
 func (f *flows) forget(fl *flow) {
 	delete(f.byKey, fl.key)
-	f.p.counts.keys.Store(int64(len(f.byKey)))
 	if len(f.byKey) == 0 && f.peak > mapResetPeak {
 		f.byKey, f.peak = nil, 0
 	}
+	fl.gen++
 	f.spare.putFlow(fl)
 }
 
 // holdSlots counts the slots a keyed task takes as a worker takes it,
-// unless it holds them already (a retry).
+// under a limit, unless it holds them already (a retry).
 func (f *flows) holdSlots(out jobOut) {
-	if out.flow != nil && !out.keyHeld {
+	if out.flow != nil && f.limit > 0 && !out.keyHeld {
 		out.flow.held += out.weight
 	}
 }
@@ -197,12 +257,14 @@ func (f *flows) mayStart(fq *flowQueue) bool {
 // limit lets it start (a retry that holds its slots goes before the
 // tasks of its key that wait).
 func (f *flows) mayStartAtOnce(j *job) bool {
+	f.takeMailIfAny()
 	return j.opts.keyHeld || f.free(j.opts.flow, j.opts.weight)
 }
 
 // mayStartKeyAtOnce is mayStartAtOnce for a task of key and weight not
 // accepted yet (a ticket's).
 func (f *flows) mayStartKeyAtOnce(key string, weight int) bool {
+	f.takeMailIfAny()
 	fl := f.byKey[key]
 	return fl == nil || f.free(fl, weight)
 }
@@ -228,7 +290,7 @@ func (f *flows) push(j *job, e flowEntry) {
 	if fq.blocked {
 		f.blocked++
 	}
-	if fq.prev == nil && (!fq.blocked || j.opts.keyHeld) {
+	if fq.prev == nil && fq.paused == 0 && (!fq.blocked || j.opts.keyHeld) {
 		f.enterRing(fq) // new, or a retry that holds its key's slots now heads it
 	}
 }
@@ -287,6 +349,35 @@ func (f *flows) block(fq *flowQueue) {
 	f.blocked += fq.entries.Len()
 }
 
+// pause takes fq, whose front a pause holds, out of the ring until the
+// pause ends (see unpause).
+func (f *flows) pause(fq *flowQueue) {
+	fq.level.remove(fq)
+	f.paused = append(f.paused, fq)
+	fq.paused = len(f.paused)
+}
+
+// unpause puts the queues a pause held back in their rings, as the active
+// pause ends.
+func (f *flows) unpause() {
+	for i, fq := range f.paused {
+		fq.paused = 0
+		f.enterRing(fq)
+		f.paused[i] = nil
+	}
+	f.paused = f.paused[:0]
+}
+
+// unpaused takes fq, which emptied, out of the queues a pause holds.
+func (f *flows) unpaused(fq *flowQueue) {
+	i, last := fq.paused-1, len(f.paused)-1
+	f.paused[i] = f.paused[last]
+	f.paused[i].paused = i + 1
+	f.paused[last] = nil
+	f.paused = f.paused[:last]
+	fq.paused = 0
+}
+
 // unblock puts back in their rings the queues of fl that its key's limit
 // held back, now that it gave back slots.
 func (f *flows) unblock(fl *flow) {
@@ -302,9 +393,9 @@ func (f *flows) unblock(fl *flow) {
 // comes, gets its weight in credit, and keeps the turn while its front
 // costs (weighs) no more than its credit. On its way it drops the settled
 // and expired fronts of keyed queues (tidy), takes out of the ring the
-// queues that emptied or that their key's limit holds back, and passes
-// over, with no credit, the stand-in while unkeyedCost is 0 (no task
-// without a key may leave), and the members a pause (hold) holds.
+// queues that emptied, that their key's limit holds back, or whose front
+// a pause (hold) holds, and passes over, with no credit, the stand-in
+// while unkeyedCost is 0 (no task without a key may leave).
 func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, hold *pauseRequest) *flowQueue {
 	for passed := 0; l.cur != nil; {
 		fq, cost := l.cur, unkeyedCost
@@ -321,9 +412,7 @@ func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, ho
 			f.block(fq)
 			continue
 		case fq.flow != nil && !q.mayLeave(keyed(fq), hold):
-			if f.pass(l, &passed) {
-				return nil
-			}
+			f.pause(fq)
 			continue
 		case fq.flow != nil:
 			cost = fq.entries.Front().job.weight()
@@ -379,6 +468,9 @@ func (f *flows) drop(fq *flowQueue) {
 	l, fl := fq.level, fq.flow
 	if fq.prev != nil {
 		l.remove(fq)
+	}
+	if fq.paused != 0 {
+		f.unpaused(fq)
 	}
 	i := slices.Index(fl.queues, fq)
 	fl.queues = slices.Delete(fl.queues, i, i+1)
@@ -457,7 +549,7 @@ func (s *spares) flow() *flow {
 }
 
 func (s *spares) putFlow(fl *flow) {
-	*fl = flow{queues: fl.queues[:0]}
+	fl.key, fl.weight, fl.held = "", 0, 0
 	if len(s.flows) < maxSpares {
 		s.flows = append(s.flows, fl)
 	}
@@ -508,7 +600,7 @@ func (f *flows) abandonAll(fn func(j *job)) {
 			fn(f.popFront(fq).job)
 		}
 	}
-	f.levels, f.spare = nil, spares{}
+	f.levels, f.spare, f.paused = nil, spares{}, nil
 }
 
 // flowMailbox carries to dispatch what keyed jobs give back as the pool
@@ -521,11 +613,14 @@ type flowMailbox struct {
 	posts []flowRelease
 }
 
-// A flowRelease is one keyed job leaving the pool: its flow, and the slots
-// it held there.
+// A flowRelease is one keyed job leaving the pool: its flow as of gen
+// (see flow.gen), the slots it held there, and whether it was the flow's
+// last member.
 type flowRelease struct {
 	flow *flow
+	gen  uint32
 	held int
+	last bool
 }
 
 func (m *flowMailbox) post(r flowRelease) {

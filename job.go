@@ -98,6 +98,7 @@ type jobOptions struct {
 	// kept while it waits for a retry. Both go as the pool lets go of the
 	// job (see letGo).
 	flow    *flow
+	flowGen uint32 // flow.gen as dispatch gave the job its flow
 	keyHeld bool
 }
 
@@ -365,16 +366,33 @@ func (j *job) tellLost(why error) {
 // and the worker that ran or skipped it does it as it is done. It tells
 // the owner, which may then reuse the job.
 func (j *job) letGo() {
-	if fl := j.flow(); fl != nil {
-		held := 0
-		if j.opts.keyHeld {
-			held = j.opts.weight
-		}
-		j.opts.flow, j.opts.keyHeld = nil, false
-		j.pool.flowMail.post(flowRelease{flow: fl, held: held})
-		j.pool.wakeDispatch()
+	if j.flow() != nil {
+		j.leaveFlow()
 	}
 	j.owner.released()
+}
+
+// leaveFlow takes the job out of its key's flow as the pool lets go of
+// it: it counts the key out of Status.Keys if the job was its last task,
+// and posts to dispatch what dispatch must learn: the slots it held, under
+// a limit, and whether it was the last (see flows.takeMail).
+func (j *job) leaveFlow() {
+	p, o := j.pool, j.opts
+	r := flowRelease{flow: o.flow, gen: o.flowGen}
+	if o.keyHeld && p.cfg.keyLimit > 0 {
+		r.held = o.weight
+	}
+	o.flow, o.keyHeld = nil, false
+	if r.flow.members.Add(-1) == 0 {
+		p.counts.keys.Add(-1)
+		r.last = true
+	}
+	if r.held > 0 || r.last {
+		p.flowMail.post(r)
+		if p.wakeOnRelease.Load() {
+			p.wakeDispatch()
+		}
+	}
 }
 
 // givePlaceOf gives back the place j held in the bound, if it held one

@@ -92,6 +92,7 @@ func (b *barriers) advancePauses(d *dispatcher) (ended bool) {
 		}
 		b.pauses[0] = nil
 		b.pauses = b.pauses[1:]
+		d.queue.flows.unpause() // the next pause's barrier, if any, is later
 	}
 	b.endPauses(d)
 	return true
@@ -131,6 +132,7 @@ func (b *barriers) answerIdleWaiters(err error) {
 // endPauses ends every pause: the queue is no longer held.
 func (b *barriers) endPauses(d *dispatcher) {
 	b.pauses = nil
+	d.queue.flows.unpause()
 	d.crew.watch(d.returnsWanted())
 	b.p.counts.paused.Store(false)
 }

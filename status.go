@@ -194,6 +194,7 @@ func (p *WorkerPool) Status() Status {
 		Busy:       int(min(max(busy, 0), int64(workers))),
 		Waiting:    waiting,
 		Scheduled:  scheduled,
+		Keys:       int(max(p.counts.keys.Load(), 0)),
 		Submitted:  uint64(submitted),
 		Completed:  completed,
 		Panicked:   min(p.counts.panicked.Load(), completed), // counted after Completed and read after it: see WorkerPool.returned

@@ -867,8 +867,8 @@ func BenchmarkCallWait(b *testing.B) {
 
 // BenchmarkGoOptions is the Task round trip, Go then Wait, on an idle pool
 // of 4, without options ("none") and with Priority(1) ("priority"). Go
-// without options allocates its Task alone (at most 160 B); an option adds
-// at most one allocation, the task's option state: compare allocs/op and
+// without options allocates its Task alone (at most 160 B); with an option
+// the Task and its option state are one allocation: compare allocs/op and
 // B/op of the two.
 func BenchmarkGoOptions(b *testing.B) {
 	p := New(4)

@@ -37,8 +37,9 @@ type WorkerPool struct {
 	// wakeDispatch). Buffered (1), never closed; dispatch re-checks what
 	// it waits for after every wake-up, so one pending token serves any
 	// number of signals.
-	wake         chan struct{}
-	wakeOnReturn atomic.Bool
+	wake          chan struct{}
+	wakeOnReturn  atomic.Bool
+	wakeOnRelease atomic.Bool // a keyed job let go of wakes dispatch (see flows.watch)
 
 	stopOnce     sync.Once
 	stopping     chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
