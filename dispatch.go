@@ -136,9 +136,13 @@ func (d *dispatcher) step() bool {
 }
 
 // advance does what a step may have made possible for those who wait on
-// dispatch: submitters parked for room, Pause and WaitIdle callers, retries
-// on their way back, and the timer.
+// dispatch: the keys whose tasks gave back slots or ended, submitters
+// parked for room, Pause and WaitIdle callers, retries on their way back,
+// and the timer.
 func (d *dispatcher) advance() {
+	if d.p.flowMail.n.Load() > 0 { // first: a WaitIdle answered below finds no key left
+		d.queue.flows.takeMail()
+	}
 	if d.admission.parked.Len() > 0 {
 		d.admission.admitParked(d)
 	}
@@ -149,9 +153,6 @@ func (d *dispatcher) advance() {
 	}
 	if d.retries.posted() {
 		d.retries.take(d)
-	}
-	if d.p.flowMail.n.Load() > 0 {
-		d.queue.flows.takeMail()
 	}
 	if d.timers.armed {
 		d.timers.poll(d)

@@ -215,6 +215,7 @@ func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	assert.Equal(t, 0, s.Busy, "busy")
 	assert.Equal(t, 0, s.Waiting, "waiting")
 	assert.Equal(t, 0, s.Scheduled, "scheduled")
+	assert.Equal(t, 0, s.Keys, "keys")
 	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
 	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "submitted == completed + abandoned + canceled + dropped + expired")
 	assert.True(t, p.Stopped(), "Stopped")

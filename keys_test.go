@@ -2,10 +2,373 @@ package workerpool
 
 import (
 	"context"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
+
+// keyedLog records, on the bubble's clock, when each task of each key
+// started: "a0@2s".
+type keyedLog struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []string
+}
+
+func newKeyedLog() *keyedLog { return &keyedLog{t0: time.Now()} }
+
+// fn returns a task named name that records its start and runs for d.
+func (l *keyedLog) fn(name string, d time.Duration) func(context.Context) error {
+	return func(context.Context) error {
+		l.record(name)
+		time.Sleep(d)
+		return nil
+	}
+}
+
+func (l *keyedLog) record(name string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.starts = append(l.starts, name+"@"+time.Since(l.t0).String())
+}
+
+func (l *keyedLog) got() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.starts...)
+}
+
+// startsOf is the starts in got whose name begins with prefix.
+func startsOf(got []string, prefix string) []string {
+	var out []string
+	for _, s := range got {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func TestKeyLimitOneRunsEachKeyInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(1))
+		l := newKeyedLog()
+		ctx := context.Background()
+		var tasks []*Task
+		for i := range 4 {
+			for _, k := range []string{"a", "b", "c"} {
+				tasks = append(tasks, p.Go(ctx, l.fn(k+strconv.Itoa(i), time.Second), Key(k)))
+			}
+		}
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Keys, "keys")
+		assert.Equal(t, 3, s.Busy, "one task per key runs; the fourth worker has nothing it may start")
+		assert.Equal(t, 9, s.Waiting, "held back by their keys' limit")
+		for _, task := range tasks {
+			require.NoError(t, task.Wait())
+		}
+		for _, k := range []string{"a", "b", "c"} {
+			assert.Equal(t, []string{k + "0@0s", k + "1@1s", k + "2@2s", k + "3@3s"}, startsOf(l.got(), k), "key %s: one at a time, in order", k)
+		}
+		p.StopWait()
+		requireStoppedClean(t, p)
+	})
+}
+
+func TestKeysWithoutLimitRunAtOnce(t *testing.T) {
+	for _, limit := range []int{0, -5} {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(4, WithKeyLimit(limit))
+			defer p.StopWait()
+			l := newKeyedLog()
+			for i := range 4 {
+				p.Go(context.Background(), l.fn("a"+strconv.Itoa(i), time.Second), Key("a"))
+			}
+			synctest.Wait()
+			assert.ElementsMatch(t, []string{"a0@0s", "a1@0s", "a2@0s", "a3@0s"}, l.got(), "WithKeyLimit(%d): no limit", limit)
+			assert.Equal(t, 1, p.Status().Keys)
+		})
+	}
+}
+
+// A tenant with a backlog delays another tenant's new task by one round
+// of the keys with tasks waiting, not by the backlog.
+func TestFairShareFloodingKeyDelaysANewKeyByOneRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		l := newKeyedLog()
+		ctx := context.Background()
+		p.Go(ctx, l.fn("blocker", time.Second))
+		for i := range 1000 {
+			p.Go(ctx, l.fn("flood"+strconv.Itoa(i), time.Second), Key("flood"))
+		}
+		time.Sleep(500 * time.Millisecond)
+		trickle := p.Go(ctx, l.fn("trickle", time.Second), Key("trickle"))
+		require.NoError(t, trickle.Wait())
+		assert.Equal(t, []string{"blocker@0s", "flood0@1s", "trickle@2s"}, l.got()[:3])
+	})
+}
+
+// sequence runs n zero-time tasks of each key (in keys' order) on a pool of
+// one worker, queued behind a task that holds it, and returns the keys in
+// the order their tasks started.
+func sequence(t *testing.T, p *WorkerPool, n int, keys ...string) string {
+	t.Helper()
+	var mu sync.Mutex
+	var got strings.Builder
+	g := blockOneWorker(t, p)
+	for _, k := range keys {
+		for range n {
+			p.Do(func() {
+				mu.Lock()
+				got.WriteString(k)
+				mu.Unlock()
+			}, Key(k))
+		}
+	}
+	g.open()
+	require.NoError(t, p.WaitIdle(context.Background()))
+	mu.Lock()
+	defer mu.Unlock()
+	return got.String()
+}
+
+func TestKeyWeightsShareStartsThreeToOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		weights := map[string]int{"a": 3, "b": 1}
+		p := New(1, WithKeyWeights(func(k string) int { return weights[k] }))
+		defer p.StopWait()
+		got := sequence(t, p, 40, "a", "b")
+		assert.Equal(t, strings.Repeat("aaab", 13)+"ab"+strings.Repeat("b", 26), got)
+	})
+}
+
+func TestKeysShareEquallyByDefault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyWeights(nil))
+		defer p.StopWait()
+		assert.Equal(t, strings.Repeat("abc", 5), sequence(t, p, 5, "a", "b", "c"))
+	})
+}
+
+// The tasks without a key share as one more key of weight 1.
+func TestTasksWithoutKeyShareAsOneKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.StopWait()
+		var mu sync.Mutex
+		var got strings.Builder
+		rec := func(s string) func() {
+			return func() { mu.Lock(); got.WriteString(s); mu.Unlock() }
+		}
+		g := blockOneWorker(t, p)
+		for range 3 {
+			p.Submit(rec("u"))
+		}
+		for range 3 {
+			p.Do(rec("a"), Key("a"))
+		}
+		g.open()
+		require.NoError(t, p.WaitIdle(context.Background()))
+		assert.Equal(t, "uauaua", got.String())
+	})
+}
+
+func TestKeyWeightBelowOneOrPanickingMeansOne(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var asked atomic.Int32
+		var handled []any
+		var mu sync.Mutex
+		p := New(1,
+			WithPanicHandler(func(r any) { mu.Lock(); handled = append(handled, r); mu.Unlock() }),
+			WithKeyWeights(func(k string) int {
+				asked.Add(1)
+				switch k {
+				case "zero":
+					return 0
+				case "neg":
+					return -3
+				}
+				panic("weight of " + k)
+			}))
+		defer p.StopWait()
+		assert.Equal(t, strings.Repeat("zn", 4), strings.NewReplacer("zero", "z", "neg", "n").Replace(sequence(t, p, 4, "zero", "neg")))
+		assert.Equal(t, int32(2), asked.Load(), "asked once per key as it became active")
+		assert.Equal(t, "ababab", sequence(t, p, 3, "a", "b"), "panicking weight funcs mean 1")
+		mu.Lock()
+		assert.Equal(t, []any{"weight of a", "weight of b"}, handled)
+		mu.Unlock()
+		sequence(t, p, 1, "zero")
+		assert.Equal(t, int32(5), asked.Load(), "asked again as the key became active again")
+	})
+}
+
+// A heavy task that the fair order picks waits for free slots, and the
+// lighter tasks of other keys do not overtake it.
+func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.StopWait()
+		l := newKeyedLog()
+		ctx := context.Background()
+		p.Go(ctx, l.fn("blocker", time.Second))
+		p.Go(ctx, l.fn("heavy", time.Second), Key("a"), Weight(2))
+		for i := range 3 {
+			p.Go(ctx, l.fn("b"+strconv.Itoa(i), 3*time.Second), Key("b"))
+		}
+		require.NoError(t, p.WaitIdle(ctx))
+		// The fair order picked the heavy task before b0 came: though one
+		// slot is free from 0s, b0 does not overtake it.
+		got := l.got()
+		require.Len(t, got, 5)
+		assert.Equal(t, []string{"blocker@0s", "heavy@1s"}, got[:2])
+		assert.ElementsMatch(t, []string{"b0@2s", "b1@2s"}, got[2:4])
+		assert.Equal(t, "b2@5s", got[4])
+	})
+}
+
+// Priority levels come before fairness.
+func TestKeysPriorityBeforeFairness(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.StopWait()
+		var mu sync.Mutex
+		var got []string
+		g := blockOneWorker(t, p)
+		for i := range 3 {
+			for _, k := range []string{"a", "b"} {
+				name := k + strconv.Itoa(i)
+				prio := 0
+				if k == "b" {
+					prio = 1
+				}
+				p.Do(func() { mu.Lock(); got = append(got, name); mu.Unlock() }, Key(k), Priority(prio))
+			}
+		}
+		g.open()
+		require.NoError(t, p.WaitIdle(context.Background()))
+		assert.Equal(t, []string{"b0", "b1", "b2", "a0", "a1", "a2"}, got)
+	})
+}
+
+func TestStatusKeysCountsWaitingScheduledAndRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1))
+		ctx := context.Background()
+		gate := newGate()
+		run := fnOf(gate.wait)
+		a1 := p.Go(ctx, run, Key("a"))
+		a2 := p.Go(ctx, run, Key("a"))
+		b := p.Go(ctx, run, Key("b"), Delay(10*time.Second))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 2, s.Keys, "a (running and waiting), b (scheduled)")
+		assert.Equal(t, 1, s.Busy)
+		assert.Equal(t, 1, s.Waiting)
+		assert.Equal(t, 1, s.Scheduled)
+		gate.open()
+		require.NoError(t, a1.Wait())
+		require.NoError(t, a2.Wait())
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Keys, "b, scheduled")
+		require.NoError(t, b.Wait())
+		synctest.Wait()
+		assert.Equal(t, 0, p.Status().Keys)
+		p.StopWait()
+		requireStoppedClean(t, p)
+	})
+}
+
+// Every call that takes a TaskOption takes Key: its tasks share their
+// key's queue and limit, and the hooks see the key.
+func TestKeyOnEveryCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var keys []string
+		p := New(2, WithKeyLimit(1), WithHooks(Hooks{TaskStarted: func(ctx context.Context, ti TaskInfo) context.Context {
+			mu.Lock()
+			keys = append(keys, ti.Key+":"+ti.Label)
+			mu.Unlock()
+			return ctx
+		}}))
+		defer p.StopWait()
+		ctx := context.Background()
+		k := Key("account-7")
+		hold := newGate()
+		p.Go(ctx, fnOf(hold.wait), k, Label("first"))
+		p.Go(ctx, noopFn, k, Label("Go"))
+		Call(ctx, p, func(context.Context) (int, error) { return 1, nil }, k, Label("Call"))
+		g := p.Group(ctx)
+		g.Go(noopFn, k, Label("Group.Go"))
+		p.Do(func() {}, k, Label("Do"))
+		require.NoError(t, p.DoContext(ctx, func() {}, k, Label("DoContext")))
+		done := make(chan error)
+		go func() { done <- p.DoWait(func() {}, k, Label("DoWait")) }()
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Busy, "the key's first task holds its only slot; the others wait")
+		assert.Equal(t, 6, p.Status().Waiting)
+		hold.open()
+		require.NoError(t, <-done)
+		require.NoError(t, g.Wait())
+		mu.Lock()
+		defer mu.Unlock()
+		want := []string{"first", "Go", "Call", "Group.Go", "Do", "DoContext", "DoWait"}
+		for i := range want {
+			want[i] = "account-7:" + want[i]
+		}
+		assert.Equal(t, want, keys, "one at a time, in order, each seen with its key")
+	})
+}
+
+// A key's state lives only while it has tasks in the pool: a pool that saw
+// many distinct keys holds no more memory than one that saw ten.
+func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
+	keys, batch := 400_000, 20_000
+	if testing.Short() || raceDetectorOn {
+		keys, batch = 40_000, 4_000
+	}
+	heap := func(p *WorkerPool) uint64 {
+		require.NoError(t, p.WaitIdle(context.Background()))
+		require.NoError(t, p.WaitIdle(context.Background())) // the second passes after dispatch took every release
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	run := func(p *WorkerPool, n, batch int) {
+		gate := newGate()
+		for i := 0; i < n; {
+			for range min(batch, n-i) {
+				gate := gate
+				p.Do(gate.wait, Key("key-"+strconv.Itoa(i)), Label("x"))
+				i++
+			}
+			gate.open()
+			require.NoError(t, p.WaitIdle(context.Background()))
+			gate = newGate()
+		}
+	}
+	p := New(4, WithKeyLimit(1))
+	defer p.Stop()
+	run(p, 10, 10)
+	afterTen := heap(p)
+	run(p, keys, batch)
+	afterMany := heap(p)
+	assert.Equal(t, 0, p.Status().Keys)
+	t.Logf("heap after 10 distinct keys: %d B; after %d more: %d B", afterTen, keys, afterMany)
+	assert.Less(t, int64(afterMany)-int64(afterTen), int64(256<<10), "the pool holds no more after %d keys than after ten, but for bounded spares", keys)
+}
 
 // BenchmarkGoKey is the Task round trip, Go then Wait, on an idle pool of
 // 4, without a key ("none") and with one ("key"): a key costs its flow's
