@@ -24,7 +24,7 @@
 // the task at the back of the waiting queue; while that queue is not empty,
 // workers are fed from its front. So:
 //   - tasks start in submission order (FIFO), within a priority level (see
-//     Scheduling; plain tasks are all of level 0);
+//     Scheduling; plain tasks are all of level 0) and a key (see Keys);
 //   - concurrency never exceeds [WorkerPool.Size], and reaches it whenever
 //     enough tasks wait;
 //   - the dispatcher alone owns the queue and the worker count: the submit
@@ -228,6 +228,50 @@
 // whose run failed and waits for a retry is such a task: Pause may return
 // before its next run, which the pause then holds. WaitIdle
 // waits until no task is scheduled either.
+//
+// Keys. [Key](k) makes a task belong to key k (an account, a tenant, a
+// document); the tasks without a key share as one more key of weight 1.
+// Within a key, the tasks of one priority level start in the order they
+// became ready (accepted, or due for Delay, At and retries). Among the
+// tasks of one level that may start, the dispatcher serves the keys by
+// deficit round robin, counting slots (a Weight(3) task uses 3): a round
+// gives each key with tasks waiting its weight in starts
+// ([WithKeyWeights], 1 by default), a key with no task waiting keeps no
+// credit, so a key of weight w gets w times the share of a key of weight
+// 1 while both have tasks waiting, and a key with a backlog of 100,000
+// tasks delays another key's new task by at most one round of the keys
+// with tasks waiting, not by the backlog. Picking the next key costs the
+// same whatever the number of keys. Priority levels come first: fairness
+// orders the tasks of one level. With no keyed task in the pool, the
+// order is exactly that of a pool without keys.
+//
+// Under [WithKeyLimit](n), at most n slots of one key's tasks are out with
+// workers at once: a task whose key holds n waits in the queue holding no
+// worker, and the tasks of other keys and those without a key go past it
+// (a task that can start at once needs no room under a bound). With n = 1
+// the tasks of each key run one at a time, in order. A task heavier than n
+// starts once its key holds no slot, and then holds its weight. A task
+// waiting for a retry keeps its key's slots, and when due goes before the
+// key's waiting tasks, so the next task of its key starts only after it
+// ended for good; a delayed task holds nothing until due. A heavy task
+// that the fair order picks waits for free slots as heavy tasks do, and
+// the lighter tasks of other keys do not overtake it. The held-back tasks
+// are waiting tasks in every respect: they count in Status.Waiting and in
+// the bound (DropOldest drops the oldest waiting task of the whole pool,
+// which may be one), they expire, Cancel and their ctx remove them at
+// once (the next task of the key may then start), a Pause holds them,
+// StopWait runs them in order and Stop abandons them. WaitIdle waits for
+// them.
+//
+// The pool keeps a key's state only while the key has tasks waiting,
+// scheduled or running (Status.Keys counts those keys): a pool that has
+// seen millions of distinct keys holds no more memory than one that has
+// seen ten once they are done, up to the state of a few dozen keys kept
+// for reuse. A keyed task rides a carrier (Go and Call make their handle
+// and its options in one allocation; Do's carrier is reused), and on a key
+// that is already active it allocates nothing more. A Pause, expiry,
+// aging and DropOldest look at the front of every key's queue, so their
+// steps cost in proportion to the keys with tasks waiting.
 //
 // Bounds. Under [WithMaxWaiting], scheduled tasks count with the waiting
 // ones. Under Block and Reject they hold room as waiting tasks do (a
@@ -457,6 +501,9 @@
 //	At(t)                       a t that has passed (the zero time included) means no delay
 //	Weight(n)                   n < 1 means 1
 //	Priority(n)                 any int; 0 is the default
+//	Key("")                     no key; any other string, however long, is a key
+//	WithKeyLimit(n)             n < 1 means no limit
+//	WithKeyWeights(w)           nil means weight 1 each; w(k) < 1, or a w that panics, means 1
 //	Retry(nil)                  no retries
 //	Group.SetLimit(n)           n < 0 means no limit; 0 panics (it would never run a task)
 //
@@ -517,4 +564,9 @@
 //   - Under Block, a submit from inside a task waits for room that only a
 //     worker taking a queued task frees: when every worker does so at once,
 //     they wait forever. Use TrySubmit, or DoContext with a deadline, there.
+//   - Under WithKeyLimit(n), a task that waits (DoWait, a Task's Wait, a
+//     Group's Wait) for another task of its own key, while the tasks of
+//     its key running with it fill the limit, waits forever: the awaited
+//     task cannot start before the waiting one returns. With n = 1 that is
+//     any such wait.
 package workerpool
