@@ -205,10 +205,11 @@ func (a *admission) atRest() bool { return a.parked.Len() == 0 }
 func (a *admission) wantsWake() bool { return a.parked.Len() > 0 }
 
 // needsWorker reports whether parked tickets wait for what only a worker
-// coming free can give: nothing is queued, so no room frees as tasks leave
-// the queue (a bound of 0, say), and a single task may start without room.
+// coming free can give: nothing is queued but tasks their keys' limits
+// hold back, so no room frees as tasks leave the queue (a bound of 0, say),
+// and a single task may start without room.
 func (a *admission) needsWorker(q *waitQueue) bool {
-	return a.parked.Len() > 0 && q.len() == 0
+	return a.parked.Len() > 0 && q.len() == q.flows.blocked
 }
 
 // accept takes a ticket. One that needs no room is admitted at once. One
