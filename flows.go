@@ -126,16 +126,17 @@ const idleFlows = maxSpares
 
 // wantsWake reports whether dispatch must wake when a keyed job is let go:
 // a key's limit holds back queued tasks, which its slots given back may
-// let start, or more keys are active than it may leave to its next step
-// (see idleFlows).
+// let start; more keys are active than it may leave to its next step (see
+// idleFlows); or the map grew enough to be made anew once empty (see
+// mapResetPeak).
 func (f *flows) wantsWake() bool {
-	return f.blocked > 0 || len(f.byKey) > idleFlows
+	return f.blocked > 0 || len(f.byKey) > idleFlows || f.peak > mapResetPeak
 }
 
-// atRest reports whether dispatch need not wake for keys, and nothing is
-// posted for it.
+// atRest reports whether dispatch need not wake for keys: it may sleep
+// on taskQueue alone, leaving what was posted to its next step.
 func (f *flows) atRest() bool {
-	return !f.wantsWake() && f.p.flowMail.n.Load() == 0
+	return !f.wantsWake()
 }
 
 // watch makes whoever lets go of a keyed job wake dispatch, if it wants
