@@ -70,6 +70,8 @@
 //	task                      string   the task's Label as given, "" if none (the metrics say none, and other past the cap)
 //	workerpool.task.attempt   int      1, then 2, ... under Retry
 //	workerpool.task.priority  int      the task's Priority
+//	workerpool.task.key       string   the task's Key, on the spans of keyed tasks only (a key is an
+//	                                   id: it is never a metric attribute)
 //	workerpool.task.wait      float64  the run's wait in seconds: from acceptance, or from when it
 //	                                   became due (Delay, At, a retry), to the start of the run
 //

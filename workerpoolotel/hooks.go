@@ -129,6 +129,7 @@ const (
 	spanAttemptKey  = "workerpool.task.attempt"  // 1, then 2, ... under Retry (int)
 	spanPriorityKey = "workerpool.task.priority" // the task's priority (int)
 	spanWaitKey     = "workerpool.task.wait"     // the run's wait, in seconds (float64)
+	spanKeyKey      = "workerpool.task.key"      // the task's Key, on the spans of keyed tasks only (string)
 )
 
 // defaultSpanName names the spans of tasks without a label.
@@ -146,11 +147,12 @@ type run struct {
 }
 
 // A recordingRun is the run of a span that records, made in one
-// allocation with the span's attributes: 376 bytes, which Go's allocator
-// rounds up to its size class of 384.
+// allocation with the span's attributes (the key's only for a keyed
+// task): 440 bytes, which Go's allocator rounds up to its size class of
+// 448.
 type recordingRun struct {
 	run
-	attrs [5]attribute.KeyValue
+	attrs [6]attribute.KeyValue
 }
 
 // Value is r.Context's, but for the key r.hooks, whose value is r: how
@@ -193,10 +195,15 @@ func (h *hooks) taskStarted(ctx context.Context, t workerpool.TaskInfo) context.
 			attribute.Int(spanAttemptKey, t.Attempt),
 			attribute.Int(spanPriorityKey, t.Priority),
 			attribute.Float64(spanWaitKey, wait),
+			attribute.String(spanKeyKey, t.Key),
 		}}
+		n := len(rr.attrs)
+		if t.Key == "" {
+			n-- // no key: no key attribute
+		}
 		// Set once the span has started, not given to Start: the SDK
 		// then copies them once, not twice.
-		span.SetAttributes(rr.attrs[:]...)
+		span.SetAttributes(rr.attrs[:n]...)
 		r = &rr.run
 	} else {
 		r = new(run) // no attributes to keep

@@ -210,3 +210,29 @@ func TestSpansNoneForTasksThatNeverRun(t *testing.T) {
 		assert.Equal(t, defaultSpanName, rec.Ended()[0].Name(), "the one span: the task that ran")
 	})
 }
+
+// TestSpanOfAKeyedTaskCarriesItsKey: a keyed task's span carries its key,
+// on every call that takes one; the span of a task without a key has no
+// key attribute.
+func TestSpanOfAKeyedTaskCarriesItsKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tp, rec := newRecorded(t)
+		p := workerpool.New(1, workerpool.WithName("keys"), workerpool.WithHooks(newTraced(t, tp)))
+		defer p.Stop()
+		t0 := time.Now()
+		key := workerpool.Key("account-7")
+		require.NoError(t, p.Go(t.Context(), func(context.Context) error { return nil }, key, workerpool.Label("go")).Wait(), "Go")
+		require.NoError(t, p.DoWait(func() {}, key, workerpool.Label("dowait")), "DoWait")
+		require.NoError(t, p.DoWait(func() {}, workerpool.Label("none")), "DoWait without a key")
+		keyed := func(label string) map[attribute.Key]any {
+			a := attrs("keys", label, 1, 0, 0)
+			a["workerpool.task.key"] = "account-7"
+			return a
+		}
+		assert.Equal(t, []span{
+			{Name: "go", Attributes: keyed("go")},
+			{Name: "dowait", Attributes: keyed("dowait")},
+			{Name: "none", Attributes: attrs("keys", "none", 1, 0, 0)},
+		}, spansOf(t, rec, t0, ""))
+	})
+}
