@@ -541,50 +541,48 @@ func (l *keyedLevel) remove(fq *flowQueue) {
 func (l *keyedLevel) next() { l.cur = l.cur.next }
 
 func (s *spares) flow() *flow {
-	if n := len(s.flows); n > 0 {
-		fl := s.flows[n-1]
-		s.flows = s.flows[:n-1]
-		return fl
-	}
-	return new(flow)
+	return takeSpare(&s.flows)
 }
 
 func (s *spares) putFlow(fl *flow) {
 	fl.key, fl.weight, fl.held = "", 0, 0
-	if len(s.flows) < maxSpares {
-		s.flows = append(s.flows, fl)
-	}
+	keepSpare(&s.flows, fl)
 }
 
 func (s *spares) queue() *flowQueue {
-	if n := len(s.queues); n > 0 {
-		fq := s.queues[n-1]
-		s.queues = s.queues[:n-1]
-		return fq
-	}
-	return new(flowQueue)
+	return takeSpare(&s.queues)
 }
 
 func (s *spares) putQueue(fq *flowQueue) {
 	fq.flow, fq.level, fq.deficit, fq.turn, fq.blocked = nil, nil, 0, false, false
-	if len(s.queues) < maxSpares {
-		s.queues = append(s.queues, fq)
-	}
+	keepSpare(&s.queues, fq)
 }
 
 func (s *spares) level() *keyedLevel {
-	if n := len(s.levels); n > 0 {
-		l := s.levels[n-1]
-		s.levels = s.levels[:n-1]
-		return l
-	}
-	return new(keyedLevel)
+	return takeSpare(&s.levels)
 }
 
 func (s *spares) putLevel(l *keyedLevel) {
 	*l = keyedLevel{}
-	if len(s.levels) < maxSpares {
-		s.levels = append(s.levels, l)
+	keepSpare(&s.levels, l)
+}
+
+// takeSpare takes a spare from list, or makes a new one if it is empty.
+func takeSpare[T any](list *[]*T) *T {
+	n := len(*list)
+	if n == 0 {
+		return new(T)
+	}
+	v := (*list)[n-1]
+	(*list)[n-1] = nil
+	*list = (*list)[:n-1]
+	return v
+}
+
+// keepSpare keeps v in list for reuse, unless it holds maxSpares already.
+func keepSpare[T any](list *[]*T, v *T) {
+	if len(*list) < maxSpares {
+		*list = append(*list, v)
 	}
 }
 

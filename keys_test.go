@@ -370,29 +370,6 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 	assert.Less(t, int64(afterMany)-int64(afterTen), int64(256<<10), "the pool holds no more after %d keys than after ten, but for bounded spares", keys)
 }
 
-// BenchmarkGoKey is the Task round trip, Go then Wait, on an idle pool of
-// 4, without a key ("none") and with one ("key"): a key costs its flow's
-// bookkeeping in dispatch and no allocation (its state is reused as keys
-// come and go, and the handle and its options are one allocation).
-func BenchmarkGoKey(b *testing.B) {
-	p := New(4)
-	defer p.StopWait()
-	ctx := context.Background()
-	fn := func(context.Context) error { return nil }
-	b.Run("none", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = p.Go(ctx, fn).Wait()
-		}
-	})
-	b.Run("key", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			_ = p.Go(ctx, fn, Key("account-1")).Wait()
-		}
-	})
-}
-
 // BenchmarkKeysQueued queues keys × 100 no-op tasks per iteration on a
 // paused pool of 4 (key-major: the 100 tasks of one key, then the next
 // key's) and runs them all, so that dispatch picks every task's flow by

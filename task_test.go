@@ -866,10 +866,12 @@ func BenchmarkCallWait(b *testing.B) {
 }
 
 // BenchmarkGoOptions is the Task round trip, Go then Wait, on an idle pool
-// of 4, without options ("none") and with Priority(1) ("priority"). Go
-// without options allocates its Task alone (at most 160 B); with an option
-// the Task and its option state are one allocation: compare allocs/op and
-// B/op of the two.
+// of 4, without options ("none"), with Priority(1) ("priority") and with
+// Key ("key"). Go without options allocates its Task alone (at most 160
+// B); with an option the Task and its option state are one allocation:
+// compare allocs/op and B/op. A key costs its flow's bookkeeping in
+// dispatch and no allocation (a key's state is reused as keys come and
+// go).
 func BenchmarkGoOptions(b *testing.B) {
 	p := New(4)
 	defer p.StopWait()
@@ -885,6 +887,12 @@ func BenchmarkGoOptions(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			_ = p.Go(ctx, fn, Priority(1)).Wait()
+		}
+	})
+	b.Run("key", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = p.Go(ctx, fn, Key("account-1")).Wait()
 		}
 	})
 }
