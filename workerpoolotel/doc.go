@@ -95,6 +95,7 @@
 //	workerpool.max_workers                observable Gauge    {worker}  pool                 workerpool_max_workers                        Status.MaxWorkers: the pool's size
 //	workerpool.waiting_tasks              observable Gauge    {task}    pool                 workerpool_waiting_tasks                      Status.Waiting
 //	workerpool.scheduled_tasks            observable Gauge    {task}    pool                 workerpool_scheduled_tasks                    Status.Scheduled: delayed, or waiting for a retry
+//	workerpool.active_keys                observable Gauge    {key}     pool                 workerpool_active_keys                        Status.Keys: keys with tasks waiting, scheduled or running
 //	workerpool.tasks_submitted            observable Counter  {task}    pool                 workerpool_tasks_submitted_total              Status.Submitted
 //	workerpool.tasks_completed            observable Counter  {task}    pool                 workerpool_tasks_completed_total              Status.Completed
 //	workerpool.tasks_panicked             observable Counter  {task}    pool                 workerpool_tasks_panicked_total               Status.Panicked
@@ -111,7 +112,7 @@
 //	workerpool.unfinished_work            observable Gauge    s         pool                 workerpool_unfinished_work_seconds            the runs under way: the sum of the times they have run so far
 //	workerpool.longest_running_processor  observable Gauge    s         pool                 workerpool_longest_running_processor_seconds  the runs under way: the longest time one has run so far, 0 if none
 //
-// RegisterStatus makes the first fourteen; NewHooks the last six. The
+// RegisterStatus makes the first fifteen; NewHooks the last six. The
 // attributes:
 //
 //   - pool: the pool's name (workerpool.WithName; TaskInfo.Pool for the

@@ -99,6 +99,7 @@ func Example() {
 	// span measure, parent "request"
 	// span workerpool.task, parent ""
 	// span request, parent ""
+	// workerpool.active_keys{pool=images} {key}: 0
 	// workerpool.busy_workers{pool=images} {worker}: 0
 	// workerpool.longest_running_processor{pool=images} s: 0
 	// workerpool.max_workers{pool=images} {worker}: 1

@@ -75,6 +75,7 @@ func TestPrometheusExporterNames(t *testing.T) {
 		{"workerpool_max_workers", "GAUGE", pool},
 		{"workerpool_waiting_tasks", "GAUGE", pool},
 		{"workerpool_scheduled_tasks", "GAUGE", pool},
+		{"workerpool_active_keys", "GAUGE", pool},
 		{"workerpool_tasks_submitted_total", "COUNTER", pool},
 		{"workerpool_tasks_completed_total", "COUNTER", pool},
 		{"workerpool_tasks_panicked_total", "COUNTER", pool},

@@ -39,6 +39,8 @@ var statusGauges = []statusGauge{
 		func(s workerpool.Status) int { return s.Waiting }},
 	{"workerpool.scheduled_tasks", "{task}", "Accepted tasks not due yet: delayed, or waiting for a retry.",
 		func(s workerpool.Status) int { return s.Scheduled }},
+	{"workerpool.active_keys", "{key}", "Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.",
+		func(s workerpool.Status) int { return s.Keys }},
 }
 
 var statusCounters = []statusCounter{

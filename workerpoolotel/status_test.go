@@ -3,6 +3,7 @@ package workerpoolotel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -25,6 +26,7 @@ var statusInstruments = map[string]struct {
 	"workerpool.max_workers":     {"{worker}", false},
 	"workerpool.waiting_tasks":   {"{task}", false},
 	"workerpool.scheduled_tasks": {"{task}", false},
+	"workerpool.active_keys":     {"{key}", false},
 	"workerpool.tasks_submitted": {"{task}", true},
 	"workerpool.tasks_completed": {"{task}", true},
 	"workerpool.tasks_panicked":  {"{task}", true},
@@ -44,6 +46,7 @@ func statusValues(s workerpool.Status) map[string]int64 {
 		"workerpool.max_workers":     int64(s.MaxWorkers),
 		"workerpool.waiting_tasks":   int64(s.Waiting),
 		"workerpool.scheduled_tasks": int64(s.Scheduled),
+		"workerpool.active_keys":     int64(s.Keys),
 		"workerpool.tasks_submitted": int64(s.Submitted),
 		"workerpool.tasks_completed": int64(s.Completed),
 		"workerpool.tasks_panicked":  int64(s.Panicked),
@@ -163,20 +166,22 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 		// Two tasks hold two workers; a task of weight 3 waits for three
 		// free slots (Waiting 1), and five wait for their delay
 		// (Scheduled 5): the queue is full, so TrySubmit fails (Rejected 3).
+		// The two held tasks share a key, and the delayed ones have a key
+		// each (Keys 6).
 		hold := make(chan struct{})
 		for range 2 {
-			p.Submit(func() { <-hold })
+			require.NoError(t, p.Do(func() { <-hold }, workerpool.Key("held")), "Do")
 		}
 		heavy := p.Go(ctx, noop, workerpool.Weight(3))
 		var delayed []*workerpool.Task
-		for range 5 {
-			delayed = append(delayed, p.Go(ctx, noop, workerpool.Delay(time.Hour)))
+		for i := range 5 {
+			delayed = append(delayed, p.Go(ctx, noop, workerpool.Delay(time.Hour), workerpool.Key(fmt.Sprint("delayed-", i))))
 		}
 		synctest.Wait()
 		for range 3 {
 			assert.False(t, p.TrySubmit(func() {}), "TrySubmit with a full queue")
 		}
-		running := workerpool.Status{State: workerpool.StateRunning, MaxWorkers: 4, Workers: 3, Busy: 2, Waiting: 1, Scheduled: 5,
+		running := workerpool.Status{State: workerpool.StateRunning, MaxWorkers: 4, Workers: 3, Busy: 2, Waiting: 1, Scheduled: 5, Keys: 6,
 			Submitted: 13, Completed: 5, Panicked: 1, Retried: 2, Rejected: 3}
 		require.Equal(t, running, p.Status(), "status of reject while it runs")
 		assert.Equal(t, map[string]map[string]int64{"drop": statusValues(dropped), "reject": statusValues(running)},

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// A Collector is a prometheus.Collector that exports a pool's Status: five
+// A Collector is a prometheus.Collector that exports a pool's Status: six
 // gauges and nine counters, each with the const label pool=Name(). It
 // calls pool.Status once per scrape, when the registry calls Collect, and
 // costs nothing per task. It is safe for concurrent use: a registry may
@@ -56,6 +56,8 @@ var gaugeSpecs = [...]gaugeSpec{
 		func(s *workerpool.Status) int { return s.Waiting }},
 	{"workerpool_scheduled_tasks", "Accepted tasks not due yet (Delay, At, or waiting for a retry); they join the waiting tasks when due.",
 		func(s *workerpool.Status) int { return s.Scheduled }},
+	{"workerpool_active_keys", "Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.",
+		func(s *workerpool.Status) int { return s.Keys }},
 }
 
 var counterSpecs = [...]counterSpec{
@@ -103,7 +105,7 @@ func NewCollector(pool *workerpool.WorkerPool) *Collector {
 	return c
 }
 
-// Describe sends the descriptions of all fourteen metrics to ch. It
+// Describe sends the descriptions of all fifteen metrics to ch. It
 // implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.gauges {
@@ -114,7 +116,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect reads the pool's Status once and sends its fourteen metrics to
+// Collect reads the pool's Status once and sends its fifteen metrics to
 // ch. It never waits for the pool (Status never blocks), also once the
 // pool has stopped. It implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {

@@ -35,6 +35,7 @@ var gaugeNames = []string{
 	"workerpool_max_workers",
 	"workerpool_waiting_tasks",
 	"workerpool_scheduled_tasks",
+	"workerpool_active_keys",
 }
 
 // The counters of two pools after a workload on the fake clock that gives
@@ -140,27 +141,33 @@ workerpool_tasks_submitted_total{pool="jobs"} 6
 }
 
 // The gauges while tasks run, wait and are scheduled, and once the pool
-// has stopped.
+// has stopped. The tasks have keys: "a" runs and waits, "b" runs, "c" is
+// scheduled, so that each counts once in workerpool_active_keys, and a
+// task without a key counts in none.
 func TestCollectorGaugesFollowThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := workerpool.New(2, workerpool.WithName("jobs"))
+		p := workerpool.New(3, workerpool.WithName("jobs"))
 		defer p.Stop()
 		c := workerpoolprom.NewCollector(p)
 		reg := registryOf(t, c)
 		release := make(chan struct{})
-		for range 3 {
-			p.Submit(func() { <-release })
+		p.Submit(func() { <-release })
+		for _, key := range []string{"a", "b", "a"} {
+			require.NoError(t, p.Do(func() { <-release }, workerpool.Key(key)), "Do with key %s", key)
 		}
-		p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.Delay(time.Minute))
+		p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.Delay(time.Minute), workerpool.Key("c"))
 		synctest.Wait()
 
 		running := `
+# HELP workerpool_active_keys Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.
+# TYPE workerpool_active_keys gauge
+workerpool_active_keys{pool="jobs"} 3
 # HELP workerpool_busy_workers Workers of the pool running a task (or being handed one).
 # TYPE workerpool_busy_workers gauge
-workerpool_busy_workers{pool="jobs"} 2
+workerpool_busy_workers{pool="jobs"} 3
 # HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's.
 # TYPE workerpool_max_workers gauge
-workerpool_max_workers{pool="jobs"} 2
+workerpool_max_workers{pool="jobs"} 3
 # HELP workerpool_scheduled_tasks Accepted tasks not due yet (Delay, At, or waiting for a retry); they join the waiting tasks when due.
 # TYPE workerpool_scheduled_tasks gauge
 workerpool_scheduled_tasks{pool="jobs"} 1
@@ -169,7 +176,7 @@ workerpool_scheduled_tasks{pool="jobs"} 1
 workerpool_waiting_tasks{pool="jobs"} 1
 # HELP workerpool_workers Live worker goroutines of the pool, busy or idle.
 # TYPE workerpool_workers gauge
-workerpool_workers{pool="jobs"} 2
+workerpool_workers{pool="jobs"} 3
 `
 		assert.NoError(t, testutil.CollectAndCompare(c, strings.NewReader(running), gaugeNames...), "gauges while running")
 
@@ -184,12 +191,15 @@ workerpool_workers{pool="jobs"} 2
 		close(release)
 		<-stopped
 		after := `
+# HELP workerpool_active_keys Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.
+# TYPE workerpool_active_keys gauge
+workerpool_active_keys{pool="jobs"} 0
 # HELP workerpool_busy_workers Workers of the pool running a task (or being handed one).
 # TYPE workerpool_busy_workers gauge
 workerpool_busy_workers{pool="jobs"} 0
 # HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's.
 # TYPE workerpool_max_workers gauge
-workerpool_max_workers{pool="jobs"} 2
+workerpool_max_workers{pool="jobs"} 3
 # HELP workerpool_scheduled_tasks Accepted tasks not due yet (Delay, At, or waiting for a retry); they join the waiting tasks when due.
 # TYPE workerpool_scheduled_tasks gauge
 workerpool_scheduled_tasks{pool="jobs"} 0

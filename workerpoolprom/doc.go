@@ -21,8 +21,10 @@
 //
 // From the Collector, labels pool:
 //   - gauges: workerpool_workers, workerpool_busy_workers,
-//     workerpool_max_workers, workerpool_waiting_tasks and
-//     workerpool_scheduled_tasks;
+//     workerpool_max_workers, workerpool_waiting_tasks,
+//     workerpool_scheduled_tasks and workerpool_active_keys (keys, see
+//     [workerpool.Key], with tasks waiting, scheduled or running; a count,
+//     never a label: a key is an id);
 //   - counters: workerpool_tasks_{submitted,completed,panicked,abandoned,
 //     canceled,rejected,dropped,expired}_total and
 //     workerpool_task_retries_total.

@@ -45,11 +45,25 @@ type panel struct {
 	Type       string     `json:"type"`
 	Title      string     `json:"title"`
 	Datasource datasource `json:"datasource"`
+	GridPos    gridPos    `json:"gridPos"`
 	Targets    []struct {
 		RefID      string     `json:"refId"`
 		Expr       string     `json:"expr"`
 		Datasource datasource `json:"datasource"`
 	} `json:"targets"`
+}
+
+// gridPos places a panel on Grafana's grid, 24 columns wide.
+type gridPos struct {
+	H int `json:"h"`
+	W int `json:"w"`
+	X int `json:"x"`
+	Y int `json:"y"`
+}
+
+// overlaps reports whether a and b share a cell of the grid.
+func (a gridPos) overlaps(b gridPos) bool {
+	return a.X < b.X+b.W && b.X < a.X+a.W && a.Y < b.Y+b.H && b.Y < a.Y+a.H
 }
 
 type datasource struct {
@@ -76,6 +90,7 @@ var promDatasource = datasource{Type: "prometheus", UID: "${datasource}"}
 var panelTitles = []string{
 	"Throughput",
 	"Queue depth",
+	"Active keys",
 	"Wait time p50 / p99",
 	"Run time p50 / p99 by task",
 	"Busy workers against size",
@@ -97,7 +112,8 @@ func loadDashboard(t *testing.T) dashboard {
 
 // The dashboard imports as is: a datasource variable for Prometheus, a
 // pool variable, every panel and query on the datasource variable, ids
-// and refIds unique, and the panels README.md lists.
+// and refIds unique, panels within the grid's 24 columns and none over
+// another, and the panels README.md lists.
 func TestDashboardShape(t *testing.T) {
 	d := loadDashboard(t)
 	assert.Equal(t, "workerpool", d.UID, "uid")
@@ -131,6 +147,13 @@ func TestDashboardShape(t *testing.T) {
 		}
 	}
 	assert.Equal(t, panelTitles, titles, "panels")
+	for i, p := range d.Panels {
+		g := p.GridPos
+		assert.True(t, g.W > 0 && g.H > 0 && g.X >= 0 && g.Y >= 0 && g.X+g.W <= 24, "%q within the grid: %+v", p.Title, g)
+		for _, q := range d.Panels[:i] {
+			assert.False(t, g.overlaps(q.GridPos), "%q over %q: %+v, %+v", p.Title, q.Title, g, q.GridPos)
+		}
+	}
 
 	readme, err := os.ReadFile("../README.md")
 	require.NoError(t, err, "read README.md")
@@ -356,20 +379,22 @@ func (w *workload) round(t *testing.T) {
 
 // hold starts two tasks on dash that run until release, so that both
 // workers are busy and the stuck-work gauges grow, and queues three
-// behind them.
+// behind them. The tasks have keys: account-1 runs and waits, account-2
+// runs, account-3 waits, and the last task waiting has no key, so that
+// three keys are active.
 func (w *workload) hold(t *testing.T) {
 	t.Helper()
 	started := make(chan struct{}, 2)
-	for range 2 {
+	for _, key := range []string{"account-1", "account-2"} {
 		require.NoError(t, w.dash.Do(func() {
 			started <- struct{}{}
 			<-w.held
-		}, workerpool.Label("import")), "Do")
+		}, workerpool.Label("import"), workerpool.Key(key)), "Do")
 	}
 	<-started
 	<-started
-	for range 3 {
-		require.NoError(t, w.dash.Do(func() {}, workerpool.Label("import")), "Do")
+	for _, key := range []string{"account-1", "account-3", ""} {
+		require.NoError(t, w.dash.Do(func() {}, workerpool.Label("import"), workerpool.Key(key)), "Do")
 	}
 	// Do returns once dispatch has the task; it counts it as waiting a
 	// moment later.
@@ -409,6 +434,8 @@ func TestDashboardSeesTheWorkload(t *testing.T) {
 	}
 	assert.Equal(t, 2.0, value(`workerpool_busy_workers{pool="dash"}`), "busy workers while held")
 	assert.Equal(t, 3.0, value(`workerpool_waiting_tasks{pool="dash"}`), "waiting tasks while held")
+	assert.Equal(t, 3.0, value(`workerpool_active_keys{pool="dash"}`), "active keys while held")
+	assert.Equal(t, 0.0, value(`workerpool_active_keys{pool="dash"} offset 30s`), "active keys while idle")
 	assert.Positive(t, value(`workerpool_unfinished_work_seconds{pool="dash"}`), "unfinished work while held")
 	assert.Positive(t, value(`workerpool_longest_running_processor_seconds{pool="dash"}`), "longest run while held")
 	// Between the scrapes, one round: 3 errors and the retried task's first
