@@ -1,8 +1,10 @@
 package workerpool
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,8 +21,8 @@ import (
 // priorities, dead letters and hooks, and bad input. Every test runs in a
 // synctest bubble: tasks model their run time with time.Sleep, and the
 // trace records when each run started on the bubble's clock. The test
-// goroutine acts at half seconds, tasks start and end at whole ones, so
-// that no two happen at one instant.
+// goroutine acts only at instants when no task starts or ends, so that no
+// two events race.
 
 // keyTrace records when each named run started, since the trace was made,
 // on the bubble's clock.
@@ -68,10 +70,7 @@ func (r *keyTrace) runs() []string {
 	starts := slices.Clone(r.starts)
 	r.mu.Unlock()
 	slices.SortStableFunc(starts, func(a, b traceStart) int {
-		if a.at != b.at {
-			return int(a.at - b.at)
-		}
-		return strings.Compare(a.name, b.name)
+		return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.name, b.name))
 	})
 	out := make([]string, len(starts))
 	for i, s := range starts {
@@ -122,7 +121,7 @@ func keyOpts(k string, opts ...TaskOption) []TaskOption { return append([]TaskOp
 
 // Limit 1: a task of a key that holds its one slot waits in the queue
 // holding no worker, while tasks of other keys and tasks without a key,
-// queued before and after it, start at once on the free workers.
+// submitted after it, at once or later, start at once on the free workers.
 func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
@@ -490,6 +489,414 @@ func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
 		assert.Equal(t, 2*time.Second, <-admitted, "a3 admitted as a2 started")
 		p.StopWait()
 		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a2@2s", "a3@3s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// Growing the pool lets more keys run at once; the held-back task of a
+// key at its limit still waits.
+func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
+		p.Go(ctx, r.fn("c1", 2*time.Second), Key("c"))
+
+		r.sleepUntil(time.Second / 2)
+		p.Resize(4)
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy after the Resize: a1, b1, c1")
+		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@500ms", "c1@500ms", "a2@2s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// Shrinking the pool keeps the key's limit: a held-back task waits both
+// for its key and for the pool to fall below its new size, and a key's
+// tasks never hold more than the limit.
+func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		var keyA concurrencyMeter
+		aFn := func(name string, d time.Duration) func(context.Context) error {
+			return fnOf(keyA.wrap(func() { _ = r.fn(name, d)(ctx) }))
+		}
+		p.Go(ctx, aFn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, aFn("a2", 4*time.Second), Key("a"))
+		p.Go(ctx, aFn("a3", time.Second), Key("a"))
+		p.Go(ctx, aFn("a4", time.Second), Key("a"))
+		p.Go(ctx, aFn("a5", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", 4*time.Second), Key("b"))
+		p.Go(ctx, r.fn("b2", 4*time.Second), Key("b"))
+		synctest.Wait()
+		assert.Equal(t, 3, p.Status().Waiting, "waiting: a3, a4, a5")
+
+		r.sleepUntil(time.Second / 2)
+		p.Resize(2)
+		r.sleepUntil(2500 * time.Millisecond) // a1 ended: a's slot is free, the pool's are not
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy at 2.5s: a2, b1, b2 above the new size")
+		assert.Equal(t, 3, s.Workers, "workers at 2.5s: a1's retired")
+		assert.Equal(t, 3, s.Waiting, "waiting at 2.5s")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@0s", "b1@0s", "b2@0s", "a3@4s", "a4@4s", "a5@5s"}, r.runs())
+		assert.Equal(t, int64(2), keyA.peak.Load(), "the most tasks of a at once")
+		requireStoppedClean(t, p)
+	})
+}
+
+// A Resize below the weight of a held-back keyed task drops it at once
+// with ErrTooHeavy (counted in Dropped); the task behind it in its key
+// starts when the running one ends.
+func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		heavy := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		done := r.watch(heavy)
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Waiting, "waiting: aH until a holds no slot, a2 behind it")
+
+		r.sleepUntil(time.Second / 2)
+		p.Resize(2)
+		got := requireSettled(t, done, "aH")
+		assert.ErrorIs(t, got.err, ErrTooHeavy, "aH")
+		assert.Equal(t, time.Second/2, got.at, "aH's Wait returned at the Resize")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@2s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
+	})
+}
+
+// StopWait runs every keyed task, the held-back ones included, in each
+// key's order, one at a time per key, and returns when the last ends.
+func TestKeyLimitStopWaitRunsHeldBackTasksInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		for _, name := range []string{"a1", "a2", "a3"} {
+			p.Go(ctx, r.fn(name, time.Second), Key("a"))
+		}
+		for _, name := range []string{"b1", "b2"} {
+			require.NoError(t, p.Do(r.task(name, time.Second), Key("b")))
+		}
+		p.StopWait()
+		assert.Equal(t, 3*time.Second, r.since(), "StopWait returned")
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a2@1s", "b2@1s", "a3@2s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(5), s.Completed, "completed")
+		assert.Zero(t, s.Abandoned, "abandoned")
+		assert.Zero(t, s.Keys, "keys")
+	})
+}
+
+// Stop abandons the held-back keyed tasks with ErrStopped and returns
+// once the running ones end.
+func TestKeyLimitStopAbandonsHeldBackTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box := new(letterBox)
+		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		require.NoError(t, p.Do(r.task("a3", time.Second), Key("a")))
+		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
+		b2 := p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		synctest.Wait()
+		require.Equal(t, 3, p.Status().Waiting, "waiting: a2, a3, b2")
+
+		r.sleepUntil(time.Second / 2)
+		p.Stop()
+		assert.Equal(t, 2*time.Second, r.since(), "Stop returned as a1 and b1 ended")
+		assert.ErrorIs(t, a2.Wait(), ErrStopped, "a2")
+		assert.ErrorIs(t, b2.Wait(), ErrStopped, "b2")
+		letters := box.got()
+		require.Len(t, letters, 1, "dead letters: a3")
+		assert.ErrorIs(t, letters[0].reason, ErrStopped, "a3's letter")
+		assert.Equal(t, []string{"a1@0s", "b1@0s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Abandoned, "abandoned: a2, a3, b2")
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+		assert.Zero(t, s.Keys, "keys")
+	})
+}
+
+// Shutdown runs held-back keyed tasks as StopWait does until its ctx is
+// done, then abandons those left with ErrStopped and returns once the
+// running ones end, with ctx's error.
+func TestKeyLimitShutdownGivesUpOnHeldBackTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a")) // runs on past the cut: it ignores its ctx
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		a3 := p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+
+		deadline, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+		defer cancel()
+		err := p.Shutdown(deadline)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "Shutdown")
+		assert.Equal(t, 3*time.Second, r.since(), "Shutdown returned as a1 ended")
+		assert.ErrorIs(t, a2.Wait(), ErrStopped, "a2")
+		assert.ErrorIs(t, a3.Wait(), ErrStopped, "a3")
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "b2@1s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Abandoned, "abandoned: a2, a3")
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+		assert.Zero(t, s.Keys, "keys")
+	})
+}
+
+// A Pause holds the keyed tasks queued after its barrier, even with free
+// workers and keys under their limits, while those queued before it,
+// held-back ones included, still run; when it ends they start, each key's
+// in order.
+func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // before the barrier, held back by a1
+		pauseCtx, resume := context.WithCancel(ctx)
+		defer resume()
+		paused := make(chan time.Duration, 1)
+		go func() {
+			p.Pause(pauseCtx)
+			paused <- r.since()
+		}()
+
+		r.sleepUntil(time.Second / 2)
+		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a4", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("n1", time.Second))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, StatePaused, s.State, "state")
+		assert.Equal(t, 1, s.Busy, "busy at 0.5s: a1")
+		assert.Equal(t, 5, s.Waiting, "waiting at 0.5s: a2, and the four after the barrier")
+
+		r.sleepUntil(3500 * time.Millisecond)
+		require.Len(t, paused, 1, "Pause returned")
+		assert.Equal(t, 3*time.Second, <-paused, "Pause returned as a2, the last before the barrier, ended")
+		s = p.Status()
+		assert.Equal(t, 0, s.Busy, "busy at 3.5s: three workers, none running")
+		assert.Equal(t, 4, s.Waiting, "waiting at 3.5s")
+
+		r.sleepUntil(4500 * time.Millisecond)
+		resume()
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@2s", "a3@4.5s", "b1@4.5s", "n1@4.5s", "a4@5.5s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// WaitIdle waits for the held-back keyed tasks, and for a task waiting for
+// a retry that holds its key: it returns when the last of them ends.
+func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		runs := 0
+		p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			if runs++; runs == 1 {
+				return errFlaky
+			}
+			return nil
+		}, keyOpts("a", Retry(fixedRetries(2*time.Second)))...)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		idle := goWaitIdle(p, ctx, r.t0)
+
+		r.sleepUntil(1500 * time.Millisecond)
+		s := p.Status()
+		assert.Equal(t, 0, s.Busy, "busy at 1.5s")
+		assert.Equal(t, 1, s.Scheduled, "scheduled at 1.5s: a1's next run")
+		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a2")
+		assert.False(t, idle.returned(), "WaitIdle returned at 1.5s")
+		r.sleepUntil(4500 * time.Millisecond)
+		assert.False(t, idle.returned(), "WaitIdle returned at 4.5s, as a2 runs")
+		r.sleepUntil(5500 * time.Millisecond)
+		require.True(t, idle.returned(), "WaitIdle returned")
+		assert.NoError(t, idle.err, "WaitIdle")
+		assert.Equal(t, 5*time.Second, idle.at, "WaitIdle returned as a2 ended")
+		assert.Equal(t, []string{"a1@0s", "a1@3s", "a2@4s"}, r.runs())
+	})
+}
+
+// Priority comes before the key's order: as the running task of a key
+// with limit 1 ends, the next to start is its highest-priority waiting
+// task (the oldest of those). A lower-priority task of another key goes
+// past the key's held-back tasks of higher levels.
+func TestKeyLimitPriorityOrdersAKeysTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(0))...)
+		p.Go(ctx, r.fn("a3", time.Second), keyOpts("a", Priority(5))...)
+		p.Go(ctx, r.fn("a4", time.Second), keyOpts("a", Priority(-1))...)
+		p.Go(ctx, r.fn("a5", time.Second), keyOpts("a", Priority(5))...)
+		p.Go(ctx, r.fn("b2", time.Second), keyOpts("b", Priority(-3))...)
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a3@1s", "b2@1s", "a5@2s", "a2@3s", "a4@4s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// keyHooks records the keys the hooks see, and the TaskInfo TaskDropped
+// gets.
+type keyHooks struct {
+	mu                sync.Mutex
+	started, finished []string
+	dropped           []TaskInfo
+}
+
+func (h *keyHooks) hooks() Hooks {
+	return Hooks{
+		TaskStarted: func(ctx context.Context, t TaskInfo) context.Context {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.started = append(h.started, t.Key)
+			return ctx
+		},
+		TaskFinished: func(_ context.Context, t TaskInfo) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.finished = append(h.finished, t.Key)
+		},
+		TaskDropped: func(t TaskInfo) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.dropped = append(h.dropped, t)
+		},
+	}
+}
+
+// A plain keyed task held back and abandoned by Stop goes to the
+// dead-letter handler with ErrStopped, and TaskDropped sees its key;
+// TaskStarted and TaskFinished see the keys of the tasks that ran.
+func TestKeyLimitDeadLettersAndHooksSeeTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box, h := new(letterBox), new(keyHooks)
+		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithHooks(h.hooks()), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		require.NoError(t, p.Do(r.task("a1", 2*time.Second), Key("a")))
+		require.NoError(t, p.Do(r.task("a2", time.Second), Key("a")))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+
+		r.sleepUntil(1500 * time.Millisecond)
+		p.Stop()
+		assert.Equal(t, []string{"a1@0s", "b1@0s"}, r.runs())
+		letters := box.got()
+		require.Len(t, letters, 1, "dead letters")
+		assert.ErrorIs(t, letters[0].reason, ErrStopped, "the letter's reason")
+		require.Len(t, h.dropped, 1, "TaskDropped calls")
+		assert.Equal(t, "a", h.dropped[0].Key, "TaskDropped's key")
+		assert.ErrorIs(t, h.dropped[0].Err, ErrStopped, "TaskDropped's reason")
+		slices.Sort(h.started)
+		slices.Sort(h.finished)
+		assert.Equal(t, []string{"a", "b"}, h.started, "TaskStarted's keys")
+		assert.Equal(t, []string{"a", "b"}, h.finished, "TaskFinished's keys")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+
+		letters[0].task() // it is a2's func
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a2@2s"}, r.runs())
+	})
+}
+
+// WithKeyLimit below 1 means no limit: the tasks of one key run at once on
+// free workers.
+func TestKeyLimitBelowOneIsNoLimit(t *testing.T) {
+	for _, n := range []int{0, -5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(4, WithKeyLimit(n), WithIdleTimeout(-1))
+				defer p.Stop()
+				r, ctx := newKeyTrace(), context.Background()
+				for _, name := range []string{"a1", "a2", "a3"} {
+					p.Go(ctx, r.fn(name, time.Second), Key("a"))
+				}
+				synctest.Wait()
+				s := p.Status()
+				assert.Equal(t, 3, s.Busy, "busy")
+				assert.Equal(t, 1, s.Keys, "keys")
+				p.StopWait()
+				assert.Equal(t, []string{"a1@0s", "a2@0s", "a3@0s"}, r.runs())
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// Key("") is no key: the limit does not apply, and Status.Keys does not
+// count it.
+func TestKeyLimitEmptyKeyIsNoKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		for _, name := range []string{"n1", "n2", "n3"} {
+			p.Go(ctx, r.fn(name, time.Second), Key(""))
+		}
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy")
+		assert.Zero(t, s.Keys, "keys")
+		p.StopWait()
+		assert.Equal(t, []string{"n1@0s", "n2@0s", "n3@0s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// A 1 MiB key works as any key: its tasks run one at a time under limit
+// 1, and a key that differs from it in its last byte is another key.
+func TestKeyLimitHugeKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		k1 := strings.Repeat("k", 1<<20)
+		k2 := k1[:len(k1)-1] + "j"
+		p.Go(ctx, r.fn("x1", time.Second), Key(k1))
+		p.Go(ctx, r.fn("x2", time.Second), Key(k1))
+		p.Go(ctx, r.fn("y1", time.Second), Key(k2))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 2, s.Busy, "busy: x1 and y1")
+		assert.Equal(t, 1, s.Waiting, "waiting: x2")
+		assert.Equal(t, 2, s.Keys, "keys")
+		p.StopWait()
+		assert.Equal(t, []string{"x1@0s", "y1@0s", "x2@1s"}, r.runs())
 		requireStoppedClean(t, p)
 	})
 }
