@@ -138,7 +138,13 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 
 // queueFull reports whether as many tasks wait in the queue as the bound
 // allows, and at least one does: a new task could not start before them.
+// Under WithKeyLimit it reports false: the waiting tasks may be held back
+// by their keys' limits, and a task of another key, or without one, may
+// start before them on a free worker, which only the dispatcher knows.
 func (p *WorkerPool) queueFull() bool {
+	if p.cfg.keyLimit > 0 {
+		return false
+	}
 	n := p.counts.waiting.Load()
 	return n > 0 && n >= int64(p.cfg.bound)
 }

@@ -1,0 +1,902 @@
+package workerpool
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests of WithKeyLimit against the rest of the pool: other keys and tasks
+// without a key going past a held key, weights, retries, delays, cancel,
+// expiry, DropOldest, the bound, Resize, the three stops, Pause, WaitIdle,
+// priorities, dead letters and hooks, and bad input. Every test runs in a
+// synctest bubble: tasks model their run time with time.Sleep, and the
+// trace records when each run started on the bubble's clock. The test
+// goroutine acts only at instants when no task starts or ends, so that no
+// two events race.
+
+// keyTrace records when each named run started, since the trace was made,
+// on the bubble's clock.
+type keyTrace struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []traceStart
+}
+
+type traceStart struct {
+	name string
+	at   time.Duration
+}
+
+func newKeyTrace() *keyTrace { return &keyTrace{t0: time.Now()} }
+
+// since is the time since the trace was made.
+func (r *keyTrace) since() time.Duration { return time.Since(r.t0) }
+
+func (r *keyTrace) record(name string) {
+	r.mu.Lock()
+	r.starts = append(r.starts, traceStart{name, r.since()})
+	r.mu.Unlock()
+}
+
+// fn is a Task's fn that records its start as name and runs for d.
+func (r *keyTrace) fn(name string, d time.Duration) func(context.Context) error {
+	return func(context.Context) error {
+		r.record(name)
+		time.Sleep(d)
+		return nil
+	}
+}
+
+// task is fn as a plain task.
+func (r *keyTrace) task(name string, d time.Duration) func() {
+	return func() { _ = r.fn(name, d)(context.Background()) }
+}
+
+// runs are the starts as "name@time", by time; runs that started at one
+// instant are sorted by name, as workers that start at once record in any
+// order.
+func (r *keyTrace) runs() []string {
+	r.mu.Lock()
+	starts := slices.Clone(r.starts)
+	r.mu.Unlock()
+	slices.SortStableFunc(starts, func(a, b traceStart) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.name, b.name))
+	})
+	out := make([]string, len(starts))
+	for i, s := range starts {
+		out[i] = s.name + "@" + s.at.String()
+	}
+	return out
+}
+
+// sleepUntil sleeps until the trace's clock reads at.
+func (r *keyTrace) sleepUntil(at time.Duration) {
+	time.Sleep(at - r.since())
+	synctest.Wait()
+}
+
+// settledAt is a handle's outcome and when, on the trace's clock, its Wait
+// returned.
+type settledAt struct {
+	err error
+	at  time.Duration
+}
+
+// watch waits for tk on its own goroutine; the outcome is read once the
+// returned channel has it.
+func (r *keyTrace) watch(tk *Task) <-chan settledAt {
+	c := make(chan settledAt, 1)
+	go func() {
+		err := tk.Wait()
+		c <- settledAt{err, r.since()}
+	}()
+	return c
+}
+
+// requireSettled requires c to hold the outcome by now.
+func requireSettled(t *testing.T, c <-chan settledAt, what string) settledAt {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case s := <-c:
+		return s
+	default:
+		require.FailNow(t, what+": Wait has not returned")
+		return settledAt{}
+	}
+}
+
+// keyOpts is Key(k) with opts.
+func keyOpts(k string, opts ...TaskOption) []TaskOption { return append([]TaskOption{Key(k)}, opts...) }
+
+// Limit 1: a task of a key that holds its one slot waits in the queue
+// holding no worker, while tasks of other keys and tasks without a key,
+// submitted after it, at once or later, start at once on the free workers.
+func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Submit(r.task("n1", time.Second))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Workers, "workers: a2 holds none")
+		assert.Equal(t, 3, s.Busy, "busy")
+		assert.Equal(t, 1, s.Waiting, "waiting: a2")
+		assert.Equal(t, 2, s.Keys, "keys")
+
+		r.sleepUntil(1500 * time.Millisecond) // b1 and n1 are done; a2 still waits
+		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		p.Go(ctx, r.fn("n2", time.Second))
+		synctest.Wait()
+		s = p.Status()
+		assert.Equal(t, 3, s.Workers, "workers at 1.5s")
+		assert.Equal(t, 3, s.Busy, "busy at 1.5s: a1, b2, n2")
+		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a2")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "n1@0s", "b2@1.5s", "n2@1.5s", "a2@3s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(6), s.Completed, "completed")
+		assert.Zero(t, s.Keys, "keys after the stop")
+	})
+}
+
+// Limit 3 counts slots: a Weight(2) task of a key that holds 2 waits
+// (2+2 > 3), and the task behind it in its key, which would fit, waits
+// behind it; both start when the first ends (2+1 <= 3). Another key goes
+// past them.
+func TestKeyLimitCountsWeights(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(6, WithKeyLimit(3), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), keyOpts("a", Weight(2))...)
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Weight(2))...)
+		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), keyOpts("b", Weight(2))...)
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 2, s.Busy, "busy: a1 and b1, 4 of 6 slots")
+		assert.Equal(t, 2, s.Waiting, "waiting: a2 and a3")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a2@2s", "a3@2s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// A task heavier than its key's limit starts once its key holds no slot,
+// and then holds its weight: the next task of its key waits until it ends,
+// although the pool has a free slot; another key takes that slot.
+func TestKeyLimitTaskHeavierThanTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(7, WithKeyLimit(3), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
+		heavy := p.Go(ctx, r.fn("aH", 2*time.Second), keyOpts("a", Weight(5))...)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Waiting, "waiting: aH until a gives back its slot, a2 behind it")
+
+		r.sleepUntil(1500 * time.Millisecond) // aH holds 5 slots of 7, a2 waits
+		s := p.Status()
+		assert.Equal(t, 1, s.Busy, "busy at 1.5s: aH")
+		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a2")
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Busy, "busy: b1 takes a free slot")
+
+		require.NoError(t, heavy.Wait())
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "aH@1s", "b1@1.5s", "a2@3s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// fixedRetries is a RetryPolicy that retries after d, every time.
+func fixedRetries(d time.Duration) RetryPolicy {
+	return func(int, error) (time.Duration, bool) { return d, true }
+}
+
+// A task that waits for a retry keeps its key's slot: with limit 1 the
+// next task of its key starts only after it ended for good, while the
+// worker it left serves another key meanwhile.
+func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		runs := 0
+		a1 := p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			if runs++; runs <= 2 {
+				return errFlaky
+			}
+			return nil
+		}, keyOpts("a", Retry(fixedRetries(5*time.Second)))...)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+
+		r.sleepUntil(2500 * time.Millisecond) // a1 waits for its run at 6s; b1 ran on the free worker
+		s := p.Status()
+		assert.Equal(t, 0, s.Busy, "busy at 2.5s")
+		assert.Equal(t, 1, s.Scheduled, "scheduled at 2.5s: a1")
+		assert.Equal(t, 1, s.Waiting, "waiting at 2.5s: a2, although the worker is free")
+		assert.Equal(t, 1, s.Keys, "keys at 2.5s: a")
+		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+
+		require.NoError(t, a1.Wait())
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@1s", "b2@2.5s", "a1@6s", "a1@12s", "a2@13s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Retried, "retried")
+		assert.Equal(t, uint64(4), s.Completed, "completed")
+	})
+}
+
+// A delayed task holds nothing of its key until it is due: a task of its
+// key submitted after it, not delayed, starts first; once due it waits for
+// its key's slot like any task, and starts before a task of its key that
+// became ready after it.
+func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("aD", time.Second), keyOpts("a", Delay(2*time.Second))...)
+		p.Go(ctx, r.fn("a2", 3*time.Second), Key("a"))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Busy, "busy: a2")
+		assert.Equal(t, 1, s.Scheduled, "scheduled: aD")
+
+		r.sleepUntil(2500 * time.Millisecond) // aD is due and waits for a's slot
+		assert.Equal(t, 1, p.Status().Waiting, "waiting at 2.5s: aD")
+		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+
+		p.StopWait()
+		assert.Equal(t, []string{"a2@0s", "aD@3s", "a3@4s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// A canceled held-back task leaves its key at once: its Wait returns
+// context.Canceled at the cancel, it leaves Waiting and joins Canceled
+// then, and the next task of its key starts when the running one ends.
+func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		done := r.watch(a2)
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Waiting, "waiting: a2 and a3")
+
+		r.sleepUntil(time.Second + time.Second/2)
+		a2.Cancel()
+		got := requireSettled(t, done, "a2")
+		assert.ErrorIs(t, got.err, context.Canceled, "a2")
+		assert.Equal(t, 1500*time.Millisecond, got.at, "a2's Wait returned at the cancel")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting after the cancel: a3")
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+		assert.Equal(t, 1, s.Keys, "keys")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a3@3s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+		assert.Zero(t, s.Keys, "keys after the stop")
+	})
+}
+
+// A held-back task expires when its wait reaches WithQueueTimeout, not
+// when its key frees: its Wait returns ErrExpired then, and it leaves
+// Waiting and joins Expired; the next task of its key starts when the
+// running one ends.
+func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithQueueTimeout(2*time.Second), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		done := r.watch(a2)
+
+		r.sleepUntil(1500 * time.Millisecond)
+		p.Go(ctx, r.fn("a3", time.Second), Key("a")) // it waits 1.5s: it does not expire
+		r.sleepUntil(2500 * time.Millisecond)
+		got := requireSettled(t, done, "a2")
+		assert.ErrorIs(t, got.err, ErrExpired, "a2")
+		assert.Equal(t, 2*time.Second, got.at, "a2's Wait returned as it had waited 2s")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting at 2.5s: a3")
+		assert.Equal(t, uint64(1), s.Expired, "expired at 2.5s")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a3@3s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Expired, "expired")
+		assert.Zero(t, s.Keys, "keys after the stop")
+	})
+}
+
+// Under DropOldest a held-back task counts in the bound and is the oldest
+// waiting task: a task of its key that must wait drops it, with
+// ErrDropped at once, while a task of another key that starts on a free
+// worker needs no room and drops nothing. The next task of the key starts
+// when the running one ends.
+func TestKeyLimitDropOldestDropsAHeldBackTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		done := r.watch(a2)
+
+		r.sleepUntil(time.Second / 2)
+		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b")) // a free worker: no room needed
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 2, s.Busy, "busy at 0.5s: a1 and b1")
+		assert.Equal(t, 1, s.Waiting, "waiting at 0.5s: a2")
+		assert.Zero(t, s.Dropped, "dropped at 0.5s")
+
+		r.sleepUntil(1500 * time.Millisecond)
+		p.Go(ctx, r.fn("a3", time.Second), Key("a")) // must wait: makes room
+		got := requireSettled(t, done, "a2")
+		assert.ErrorIs(t, got.err, ErrDropped, "a2")
+		assert.Equal(t, 1500*time.Millisecond, got.at, "a2's Wait returned as a3 came")
+		s = p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a3")
+		assert.Equal(t, uint64(1), s.Dropped, "dropped at 1.5s")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a3@3s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
+		assert.Zero(t, s.Keys, "keys after the stop")
+	})
+}
+
+// Canceling the running task's context frees its key's slot only when
+// its fn returns: the next task of its key starts then, not at the cancel.
+func TestKeyLimitCancelingTheRunningTaskFreesItsSlotWhenItReturns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		a1 := p.Go(runCtx, func(ctx context.Context) error {
+			r.record("a1")
+			<-ctx.Done()
+			time.Sleep(time.Second) // it takes a second to wind down
+			return ctx.Err()
+		}, Key("a"))
+		done := r.watch(a1)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+
+		r.sleepUntil(1500 * time.Millisecond)
+		cancel()
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 1, s.Busy, "busy after the cancel: a1 winds down")
+		assert.Equal(t, 1, s.Waiting, "waiting after the cancel: a2")
+
+		r.sleepUntil(3 * time.Second)
+		got := requireSettled(t, done, "a1")
+		assert.ErrorIs(t, got.err, context.Canceled, "a1's own outcome")
+		assert.Equal(t, 2500*time.Millisecond, got.at, "a1 returned")
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@2.5s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Completed, "completed: a1 ran")
+		assert.Zero(t, s.Canceled, "canceled: a1 had started")
+	})
+}
+
+// Under Reject, held-back tasks count in Waiting and fill the bound: a
+// further task of their key is refused with ErrQueueFull. A task that can
+// start at once on a free worker needs no room: one without a key, and one
+// of another key, are accepted and start; once every worker is busy, the
+// next ones are refused.
+func TestKeyLimitRejectCountsHeldBackTasksButNotTasksThatStartAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithKeyLimit(1), WithMaxWaiting(2, Reject), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 5*time.Second), Key("a"))
+		synctest.Wait() // a1 started: it gave back the room it held on its way
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Waiting, "waiting: a2 and a3 fill the bound")
+
+		assert.ErrorIs(t, p.Go(ctx, r.fn("a4", time.Second), Key("a")).Wait(), ErrQueueFull, "a4: its key is held and the queue is full")
+		assert.NoError(t, p.Do(r.task("n1", time.Second)), "n1: no key, a free worker")
+		b1 := p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		synctest.Wait()
+		assert.False(t, isDone(b1.Done()), "b1: another key, a free worker")
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy: a1, n1, b1")
+		assert.Equal(t, 2, s.Waiting, "waiting: a2 and a3")
+
+		assert.ErrorIs(t, p.Go(ctx, r.fn("c1", time.Second), Key("c")).Wait(), ErrQueueFull, "c1: no free worker")
+		assert.ErrorIs(t, p.Do(r.task("n2", time.Second)), ErrQueueFull, "n2: no free worker")
+
+		require.NoError(t, b1.Wait())
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "n1@0s", "a2@5s", "a3@6s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(5), s.Submitted, "submitted")
+		assert.Equal(t, uint64(3), s.Rejected, "rejected: a4, c1, n2")
+	})
+}
+
+// Under Block, held-back tasks fill the bound: a task of their key waits
+// in its call, parked, and is admitted as room frees (when the first of
+// them starts); a task of another key with a free worker is admitted at
+// once.
+func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Waiting, "waiting: a2 fills the bound")
+
+		r.sleepUntil(time.Second / 2)
+		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
+		assert.Equal(t, time.Second/2, r.since(), "b1's Go returned at once")
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Busy, "busy at 0.5s: a1 and b1")
+
+		admitted := make(chan time.Duration, 1)
+		go func() {
+			p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+			admitted <- r.since()
+		}()
+		r.sleepUntil(time.Second)
+		assert.Empty(t, admitted, "a3's Go returned with the queue full")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting at 1s: a2")
+		assert.Equal(t, uint64(3), s.Submitted, "submitted at 1s: a3 is not accepted yet")
+
+		r.sleepUntil(2500 * time.Millisecond)
+		require.Len(t, admitted, 1, "a3's Go returned")
+		assert.Equal(t, 2*time.Second, <-admitted, "a3 admitted as a2 started")
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a2@2s", "a3@3s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// Growing the pool lets more keys run at once; the held-back task of a
+// key at its limit still waits.
+func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
+		p.Go(ctx, r.fn("c1", 2*time.Second), Key("c"))
+
+		r.sleepUntil(time.Second / 2)
+		p.Resize(4)
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy after the Resize: a1, b1, c1")
+		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@500ms", "c1@500ms", "a2@2s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// Shrinking the pool keeps the key's limit: a held-back task waits both
+// for its key and for the pool to fall below its new size, and a key's
+// tasks never hold more than the limit.
+func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		var keyA concurrencyMeter
+		aFn := func(name string, d time.Duration) func(context.Context) error {
+			return fnOf(keyA.wrap(func() { _ = r.fn(name, d)(ctx) }))
+		}
+		p.Go(ctx, aFn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, aFn("a2", 4*time.Second), Key("a"))
+		p.Go(ctx, aFn("a3", time.Second), Key("a"))
+		p.Go(ctx, aFn("a4", time.Second), Key("a"))
+		p.Go(ctx, aFn("a5", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", 4*time.Second), Key("b"))
+		p.Go(ctx, r.fn("b2", 4*time.Second), Key("b"))
+		synctest.Wait()
+		assert.Equal(t, 3, p.Status().Waiting, "waiting: a3, a4, a5")
+
+		r.sleepUntil(time.Second / 2)
+		p.Resize(2)
+		r.sleepUntil(2500 * time.Millisecond) // a1 ended: a's slot is free, the pool's are not
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy at 2.5s: a2, b1, b2 above the new size")
+		assert.Equal(t, 3, s.Workers, "workers at 2.5s: a1's retired")
+		assert.Equal(t, 3, s.Waiting, "waiting at 2.5s")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@0s", "b1@0s", "b2@0s", "a3@4s", "a4@4s", "a5@5s"}, r.runs())
+		assert.Equal(t, int64(2), keyA.peak.Load(), "the most tasks of a at once")
+		requireStoppedClean(t, p)
+	})
+}
+
+// A Resize below the weight of a held-back keyed task drops it at once
+// with ErrTooHeavy (counted in Dropped); the task behind it in its key
+// starts when the running one ends.
+func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		heavy := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		done := r.watch(heavy)
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Waiting, "waiting: aH until a holds no slot, a2 behind it")
+
+		r.sleepUntil(time.Second / 2)
+		p.Resize(2)
+		got := requireSettled(t, done, "aH")
+		assert.ErrorIs(t, got.err, ErrTooHeavy, "aH")
+		assert.Equal(t, time.Second/2, got.at, "aH's Wait returned at the Resize")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@2s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
+	})
+}
+
+// StopWait runs every keyed task, the held-back ones included, in each
+// key's order, one at a time per key, and returns when the last ends.
+func TestKeyLimitStopWaitRunsHeldBackTasksInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		for _, name := range []string{"a1", "a2", "a3"} {
+			p.Go(ctx, r.fn(name, time.Second), Key("a"))
+		}
+		for _, name := range []string{"b1", "b2"} {
+			require.NoError(t, p.Do(r.task(name, time.Second), Key("b")))
+		}
+		p.StopWait()
+		assert.Equal(t, 3*time.Second, r.since(), "StopWait returned")
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a2@1s", "b2@1s", "a3@2s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(5), s.Completed, "completed")
+		assert.Zero(t, s.Abandoned, "abandoned")
+		assert.Zero(t, s.Keys, "keys")
+	})
+}
+
+// Stop abandons the held-back keyed tasks with ErrStopped and returns
+// once the running ones end.
+func TestKeyLimitStopAbandonsHeldBackTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box := new(letterBox)
+		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		require.NoError(t, p.Do(r.task("a3", time.Second), Key("a")))
+		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
+		b2 := p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		synctest.Wait()
+		require.Equal(t, 3, p.Status().Waiting, "waiting: a2, a3, b2")
+
+		r.sleepUntil(time.Second / 2)
+		p.Stop()
+		assert.Equal(t, 2*time.Second, r.since(), "Stop returned as a1 and b1 ended")
+		assert.ErrorIs(t, a2.Wait(), ErrStopped, "a2")
+		assert.ErrorIs(t, b2.Wait(), ErrStopped, "b2")
+		letters := box.got()
+		require.Len(t, letters, 1, "dead letters: a3")
+		assert.ErrorIs(t, letters[0].reason, ErrStopped, "a3's letter")
+		assert.Equal(t, []string{"a1@0s", "b1@0s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Abandoned, "abandoned: a2, a3, b2")
+		assert.Equal(t, uint64(2), s.Completed, "completed")
+		assert.Zero(t, s.Keys, "keys")
+	})
+}
+
+// Shutdown runs held-back keyed tasks as StopWait does until its ctx is
+// done, then abandons those left with ErrStopped and returns once the
+// running ones end, with ctx's error.
+func TestKeyLimitShutdownGivesUpOnHeldBackTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a")) // runs on past the cut: it ignores its ctx
+		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		a3 := p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+
+		deadline, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
+		defer cancel()
+		err := p.Shutdown(deadline)
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "Shutdown")
+		assert.Equal(t, 3*time.Second, r.since(), "Shutdown returned as a1 ended")
+		assert.ErrorIs(t, a2.Wait(), ErrStopped, "a2")
+		assert.ErrorIs(t, a3.Wait(), ErrStopped, "a3")
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "b2@1s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Abandoned, "abandoned: a2, a3")
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+		assert.Zero(t, s.Keys, "keys")
+	})
+}
+
+// A Pause holds the keyed tasks queued after its barrier, even with free
+// workers and keys under their limits, while those queued before it,
+// held-back ones included, still run; when it ends they start, each key's
+// in order.
+func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // before the barrier, held back by a1
+		pauseCtx, resume := context.WithCancel(ctx)
+		defer resume()
+		paused := make(chan time.Duration, 1)
+		go func() {
+			p.Pause(pauseCtx)
+			paused <- r.since()
+		}()
+
+		r.sleepUntil(time.Second / 2)
+		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a4", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("n1", time.Second))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, StatePaused, s.State, "state")
+		assert.Equal(t, 1, s.Busy, "busy at 0.5s: a1")
+		assert.Equal(t, 5, s.Waiting, "waiting at 0.5s: a2, and the four after the barrier")
+
+		r.sleepUntil(3500 * time.Millisecond)
+		require.Len(t, paused, 1, "Pause returned")
+		assert.Equal(t, 3*time.Second, <-paused, "Pause returned as a2, the last before the barrier, ended")
+		s = p.Status()
+		assert.Equal(t, 0, s.Busy, "busy at 3.5s: three workers, none running")
+		assert.Equal(t, 4, s.Waiting, "waiting at 3.5s")
+
+		r.sleepUntil(4500 * time.Millisecond)
+		resume()
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "a2@2s", "a3@4.5s", "b1@4.5s", "n1@4.5s", "a4@5.5s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// WaitIdle waits for the held-back keyed tasks, and for a task waiting for
+// a retry that holds its key: it returns when the last of them ends.
+func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		runs := 0
+		p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			if runs++; runs == 1 {
+				return errFlaky
+			}
+			return nil
+		}, keyOpts("a", Retry(fixedRetries(2*time.Second)))...)
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		idle := goWaitIdle(p, ctx, r.t0)
+
+		r.sleepUntil(1500 * time.Millisecond)
+		s := p.Status()
+		assert.Equal(t, 0, s.Busy, "busy at 1.5s")
+		assert.Equal(t, 1, s.Scheduled, "scheduled at 1.5s: a1's next run")
+		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a2")
+		assert.False(t, idle.returned(), "WaitIdle returned at 1.5s")
+		r.sleepUntil(4500 * time.Millisecond)
+		assert.False(t, idle.returned(), "WaitIdle returned at 4.5s, as a2 runs")
+		r.sleepUntil(5500 * time.Millisecond)
+		require.True(t, idle.returned(), "WaitIdle returned")
+		assert.NoError(t, idle.err, "WaitIdle")
+		assert.Equal(t, 5*time.Second, idle.at, "WaitIdle returned as a2 ended")
+		assert.Equal(t, []string{"a1@0s", "a1@3s", "a2@4s"}, r.runs())
+	})
+}
+
+// Priority comes before the key's order: as the running task of a key
+// with limit 1 ends, the next to start is its highest-priority waiting
+// task (the oldest of those). A lower-priority task of another key goes
+// past the key's held-back tasks of higher levels.
+func TestKeyLimitPriorityOrdersAKeysTasks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(0))...)
+		p.Go(ctx, r.fn("a3", time.Second), keyOpts("a", Priority(5))...)
+		p.Go(ctx, r.fn("a4", time.Second), keyOpts("a", Priority(-1))...)
+		p.Go(ctx, r.fn("a5", time.Second), keyOpts("a", Priority(5))...)
+		p.Go(ctx, r.fn("b2", time.Second), keyOpts("b", Priority(-3))...)
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a3@1s", "b2@1s", "a5@2s", "a2@3s", "a4@4s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// keyHooks records the keys the hooks see, and the TaskInfo TaskDropped
+// gets.
+type keyHooks struct {
+	mu                sync.Mutex
+	started, finished []string
+	dropped           []TaskInfo
+}
+
+func (h *keyHooks) hooks() Hooks {
+	return Hooks{
+		TaskStarted: func(ctx context.Context, t TaskInfo) context.Context {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.started = append(h.started, t.Key)
+			return ctx
+		},
+		TaskFinished: func(_ context.Context, t TaskInfo) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.finished = append(h.finished, t.Key)
+		},
+		TaskDropped: func(t TaskInfo) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.dropped = append(h.dropped, t)
+		},
+	}
+}
+
+// A plain keyed task held back and abandoned by Stop goes to the
+// dead-letter handler with ErrStopped, and TaskDropped sees its key;
+// TaskStarted and TaskFinished see the keys of the tasks that ran.
+func TestKeyLimitDeadLettersAndHooksSeeTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		box, h := new(letterBox), new(keyHooks)
+		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithHooks(h.hooks()), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		require.NoError(t, p.Do(r.task("a1", 2*time.Second), Key("a")))
+		require.NoError(t, p.Do(r.task("a2", time.Second), Key("a")))
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+
+		r.sleepUntil(1500 * time.Millisecond)
+		p.Stop()
+		assert.Equal(t, []string{"a1@0s", "b1@0s"}, r.runs())
+		letters := box.got()
+		require.Len(t, letters, 1, "dead letters")
+		assert.ErrorIs(t, letters[0].reason, ErrStopped, "the letter's reason")
+		require.Len(t, h.dropped, 1, "TaskDropped calls")
+		assert.Equal(t, "a", h.dropped[0].Key, "TaskDropped's key")
+		assert.ErrorIs(t, h.dropped[0].Err, ErrStopped, "TaskDropped's reason")
+		slices.Sort(h.started)
+		slices.Sort(h.finished)
+		assert.Equal(t, []string{"a", "b"}, h.started, "TaskStarted's keys")
+		assert.Equal(t, []string{"a", "b"}, h.finished, "TaskFinished's keys")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
+
+		letters[0].task() // it is a2's func
+		assert.Equal(t, []string{"a1@0s", "b1@0s", "a2@2s"}, r.runs())
+	})
+}
+
+// WithKeyLimit below 1 means no limit: the tasks of one key run at once on
+// free workers.
+func TestKeyLimitBelowOneIsNoLimit(t *testing.T) {
+	for _, n := range []int{0, -5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(4, WithKeyLimit(n), WithIdleTimeout(-1))
+				defer p.Stop()
+				r, ctx := newKeyTrace(), context.Background()
+				for _, name := range []string{"a1", "a2", "a3"} {
+					p.Go(ctx, r.fn(name, time.Second), Key("a"))
+				}
+				synctest.Wait()
+				s := p.Status()
+				assert.Equal(t, 3, s.Busy, "busy")
+				assert.Equal(t, 1, s.Keys, "keys")
+				p.StopWait()
+				assert.Equal(t, []string{"a1@0s", "a2@0s", "a3@0s"}, r.runs())
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// Key("") is no key: the limit does not apply, and Status.Keys does not
+// count it.
+func TestKeyLimitEmptyKeyIsNoKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		for _, name := range []string{"n1", "n2", "n3"} {
+			p.Go(ctx, r.fn(name, time.Second), Key(""))
+		}
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy")
+		assert.Zero(t, s.Keys, "keys")
+		p.StopWait()
+		assert.Equal(t, []string{"n1@0s", "n2@0s", "n3@0s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
+// A 1 MiB key works as any key: its tasks run one at a time under limit
+// 1, and a key that differs from it in its last byte is another key.
+func TestKeyLimitHugeKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		k1 := strings.Repeat("k", 1<<20)
+		k2 := k1[:len(k1)-1] + "j"
+		p.Go(ctx, r.fn("x1", time.Second), Key(k1))
+		p.Go(ctx, r.fn("x2", time.Second), Key(k1))
+		p.Go(ctx, r.fn("y1", time.Second), Key(k2))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, 2, s.Busy, "busy: x1 and y1")
+		assert.Equal(t, 1, s.Waiting, "waiting: x2")
+		assert.Equal(t, 2, s.Keys, "keys")
+		p.StopWait()
+		assert.Equal(t, []string{"x1@0s", "y1@0s", "x2@1s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
