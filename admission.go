@@ -217,13 +217,16 @@ func (a *admission) needsWorker(q *waitQueue) bool {
 // otherwise a single task starts at once if a worker is free, since such a
 // task never needs room. Failing both, a try ticket is refused with
 // ErrQueueFull and any other waits, parked, to be admitted in arrival order
-// as room frees (admitParked).
+// as room frees (admitParked). Parked tickets that only their keys' limits
+// keep from starting (see keyHeld) do not keep a new task that can start
+// at once from doing so: it takes no room from them.
 func (a *admission) accept(d *dispatcher, t *ticket) {
 	switch {
 	case (t.need > 0 || t.try) && (a.p.stopBegun.Load() || a.p.abandonBegun.Load()):
 		a.refuse(t, ErrStopped) // a stop began: no one who waits for room, or tries for it, is admitted
 	case t.need == 0 && !t.try:
 		a.admit(d, t, withRoom)
+	case a.parked.Len() > 0 && a.allKeyHeld(d, a.parked.Len()) && a.startWithoutRoom(d, t):
 	case a.parked.Len() > 0:
 		a.parkOrRefuse(t)
 	case t.try && a.p.room.take(1):
@@ -287,9 +290,54 @@ func (a *admission) admitParked(d *dispatcher) {
 			d.crew.watch(true) // then look again: a worker may have come free before it was set
 			continue
 		default:
+			a.startPastKeyHeld(d)
 			return
 		}
 		a.parked.PopFront()
+	}
+}
+
+// keyHeld reports whether t is a single keyed task that its key's limit
+// alone keeps from starting: a worker may be free, but not for it.
+func (a *admission) keyHeld(d *dispatcher, t *ticket) bool {
+	return t.key != "" && t.batch == nil && !t.delayed && !d.queue.flows.mayStartKeyAtOnce(t.key, t.weight)
+}
+
+// allKeyHeld reports whether the first n parked tickets are all held by
+// their keys' limits (see keyHeld), in a pool with such limits.
+func (a *admission) allKeyHeld(d *dispatcher, n int) bool {
+	if a.p.cfg.keyLimit == 0 {
+		return false
+	}
+	for i := range n {
+		if !a.keyHeld(d, a.parked.At(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// startPastKeyHeld starts at once, without room, the parked tickets that
+// can, behind parked tickets that only their keys' limits hold (see
+// keyHeld): as long as every ticket before one is so held, it takes no
+// worker or room that one before it could take. It stops at the first
+// ticket that is neither.
+func (a *admission) startPastKeyHeld(d *dispatcher) {
+	if a.p.cfg.keyLimit == 0 {
+		return
+	}
+	for i := 0; i < a.parked.Len(); {
+		switch t := a.parked.At(i); {
+		case t.state.Load() == ticketWithdrawn:
+			a.p.room.unpark()
+			t.unref(a.p)
+		case a.keyHeld(d, t):
+			i++
+			continue
+		case !a.startWithoutRoom(d, t):
+			return
+		}
+		a.parked.Remove(i)
 	}
 }
 

@@ -493,6 +493,38 @@ func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
 	})
 }
 
+// Under Block, a submitter parked only because its key's limit keeps its
+// task from starting does not hold back a later task that can start at
+// once on a free worker (it takes no room from it); nor, once parked
+// behind it, does that later task wait for it.
+func TestKeyLimitBlockParkedKeyHeldSubmitterDoesNotHoldBackOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithKeyLimit(1), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		p.Go(ctx, r.fn("a1", 5*time.Second), Key("a"))
+		synctest.Wait()
+		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // held back: fills the bound
+		parked := make(chan time.Duration, 1)
+		var a3 *Task
+		go func() {
+			a3 = p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+			parked <- r.since()
+		}()
+		r.sleepUntil(time.Second / 2)
+		require.Empty(t, parked, "a3 waits for room")
+		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		assert.Equal(t, time.Second/2, r.since(), "b1's Go returned at once: a worker is free for it")
+		r.sleepUntil(5500 * time.Millisecond)
+		require.Len(t, parked, 1, "a3's Go returned")
+		assert.Equal(t, 5*time.Second, <-parked, "a3 admitted as a2 started")
+		assert.NoError(t, a3.Wait())
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a2@5s", "a3@6s"}, r.runs())
+		requireStoppedClean(t, p)
+	})
+}
+
 // Growing the pool lets more keys run at once; the held-back task of a
 // key at its limit still waits.
 func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
