@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -222,37 +223,85 @@ type fuzzTask struct {
 	key              string
 	weight, priority int
 	seq              int
+	// A task that may retry holds its key's slots from its first run
+	// until it ends for good (hold; nil for one that runs once). again
+	// reports whether its last run asked for a retry.
+	hold  *keyHold
+	again func() bool
 }
 
-// keyMeter tracks the slots the running tasks of each key hold (their
-// weights), and what broke the key's limit.
+// keyMeter tracks the slots each key's tasks hold (their weights): a task
+// holds them while it runs, and one that may retry from its first run
+// until it ends for good, as the key's limit counts them. It notes every
+// start that took a key past its limit: under a limit a task starts only
+// if its weight fits, or as the only holder of its key (a task heavier
+// than the limit); a retry continues its task's hold.
 type keyMeter struct {
-	mu      sync.Mutex
-	running map[string]int
-	over    []string // starts that took a key past its limit
-	noKey   int      // keyed runs that saw Status.Keys below 1
+	mu    sync.Mutex
+	holds map[string][]*keyHold // by key
+	over  []string              // starts that took a key past its limit
+	noKey int                   // keyed runs that saw Status.Keys below 1
 }
 
-// enter counts a run of weight w of key starting, and notes it if the key
-// then holds more than limit slots: under a limit a task starts only if
-// its weight fits, or as its key's only one (a task heavier than the
-// limit).
-func (m *keyMeter) enter(limit int, key string, w int) {
+// A keyHold is one task's hold on its key's slots.
+type keyHold struct {
+	key     string
+	weight  int
+	running bool // a run of the task is under way
+	// done is the handle's, once its call returned, for a task that may
+	// retry: closed once it ended for good, which it may do between runs
+	// (a Cancel, a stop), before the pool lets go of its slots.
+	done <-chan struct{}
+}
+
+// start counts h's run starting, and notes it if it took h's key past
+// limit. The holds of tasks that ended between runs are dropped first; if
+// it cannot tell whether one did (its call has not returned), it checks
+// nothing.
+func (m *keyMeter) start(limit int, h *keyHold) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.running == nil {
-		m.running = map[string]int{}
+	if m.holds == nil {
+		m.holds = map[string][]*keyHold{}
 	}
-	n := m.running[key]
-	if limit > 0 && n > 0 && n+w > limit {
-		m.over = append(m.over, fmt.Sprintf("%s: a task of weight %d started while %d slots ran, limit %d", key, w, n, limit))
+	if h.running = true; slices.Contains(m.holds[h.key], h) {
+		return // a retry: its task holds its slots already
 	}
-	m.running[key] = n + w
+	held, known := 0, true
+	m.holds[h.key] = slices.DeleteFunc(m.holds[h.key], func(o *keyHold) bool {
+		if o.running {
+			held += o.weight
+			return false
+		}
+		if o.done == nil {
+			known = false
+		} else if isClosed(o.done) {
+			return true
+		}
+		held += o.weight
+		return false
+	})
+	if known && limit > 0 && held > 0 && held+h.weight > limit {
+		m.over = append(m.over, fmt.Sprintf("%s: a task of weight %d started while its key held %d slots, limit %d", h.key, h.weight, held, limit))
+	}
+	m.holds[h.key] = append(m.holds[h.key], h)
 }
 
-func (m *keyMeter) leave(key string, w int) {
+// end counts h's run ending; again says it asked for a retry, so that its
+// task keeps its slots.
+func (m *keyMeter) end(h *keyHold, again bool) {
 	m.mu.Lock()
-	m.running[key] -= w
+	defer m.mu.Unlock()
+	h.running = false
+	if !again {
+		m.holds[h.key] = slices.DeleteFunc(m.holds[h.key], func(o *keyHold) bool { return o == h })
+	}
+}
+
+// returned gives h its task's done channel, once the call returned.
+func (m *keyMeter) returned(h *keyHold, done <-chan struct{}) {
+	m.mu.Lock()
+	h.done = done
 	m.mu.Unlock()
 }
 
@@ -279,9 +328,9 @@ func (o *startOrder) record(t fuzzTask) {
 }
 
 // keyRun wraps run, one run of task t: it records an ordered task's start
-// and, if t has a key, counts its slots in the key meter while it runs,
-// for at least a millisecond of fake time (so that runs of one key that
-// must not overlap would), and checks Status.Keys (see checkKeys).
+// and, if t has a key, counts its slots in the key meter (see keyMeter),
+// runs for at least a millisecond of fake time (so that runs of one key
+// that must not overlap would), and checks Status.Keys (see checkKeys).
 func (r *fuzzRun) keyRun(t fuzzTask, run func()) func() {
 	return func() {
 		if t.seq >= 0 {
@@ -291,8 +340,12 @@ func (r *fuzzRun) keyRun(t fuzzTask, run func()) func() {
 			run()
 			return
 		}
-		r.keyRuns.enter(r.keyLimit, t.key, t.weight)
-		defer r.keyRuns.leave(t.key, t.weight) // also when run panics or exits
+		h := t.hold
+		if h == nil {
+			h = &keyHold{key: t.key, weight: t.weight}
+		}
+		r.keyRuns.start(r.keyLimit, h)
+		defer func() { r.keyRuns.end(h, t.again != nil && t.again()) }() // also when run panics or exits
 		if !r.checkKeys(1, len(fuzzKeys)-1) {
 			r.keyRuns.mu.Lock()
 			r.keyRuns.noKey++
@@ -921,18 +974,29 @@ func (r *fuzzRun) optionTask(arg int) {
 		r.retrying.Store(true)
 	}
 	var runs atomic.Int32
-	body := r.keyRun(t, r.meter.wrapWeighted(int64(weight), func() { r.ran.Add(1) }))
+	if t.key != "" && fails > 0 && !permanent {
+		t.hold = &keyHold{key: t.key, weight: weight}
+		t.again = func() bool { return int(runs.Load()) <= fails }
+	}
+	body := r.meter.wrapWeighted(int64(weight), func() { r.ran.Add(1) })
 	stopped := r.p.Stopped()
-	task := r.p.Go(context.Background(), func(ctx context.Context) error {
-		body()
-		switch n := runs.Add(1); {
-		case int(n) > fails:
-			return nil
-		case permanent:
-			return Permanent(errTask)
-		}
-		return errTask
+	task := r.p.Go(context.Background(), func(ctx context.Context) (err error) {
+		r.keyRun(t, func() {
+			body()
+			switch n := runs.Add(1); {
+			case int(n) > fails:
+				err = nil
+			case permanent:
+				err = Permanent(errTask)
+			default:
+				err = errTask
+			}
+		})()
+		return err
 	}, opts...)
+	if t.hold != nil {
+		r.keyRuns.returned(t.hold, task.Done())
+	}
 	r.checkHandleRefusedAsStopped(stopped, task, "Go with options")
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
@@ -1296,7 +1360,8 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 }
 
 // checkKeyed checks, once the pool stopped, what the keyed runs saw: no
-// key past its limit, Status.Keys at least 1 while a keyed task ran, the
+// key past its limit (a task that waits for a retry keeps its slots, see
+// keyMeter), Status.Keys at least 1 while a keyed task ran, the
 // weight func called on dispatch and at most once per keyed call; and the
 // start order of the ordered tasks: within a key (the tasks without one
 // included) and a priority level, the order of their calls, in a pool of
