@@ -226,7 +226,9 @@
 // of every level that were queued, or due, when Pause was called; tasks
 // that come due during a pause wait in the queue for it to end. A task
 // whose run failed and waits for a retry is such a task: Pause may return
-// before its next run, which the pause then holds. WaitIdle
+// before its next run, which the pause then holds (but for a keyed task
+// under WithKeyLimit, whose retry keeps its key's slots: the pause lets
+// it run, as the tasks of its key before the barrier wait for it). WaitIdle
 // waits until no task is scheduled either.
 //
 // Keys. [Key](k) makes a task belong to key k (an account, a tenant, a

@@ -259,7 +259,17 @@ func (f *flows) mayStart(fq *flowQueue) bool {
 // tasks of its key that wait).
 func (f *flows) mayStartAtOnce(j *job) bool {
 	f.takeMailIfAny()
-	return j.opts.keyHeld || f.free(j.opts.flow, j.opts.weight)
+	return f.holdsSlots(j) || f.free(j.opts.flow, j.opts.weight)
+}
+
+// holdsSlots reports whether j, a keyed job, holds its key's slots under
+// a limit: it ran, and waits for a retry. It continues the run that holds
+// them, so it goes before the tasks of its key that wait, which a limit
+// of 1 holds back until it ends for good, and a pause does not hold it
+// (see waitQueue.mayLeave). Without a limit a retry holds nothing: it
+// comes due as a new task of its key.
+func (f *flows) holdsSlots(j *job) bool {
+	return f.limit > 0 && j.opts.keyHeld
 }
 
 // mayStartKeyAtOnce is mayStartAtOnce for a task of key and weight not
@@ -278,10 +288,11 @@ func (f *flows) free(fl *flow, weight int) bool {
 
 // push queues the keyed job j at the back of its key's queue of its
 // level (a retry that holds its key's slots at the front: it continues
-// the run that holds them).
+// the run that holds them, see holdsSlots).
 func (f *flows) push(j *job, e flowEntry) {
 	fq := f.queueOf(j.opts.flow, j.opts.priority)
-	if j.opts.keyHeld {
+	held := f.holdsSlots(j)
+	if held {
 		fq.entries.PushFront(e)
 	} else {
 		fq.entries.PushBack(e)
@@ -291,7 +302,10 @@ func (f *flows) push(j *job, e flowEntry) {
 	if fq.blocked {
 		f.blocked++
 	}
-	if fq.prev == nil && fq.paused == 0 && (!fq.blocked || j.opts.keyHeld) {
+	if held && fq.paused != 0 {
+		f.unpaused(fq) // a pause does not hold it
+	}
+	if fq.prev == nil && fq.paused == 0 && (!fq.blocked || held) {
 		f.enterRing(fq) // new, or a retry that holds its key's slots now heads it
 	}
 }
@@ -369,7 +383,8 @@ func (f *flows) unpause() {
 	f.paused = f.paused[:0]
 }
 
-// unpaused takes fq, which emptied, out of the queues a pause holds.
+// unpaused takes fq out of the queues a pause holds: it emptied, or a
+// retry that a pause does not hold now heads it.
 func (f *flows) unpaused(fq *flowQueue) {
 	i, last := fq.paused-1, len(f.paused)-1
 	f.paused[i] = f.paused[last]

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,16 @@ import (
 // timeout, bits 4-5 the overflow policy (0: no bound, then Block, Reject,
 // DropOldest), bits 6-7 the bound less one and the minimum workers. The
 // last byte picks the final stop; the bytes between are the operations.
+//
+// A first operation that ends the oldest pause (op 4), which would end
+// none, is the key byte instead: the run is keyed (see fuzzRun.keyed).
+// Its arg picks the pool's key options: arg%3 the key limit (0: none,
+// then WithKeyLimit(1) and (2)), arg/3 the key weights (0: none, 1:
+// fuzzRun.keyWeight, 2: the same, which panics for "k3", 3: a nil func).
+// In a keyed run the calls that take options (DoWait, Go, Call, Group.Go,
+// Do and DoContext with options) give their task the key that op 5 last
+// picked, and the checks add each key's limit, the start order within a
+// key, the hooks' TaskInfo.Key and Status.Keys (see checkKeyed).
 func FuzzPool(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1})
 	f.Add([]byte{1, 0x0e, 0x1c, 3, 0, 0, 2, 4, 5, 0})
@@ -51,6 +62,12 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0xb0, 250, 243, 240, 20, 19, 3, 6, 4, 248, 18, 1})    // DropOldest, bound 3: delayed handles fill it, a pause, WaitIdle, StopWait
 	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})            // delayed handles, a cancel, a pause, then Stop
 	f.Add([]byte{0xb1, 200, 203, 206, 17, 210, 0, 215, 219, 13, 6, 1}) // DropOldest: plain tasks with options, a Resize to 1, a Stop from another goroutine
+	// Keyed runs (see the key byte above):
+	f.Add([]byte{0x01, 24, 88, 88, 70, 45, 88, 70, 25, 88, 13, 88, 70, 1})              // size 2, key limit 1: Tasks and Calls of k0, k1, k0; a Stop races the submits, then StopWait
+	f.Add([]byte{0x03, 84, 2, 2, 65, 230, 231, 225, 226, 85, 227, 33, 8, 209, 1})       // size 4, limit 1, weights: DoWaits of k0, heavy and retried Tasks of k2 and k3; a StopWait racing
+	f.Add([]byte{0x00, 144, 85, 222, 202, 25, 223, 203, 105, 201, 45, 221, 200, 53, 2}) // size 1, limit 1, a weight func that panics for k3: Tasks and Do with options of every key and none; a Shutdown racing
+	f.Add([]byte{0x31, 24, 9, 29, 45, 69, 12, 12, 3, 8, 10, 4, 13, 8, 0})               // DropOldest, bound 1, limit 1: groups of k0 and k1, the shared group, a pause; a Stop racing
+	f.Add([]byte{0x11, 104, 3, 8, 45, 8, 2, 214, 4, 6, 240, 253, 33, 2})                // Block, bound 1, limit 2, weights: a pause fills the queue with Tasks and a DoWait of k0 and k1, delayed ones; a StopWait racing, then Shutdown
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 || len(data) > 256 {
 			return
@@ -153,6 +170,236 @@ type fuzzRun struct {
 	hooked bool        // the pool has every hook and a logger (see observe)
 	hooks  fuzzHooks   // what the hooks saw
 	logs   countingLog // what the logger got
+
+	// keyed says the input's first op is the key byte (see FuzzPool): the
+	// calls that take options give their task key, which op 5 picks from
+	// fuzzKeys. keyLimit is WithKeyLimit's n (0: none); the key weights
+	// are keyWeight's, which panics for "k3" if weightPanics.
+	keyed          bool
+	key            string
+	keyLimit       int
+	weightPanics   bool
+	keysUsed       map[string]bool // the keys given to tasks so far
+	keyedCalls     atomic.Int64    // calls made with a key: each can make its key active once
+	weightCalls    atomic.Int64    // keyWeight calls
+	weightPanicked atomic.Int64    // of weightCalls, those that panicked
+	weightOff      atomic.Int64    // of weightCalls, those not on the dispatcher goroutine
+	keyRuns        keyMeter        // the slots each key's running tasks hold
+	starts         startOrder      // the start order of the ordered tasks, by key and priority
+	nextSeq        int             // numbers the ordered tasks in the order of their calls
+}
+
+// fuzzKeys are the keys of a keyed run: four that its tasks share, so
+// that keys collide, and no key.
+var fuzzKeys = [...]string{"k0", "k1", "k2", "k3", ""}
+
+// keyWeight is the run's WithKeyWeights func: 1, 2 and 3 for "k0" to
+// "k2", and for any other key 0 (which means 1), or a panic if the run
+// has weightPanics (the pool has a panic handler, so the key then weighs
+// 1). The pool calls it on the dispatcher goroutine.
+func (r *fuzzRun) keyWeight(key string) int {
+	r.weightCalls.Add(1)
+	if !onDispatcher() {
+		r.weightOff.Add(1)
+	}
+	switch key {
+	case "k0", "k1", "k2":
+		return int(key[1]-'0') + 1
+	}
+	if r.weightPanics {
+		r.weightPanicked.Add(1)
+		panic("key weight")
+	}
+	return 0
+}
+
+// A fuzzTask is what the key checks know of a task: its key ("" for
+// none), weight and priority, and its place among the ordered tasks (seq;
+// -1: not one of them). An ordered task is one whose call, made in op
+// order, is where it became ready: it has no delay and no retry, and
+// neither a group's limit nor a wait for room off the fuzz's goroutine (a
+// DoWait under Block) can let a later call overtake it.
+type fuzzTask struct {
+	key              string
+	weight, priority int
+	seq              int
+	// A task that may retry holds its key's slots from its first run
+	// until it ends for good (hold; nil for one that runs once). again
+	// reports whether its last run asked for a retry.
+	hold  *keyHold
+	again func() bool
+}
+
+// keyMeter tracks the slots each key's tasks hold (their weights): a task
+// holds them while it runs, and one that may retry from its first run
+// until it ends for good, as the key's limit counts them. It notes every
+// start that took a key past its limit: under a limit a task starts only
+// if its weight fits, or as the only holder of its key (a task heavier
+// than the limit); a retry continues its task's hold.
+type keyMeter struct {
+	mu    sync.Mutex
+	holds map[string][]*keyHold // by key
+	over  []string              // starts that took a key past its limit
+	noKey int                   // keyed runs that saw Status.Keys below 1
+}
+
+// A keyHold is one task's hold on its key's slots.
+type keyHold struct {
+	key     string
+	weight  int
+	running bool // a run of the task is under way
+	// done is the handle's, once its call returned, for a task that may
+	// retry: closed once it ended for good, which it may do between runs
+	// (a Cancel, a stop), before the pool lets go of its slots.
+	done <-chan struct{}
+}
+
+// start counts h's run starting, and notes it if it took h's key past
+// limit. The holds of tasks that ended between runs are dropped first; if
+// it cannot tell whether one did (its call has not returned), it checks
+// nothing.
+func (m *keyMeter) start(limit int, h *keyHold) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.holds == nil {
+		m.holds = map[string][]*keyHold{}
+	}
+	if h.running = true; slices.Contains(m.holds[h.key], h) {
+		return // a retry: its task holds its slots already
+	}
+	held, known := 0, true
+	m.holds[h.key] = slices.DeleteFunc(m.holds[h.key], func(o *keyHold) bool {
+		if o.running {
+			held += o.weight
+			return false
+		}
+		if o.done == nil {
+			known = false
+		} else if isClosed(o.done) {
+			return true
+		}
+		held += o.weight
+		return false
+	})
+	if known && limit > 0 && held > 0 && held+h.weight > limit {
+		m.over = append(m.over, fmt.Sprintf("%s: a task of weight %d started while its key held %d slots, limit %d", h.key, h.weight, held, limit))
+	}
+	m.holds[h.key] = append(m.holds[h.key], h)
+}
+
+// end counts h's run ending; again says it asked for a retry, so that its
+// task keeps its slots.
+func (m *keyMeter) end(h *keyHold, again bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h.running = false
+	if !again {
+		m.holds[h.key] = slices.DeleteFunc(m.holds[h.key], func(o *keyHold) bool { return o == h })
+	}
+}
+
+// returned gives h its task's done channel, once the call returned.
+func (m *keyMeter) returned(h *keyHold, done <-chan struct{}) {
+	m.mu.Lock()
+	h.done = done
+	m.mu.Unlock()
+}
+
+// startOrder records the seq of each ordered task as it starts, by its
+// key and priority.
+type startOrder struct {
+	mu     sync.Mutex
+	starts map[orderClass][]int
+}
+
+type orderClass struct {
+	key      string
+	priority int
+}
+
+func (o *startOrder) record(t fuzzTask) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.starts == nil {
+		o.starts = map[orderClass][]int{}
+	}
+	c := orderClass{t.key, t.priority}
+	o.starts[c] = append(o.starts[c], t.seq)
+}
+
+// keyRun wraps run, one run of task t: it records an ordered task's start
+// and, if t has a key, counts its slots in the key meter (see keyMeter),
+// runs for at least a millisecond of fake time (so that runs of one key
+// that must not overlap would), and checks Status.Keys (see checkKeys).
+func (r *fuzzRun) keyRun(t fuzzTask, run func()) func() {
+	return func() {
+		if t.seq >= 0 {
+			r.starts.record(t)
+		}
+		if t.key == "" {
+			run()
+			return
+		}
+		h := t.hold
+		if h == nil {
+			h = &keyHold{key: t.key, weight: t.weight}
+		}
+		r.keyRuns.start(r.keyLimit, h)
+		defer func() { r.keyRuns.end(h, t.again != nil && t.again()) }() // also when run panics or exits
+		if !r.checkKeys(1, len(fuzzKeys)-1) {
+			r.keyRuns.mu.Lock()
+			r.keyRuns.noKey++
+			r.keyRuns.mu.Unlock()
+		}
+		time.Sleep(time.Millisecond)
+		run()
+	}
+}
+
+// newTask describes a task of priority and weight about to be given to
+// the pool, with the run's key if it is keyed; ordered says its call is
+// where it becomes ready (see fuzzTask), which numbers it.
+func (r *fuzzRun) newTask(priority, weight int, ordered bool) fuzzTask {
+	t := fuzzTask{weight: weight, priority: priority, seq: -1}
+	if r.keyed {
+		t.key = r.key
+	}
+	if t.key != "" {
+		r.keyedCalls.Add(1)
+		r.keysUsed[t.key] = true
+	}
+	if ordered {
+		t = r.number(t)
+	}
+	return t
+}
+
+// number gives t, an ordered task, the next seq.
+func (r *fuzzRun) number(t fuzzTask) fuzzTask {
+	t.seq = r.nextSeq
+	r.nextSeq++
+	return t
+}
+
+// keyOptions are the options that give t its key: in a keyed run Key
+// with a Label that names it (see fuzzLabel), or Key("") for a task
+// without one; none in a run without keys. A caller that gives t a Label
+// of its own passes label false.
+func (r *fuzzRun) keyOptions(t fuzzTask, label bool) []TaskOption {
+	switch {
+	case !r.keyed:
+		return nil
+	case t.key == "" || !label:
+		return []TaskOption{Key(t.key)}
+	}
+	return []TaskOption{Key(t.key), Label(fuzzLabel(t.priority, t.weight, t.key))}
+}
+
+// checkKeys reports whether Status.Keys, as the pool counts it (Status
+// clamps it at 0), is at least least and at most most.
+func (r *fuzzRun) checkKeys(least, most int) bool {
+	n := r.p.counts.keys.Load()
+	return n >= int64(least) && n <= int64(most)
 }
 
 // fuzzHooks count the hook calls of a run.
@@ -161,13 +408,19 @@ type fuzzHooks struct {
 	onDispatcher               atomic.Int64 // calls made on the dispatcher goroutine
 	negative                   atomic.Int64 // waits or runs below zero
 	wrongInfo                  atomic.Int64 // TaskInfos that do not match their task (see fuzzLabel)
+
+	mu    sync.Mutex
+	wrong []string // the first TaskInfos that did not match, described
 }
 
 // fuzzLabel is the Label the fuzz gives a task with options: it names the
-// priority and weight the task was given, which the hooks check against
-// the TaskInfo they get.
-func fuzzLabel(priority, weight int) string {
-	return fmt.Sprintf("p%d w%d", priority, weight)
+// priority, weight and key the task was given, which the hooks check
+// against the TaskInfo they get. Every keyed task has one.
+func fuzzLabel(priority, weight int, key string) string {
+	if key == "" {
+		return fmt.Sprintf("p%d w%d", priority, weight)
+	}
+	return fmt.Sprintf("p%d w%d key %s", priority, weight, key)
 }
 
 func (h *fuzzHooks) hooks() Hooks {
@@ -193,8 +446,13 @@ func (h *fuzzHooks) check(ti TaskInfo, ran time.Duration) {
 		h.negative.Add(1)
 	}
 	if ti.Pool != "fuzz" || ti.Attempt < 1 || ti.Weight < 1 ||
-		ti.Label != "" && ti.Label != fuzzLabel(ti.Priority, ti.Weight) {
-		h.wrongInfo.Add(1)
+		ti.Label != "" && ti.Label != fuzzLabel(ti.Priority, ti.Weight, ti.Key) ||
+		ti.Label == "" && ti.Key != "" {
+		if h.wrongInfo.Add(1) <= 3 {
+			h.mu.Lock()
+			h.wrong = append(h.wrong, fmt.Sprintf("%+v", ti))
+			h.mu.Unlock()
+		}
 	}
 	if onDispatcher() {
 		h.onDispatcher.Add(1)
@@ -293,9 +551,14 @@ func runOps(t *testing.T, data []byte) {
 	case 3:
 		options = append(options, WithRateLimit(20, 2))
 	}
+	ops := data[1 : len(data)-1]
+	if op, arg := decodeOp(data[1]); op == 4 && len(ops) > 0 { // the key byte
+		ops = ops[1:]
+		options = append(options, r.keyOptionsOf(arg)...)
+	}
 	r.p = New(r.size, options...)
 	lastFuzzPool = r.p
-	for _, b := range data[1 : len(data)-1] {
+	for _, b := range ops {
 		r.do(decodeOp(b))
 	}
 	last := data[len(data)-1]
@@ -304,18 +567,42 @@ func runOps(t *testing.T, data []byte) {
 	r.check(last%3 == 1)
 }
 
+// keyOptionsOf makes the run keyed, and returns the pool's key options
+// that the key byte's arg picks (see FuzzPool).
+func (r *fuzzRun) keyOptionsOf(arg int) []Option {
+	r.keyed, r.key, r.keysUsed = true, fuzzKeys[0], map[string]bool{}
+	r.keyLimit = arg % 3
+	var options []Option
+	if r.keyLimit > 0 {
+		options = append(options, WithKeyLimit(r.keyLimit))
+	}
+	switch arg / 3 {
+	case 1:
+		options = append(options, WithKeyWeights(r.keyWeight))
+	case 2:
+		r.weightPanics = true
+		options = append(options, WithKeyWeights(r.keyWeight))
+	case 3:
+		options = append(options, WithKeyWeights(nil))
+	}
+	return options
+}
+
 func (r *fuzzRun) do(op byte, arg int) {
 	p := r.p
 	switch op {
-	case 0: // a task that takes arg ms of fake time
+	case 0: // a task that takes arg ms of fake time, never with a key
 		id := r.nextID
 		r.nextID++
-		r.submit(r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) }))
+		t := r.number(fuzzTask{weight: 1})
+		r.submit(r.keyRun(t, r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) })))
 	case 1: // a task that submits a child task from inside
 		r.submit(r.submitChild)
-	case 2: // DoWait from another goroutine, sent before the next op
+	case 2: // DoWait from another goroutine, sent before the next op (under Block it may wait for room: not ordered)
 		r.maybe.Add(1)
-		r.pending.Go(func() { r.checkHandleErr(p.DoWait(r.body(func() {})), false, "DoWait") })
+		t := r.newTask(0, 1, !(r.bounded && r.policy == Block))
+		opts := r.keyOptions(t, true)
+		r.pending.Go(func() { r.checkHandleErr(p.DoWait(r.body(r.keyRun(t, func() {})), opts...), false, "DoWait") })
 		synctest.Wait()
 	case 3: // Pause until a later cancel (or a stop), registered before the next op
 		r.pause()
@@ -324,8 +611,11 @@ func (r *fuzzRun) do(op byte, arg int) {
 			r.cancels[0]()
 			r.cancels = r.cancels[1:]
 		}
-	case 5: // observe
+	case 5: // observe; in a keyed run an arg from 1 up picks the key of the tasks that follow
 		r.observe()
+		if r.keyed && arg > 0 {
+			r.key = fuzzKeys[(arg-1)%len(fuzzKeys)]
+		}
 	case 6: // let fake time pass
 		time.Sleep(time.Duration(arg) * 100 * time.Millisecond)
 	case 7: // a task that panics or calls runtime.Goexit
@@ -407,7 +697,9 @@ func (r *fuzzRun) stop(way, ms int) {
 			assert.True(r.t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStopped), "Shutdown: %v", err)
 		}
 	}
-	requireStoppedClean(r.t, r.p)
+	s := requireStoppedClean(r.t, r.p)
+	assert.Zero(r.t, s.Keys, "Status.Keys when a stop returned")
+	assert.Zero(r.t, r.p.counts.keys.Load(), "keys counted when a stop returned")
 	assert.Empty(r.t, poolGoroutinesRunning(), "pool goroutines left when a stop returned")
 	assert.Zero(r.t, r.inHandler.Load(), "dead-letter handler running when a stop returned")
 }
@@ -470,6 +762,7 @@ func (r *fuzzRun) observe() {
 	if r.bounded && r.groupTasks.Load() == 0 && r.policy != DropOldest && !r.retrying.Load() {
 		assert.LessOrEqual(r.t, s.Waiting, r.bound, "waiting <= bound")
 	}
+	assert.True(r.t, r.checkKeys(0, len(r.keysUsed)), "Status.Keys %d with %d keys given", r.p.counts.keys.Load(), len(r.keysUsed))
 }
 
 // group runs a Group of arg%5+1 tasks that take arg ms each, limited to
@@ -481,13 +774,18 @@ func (r *fuzzRun) group(arg int) {
 		g.SetLimit(arg % 3)
 	}
 	for i := range arg%5 + 1 {
-		r.groupGo(g, func(ctx context.Context) error {
-			r.body(func() {})()
-			if i == 0 && arg%4 == 0 {
-				return errTask
-			}
-			return sleepOrCause(ctx, arg)
-		})
+		t := r.newTask(0, 1, arg%3 == 0) // a limit holds tasks back: not ordered
+		r.groupGo(g, func(ctx context.Context) (err error) {
+			r.keyRun(t, func() {
+				r.body(func() {})()
+				if i == 0 && arg%4 == 0 {
+					err = errTask
+					return
+				}
+				err = sleepOrCause(ctx, arg)
+			})()
+			return err
+		}, r.keyOptions(t, true)...)
 	}
 	r.pending.Go(func() {
 		// ErrStopped is possible under StopWait too: tasks the limit held
@@ -525,13 +823,18 @@ func (r *fuzzRun) sharedGo(arg int) {
 			r.checkGroupErr(g.Wait(), "shared Group.Wait")
 		})
 	}
-	r.groupGo(r.shared, func(ctx context.Context) error {
-		r.body(func() {})()
-		if arg%7 == 0 {
-			return errTask
-		}
-		return sleepOrCause(ctx, arg)
-	})
+	t := r.newTask(0, 1, false) // limited: not ordered
+	r.groupGo(r.shared, func(ctx context.Context) (err error) {
+		r.keyRun(t, func() {
+			r.body(func() {})()
+			if arg%7 == 0 {
+				err = errTask
+				return
+			}
+			err = sleepOrCause(ctx, arg)
+		})()
+		return err
+	}, r.keyOptions(t, true)...)
 }
 
 // groupGo gives fn to g. Every Group.Go call is counted in Submitted, held
@@ -540,11 +843,11 @@ func (r *fuzzRun) sharedGo(arg int) {
 // scheduled tasks may fill it), or under Block when the group's context
 // ends while it waits for room. So a call that returned while the pool was
 // not stopping, under none of those policies, is surely counted.
-func (r *fuzzRun) groupGo(g *Group, fn func(context.Context) error) {
+func (r *fuzzRun) groupGo(g *Group, fn func(context.Context) error, opts ...TaskOption) {
 	r.maybe.Add(1)
 	r.groupTasks.Add(1)
 	mayRefuse := r.bounded && (r.policy == Block || r.refuses())
-	g.Go(fn)
+	g.Go(fn, opts...)
 	if !mayRefuse && !r.p.Stopped() {
 		r.groupSure.Add(1)
 	}
@@ -570,12 +873,16 @@ func (r *fuzzRun) goTask(arg int) {
 		ctx, cancel = context.WithTimeout(context.Background(), time.Duration(arg)*time.Millisecond)
 	}
 	var ran atomic.Bool
+	t := r.newTask(0, 1, true)
 	stopped := r.p.Stopped()
-	task := r.p.Go(ctx, func(ctx context.Context) error {
-		ran.Store(true)
-		r.body(func() {})()
-		return sleepOrCause(ctx, arg)
-	})
+	task := r.p.Go(ctx, func(ctx context.Context) (err error) {
+		r.keyRun(t, func() {
+			ran.Store(true)
+			r.body(func() {})()
+			err = sleepOrCause(ctx, arg)
+		})()
+		return err
+	}, r.keyOptions(t, true)...)
 	r.checkHandleRefusedAsStopped(stopped, task, "Go")
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
@@ -607,13 +914,14 @@ func (r *fuzzRun) delayedTask(arg int) {
 		assert.False(r.t, time.Now().Before(due), "%s ran before it was due", what)
 	}
 	r.maybe.Add(1)
+	t := r.newTask(0, 1, false) // ready when due: not ordered
 	stopped := r.p.Stopped()
 	if arg%2 == 0 {
 		task := r.p.Go(context.Background(), func(ctx context.Context) error {
 			ranEarly("a delayed Task")
-			r.body(func() {})()
+			r.keyRun(t, r.body(func() {}))()
 			return nil
-		}, Delay(wait))
+		}, append(r.keyOptions(t, true), Delay(wait))...)
 		r.checkHandleRefusedAsStopped(stopped, task, "Go with Delay")
 		r.handles = append(r.handles, task)
 		r.pending.Go(func() { r.checkHandleErr(task.Wait(), true, "delayed Task.Wait") })
@@ -621,9 +929,9 @@ func (r *fuzzRun) delayedTask(arg int) {
 	}
 	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
 		ranEarly("a delayed Future")
-		r.body(func() {})()
+		r.keyRun(t, r.body(func() {}))()
 		return arg, nil
-	}, At(due))
+	}, append(r.keyOptions(t, true), At(due))...)
 	r.checkHandleRefusedAsStopped(stopped, f, "Call with At")
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
@@ -658,24 +966,37 @@ func (r *fuzzRun) optionTask(arg int) {
 		fails, permanent = 1, true
 		opts = append(opts, Retry(func(int, error) (time.Duration, bool) { return 0, true }))
 	}
-	opts = append(opts, Label(fuzzLabel(arg%5-2, max(weight, 1))))
+	t := r.newTask(arg%5-2, weight, fails == 0 || permanent) // a Permanent end after one run: no retry
+	opts = append(opts, Label(fuzzLabel(arg%5-2, max(weight, 1), t.key)))
+	opts = append(opts, r.keyOptions(t, false)...)
 	if fails > 0 {
 		r.delayed.Store(true)
 		r.retrying.Store(true)
 	}
 	var runs atomic.Int32
+	if t.key != "" && fails > 0 && !permanent {
+		t.hold = &keyHold{key: t.key, weight: weight}
+		t.again = func() bool { return int(runs.Load()) <= fails }
+	}
 	body := r.meter.wrapWeighted(int64(weight), func() { r.ran.Add(1) })
 	stopped := r.p.Stopped()
-	task := r.p.Go(context.Background(), func(ctx context.Context) error {
-		body()
-		switch n := runs.Add(1); {
-		case int(n) > fails:
-			return nil
-		case permanent:
-			return Permanent(errTask)
-		}
-		return errTask
+	task := r.p.Go(context.Background(), func(ctx context.Context) (err error) {
+		r.keyRun(t, func() {
+			body()
+			switch n := runs.Add(1); {
+			case int(n) > fails:
+				err = nil
+			case permanent:
+				err = Permanent(errTask)
+			default:
+				err = errTask
+			}
+		})()
+		return err
 	}, opts...)
+	if t.hold != nil {
+		r.keyRuns.returned(t.hold, task.Done())
+	}
 	r.checkHandleRefusedAsStopped(stopped, task, "Go with options")
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
@@ -701,10 +1022,14 @@ func (r *fuzzRun) optionTask(arg int) {
 
 // call makes a Future whose fn returns arg, and checks what Wait returns.
 func (r *fuzzRun) call(arg int) {
-	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
-		r.body(func() {})()
-		return arg, sleepOrCause(ctx, arg)
-	})
+	t := r.newTask(0, 1, true)
+	f := Call(context.Background(), r.p, func(ctx context.Context) (v int, err error) {
+		r.keyRun(t, func() {
+			r.body(func() {})()
+			v, err = arg, sleepOrCause(ctx, arg)
+		})()
+		return v, err
+	}, r.keyOptions(t, true)...)
 	r.maybe.Add(1)
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
@@ -868,10 +1193,12 @@ func (r *fuzzRun) plainOptionTask(arg int) {
 		weight = 2
 		opts = append(opts, Weight(2))
 	}
-	if arg%2 == 1 { // DoContext's tasks have a label; Do's delayed ones keep their carrier-less path
-		opts = append(opts, Label(fuzzLabel(arg%5-2, weight)))
+	t := r.newTask(arg%5-2, weight, arg%4 < 2)
+	if arg%2 == 1 || t.key != "" { // DoContext's tasks have a label; Do's delayed ones keep their carrier-less path, unless keyed
+		opts = append(opts, Label(fuzzLabel(arg%5-2, weight, t.key)))
 	}
-	pt := r.plain(sleepFor(arg % 5))
+	opts = append(opts, r.keyOptions(t, false)...)
+	pt := r.plain(r.keyRun(t, sleepFor(arg%5)))
 	stopped := r.p.Stopped()
 	var err error
 	if arg%2 == 0 {
@@ -1002,7 +1329,7 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 	maybe := uint64(r.maybe.Load())
 	assert.GreaterOrEqual(t, s.Submitted, accepted+uint64(r.groupSure.Load()), "submitted: accepted plain tasks and group tasks counted from their Go call")
 	assert.LessOrEqual(t, s.Submitted, accepted+maybe, "submitted")
-	assert.Equal(t, r.panics.Load()+r.handlerPanics.Load(), r.handled.Load(), "panics handled")
+	assert.Equal(t, r.panics.Load()+r.handlerPanics.Load()+r.weightPanicked.Load(), r.handled.Load(), "panics handled: tasks', the dead-letter handler's and the key weight func's")
 	assert.Equal(t, uint64(r.panics.Load()), s.Panicked, "panicked: task panics only")
 	assert.LessOrEqual(t, r.meter.peak.Load(), r.maxSize.Load(), "peak concurrency")
 	assert.Equal(t, uint64(r.ran.Load()), s.Completed+s.Retried+uint64(r.unrerun.Load()), "completed + retried + runs whose retry never ran == task bodies run")
@@ -1026,8 +1353,34 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 		order := r.order.order()
 		assert.True(t, sortedInts(order), "FIFO start order %v", order)
 	}
+	r.checkKeyed()
 	if r.hooked {
 		r.checkObserved(s)
+	}
+}
+
+// checkKeyed checks, once the pool stopped, what the keyed runs saw: no
+// key past its limit (a task that waits for a retry keeps its slots, see
+// keyMeter), Status.Keys at least 1 while a keyed task ran, the
+// weight func called on dispatch and at most once per keyed call; and the
+// start order of the ordered tasks: within a key (the tasks without one
+// included) and a priority level, the order of their calls, in a pool of
+// one worker (never resized up), and under WithKeyLimit(1) for each key,
+// whose tasks then run one at a time.
+func (r *fuzzRun) checkKeyed() {
+	t := r.t
+	r.keyRuns.mu.Lock()
+	assert.Empty(t, r.keyRuns.over, "keys past their limit")
+	assert.Zero(t, r.keyRuns.noKey, "keyed runs that saw Status.Keys below 1")
+	r.keyRuns.mu.Unlock()
+	assert.Zero(t, r.weightOff.Load(), "key weight calls off the dispatcher goroutine")
+	assert.LessOrEqual(t, r.weightCalls.Load(), r.keyedCalls.Load(), "key weight calls <= calls with a key")
+	r.starts.mu.Lock()
+	defer r.starts.mu.Unlock()
+	for c, seqs := range r.starts.starts {
+		if r.maxSize.Load() == 1 || c.key != "" && r.keyLimit == 1 {
+			assert.True(t, sortedInts(seqs), "start order of key %q at priority %d: %v", c.key, c.priority, seqs)
+		}
 	}
 }
 
@@ -1044,13 +1397,16 @@ func (r *fuzzRun) checkObserved(s Status) {
 		"TaskDropped calls == rejected + dropped + abandoned + canceled + expired")
 	assert.Zero(t, h.onDispatcher.Load(), "hook calls on the dispatcher")
 	assert.Zero(t, h.negative.Load(), "negative waits or runs")
-	assert.Zero(t, h.wrongInfo.Load(), "TaskInfos that do not match their task")
+	h.mu.Lock()
+	assert.Zero(t, h.wrongInfo.Load(), "TaskInfos that do not match their task, such as %v", h.wrong)
+	h.mu.Unlock()
 	r.logs.mu.Lock()
 	defer r.logs.mu.Unlock()
 	assert.Equal(t, 1, r.logs.counts["pool stopped"], "stop summaries")
 	assert.Equal(t, s.Submitted, r.logs.submitted, "the stop summary's submitted count")
 	assert.Equal(t, int(r.panics.Load()), r.logs.counts["task panicked"], "task panic records")
 	assert.Equal(t, int(r.handlerPanics.Load()), r.logs.counts["dead-letter handler panicked"], "dead-letter handler panic records")
+	assert.Equal(t, int(r.weightPanicked.Load()), r.logs.counts["key weight func panicked"], "key weight func panic records")
 }
 
 // checkPlainTasks checks every plain task against what its call said, and

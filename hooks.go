@@ -82,7 +82,7 @@ func (h *Hooks) timed() bool {
 func (p *WorkerPool) infoOf(o *taskOptions, attempt int, why error) TaskInfo {
 	t := TaskInfo{Pool: p.cfg.name, Weight: 1, Attempt: attempt, Err: why}
 	if o != nil {
-		t.Label, t.Priority, t.Weight = o.label, o.priority, o.weight
+		t.Label, t.Key, t.Priority, t.Weight = o.label, o.key, o.priority, o.weight
 	}
 	return t
 }

@@ -139,9 +139,7 @@ func (j *job) info(why error) TaskInfo {
 	if j.opts != nil {
 		attempt += j.opts.attempt
 	}
-	t := j.pool.infoOf(j.options(), attempt, why)
-	t.Key = j.key()
-	return t
+	return j.pool.infoOf(j.options(), attempt, why)
 }
 
 // weight is the slots the job's task takes (see Weight): 1 unless an

@@ -174,7 +174,8 @@ func WithMinWorkers(n int) Option {
 // each key run one at a time, in the order they became ready (highest
 // priority first, where levels differ). A task that waits for a retry
 // keeps its key's slots, so the next task of its key starts only after it
-// ended for good; a delayed task holds none until it is due. A task
+// ended for good, and a Pause does not hold its next run; a delayed task
+// holds none until it is due. A task
 // heavier than n starts once its key holds no slot, and then holds its
 // weight. The tasks held back count in Status.Waiting and in
 // WithMaxWaiting's bound.

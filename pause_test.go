@@ -394,3 +394,68 @@ func TestParkedSubmitterStartsWhenThePausesEnd(t *testing.T) {
 		})
 	}
 }
+
+// A Pause meets a keyed task that waits for a retry while a later task of
+// its key, which the pause's barrier covers, waits in the queue behind a
+// task that keeps the one worker busy. Under a key limit the retry holds
+// its key's slot, so the later task can start only after the retry's run:
+// the pause must not hold that run, or Pause never returns (the retry of
+// another priority level) or returns before the later task ran (of the
+// same level, queued ahead of it). Without a limit the retry comes due as
+// a new task behind the later one, which the pause holds as any task due
+// during a pause. Found by FuzzPool.
+func TestPauseAndARetryOfAKeyWithTasksBeforeTheBarrier(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		limit    int
+		priority int // of the retried task; the later one has 0
+		runs     []string
+	}{
+		{"limit 1, same level", 1, 0, []string{"retried 1 at 0s", "busy at 0s", "retried 2 at 20ms", "later at 21ms"}},
+		{"limit 1, higher level", 1, 1, []string{"retried 1 at 0s", "busy at 0s", "retried 2 at 20ms", "later at 21ms"}},
+		{"no limit", 0, 0, []string{"retried 1 at 0s", "busy at 0s", "later at 20ms"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1, WithKeyLimit(c.limit))
+				defer p.Stop()
+				t0 := time.Now()
+				var mu sync.Mutex
+				var runs []string
+				run := func(name string, d time.Duration) {
+					mu.Lock()
+					runs = append(runs, fmt.Sprintf("%s at %v", name, time.Since(t0)))
+					mu.Unlock()
+					time.Sleep(d)
+				}
+				attempts := 0
+				retried := p.Go(t.Context(), func(context.Context) error {
+					attempts++
+					if attempts == 1 {
+						run("retried 1", 0)
+						return errTask
+					}
+					run("retried 2", time.Millisecond)
+					return nil
+				}, Key("k"), Priority(c.priority), Retry(Backoff(10*time.Millisecond, 10*time.Millisecond, 2)))
+				synctest.Wait() // its first run failed: it waits 10ms for its retry
+				busy := p.Go(t.Context(), func(context.Context) error { run("busy", 20*time.Millisecond); return nil })
+				later := p.Go(t.Context(), func(context.Context) error { run("later", 0); return nil }, Key("k"))
+				pauseCtx, endPause := context.WithCancel(t.Context())
+				returned := make(chan struct{})
+				go func() { p.Pause(pauseCtx); close(returned) }()
+				time.Sleep(time.Second)
+				synctest.Wait()
+				require.True(t, isClosed(returned), "Pause returned")
+				assert.True(t, isClosed(later.Done()), "the later task, which the barrier covers, finished when Pause returned")
+				mu.Lock()
+				assert.Equal(t, c.runs, runs, "runs until a second into the pause")
+				mu.Unlock()
+				endPause()
+				assert.NoError(t, retried.Wait())
+				assert.NoError(t, busy.Wait())
+				assert.NoError(t, later.Wait())
+			})
+		})
+	}
+}

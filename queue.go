@@ -510,7 +510,9 @@ func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 }
 
 // mayLeave reports whether src's front may leave the queue now: src is not
-// empty and no pause (hold) holds its front.
+// empty and no pause (hold) holds its front. A pause does not hold a retry
+// that holds its key's slots (see flows.holdsSlots): the tasks of its key
+// that the pause's barrier covers may wait for them.
 func (q *waitQueue) mayLeave(src source, hold *pauseRequest) bool {
 	switch {
 	case q.lenAt(src) == 0:
@@ -519,6 +521,8 @@ func (q *waitQueue) mayLeave(src source, hold *pauseRequest) bool {
 		return true
 	case src.isLevel0():
 		return q.popped < hold.barrier
+	case src.isKeyed() && q.flows.holdsSlots(src.fq.entries.Front().job):
+		return true
 	}
 	seq, _ := q.orderOf(src)
 	return seq < hold.rankedBarrier
@@ -675,7 +679,9 @@ func (q *waitQueue) nextExpiry() (int64, bool) {
 }
 
 // rankedBefore reports whether a job of another level than 0, or a keyed
-// one, that joined the queue before req's barrier still waits.
+// one, that joined the queue before req's barrier still waits. A keyed
+// queue is in the order its entries joined but for the retries that hold
+// their key's slots, at its front (see flows.push): it looks past them.
 func (q *waitQueue) rankedBefore(req *pauseRequest) bool {
 	for _, l := range q.levels {
 		if l.jobs.Front().opts.seq < req.rankedBarrier {
@@ -684,7 +690,11 @@ func (q *waitQueue) rankedBefore(req *pauseRequest) bool {
 	}
 	found := false
 	q.flows.each(func(fq *flowQueue) bool {
-		found = fq.entries.Front().seq < req.rankedBarrier
+		for e := range fq.entries.Iter() {
+			if found = e.seq < req.rankedBarrier; found || !q.flows.holdsSlots(e.job) {
+				break
+			}
+		}
 		return !found
 	})
 	return found

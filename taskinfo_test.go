@@ -298,6 +298,35 @@ func TestRefusedDoTellsTaskDroppedItsLabel(t *testing.T) {
 	})
 }
 
+// TaskDropped learns the key of a keyed task that the call refuses (a
+// full queue, a weight above the pool's size) and of one a group skips or
+// drops while it holds it, which never reach the dispatcher: the hooks
+// build those TaskInfos from the options alone (found by FuzzPool).
+func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := new(hookLog)
+		p := New(1, WithMaxWaiting(0, Reject), WithHooks(l.hooks()))
+		gate := blockOneWorker(t, p)
+		require.ErrorIs(t, p.Do(func() {}, Key("full"), Label("do")), ErrQueueFull)
+		require.ErrorIs(t, p.DoWait(func() {}, Key("full"), Label("wait")), ErrQueueFull)
+		require.ErrorIs(t, p.Go(t.Context(), noopFn, Key("heavy"), Label("go"), Weight(2)).Wait(), ErrTooHeavy)
+		g := p.Group(t.Context())
+		g.Go(noopFn, Key("heavy"), Label("group"), Weight(2))
+		require.ErrorIs(t, g.Wait(), ErrTooHeavy)
+		g.Go(noopFn, Key("skipped"), Label("skipped")) // the group's context is done: skipped
+		gate.open()
+		p.Stop()
+
+		keys := map[string]string{}
+		for _, c := range l.callsNow() {
+			if c.hook == "dropped" {
+				keys[c.info.Label] = c.info.Key
+			}
+		}
+		assert.Equal(t, map[string]string{"do": "full", "wait": "full", "go": "heavy", "group": "heavy", "skipped": "skipped"}, keys)
+	})
+}
+
 // DoWait takes options as Do does: it waits for a delayed task's due time
 // and its run, and panics on Retry.
 func TestDoWaitWithOptions(t *testing.T) {
