@@ -398,7 +398,7 @@ func (q *waitQueue) head(hold *pauseRequest) source {
 	q.tidyLevel0(now)
 	best := none
 	q.eachLevel(func(_ int, unkeyed source, kl *keyedLevel) bool {
-		best = q.headAt(unkeyed, kl, now, hold)
+		best = q.headAt(unkeyed, kl, now, hold, true)
 		return best.isNone()
 	})
 	return best
@@ -446,11 +446,13 @@ func (q *waitQueue) eachLevel(fn func(priority int, unkeyed source, kl *keyedLev
 	}
 }
 
-// headAt is head at one level: its FIFO of tasks without a key (unkeyed,
-// tidied here unless it is level 0) if no keyed task waits there, else
-// the member its ring serves next.
-func (q *waitQueue) headAt(unkeyed source, kl *keyedLevel, now int64, hold *pauseRequest) source {
-	if !unkeyed.isNone() && !unkeyed.isLevel0() && !q.tidyFront(unkeyed, now) {
+// headAt is head at one level: its FIFO of tasks without a key (unkeyed;
+// with tidy, tidied here unless it is level 0) if no keyed task waits
+// there, else the member its ring serves next. A caller that keeps a
+// source of another level across calls must not have it tidy: that may
+// remove a level, which moves the indexes of the levels above it.
+func (q *waitQueue) headAt(unkeyed source, kl *keyedLevel, now int64, hold *pauseRequest, tidy bool) source {
+	if tidy && !unkeyed.isNone() && !unkeyed.isLevel0() && !q.tidyFront(unkeyed, now) {
 		unkeyed = none // emptied: the level is gone
 	}
 	ready := !unkeyed.isNone() && q.mayLeave(unkeyed, hold)
@@ -488,7 +490,7 @@ func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 	nextPeriod := int64(math.MaxInt64)
 	aging := int64(q.p.cfg.aging)
 	q.eachLevel(func(priority int, unkeyed source, kl *keyedLevel) bool {
-		src := q.headAt(unkeyed, kl, now, hold)
+		src := q.headAt(unkeyed, kl, now, hold, false) // tidied above: best must keep its index
 		if src.isNone() {
 			return true
 		}
