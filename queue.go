@@ -488,7 +488,11 @@ func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 	nextPeriod := int64(math.MaxInt64)
 	aging := int64(q.p.cfg.aging)
 	q.eachLevel(func(priority int, unkeyed source, kl *keyedLevel) bool {
+		levels := len(q.levels)
 		src := q.headAt(unkeyed, kl, now, hold)
+		if len(q.levels) < levels && best.i > unkeyed.i {
+			best.i-- // unkeyed's level emptied as it was reached (a job canceled since tidyFronts): the levels above moved down
+		}
 		if src.isNone() {
 			return true
 		}
