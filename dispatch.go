@@ -12,7 +12,8 @@ package workerpool
 // a bound (admission.go), the slots of weighted tasks (slots.go), the rate
 // limit's tokens (ratelimit.go), the timer heap and its one timer
 // (schedule.go), the retries on their way back (retry.go), the barriers of
-// Pause and WaitIdle (pause.go), and the crew of workers (worker.go). No
+// Pause and WaitIdle (pause.go), the crew of workers (worker.go), and the
+// size schedule (sizeschedule.go). No
 // other goroutine reaches them. This file is the loop that asks the parts
 // what to do.
 //
@@ -64,6 +65,7 @@ type dispatcher struct {
 	retries   retryInbox // the jobs out that may come back for a retry (retry.go)
 	barriers  barriers   // Pause and WaitIdle calls (pause.go)
 	crew      crew       // the workers, the size, the floor and the idle clock (worker.go)
+	sizes     sizing     // the sizes by the time of day, and the next boundary (sizeschedule.go)
 
 	offered   offer // what offerFront last offered
 	plainFast bool  // no bound: a plain task on an empty queue is handled inline in step
@@ -84,6 +86,7 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 	d.tokens.p = p
 	d.retries.p = p
 	d.barriers.p = p
+	d.sizes.init(p, &d.timers) // before the crew reads the sizes
 	d.crew.init(p)
 	return d
 }
@@ -440,7 +443,8 @@ func (d *dispatcher) countSubmitted() {
 	d.crew.sawTask = true
 }
 
-// resize adopts the pool's size as Resize left it: the crew retires and
+// resize adopts the pool's size and floor as Resize, SetMinWorkers or a
+// boundary of the size schedule left them: the crew retires and
 // starts workers, the jobs heavier than the new size are dropped (and the
 // parked submitters of such jobs refused), and, growing, workers start for
 // the waiting tasks at once.

@@ -9,7 +9,7 @@
 // It is a drop-in superset of github.com/gammazero/workerpool v1.3: the same
 // names and behaviour, plus task handles with errors, results and contexts,
 // groups, a shutdown with a deadline, a bounded queue, dead letters,
-// resizing at run time, a scheduler (priorities with aging, delayed tasks,
+// resizing at run time and by the time of day, a scheduler (priorities with aging, delayed tasks,
 // retries with backoff, expiry, weighted tasks and a rate limit, none of
 // which holds a goroutine while it waits), [WorkerPool.Status], a panic
 // handler, and fixes for that library's hangs (see the README). This
@@ -126,10 +126,40 @@
 // workers at once and busy ones as their task ends, and no task starts
 // while the running ones are at or above the new size. [WithMinWorkers]
 // keeps a floor of warm workers that New starts and idle retirement never
-// removes. [WorkerPool.WaitIdle] waits, without stopping or holding back
+// removes, and [WorkerPool.SetMinWorkers] changes it at run time: raised,
+// the missing workers start at once; lowered, idle retirement takes the
+// workers above it. [WorkerPool.WaitIdle] waits, without stopping or holding back
 // anything, for a moment at which no task runs or waits. [WorkerPool.DoBatch]
 // queues many tasks in one hand-off to the dispatcher, which saves one of a
 // task's two goroutine hand-offs.
+//
+// # Sizing by the clock
+//
+// [WithSizeSchedule](loc, windows...) gives the pool other sizes at times
+// of day: inside a [SizeWindow] "09:00" to "17:00" it runs with the
+// window's Max as its size and its Min as its floor; outside every window,
+// with its own (New's maxWorkers and WithMinWorkers's n, as Resize and
+// SetMinWorkers last set them outside windows). A To at or before From
+// wraps past midnight, so "22:00" to "06:00" is the night. At each
+// boundary the pool changes exactly as Resize and SetMinWorkers would
+// change it, on the dispatcher's one timer: no goroutine and no timer of
+// its own, and nothing at all in a pool without a schedule (with one, the
+// dispatcher always waits on its timer too, which makes each hand-off a
+// little dearer, as while a delayed task waits).
+//
+// A Resize or SetMinWorkers call inside a window holds for the rest of that
+// window only: when it ends, the pool returns to its own sizes, or takes
+// the next window's if one begins there. Whether a window is in effect
+// depends only on what the clock in loc reads. When daylight saving time
+// begins and the clock skips an hour, a boundary in it takes effect at the
+// skip (with the clock going from 02:00 to 03:00, a window from 02:30
+// begins at 03:00, and one that lies in the skipped hour does not occur
+// that day); when it ends and the clock reads an hour twice, a window in
+// that hour occurs twice, and a window that the clock leaves by going back
+// ends at that moment and begins again when the clock reaches its From.
+// Once stopping has begun the sizes no longer change. Overlapping windows,
+// a From or To that is not "HH:MM", a Max below 1, a Min below 0 or above
+// Max, and a nil loc make New panic with a message naming the window.
 //
 // # Scheduling
 //
@@ -492,7 +522,8 @@
 //	New(n) / Resize(n)          n < 1 means 1
 //	WithIdleTimeout(d)          0 means DefaultIdleTimeout; d < 0 means never retire
 //	WithMaxWaiting(n, o)        n < 0 means no bound; 0 is a queue with no room; n > math.MaxInt32 means math.MaxInt32
-//	WithMinWorkers(n)           n < 1 means none
+//	WithMinWorkers(n)           n < 1 means none; so for SetMinWorkers(n)
+//	WithSizeSchedule(loc)       no windows means no schedule; a nil loc panics (see Sizing by the clock)
 //	WithPriorityAging(d)        d <= 0 means no aging
 //	WithQueueTimeout(d)         d <= 0 means no expiry
 //	WithRateLimit(r, b)         r <= 0, NaN or +Inf means no limit; b < 1 means 1
@@ -516,7 +547,8 @@
 //
 // When no task comes in for a whole idle period (see [WithIdleTimeout]), the
 // dispatcher retires one idle worker, then one more per further period, down
-// to zero, or to the floor [WithMinWorkers] keeps. Busy workers are never
+// to zero, or to the floor [WithMinWorkers], [WorkerPool.SetMinWorkers] or
+// a size window keeps. Busy workers are never
 // retired, and a task submitted after the pool shrank starts a new worker.
 // An idle pool with no workers above the floor arms no timer.
 //

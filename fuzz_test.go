@@ -645,7 +645,11 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.doContext(arg)
 	case 16: // DoBatch of arg%5+1 tasks, with a nil among them when arg%3 == 0
 		r.doBatch(arg)
-	case 17: // Resize to arg%4+1
+	case 17: // Resize to arg%4+1, or, from arg 4 on, SetMinWorkers(arg-4)
+		if arg >= 4 {
+			p.SetMinWorkers(arg - 4)
+			break
+		}
 		r.resize(arg%4 + 1)
 	case 18: // WaitIdle from another goroutine, until idle or for arg*10ms
 		r.waitIdle(arg)

@@ -30,6 +30,7 @@ type config struct {
 	rate         rateLimit            // WithRateLimit's; rate.interval 0: no limit
 	keyLimit     int                  // WithKeyLimit's n; 0: no limit
 	keyWeight    func(key string) int // WithKeyWeights's w; nil: 1 each
+	sizes        *sizeTable           // WithSizeSchedule's windows, checked; nil: no schedule
 	name         string
 	hooks        Hooks
 	log          *slog.Logger // WithLogger's, with the pool's name on every record (see newConfig); nil: no logging
@@ -158,12 +159,70 @@ func WithDeadLetter(h func(task func(), reason error)) Option {
 // WithMinWorkers keeps at least n workers, capped at the pool's size: New
 // starts them, and idle retirement never goes below them, until the pool
 // stops. A Resize below n lowers the floor to the new size, and a Resize
-// back up restores min(n, size). n < 1 means none.
+// back up restores min(n, size). n < 1 means none. SetMinWorkers changes
+// n at run time, and a size window (see WithSizeSchedule) while it lasts.
 //
 // Default: 0: every worker starts on demand and may retire.
 func WithMinWorkers(n int) Option {
 	return func(c *config) {
 		c.minWorkers = max(n, 0)
+	}
+}
+
+// WithSizeSchedule changes the pool's sizes by the time of day: inside
+// each window the pool runs with the window's Max as its size and its Min
+// as its floor, as Resize(Max) and SetMinWorkers(Min) would set them; outside
+// every window it runs with its own, New's maxWorkers and WithMinWorkers's
+// n, as Resize and SetMinWorkers last set them outside windows. The change
+// happens at each boundary, the moment the clock in loc reads a window's
+// From or To, exactly as those calls make it: growing starts workers for
+// waiting tasks and up to the floor at once, shrinking retires idle
+// workers at once and busy ones as their task ends, and a Max below a
+// waiting or scheduled task's weight drops it with ErrTooHeavy. Size and
+// Status.MaxWorkers show the size in effect; New starts in the window in
+// effect when it runs.
+//
+// A Resize or SetMinWorkers call inside a window sets the size or floor
+// for the rest of that window only: at its end the pool returns to its own
+// sizes (or enters the window that begins), and the call's value is
+// forgotten. A call outside every window sets the pool's own, which the
+// next window then replaces until it ends. A call made as a boundary
+// passes counts as made just before it or just after it, never both nor
+// neither: one that returned before the boundary's time counts as made
+// before it.
+//
+// Whether a window is in effect depends only on what the clock in loc
+// reads (its wall clock, so a machine that slept, or a clock that was
+// set, is followed at the next boundary the dispatcher wakes for). On a
+// day that clock skips forward (daylight saving time begins), a boundary
+// in the skipped time takes effect at the skip: with the clock going from
+// 02:00 to 03:00, a window 02:30-05:00 begins at 03:00, and a window
+// 02:10-02:40 does not occur that day. On a day the clock goes back, the
+// time it reads twice is inside or outside a window each time: with the
+// clock going from 03:00 back to 02:00, a window 02:10-02:40 occurs twice,
+// and a window 02:30-05:00 begins at the first 02:30, ends as the clock
+// goes back to 02:00, and begins again at the second 02:30.
+//
+// The boundaries run on the dispatcher's one timer: a schedule costs no
+// goroutine, and a pool without one pays nothing for it. With one, the
+// timer is always armed, so the dispatcher always waits on it as well as
+// on new tasks, as it does while a delayed task waits: each hand-off of a
+// task costs a little more (about a quarter more for a trivial task
+// submitted to a pool with free workers). Once stopping has begun no
+// boundary changes the sizes: a StopWait runs the queue on the sizes it
+// began with.
+//
+// New panics, with a message that names the window by its index and its
+// From-To, if a window's From or To is not "HH:MM" (00:00 to 23:59), its
+// Max is below 1, its Min below 0 or above its Max, or two windows
+// overlap (a window ends as the next begins: 08:00-12:00 and 12:00-18:00
+// do not overlap); and if loc is nil. With no windows there is no
+// schedule.
+//
+// Default: no schedule: the sizes change only by Resize and SetMinWorkers.
+func WithSizeSchedule(loc *time.Location, windows ...SizeWindow) Option {
+	return func(c *config) {
+		c.sizes = newSizeTable(loc, windows)
 	}
 }
 

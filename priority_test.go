@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -233,6 +234,45 @@ func TestPriorityAgingSaturates(t *testing.T) {
 		p.Go(ctx, l.fn("min"), Priority(math.MinInt))
 		p.StopWait()
 		assert.Equal(t, []string{"max", "zero", "min"}, l.starts)
+	})
+}
+
+// canceledOnceTidied is a context whose Err reports context.Canceled only
+// when asked while the dispatcher picks the next task under aging, after
+// it tidied every front (agedHead), or by the worker that takes its task:
+// a job with it is canceled right after the tidy, as a Cancel from another
+// goroutine can be.
+type canceledOnceTidied struct{ context.Context }
+
+func (c canceledOnceTidied) Err() error {
+	if stack := ownStack(); strings.Contains(stack, "(*waitQueue).agedHead(") || strings.Contains(stack, "(*job).work(") {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Under aging the dispatcher looks at every level, highest first, and
+// keeps the best front so far. A lower level that empties as it is
+// reached (its only task canceled) is removed, which moves the levels
+// above it down: the best so far must still name the right one.
+func TestPriorityAgingPicksTheRightLevelWhenALowerOneEmptiesAsItIsReached(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithPriorityAging(time.Hour))
+		defer p.Stop()
+		g := newGate()
+		defer g.release()
+		p.Submit(g.task())
+		l := newStartLog()
+		high := p.Go(t.Context(), l.fn("high"), Priority(2))
+		low := p.Go(canceledOnceTidied{context.Background()}, l.fn("low"), Priority(1))
+		synctest.Wait()
+		g.open()
+		require.NoError(t, high.Wait(), "the task of the higher level")
+		assert.ErrorIs(t, low.Wait(), context.Canceled, "the task canceled as its level was reached")
+		p.StopWait()
+		assert.Equal(t, []string{"high"}, l.starts, "starts")
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 	})
 }
 

@@ -120,7 +120,8 @@ func (h timerHeap) init() {
 // they are swept or come due, and the dispatcher's one timer, which wakes
 // it for the earliest of what it waits for in time: the next scheduled job
 // coming due, the oldest queued task expiring (WithQueueTimeout), the next
-// aging period (WithPriorityAging) and the next token of the rate limit.
+// aging period (WithPriorityAging), the next token of the rate limit and
+// the next boundary of the size schedule (WithSizeSchedule).
 // Each asks for its moment with wakeAt; when the timer fires, the
 // dispatcher does what is due and arms it for what is left (see
 // timers.fire). A timer that fires for nothing (its job was
@@ -263,6 +264,9 @@ func (t *timers) fire(d *dispatcher) {
 	}
 	if at, ok := d.queue.nextExpiry(); ok {
 		t.wakeAt(at)
+	}
+	if d.sizes.on {
+		d.sizes.fire(d) // a boundary of the size schedule that came, and the next one
 	}
 }
 

@@ -58,7 +58,7 @@ func (s State) String() string {
 // Submitted.
 type Status struct {
 	State      State // the life-cycle stage: running, paused, stopping or stopped
-	MaxWorkers int   // the most workers: New's maxWorkers, or the last Resize's (at least 1)
+	MaxWorkers int   // the most workers: New's maxWorkers, the last Resize's, or a size window's (at least 1)
 	Workers    int   // live worker goroutines, busy or idle
 	Busy       int   // workers running a task (or being handed one)
 	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
@@ -137,7 +137,8 @@ func (t *settledTotals) add(to uint32, n uint64) {
 }
 
 // Size returns the maximum number of workers: as given to New, or to the
-// last Resize (at least 1). It never blocks.
+// last Resize, or a size window's while it lasts (see WithSizeSchedule);
+// at least 1. It never blocks.
 func (p *WorkerPool) Size() int {
 	return int(p.size.Load())
 }

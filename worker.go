@@ -182,7 +182,7 @@ type crew struct {
 	p          *WorkerPool
 	workers    int    // live workers, published in p.counts.workers at once
 	max        int    // the most workers: p.size as of the last resize
-	floor      int    // the workers kept however idle: min(cfg.minWorkers, max)
+	floor      int    // the workers kept however idle: min(p.minWorkers, max) as of the last resize
 	dispatched uint64 // the work sent to workers; what has not come back is out
 	watching   bool   // p.wakeOnReturn is set: workers wake dispatch as they return work (see watch)
 
@@ -198,7 +198,7 @@ type crew struct {
 func (c *crew) init(p *WorkerPool) {
 	c.p = p
 	c.max = int(p.size.Load())
-	c.floor = min(p.cfg.minWorkers, c.max)
+	c.floor = min(int(p.minWorkers.Load()), c.max)
 	if p.cfg.idleTimeout > 0 {
 		c.idle = time.NewTimer(p.cfg.idleTimeout)
 		c.idle.Stop() // armed only while workers above the floor exist
@@ -287,14 +287,17 @@ func (c *crew) retireSurplus() bool {
 	return true
 }
 
-// resize adopts the pool's size as Resize left it (the last Resize wins):
-// it retires ready workers above it at once (busy ones as they come back)
-// and starts the workers the floor asks for.
+// resize adopts the pool's size and floor as Resize, SetMinWorkers or a
+// size window left them (the last one wins): it retires ready workers
+// above the size at once (busy ones as they come back), starts the
+// workers the floor asks for, and starts the idle clock if a lower floor
+// left workers above it.
 func (c *crew) resize() {
 	c.max = int(c.p.size.Load())
-	c.floor = min(c.p.cfg.minWorkers, c.max)
+	c.floor = min(int(c.p.minWorkers.Load()), c.max)
 	c.retireSurplus()
 	c.startFloor()
+	c.armIdleClock()
 }
 
 // armIdleClock starts one idle period, unless retirement is disabled, no

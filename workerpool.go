@@ -12,10 +12,15 @@ import (
 // dispatcher goroutine, so call Stop, StopWait or Shutdown when the pool is
 // no longer needed.
 type WorkerPool struct {
-	size  atomic.Int64 // the most workers: New's maxWorkers, then the last Resize's; dispatch re-reads it on a resize
+	size  atomic.Int64 // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
 	cfg   config       // what New's options set, and what New derived from them; never changed
 	dead  deadLetters  // the letters on their way to the dead-letter handler
 	epoch time.Time    // New's time: the pool's clock counts from it (see now)
+
+	// minWorkers is the floor before its cap at size: WithMinWorkers's n,
+	// then the last SetMinWorkers's or size window's; dispatch re-reads
+	// it on a resize.
+	minWorkers atomic.Int64
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
@@ -106,6 +111,13 @@ type cacheLinePad [128]byte
 // dispatcher once the pool is not needed. New panics if an option is
 // invalid (see WithMaxWaiting).
 func New(maxWorkers int, options ...Option) *WorkerPool {
+	p, _ := start(maxWorkers, options)
+	return p
+}
+
+// start is New, which also returns the dispatcher: a test may look at its
+// parts once the pool has stopped.
+func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	p := &WorkerPool{
 		cfg:         newConfig(options),
 		taskQueue:   make(chan message),
@@ -116,6 +128,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 		epoch:       time.Now(),
 	}
 	p.size.Store(int64(max(maxWorkers, 1)))
+	p.minWorkers.Store(int64(p.cfg.minWorkers))
 	if p.cfg.bounded {
 		p.room.init(p.cfg.bound)
 	}
@@ -123,7 +136,7 @@ func New(maxWorkers int, options ...Option) *WorkerPool {
 	d.crew.startFloor()
 	p.goroutines.Go(d.run)
 	p.logDebug("pool started", "max_workers", p.Size())
-	return p
+	return p, d
 }
 
 // Submit queues task to run on a worker and returns at once: it never waits
@@ -432,6 +445,10 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 // restored by a Resize back up. Concurrent calls are linearizable: the last
 // one wins. After stopping has begun Resize does nothing. Safe for
 // concurrent use.
+//
+// Under a size schedule (see WithSizeSchedule), a Resize inside a window
+// sets the size for the rest of that window only, and one outside every
+// window sets the pool's own size, which windows replace while they last.
 func (p *WorkerPool) Resize(maxWorkers int) {
 	if p.stopBegun.Load() {
 		return
@@ -443,6 +460,29 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 		return
 	}
 	p.logResized(from, to)
+}
+
+// SetMinWorkers sets the floor of workers kept however idle to n, as
+// WithMinWorkers does at New: n < 0 means 0, and the floor is capped at
+// the pool's size (a Resize below n lowers it to the new size, and a
+// Resize back up restores min(n, size)). Raising it starts the missing
+// workers at once; lowering it lets idle retirement (see WithIdleTimeout)
+// retire the workers above it, one per idle period. It returns once the
+// dispatcher has taken the change, without waiting for workers to start
+// or retire: Status shows them a moment later. Under a size schedule (see
+// WithSizeSchedule), a SetMinWorkers inside a window sets the floor for
+// the rest of that window only, as Resize does the size. Concurrent calls
+// are linearizable: the last one wins. After stopping has begun
+// SetMinWorkers does nothing. Safe for concurrent use.
+func (p *WorkerPool) SetMinWorkers(n int) {
+	if p.stopBegun.Load() {
+		return
+	}
+	to := int64(max(n, 0))
+	from := p.minWorkers.Swap(to)
+	if sendControl(p, message{req: &resizeTick}) != nil { // dispatch reads minWorkers
+		p.minWorkers.CompareAndSwap(to, from) // a stop came first: SetMinWorkers does nothing
+	}
 }
 
 // WaitIdle waits for the first moment at which no task runs or waits (tasks

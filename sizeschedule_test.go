@@ -1,0 +1,516 @@
+package workerpool
+
+import (
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+	_ "time/tzdata" // Europe/Berlin on machines without a zoneinfo database
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Tests for the size schedule (WithSizeSchedule) and SetMinWorkers. Each
+// runs in a synctest bubble, whose fake clock starts at 2000-01-01
+// 00:00:00 UTC: the times below are computed from there, by hand.
+
+// A sizeStep is what the pool shows from a moment on: its size and its
+// live workers.
+type sizeStep struct {
+	at               time.Time
+	maxWorkers, live int
+}
+
+// utc is a moment of 2000 in UTC.
+func utc(month time.Month, day, hour, minute int) time.Time {
+	return time.Date(2000, month, day, hour, minute, 0, 0, time.UTC)
+}
+
+// checkSizeSteps sleeps through steps, in order, and checks that the pool
+// shows each step's sizes at its moment and still the sizes before it
+// (from) a nanosecond earlier: every boundary happens exactly on time.
+func checkSizeSteps(t *testing.T, p *WorkerPool, from sizeStep, steps []sizeStep) {
+	t.Helper()
+	check := func(at time.Time, want sizeStep, when string) {
+		t.Helper()
+		require.False(t, at.Before(time.Now()), "step at %v is in the past", at)
+		time.Sleep(at.Sub(time.Now()))
+		synctest.Wait()
+		s := p.Status()
+		assert.Equal(t, want.maxWorkers, s.MaxWorkers, "MaxWorkers %s %v", when, want.at.UTC())
+		assert.Equal(t, want.live, s.Workers, "Workers %s %v", when, want.at.UTC())
+	}
+	for _, step := range steps {
+		check(step.at.Add(-time.Nanosecond), from, "just before")
+		check(step.at, step, "at")
+		from = step
+	}
+}
+
+func TestSizeScheduleAppliesWindowsAtTheirBoundaries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Local time is UTC+2: the pool starts at 02:00 local, outside both
+		// windows, which are adjacent (the first ends as the second begins).
+		loc := time.FixedZone("UTC+2", 2*60*60)
+		p := New(3, WithMinWorkers(1), WithIdleTimeout(-1), WithSizeSchedule(loc,
+			SizeWindow{From: "09:00", To: "12:00", Min: 2, Max: 6},
+			SizeWindow{From: "12:00", To: "14:00", Min: 0, Max: 1},
+		))
+		defer p.Stop()
+		s := p.Status() // no synctest.Wait: New started the floor
+		require.Equal(t, 3, s.MaxWorkers, "MaxWorkers when New returns")
+		require.Equal(t, 1, s.Workers, "Workers when New returns")
+		own := sizeStep{time.Now(), 3, 1}
+		checkSizeSteps(t, p, own, []sizeStep{
+			{utc(1, 1, 7, 0), 6, 2},  // 09:00 local: the first window's floor starts at once
+			{utc(1, 1, 10, 0), 1, 1}, // 12:00: the second window; the idle worker above its Max retires at once
+		})
+		// Three tasks in the one-worker window: one runs, two wait.
+		g := newGate()
+		defer g.release()
+		for range 3 {
+			p.Submit(g.task())
+		}
+		synctest.Wait()
+		s = p.Status()
+		require.Equal(t, 1, s.Busy, "busy in the one-worker window")
+		require.Equal(t, 2, s.Waiting, "waiting in the one-worker window")
+		checkSizeSteps(t, p, sizeStep{utc(1, 1, 10, 0), 1, 1}, []sizeStep{
+			{utc(1, 1, 12, 0), 3, 3}, // 14:00: the pool's own size; the waiting tasks start at once
+		})
+		s = p.Status()
+		assert.Equal(t, 3, s.Busy, "busy once the window ended")
+		assert.Equal(t, 0, s.Waiting, "waiting once the window ended")
+		g.open()
+		checkSizeSteps(t, p, sizeStep{utc(1, 1, 12, 0), 3, 3}, []sizeStep{
+			{utc(1, 2, 7, 0), 6, 3}, // the next day, again
+			{utc(1, 2, 10, 0), 1, 1},
+			{utc(1, 2, 12, 0), 3, 1},
+			{utc(1, 3, 7, 0), 6, 2},
+		})
+		p.Stop()
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+	})
+}
+
+func TestSizeScheduleWindowWrapsPastMidnight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(4, WithMinWorkers(2), WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "22:00", To: "06:00", Min: 1, Max: 1},
+		))
+		defer p.Stop()
+		s := p.Status() // New runs at midnight, inside the window
+		require.Equal(t, 1, s.MaxWorkers, "MaxWorkers when New returns inside the window")
+		require.Equal(t, 1, s.Workers, "Workers when New returns inside the window")
+		require.Equal(t, 1, p.Size(), "Size when New returns inside the window")
+		checkSizeSteps(t, p, sizeStep{time.Now(), 1, 1}, []sizeStep{
+			{utc(1, 1, 6, 0), 4, 2}, // the pool's own, New's 4 and WithMinWorkers's 2
+			{utc(1, 1, 22, 0), 1, 1},
+			{utc(1, 2, 0, 0), 1, 1}, // midnight: no boundary
+			{utc(1, 2, 6, 0), 4, 2},
+			{utc(1, 2, 22, 0), 1, 1},
+		})
+	})
+}
+
+func TestSizeScheduleWholeDayWindowBeginsAgainAtItsFrom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(5, WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "06:00", To: "06:00", Min: 0, Max: 2}, // To equal to From: the whole day
+		))
+		defer p.Stop()
+		require.Equal(t, 2, p.Size(), "Size when New returns")
+		time.Sleep(10 * time.Hour)
+		p.Resize(7) // inside the window: until its next boundary, tomorrow's 06:00
+		checkSizeSteps(t, p, sizeStep{time.Now(), 7, 0}, []sizeStep{
+			{utc(1, 2, 6, 0), 2, 0},
+			{utc(1, 3, 6, 0), 2, 0},
+		})
+	})
+}
+
+// Europe/Berlin in 2000: the clock went from 02:00 to 03:00 (CET, UTC+1,
+// to CEST, UTC+2) on March 26 at 01:00 UTC, and from 03:00 back to 02:00
+// on October 29 at 01:00 UTC.
+func berlin(t *testing.T) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation("Europe/Berlin")
+	require.NoError(t, err, "LoadLocation")
+	return loc
+}
+
+func TestSizeScheduleFollowsTheClockWhenDaylightSavingTimeBegins(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+			SizeWindow{From: "02:30", To: "05:00", Min: 5, Max: 5},
+			SizeWindow{From: "02:10", To: "02:20", Min: 2, Max: 2},
+		))
+		defer p.Stop()
+		// Every day before, the last window ended at 05:00 local, leaving 3
+		// workers.
+		checkSizeSteps(t, p, sizeStep{time.Now(), 3, 3}, []sizeStep{
+			// March 25, CET: local = UTC+1.
+			{utc(3, 25, 1, 10), 2, 2}, // 02:10
+			{utc(3, 25, 1, 20), 3, 2}, // 02:20: the pool's own size; the floor is 0, and no worker retires
+			{utc(3, 25, 1, 30), 5, 5}, // 02:30
+			{utc(3, 25, 4, 0), 3, 3},  // 05:00
+			// March 26: at 01:00 UTC the clock goes from 02:00 to 03:00. The
+			// window 02:10-02:20 does not occur; 02:30-05:00 begins at the
+			// skip, as the clock then reads 03:00, inside it.
+			{utc(3, 26, 1, 0), 5, 5},
+			{utc(3, 26, 1, 10), 5, 5}, // (02:10 CET would be now: nothing happens)
+			{utc(3, 26, 3, 0), 3, 3},  // 05:00 CEST
+			// March 27, CEST: local = UTC+2.
+			{utc(3, 27, 0, 10), 2, 2},
+			{utc(3, 27, 0, 20), 3, 2},
+			{utc(3, 27, 0, 30), 5, 5},
+			{utc(3, 27, 3, 0), 3, 3},
+		})
+	})
+}
+
+func TestSizeScheduleFollowsTheClockWhenDaylightSavingTimeEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+			SizeWindow{From: "02:15", To: "02:45", Min: 7, Max: 7},
+			SizeWindow{From: "02:50", To: "04:00", Min: 4, Max: 4},
+		))
+		defer p.Stop()
+		checkSizeSteps(t, p, sizeStep{time.Now(), 3, 3}, []sizeStep{ // as every day before
+			// October 28, CEST: local = UTC+2.
+			{utc(10, 28, 0, 15), 7, 7}, // 02:15
+			{utc(10, 28, 0, 45), 3, 3}, // 02:45
+			{utc(10, 28, 0, 50), 4, 4}, // 02:50
+			{utc(10, 28, 2, 0), 3, 3},  // 04:00
+			// October 29: at 01:00 UTC the clock goes from 03:00 back to
+			// 02:00, out of the window 02:50-04:00, and reads 02:00 to
+			// 03:00 again: each window in that hour occurs twice.
+			{utc(10, 29, 0, 15), 7, 7}, // 02:15 CEST
+			{utc(10, 29, 0, 45), 3, 3},
+			{utc(10, 29, 0, 50), 4, 4},
+			{utc(10, 29, 1, 0), 3, 3},  // 03:00 CEST is 02:00 CET: outside
+			{utc(10, 29, 1, 15), 7, 7}, // 02:15 CET
+			{utc(10, 29, 1, 45), 3, 3},
+			{utc(10, 29, 1, 50), 4, 4},
+			{utc(10, 29, 3, 0), 3, 3}, // 04:00 CET
+			// October 30, CET: local = UTC+1.
+			{utc(10, 30, 1, 15), 7, 7},
+			{utc(10, 30, 1, 45), 3, 3},
+			{utc(10, 30, 1, 50), 4, 4},
+			{utc(10, 30, 3, 0), 3, 3},
+		})
+	})
+}
+
+func TestSizeScheduleDaylightSavingTimeInsideAWindowIsNoBoundary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+			SizeWindow{From: "01:00", To: "04:00", Min: 0, Max: 2},
+		))
+		defer p.Stop()
+		time.Sleep(utc(3, 26, 0, 30).Sub(time.Now())) // 01:30 CET, inside the window
+		p.Resize(9)
+		// At 01:00 UTC the clock goes from 02:00 to 03:00, still inside the
+		// window: the Resize holds until 04:00 CEST.
+		checkSizeSteps(t, p, sizeStep{time.Now(), 9, 0}, []sizeStep{
+			{utc(3, 26, 1, 0), 9, 0},
+			{utc(3, 26, 2, 0), 3, 0},
+			{utc(3, 26, 23, 0), 2, 0}, // 01:00 CEST
+		})
+	})
+}
+
+func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "10:00", To: "12:00", Min: 1, Max: 4},
+			SizeWindow{From: "12:00", To: "13:00", Min: 0, Max: 2},
+		))
+		defer p.Stop()
+		checkSizeSteps(t, p, sizeStep{time.Now(), 2, 0}, []sizeStep{
+			{utc(1, 1, 10, 0), 4, 1},
+		})
+		time.Sleep(30 * time.Minute)
+		p.Resize(8)
+		p.SetMinWorkers(3)
+		synctest.Wait()
+		s := p.Status()
+		require.Equal(t, 8, s.MaxWorkers, "MaxWorkers after Resize(8) inside the window")
+		require.Equal(t, 3, s.Workers, "Workers after SetMinWorkers(3) inside the window")
+		// The dispatcher's timer fires for a delayed task inside the window:
+		// no boundary, the calls' sizes hold.
+		var ran atomic.Bool
+		require.NoError(t, p.Do(func() { ran.Store(true) }, Delay(10*time.Minute)), "Do with Delay")
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		require.True(t, ran.Load(), "the delayed task ran")
+		checkSizeSteps(t, p, sizeStep{time.Now(), 8, 3}, []sizeStep{
+			{utc(1, 1, 12, 0), 2, 2}, // the next window's sizes, not the calls'
+		})
+		time.Sleep(30 * time.Minute)
+		p.Resize(5)
+		synctest.Wait()
+		require.Equal(t, 5, p.Status().MaxWorkers, "MaxWorkers after Resize(5) inside the second window")
+		checkSizeSteps(t, p, sizeStep{time.Now(), 5, 2}, []sizeStep{
+			{utc(1, 1, 13, 0), 2, 2}, // the pool's own: New's 2, not 8 nor 5
+		})
+		// Outside every window, the calls set the pool's own sizes, which
+		// the windows replace while they last.
+		time.Sleep(time.Hour)
+		p.Resize(6)
+		p.SetMinWorkers(5)
+		synctest.Wait()
+		s = p.Status()
+		require.Equal(t, 6, s.MaxWorkers, "MaxWorkers after Resize(6) outside the windows")
+		require.Equal(t, 5, s.Workers, "Workers after SetMinWorkers(5) outside the windows")
+		checkSizeSteps(t, p, sizeStep{time.Now(), 6, 5}, []sizeStep{
+			{utc(1, 2, 10, 0), 4, 4},
+			{utc(1, 2, 12, 0), 2, 2},
+			{utc(1, 2, 13, 0), 6, 5},
+		})
+	})
+}
+
+func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
+	ok := SizeWindow{From: "08:00", To: "10:00", Min: 1, Max: 2}
+	cases := []struct {
+		name    string
+		loc     *time.Location
+		windows []SizeWindow
+		want    string
+	}{
+		{"nil loc", nil, nil, "workerpool: WithSizeSchedule with a nil *time.Location"},
+		{"nil loc with windows", nil, []SizeWindow{ok}, "workerpool: WithSizeSchedule with a nil *time.Location"},
+		{"From without a leading zero", time.UTC, []SizeWindow{ok, {From: "9:00", To: "12:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 1 (9:00-12:00): From "9:00" is not a time of day "HH:MM"`},
+		{"To 24:00", time.UTC, []SizeWindow{{From: "22:00", To: "24:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (22:00-24:00): To "24:00" is not a time of day "HH:MM"`},
+		{"minute 60", time.UTC, []SizeWindow{{From: "12:60", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (12:60-13:00): From "12:60" is not a time of day "HH:MM"`},
+		{"letters", time.UTC, []SizeWindow{{From: "ab:cd", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (ab:cd-13:00): From "ab:cd" is not a time of day "HH:MM"`},
+		{"empty To", time.UTC, []SizeWindow{{From: "12:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (12:00-): To "" is not a time of day "HH:MM"`},
+		{"seconds", time.UTC, []SizeWindow{{From: "12:00:00", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (12:00:00-13:00): From "12:00:00" is not a time of day "HH:MM"`},
+		{"a sign", time.UTC, []SizeWindow{{From: "-1:00", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (-1:00-13:00): From "-1:00" is not a time of day "HH:MM"`},
+		{"Max 0", time.UTC, []SizeWindow{ok, {From: "07:00", To: "08:00", Max: 1}, {From: "10:00", To: "11:00", Max: 0}},
+			"workerpool: WithSizeSchedule window 2 (10:00-11:00): Max 0 is below 1"},
+		{"Min -1", time.UTC, []SizeWindow{{From: "10:00", To: "11:00", Min: -1, Max: 3}},
+			"workerpool: WithSizeSchedule window 0 (10:00-11:00): Min -1 is below 0"},
+		{"Min above Max", time.UTC, []SizeWindow{ok, {From: "10:00", To: "11:00", Min: 5, Max: 3}},
+			"workerpool: WithSizeSchedule window 1 (10:00-11:00): Min 5 is above Max 3"},
+		{"overlap", time.UTC, []SizeWindow{ok, {From: "09:59", To: "11:00", Max: 3}},
+			"workerpool: WithSizeSchedule window 1 (09:59-11:00) overlaps window 0 (08:00-10:00)"},
+		{"overlap past midnight", time.UTC, []SizeWindow{{From: "01:00", To: "03:00", Max: 1}, ok, {From: "23:00", To: "01:01", Max: 3}},
+			"workerpool: WithSizeSchedule window 2 (23:00-01:01) overlaps window 0 (01:00-03:00)"},
+		{"a window inside another", time.UTC, []SizeWindow{ok, {From: "08:30", To: "09:00", Max: 3}},
+			"workerpool: WithSizeSchedule window 1 (08:30-09:00) overlaps window 0 (08:00-10:00)"},
+		{"a whole day and another", time.UTC, []SizeWindow{{From: "20:00", To: "20:00", Max: 3}, ok},
+			"workerpool: WithSizeSchedule window 1 (08:00-10:00) overlaps window 0 (20:00-20:00)"},
+		{"the same window twice", time.UTC, []SizeWindow{ok, ok},
+			"workerpool: WithSizeSchedule window 1 (08:00-10:00) overlaps window 0 (08:00-10:00)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				option := WithSizeSchedule(c.loc, c.windows...) // checked as New applies it
+				assert.PanicsWithValue(t, c.want, func() { New(2, option) }, "New")
+			})
+		})
+	}
+}
+
+func TestWithSizeScheduleAcceptsAdjacentWindowsAndNone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithSizeSchedule(time.UTC,
+			SizeWindow{From: "00:00", To: "08:00", Min: 0, Max: 1},
+			SizeWindow{From: "08:00", To: "23:59", Min: 0, Max: 3},
+			SizeWindow{From: "23:59", To: "00:00", Min: 0, Max: 5}, // the last minute of the day
+		))
+		assert.Equal(t, 1, p.Size(), "Size at midnight")
+		time.Sleep(24*time.Hour - time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 5, p.Size(), "Size at 23:59")
+		p.Stop()
+		// No windows: no schedule, also after one (the last option wins).
+		p = New(2, WithSizeSchedule(time.UTC, SizeWindow{From: "00:00", To: "00:00", Max: 9}), WithSizeSchedule(time.UTC))
+		assert.Equal(t, 2, p.Size(), "Size with no windows")
+		p.Stop()
+	})
+}
+
+func TestSizeScheduleChangesNothingOnceStoppingBegan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, d := start(2, []Option{WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "01:00", To: "02:00", Min: 4, Max: 4},
+		)})
+		defer p.Stop()
+		g := newGate()
+		defer g.release()
+		for range 3 {
+			p.Submit(g.task())
+		}
+		synctest.Wait()
+		go p.StopWait()
+		synctest.Wait()
+		require.Equal(t, StateStopping, p.Status().State, "state while a task runs")
+		// 01:00 passes while StopWait waits: the stop drains on 2 workers.
+		checkSizeSteps(t, p, sizeStep{time.Now(), 2, 2}, []sizeStep{
+			{utc(1, 1, 1, 0), 2, 2},
+		})
+		assert.Equal(t, 1, p.Status().Waiting, "waiting while stopping")
+		g.open()
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(3), s.Completed, "completed")
+		// The dispatcher has exited (Stop waited for it): its timer is
+		// neither armed nor running.
+		assert.False(t, d.timers.armed, "timer armed after the stop")
+		assert.False(t, d.timers.timer.Stop(), "timer running after the stop")
+		assert.False(t, d.sizes.on, "schedule on after the stop")
+		time.Sleep(48 * time.Hour)
+		synctest.Wait()
+		s = p.Status()
+		assert.Equal(t, 2, s.MaxWorkers, "MaxWorkers two days after the stop")
+		assert.Equal(t, 0, s.Workers, "Workers two days after the stop")
+		// The bubble's end checks that no goroutine is left.
+	})
+}
+
+func TestSizeScheduleStopReleasesTheTimerAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, d := start(2, []Option{WithSizeSchedule(time.UTC,
+			SizeWindow{From: "01:00", To: "02:00", Min: 1, Max: 4},
+		)})
+		time.Sleep(90 * time.Minute)
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Workers, "workers inside the window")
+		p.Stop()
+		requireStoppedClean(t, p)
+		assert.False(t, d.timers.armed, "timer armed after Stop")
+		assert.False(t, d.timers.timer.Stop(), "timer running after Stop")
+		assert.Equal(t, 4, p.Size(), "Size after Stop: the window's")
+	})
+}
+
+func TestSetMinWorkersStartsWorkersAtOnceAndIdleRetirementKeepsThem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(5, WithIdleTimeout(time.Second))
+		defer p.Stop()
+		p.SetMinWorkers(3)
+		synctest.Wait() // no time passes
+		require.Equal(t, 3, p.Status().Workers, "workers right after SetMinWorkers(3)")
+		assert.Equal(t, 0, p.Status().Busy, "busy")
+		time.Sleep(time.Hour)
+		synctest.Wait()
+		assert.Equal(t, 3, p.Status().Workers, "workers after an idle hour")
+		g := newGate()
+		defer g.release()
+		for range 5 {
+			p.Submit(g.task())
+		}
+		synctest.Wait()
+		require.Equal(t, 5, p.Status().Workers, "workers under load")
+		t0 := time.Now() // the idle period started with the fourth worker
+		g.open()
+		// The tick at t0+1s saw the tasks: retirement starts at t0+2s, one
+		// worker per period, down to the floor.
+		for _, c := range []struct {
+			at      time.Duration
+			workers int
+		}{
+			{2*time.Second - time.Nanosecond, 5},
+			{2 * time.Second, 4},
+			{3 * time.Second, 3},
+			{time.Hour, 3},
+		} {
+			time.Sleep(time.Until(t0.Add(c.at)))
+			synctest.Wait()
+			assert.Equal(t, c.workers, p.Status().Workers, "workers at t0+%v", c.at)
+		}
+		p.SetMinWorkers(10) // capped at the size
+		synctest.Wait()
+		assert.Equal(t, 5, p.Status().Workers, "workers after SetMinWorkers(10) on a pool of 5")
+		p.Resize(4)
+		synctest.Wait()
+		assert.Equal(t, 4, p.Status().Workers, "workers after Resize(4)")
+		p.Resize(7)
+		synctest.Wait()
+		assert.Equal(t, 7, p.Status().Workers, "workers after Resize(7): min(10, 7)")
+		// Lowering the floor lets idle retirement take the workers above it,
+		// one per period from the call on.
+		t0 = time.Now()
+		p.SetMinWorkers(-1) // means 0
+		for _, c := range []struct {
+			at      time.Duration
+			workers int
+		}{
+			{time.Second - time.Nanosecond, 7},
+			{time.Second, 6},
+			{6 * time.Second, 1},
+			{7*time.Second - time.Nanosecond, 1},
+			{7 * time.Second, 0},
+			{time.Hour, 0},
+		} {
+			time.Sleep(time.Until(t0.Add(c.at)))
+			synctest.Wait()
+			assert.Equal(t, c.workers, p.Status().Workers, "workers at t0+%v after SetMinWorkers(-1)", c.at)
+		}
+		p.Stop()
+		assert.NotPanics(t, func() { p.SetMinWorkers(3) }, "SetMinWorkers after Stop")
+		synctest.Wait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, 0, s.Workers, "workers after SetMinWorkers after Stop")
+		assert.Equal(t, uint64(5), s.Completed, "completed")
+	})
+}
+
+func TestSetMinWorkersWhileStoppingDoesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithIdleTimeout(-1))
+		defer p.Stop()
+		g := newGate()
+		defer g.release()
+		p.Submit(g.task())
+		synctest.Wait()
+		go p.StopWait()
+		synctest.Wait()
+		require.Equal(t, StateStopping, p.Status().State, "state")
+		p.SetMinWorkers(3)
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Workers, "workers after SetMinWorkers while stopping")
+		g.open()
+		p.StopWait()
+		requireStoppedClean(t, p)
+	})
+}
+
+// A Resize made as a boundary passes counts as made just before it (then
+// it sets the pool's own size, which the window replaces until its end) or
+// just after it (then it holds for the window only): never both, never
+// neither. Either way the sizes inside the window and after it agree.
+func TestResizeRacingABoundaryCountsOnOneSideOfIt(t *testing.T) {
+	seen := map[[2]int]int{}
+	for range 200 {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(2, WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+				SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 4},
+			))
+			defer p.Stop()
+			time.Sleep(time.Hour) // 01:00: the boundary's timer fires now too
+			p.Resize(8)
+			synctest.Wait()
+			inside := p.Status().MaxWorkers
+			time.Sleep(time.Hour)
+			synctest.Wait()
+			after := p.Status().MaxWorkers
+			seen[[2]int{inside, after}]++
+			assert.Contains(t, [][2]int{{4, 8}, {8, 2}}, [2]int{inside, after}, "MaxWorkers inside the window, after it")
+		})
+	}
+	t.Logf("outcomes (inside, after): %v", seen)
+}
