@@ -932,3 +932,72 @@ func TestKeyLimitHugeKey(t *testing.T) {
 		requireStoppedClean(t, p)
 	})
 }
+
+// A task that waits for a retry, holding its key's slot, gives it back at
+// its Cancel, not when its next run would have been due: the next task of
+// its key starts at once, though other tasks wait in the timer heap (so
+// that dispatch has no reason to sweep it for room).
+func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			return errFlaky
+		}, keyOpts("a", Retry(fixedRetries(time.Hour)))...)
+		done := r.watch(a1)
+		for range 3 {
+			p.Go(ctx, noopFn, Delay(2*time.Hour))
+		}
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+
+		r.sleepUntil(2 * time.Second) // a1 waits for its run at 1h1s, a2 for a's slot
+		require.Equal(t, 1, p.Status().Waiting, "waiting at 2s: a2")
+		a1.Cancel()
+		got := requireSettled(t, done, "a1")
+		assert.ErrorIs(t, got.err, context.Canceled, "a1")
+		r.sleepUntil(4 * time.Second)
+		assert.Equal(t, []string{"a1@0s", "a2@2s"}, r.runs(), "runs at 4s")
+		s := p.Status()
+		assert.Zero(t, s.Waiting, "waiting at 4s")
+		assert.Zero(t, s.Keys, "keys at 4s: a1 and a2 are done")
+
+		p.Stop()
+		requireStoppedClean(t, p)
+	})
+}
+
+// The same for a retry that came due and waits in the queue, at the front
+// of its key's queue at a low priority level, while tasks of a higher
+// level keep dispatch busy there: its Cancel gives back its key's slot at
+// once, so that a task of its key at the higher level takes its fair turn
+// among them, rather than wait until the level has no other task.
+func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			return errFlaky
+		}, keyOpts("a", Retry(fixedRetries(time.Second)))...)
+		p.Go(ctx, r.fn("b1", 10*time.Second))
+
+		r.sleepUntil(3 * time.Second) // a1 is due since 2s: it waits for the worker, holding a's slot
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(5))...)
+		for _, name := range []string{"u1", "u2", "u3", "u4"} {
+			p.Go(ctx, r.fn(name, time.Second), Priority(5))
+		}
+		r.sleepUntil(4 * time.Second)
+		a1.Cancel()
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Keys, "keys after the cancel: a, for a2")
+
+		r.sleepUntil(20 * time.Second)
+		assert.Equal(t, []string{"a1@0s", "b1@1s", "u1@11s", "a2@12s", "u2@13s", "u3@14s", "u4@15s"}, r.runs())
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled: a1")
+	})
+}
