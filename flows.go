@@ -37,6 +37,9 @@ type flows struct {
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.
 	blocked int
+	// holderSettlesSeen is p.holderSettles as dispatch last let go of the
+	// settled jobs that held their keys' slots (see holderSettled).
+	holderSettlesSeen uint64
 	// paused holds the queues whose front a pause holds (see
 	// waitQueue.mayLeave), taken out of their rings so that serving a
 	// ring under a pause costs no more than without one; they join their
@@ -226,6 +229,18 @@ func (f *flows) takeMailIfAny() {
 	}
 }
 
+// holderSettled reports whether a job that held its key's slots while it
+// waited, in the queue or the timer heap, was settled since it last
+// reported true (see job.countHolderSettle).
+func (f *flows) holderSettled() bool {
+	n := f.p.holderSettles.Load()
+	if n == f.holderSettlesSeen {
+		return false
+	}
+	f.holderSettlesSeen = n
+	return true
+}
+
 // forget drops a flow with no tasks left in the pool.
 func (f *flows) forget(fl *flow) {
 	delete(f.byKey, fl.key)
@@ -250,7 +265,7 @@ func (f *flows) holdSlots(out jobOut) {
 func (f *flows) mayStart(fq *flowQueue) bool {
 	j := fq.entries.Front().job
 	fl := fq.flow
-	return f.limit == 0 || j.opts.keyHeld || fl.held == 0 || fl.held+j.opts.weight <= f.limit
+	return f.limit == 0 || j.opts.keyHeld.Load() || fl.held == 0 || fl.held+j.opts.weight <= f.limit
 }
 
 // mayStartAtOnce reports whether j, a keyed job that nothing else waits
@@ -269,7 +284,7 @@ func (f *flows) mayStartAtOnce(j *job) bool {
 // (see waitQueue.mayLeave). Without a limit a retry holds nothing: it
 // comes due as a new task of its key.
 func (f *flows) holdsSlots(j *job) bool {
-	return f.limit > 0 && j.opts.keyHeld
+	return f.limit > 0 && j.opts.keyHeld.Load()
 }
 
 // mayStartKeyAtOnce is mayStartAtOnce for a task of key and weight not

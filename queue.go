@@ -593,6 +593,17 @@ func (q *waitQueue) tidyFronts(now int64) {
 	}
 }
 
+// tidyKeyedFronts is tidyFronts for the keyed queues alone.
+func (q *waitQueue) tidyKeyedFronts() {
+	if q.flows.queued == 0 {
+		return
+	}
+	now := q.now()
+	for _, fq := range q.flows.queues() {
+		q.tidyFront(keyed(fq), now)
+	}
+}
+
 // dropSettledFront pops the jobs at the front of level 0 that must not
 // start, so that they never take a worker: those already settled (canceled
 // by their caller) and those it settles now, whose context is done or which
