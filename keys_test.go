@@ -237,6 +237,36 @@ func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
 	})
 }
 
+// Serving the keys costs a round of them whatever their fronts weigh
+// against their weights: where no key can pay for its front, each gets at
+// once the credit of the rounds in which none could, rather than one round
+// at a time. Here a round gives each key, and the tasks without a key, one
+// slot of credit, and the fronts weigh 2^61 and more: dispatch went round
+// the ring 2^61 times before anything started, and this test did not end
+// (it failed by the test binary's timeout). The order is that of the
+// rounds: the front that needs the fewest first. (A Pause holds the three
+// until all are queued: the fair order picks a front that is alone at once.)
+func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size = 1 << 62
+		p := New(size, WithIdleTimeout(-1))
+		defer p.Stop()
+		l, ctx := newKeyedLog(), context.Background()
+		p.Go(ctx, l.fn("blocker", time.Second))
+		pauseCtx, resume := context.WithCancel(ctx)
+		go p.Pause(pauseCtx)
+		synctest.Wait()
+		p.Go(ctx, l.fn("a", time.Second), Key("a"), Weight(size))
+		p.Go(ctx, l.fn("b", time.Second), Key("b"), Weight(size/2+1))
+		p.Go(ctx, l.fn("u", time.Second), Weight(size/2))
+		time.Sleep(2 * time.Second)
+		resume()
+		p.StopWait()
+		assert.Equal(t, []string{"blocker@0s", "u@2s", "b@3s", "a@4s"}, l.got())
+		requireStoppedClean(t, p)
+	})
+}
+
 // Priority levels come before fairness.
 func TestKeysPriorityBeforeFairness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
