@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -426,9 +427,11 @@ func (f *flows) unblock(fl *flow) {
 // and expired fronts of keyed queues (tidy), takes out of the ring the
 // queues that emptied, that their key's limit holds back, or whose front
 // a pause (hold) holds, and passes over, with no credit, the stand-in
-// while unkeyedCost is 0 (no task without a key may leave).
+// while unkeyedCost is 0 (no task without a key may leave). Once every
+// member fell short of its front in turn, it gives them the rounds in
+// which none could be served at once (see skipRounds).
 func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, hold *pauseRequest) *flowQueue {
-	for passed := 0; l.cur != nil; {
+	for passed, short := 0, 0; l.cur != nil; {
 		fq, cost := l.cur, unkeyedCost
 		switch {
 		case fq.flow == nil && cost == 0:
@@ -458,8 +461,60 @@ func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, ho
 		}
 		fq.turn = false
 		l.next()
+		if short++; short >= l.members {
+			f.skipRounds(l, unkeyedCost)
+			short = 0
+		}
 	}
 	return nil
+}
+
+// skipRounds gives each member of l that has a front to pay for, none of
+// them in its turn, the credit of the rounds that would pass before the
+// first of them could pay: as many as it needs least, less one. So a
+// front that weighs far more than its member's weight (a Weight of
+// thousands on a key of weight 1) costs pick one more round of the ring,
+// not one round per slot, in the order the rounds would give. The credit
+// never passes a member's front's cost.
+func (f *flows) skipRounds(l *keyedLevel, unkeyedCost int) {
+	rounds := math.MaxInt
+	f.eachCost(l, unkeyedCost, func(fq *flowQueue, cost int) {
+		rounds = min(rounds, roundsToPay(cost-fq.deficit, fq.weight()))
+	})
+	if rounds <= 1 || rounds == math.MaxInt {
+		return
+	}
+	f.eachCost(l, unkeyedCost, func(fq *flowQueue, _ int) {
+		fq.deficit += (rounds - 1) * fq.weight()
+	})
+}
+
+// eachCost calls fn for each member of l with a front to pay for, with
+// its front's cost: the stand-in while unkeyedCost is not 0.
+func (f *flows) eachCost(l *keyedLevel, unkeyedCost int, fn func(fq *flowQueue, cost int)) {
+	fq := l.cur
+	for range l.members {
+		switch {
+		case fq.flow != nil:
+			fn(fq, fq.entries.Front().job.weight())
+		case unkeyedCost > 0:
+			fn(fq, unkeyedCost)
+		}
+		fq = fq.next
+	}
+}
+
+// roundsToPay is the number of rounds of credit w that pay for need, at
+// least 0, without overflow.
+func roundsToPay(need, w int) int {
+	if need <= 0 {
+		return 0
+	}
+	n := need / w
+	if need%w != 0 {
+		n++
+	}
+	return n
 }
 
 // pass passes the turn over cur, and reports whether every member has
