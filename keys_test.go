@@ -400,6 +400,54 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 	assert.Less(t, int64(afterMany)-int64(afterTen), int64(256<<10), "the pool holds no more after %d keys than after ten, but for bounded spares", keys)
 }
 
+// The same while one key stays active all along (it has a task scheduled
+// for tomorrow), and under aging and a Pause, which make dispatch look at
+// every key's queue: the key map, and the buffers that held every key's
+// queue, give their memory back once the burst of keys is done, though
+// the map never empties. (The map kept the room of its most keys, and the
+// buffers their most queues, for as long as the pool lived.)
+func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
+	const batches, batch = 3, 20_000
+	p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+	defer p.Stop()
+	ctx := context.Background()
+	p.Go(ctx, noopFn, Key("hot"), Delay(24*time.Hour))
+	// flush has dispatch take every release posted so far: it takes them
+	// as it handles the Pause, whose barrier nothing holds.
+	flush := func() {
+		pauseCtx, resume := context.WithCancel(ctx)
+		p.Pause(pauseCtx)
+		resume()
+	}
+	run := func(n int) {
+		pauseCtx, resume := context.WithCancel(ctx)
+		p.Pause(pauseCtx) // the burst waits until it is all queued
+		g := p.Group(ctx)
+		for i := range n {
+			g.Go(noopFn, Key("key-"+strconv.Itoa(i)))
+		}
+		resume()
+		require.NoError(t, g.Wait())
+		flush()
+		require.Equal(t, 1, p.Status().Keys, "keys once the burst is done: hot")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	run(10)
+	afterTen := heap()
+	for range batches {
+		run(batch)
+	}
+	afterMany := heap()
+	t.Logf("heap after 10 distinct keys: %d B; after %d more: %d B", afterTen, batches*batch, afterMany)
+	assert.Less(t, int64(afterMany)-int64(afterTen), int64(256<<10), "the pool holds no more after %d keys than after ten, but for bounded spares", batches*batch)
+}
+
 // BenchmarkKeysQueued queues keys × 100 no-op tasks per iteration on a
 // paused pool of 4 (key-major: the 100 tasks of one key, then the next
 // key's) and runs them all, so that dispatch picks every task's flow by
