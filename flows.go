@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"slices"
 	"sync"
@@ -114,8 +115,9 @@ type spares struct {
 const maxSpares = 64
 
 // mapResetPeak is how many keys the key map must have held before it is
-// made anew once empty: a Go map never shrinks, and a pool that saw a
-// burst of keys must give that memory back once they are done.
+// made anew once it holds a quarter of them (see shrink): a Go map never
+// shrinks, and a pool that saw a burst of keys must give that memory back
+// once they are done, even while other keys stay active.
 const mapResetPeak = 1024
 
 func (f *flows) init(p *WorkerPool) {
@@ -245,11 +247,31 @@ func (f *flows) holderSettled() bool {
 // forget drops a flow with no tasks left in the pool.
 func (f *flows) forget(fl *flow) {
 	delete(f.byKey, fl.key)
-	if len(f.byKey) == 0 && f.peak > mapResetPeak {
-		f.byKey, f.peak = nil, 0
+	if f.peak > mapResetPeak && len(f.byKey) <= f.peak/4 {
+		f.shrink()
 	}
 	fl.gen++
 	f.spare.putFlow(fl)
+}
+
+// shrink makes the key map anew with the keys it holds, a quarter of its
+// peak or fewer, and lets go of the buffers sized for the queues of every
+// key at that peak (see queues and pause), so that their memory goes once
+// the keys are done. Each copy costs at most a third of the keys forgotten
+// since the last one.
+func (f *flows) shrink() {
+	if len(f.byKey) == 0 {
+		f.byKey = nil
+	} else {
+		m := make(map[string]*flow, len(f.byKey)) // maps.Clone would keep the room
+		maps.Copy(m, f.byKey)
+		f.byKey = m
+	}
+	f.peak = len(f.byKey)
+	f.scratch = nil
+	if len(f.paused) == 0 {
+		f.paused = nil
+	}
 }
 
 // holdSlots counts the slots a keyed task takes as a worker takes it,
