@@ -555,6 +555,39 @@ func (fq *flowQueue) weight() int {
 	return fq.flow.weight
 }
 
+// heads is how many entries at fq's front wait as fronts do: its front,
+// and, behind retries there that hold their key's slots (see push), which
+// came due after them, those retries and the first entry after them. A
+// queue is in the order its entries became ready but for such retries, so
+// the oldest entry, and the first to expire, is one of these: expiry and
+// DropOldest look at each.
+func (f *flows) heads(fq *flowQueue) int {
+	n := fq.entries.Len()
+	if f.limit == 0 || n < 2 || !f.holdsSlots(fq.entries.Front().job) {
+		return min(n, 1)
+	}
+	i := 1
+	for i < n && f.holdsSlots(fq.entries.At(i).job) {
+		i++
+	}
+	return min(i+1, n)
+}
+
+// removeAt removes fq's entry at i, one of its heads, which will never
+// start (see popFront for its front).
+func (f *flows) removeAt(fq *flowQueue, i int) flowEntry {
+	if i == 0 {
+		return f.popFront(fq)
+	}
+	e := fq.entries.Remove(i) // never its last: its front stays
+	fq.level.queued--
+	f.queued--
+	if fq.blocked {
+		f.blocked--
+	}
+	return e
+}
+
 // popFront removes fq's front entry, which started or will never start,
 // and lets go of the queue once it is empty.
 func (f *flows) popFront(fq *flowQueue) flowEntry {
