@@ -356,7 +356,7 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 // dispatch: dispatch then lets go of it at once (see
 // dispatcher.dropSettledHolders), so that its key's next task may start.
 func (j *job) countHolderSettle() {
-	if j.opts != nil && j.opts.keyHeld.Load() {
+	if j.opts != nil && j.opts.keyHeld.Load() && j.pool.cfg.keyLimit > 0 {
 		j.pool.holderSettles.Add(1)
 	}
 }
