@@ -213,6 +213,37 @@ func TestKeyWeightBelowOneOrPanickingMeansOne(t *testing.T) {
 	})
 }
 
+// A key's weight is asked each time the key becomes active again, also
+// when its next task comes before dispatch forgot the key: here its first
+// task's Wait has returned, so the key had no task in the pool (Status.Keys
+// says 0), but dispatch, with no reason to wake, had not yet taken the
+// news. The weight changed meanwhile. (It kept the old weight.)
+func TestKeyWeightIsAskedAgainAsTheKeyBecomesActiveAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var weight, asked atomic.Int32
+		weight.Store(1)
+		p := New(1, WithKeyWeights(func(string) int { asked.Add(1); return int(weight.Load()) }), WithIdleTimeout(-1))
+		defer p.Stop()
+		ctx := context.Background()
+		require.NoError(t, p.Go(ctx, noopFn, Key("a")).Wait())
+		synctest.Wait()
+		require.Zero(t, p.Status().Keys, "keys once a's task is done")
+		weight.Store(3)
+		g := blockOneWorker(t, p)
+		var mu sync.Mutex
+		var got strings.Builder
+		for range 4 {
+			for _, k := range []string{"a", "b"} {
+				require.NoError(t, p.Do(func() { mu.Lock(); got.WriteString(k); mu.Unlock() }, Key(k)))
+			}
+		}
+		g.open()
+		p.StopWait()
+		assert.Equal(t, int32(3), asked.Load(), "asked as a became active, as a became active again, and as b did")
+		assert.Equal(t, "aaabbbab", got.String(), "a weighs 3 now, as b does")
+	})
+}
+
 // A heavy task that the fair order picks waits for free slots, and the
 // lighter tasks of other keys do not overtake it.
 func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
