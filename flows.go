@@ -167,14 +167,21 @@ func (f *flows) joinIfKeyed(j *job) {
 }
 
 // join counts j, a keyed job the pool accepts, as a member of its key's
-// flow, making the flow if the key has none, and gives j the flow.
+// flow, making the flow if the key has none, and gives j the flow. A key
+// whose flow dispatch has not forgotten yet, but which had no member
+// left, becomes active again: its weight is asked again, as for a new
+// flow.
 func (f *flows) join(j *job) {
 	fl := f.byKey[j.opts.key]
-	if fl == nil {
+	fresh := fl == nil
+	if fresh {
 		fl = f.activate(j.opts.key)
 	}
 	if fl.members.Add(1) == 1 {
 		f.p.counts.keys.Add(1)
+		if !fresh {
+			fl.weight = f.weightOf(fl.key)
+		}
 	}
 	j.opts.flow, j.opts.flowGen = fl, fl.gen
 }
