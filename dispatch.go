@@ -143,6 +143,7 @@ func (d *dispatcher) step() bool {
 // parked for room, Pause and WaitIdle callers, retries on their way back,
 // and the timer.
 func (d *dispatcher) advance() {
+	d.dropSettledHolders()
 	if d.p.flowMail.n.Load() > 0 { // first: a WaitIdle answered below finds no key left
 		d.queue.flows.takeMail()
 	}
@@ -160,6 +161,25 @@ func (d *dispatcher) advance() {
 	if d.timers.armed {
 		d.timers.poll(d)
 	}
+}
+
+// dropSettledHolders lets go at once of the jobs settled (a Cancel, their
+// ctx, a Resize) while they waited holding their keys' slots: retries under
+// WithKeyLimit, in the timer heap or at the front of their key's queue
+// (see flows.holdsSlots). Their slots go back through flowMail, so that
+// their keys' next tasks may start now, as a canceled task leaves its key
+// at once: otherwise dispatch would reach such a job only when it came
+// due, when the heap was mostly settled, or when it served the job's
+// priority level. It costs a sweep of the heap and of the keyed queues'
+// fronts, only after such a settle.
+func (d *dispatcher) dropSettledHolders() {
+	if !d.queue.flows.holderSettled() {
+		return
+	}
+	if len(d.timers.heap) > 0 {
+		d.timers.sweep()
+	}
+	d.queue.tidyKeyedFronts()
 }
 
 // await publishes the waiting count and advances the waiters (the step may
@@ -537,6 +557,7 @@ func (d *dispatcher) drain() {
 		if d.retries.posted() {
 			d.retries.take(d)
 		}
+		d.dropSettledHolders()
 		if d.p.flowMail.n.Load() > 0 {
 			d.queue.flows.takeMail() // a key's slots given back may let its next task start
 		}

@@ -2,6 +2,8 @@ package workerpool
 
 import (
 	"cmp"
+	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -37,6 +39,9 @@ type flows struct {
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.
 	blocked int
+	// holderSettlesSeen is p.holderSettles as dispatch last let go of the
+	// settled jobs that held their keys' slots (see holderSettled).
+	holderSettlesSeen uint64
 	// paused holds the queues whose front a pause holds (see
 	// waitQueue.mayLeave), taken out of their rings so that serving a
 	// ring under a pause costs no more than without one; they join their
@@ -110,8 +115,9 @@ type spares struct {
 const maxSpares = 64
 
 // mapResetPeak is how many keys the key map must have held before it is
-// made anew once empty: a Go map never shrinks, and a pool that saw a
-// burst of keys must give that memory back once they are done.
+// made anew once it holds a quarter of them (see shrink): a Go map never
+// shrinks, and a pool that saw a burst of keys must give that memory back
+// once they are done, even while other keys stay active.
 const mapResetPeak = 1024
 
 func (f *flows) init(p *WorkerPool) {
@@ -161,14 +167,21 @@ func (f *flows) joinIfKeyed(j *job) {
 }
 
 // join counts j, a keyed job the pool accepts, as a member of its key's
-// flow, making the flow if the key has none, and gives j the flow.
+// flow, making the flow if the key has none, and gives j the flow. A key
+// whose flow dispatch has not forgotten yet, but which had no member
+// left, becomes active again: its weight is asked again, as for a new
+// flow.
 func (f *flows) join(j *job) {
 	fl := f.byKey[j.opts.key]
-	if fl == nil {
+	fresh := fl == nil
+	if fresh {
 		fl = f.activate(j.opts.key)
 	}
 	if fl.members.Add(1) == 1 {
 		f.p.counts.keys.Add(1)
+		if !fresh {
+			fl.weight = f.weightOf(fl.key)
+		}
 	}
 	j.opts.flow, j.opts.flowGen = fl, fl.gen
 }
@@ -226,14 +239,46 @@ func (f *flows) takeMailIfAny() {
 	}
 }
 
+// holderSettled reports whether a job that held its key's slots while it
+// waited, in the queue or the timer heap, was settled since it last
+// reported true (see job.countHolderSettle).
+func (f *flows) holderSettled() bool {
+	n := f.p.holderSettles.Load()
+	if n == f.holderSettlesSeen {
+		return false
+	}
+	f.holderSettlesSeen = n
+	return true
+}
+
 // forget drops a flow with no tasks left in the pool.
 func (f *flows) forget(fl *flow) {
 	delete(f.byKey, fl.key)
-	if len(f.byKey) == 0 && f.peak > mapResetPeak {
-		f.byKey, f.peak = nil, 0
+	if f.peak > mapResetPeak && len(f.byKey) <= f.peak/4 {
+		f.shrink()
 	}
 	fl.gen++
 	f.spare.putFlow(fl)
+}
+
+// shrink makes the key map anew with the keys it holds, a quarter of its
+// peak or fewer, and lets go of the buffers sized for the queues of every
+// key at that peak (see queues and pause), so that their memory goes once
+// the keys are done. Each copy costs at most a third of the keys forgotten
+// since the last one.
+func (f *flows) shrink() {
+	if len(f.byKey) == 0 {
+		f.byKey = nil
+	} else {
+		m := make(map[string]*flow, len(f.byKey)) // maps.Clone would keep the room
+		maps.Copy(m, f.byKey)
+		f.byKey = m
+	}
+	f.peak = len(f.byKey)
+	f.scratch = nil
+	if len(f.paused) == 0 {
+		f.paused = nil
+	}
 }
 
 // holdSlots counts the slots a keyed task takes as a worker takes it,
@@ -250,7 +295,7 @@ func (f *flows) holdSlots(out jobOut) {
 func (f *flows) mayStart(fq *flowQueue) bool {
 	j := fq.entries.Front().job
 	fl := fq.flow
-	return f.limit == 0 || j.opts.keyHeld || fl.held == 0 || fl.held+j.opts.weight <= f.limit
+	return f.limit == 0 || j.opts.keyHeld.Load() || fl.held == 0 || fl.held+j.opts.weight <= f.limit
 }
 
 // mayStartAtOnce reports whether j, a keyed job that nothing else waits
@@ -269,7 +314,7 @@ func (f *flows) mayStartAtOnce(j *job) bool {
 // (see waitQueue.mayLeave). Without a limit a retry holds nothing: it
 // comes due as a new task of its key.
 func (f *flows) holdsSlots(j *job) bool {
-	return f.limit > 0 && j.opts.keyHeld
+	return f.limit > 0 && j.opts.keyHeld.Load()
 }
 
 // mayStartKeyAtOnce is mayStartAtOnce for a task of key and weight not
@@ -411,9 +456,11 @@ func (f *flows) unblock(fl *flow) {
 // and expired fronts of keyed queues (tidy), takes out of the ring the
 // queues that emptied, that their key's limit holds back, or whose front
 // a pause (hold) holds, and passes over, with no credit, the stand-in
-// while unkeyedCost is 0 (no task without a key may leave).
+// while unkeyedCost is 0 (no task without a key may leave). Once every
+// member fell short of its front in turn, it gives them the rounds in
+// which none could be served at once (see skipRounds).
 func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, hold *pauseRequest) *flowQueue {
-	for passed := 0; l.cur != nil; {
+	for passed, short := 0, 0; l.cur != nil; {
 		fq, cost := l.cur, unkeyedCost
 		switch {
 		case fq.flow == nil && cost == 0:
@@ -443,8 +490,60 @@ func (f *flows) pick(l *keyedLevel, unkeyedCost int, q *waitQueue, now int64, ho
 		}
 		fq.turn = false
 		l.next()
+		if short++; short >= l.members {
+			f.skipRounds(l, unkeyedCost)
+			short = 0
+		}
 	}
 	return nil
+}
+
+// skipRounds gives each member of l that has a front to pay for, none of
+// them in its turn, the credit of the rounds that would pass before the
+// first of them could pay: as many as it needs least, less one. So a
+// front that weighs far more than its member's weight (a Weight of
+// thousands on a key of weight 1) costs pick one more round of the ring,
+// not one round per slot, in the order the rounds would give. The credit
+// never passes a member's front's cost.
+func (f *flows) skipRounds(l *keyedLevel, unkeyedCost int) {
+	rounds := math.MaxInt
+	f.eachCost(l, unkeyedCost, func(fq *flowQueue, cost int) {
+		rounds = min(rounds, roundsToPay(cost-fq.deficit, fq.weight()))
+	})
+	if rounds <= 1 || rounds == math.MaxInt {
+		return
+	}
+	f.eachCost(l, unkeyedCost, func(fq *flowQueue, _ int) {
+		fq.deficit += (rounds - 1) * fq.weight()
+	})
+}
+
+// eachCost calls fn for each member of l with a front to pay for, with
+// its front's cost: the stand-in while unkeyedCost is not 0.
+func (f *flows) eachCost(l *keyedLevel, unkeyedCost int, fn func(fq *flowQueue, cost int)) {
+	fq := l.cur
+	for range l.members {
+		switch {
+		case fq.flow != nil:
+			fn(fq, fq.entries.Front().job.weight())
+		case unkeyedCost > 0:
+			fn(fq, unkeyedCost)
+		}
+		fq = fq.next
+	}
+}
+
+// roundsToPay is the number of rounds of credit w that pay for need, at
+// least 0, without overflow.
+func roundsToPay(need, w int) int {
+	if need <= 0 {
+		return 0
+	}
+	n := need / w
+	if need%w != 0 {
+		n++
+	}
+	return n
 }
 
 // pass passes the turn over cur, and reports whether every member has
@@ -461,6 +560,39 @@ func (fq *flowQueue) weight() int {
 		return 1
 	}
 	return fq.flow.weight
+}
+
+// heads is how many entries at fq's front wait as fronts do: its front,
+// and, behind retries there that hold their key's slots (see push), which
+// came due after them, those retries and the first entry after them. A
+// queue is in the order its entries became ready but for such retries, so
+// the oldest entry, and the first to expire, is one of these: expiry and
+// DropOldest look at each.
+func (f *flows) heads(fq *flowQueue) int {
+	n := fq.entries.Len()
+	if f.limit == 0 || n < 2 || !f.holdsSlots(fq.entries.Front().job) {
+		return min(n, 1)
+	}
+	i := 1
+	for i < n && f.holdsSlots(fq.entries.At(i).job) {
+		i++
+	}
+	return min(i+1, n)
+}
+
+// removeAt removes fq's entry at i, one of its heads, which will never
+// start (see popFront for its front).
+func (f *flows) removeAt(fq *flowQueue, i int) flowEntry {
+	if i == 0 {
+		return f.popFront(fq)
+	}
+	e := fq.entries.Remove(i) // never its last: its front stays
+	fq.level.queued--
+	f.queued--
+	if fq.blocked {
+		f.blocked--
+	}
+	return e
 }
 
 // popFront removes fq's front entry, which started or will never start,

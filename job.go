@@ -96,10 +96,11 @@ type jobOptions struct {
 	// dispatch as it accepts the job. keyHeld says the job holds its
 	// weight of its key's slots: set by the worker that takes it, and
 	// kept while it waits for a retry. Both go as the pool lets go of the
-	// job (see letGo).
+	// job (see letGo). keyHeld is atomic because a party that settles the
+	// job while it waits reads it (see settleFrom).
 	flow    *flow
 	flowGen uint32 // flow.gen as dispatch gave the job its flow
-	keyHeld bool
+	keyHeld atomic.Bool
 }
 
 // key is the job's key (see Key), "" for none.
@@ -121,7 +122,7 @@ func (j *job) flow() *flow {
 // keyHeld reports whether the job holds its key's slots (see
 // jobOptions.keyHeld).
 func (j *job) keyHeld() bool {
-	return j.opts != nil && j.opts.keyHeld
+	return j.opts != nil && j.opts.keyHeld.Load()
 }
 
 // options is the job's task options, nil for a task that uses none.
@@ -330,9 +331,11 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	case jobQueued:
 		p.counts.waiting.Add(-1)
 		p.queuedSettles.Add(1)
+		j.countHolderSettle()
 		p.wakeDispatch() // it may be offering this job to the workers
 	case jobScheduled:
 		p.counts.scheduled.Add(-1)
+		j.countHolderSettle()
 		p.wakeDispatch() // it may take the job out of its timer heap now
 	}
 	if from != jobScheduled || p.cfg.roomed {
@@ -345,6 +348,17 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	p.counts.settled.count(to)
 	j.tellLost(err)
 	return err, true
+}
+
+// countHolderSettle counts, in p.holderSettles, a job settled while it
+// waited in the queue or the timer heap holding its key's slots (a retry
+// under WithKeyLimit, see flows.holdsSlots), before the settle wakes
+// dispatch: dispatch then lets go of it at once (see
+// dispatcher.dropSettledHolders), so that its key's next task may start.
+func (j *job) countHolderSettle() {
+	if j.opts != nil && j.opts.keyHeld.Load() && j.pool.cfg.keyLimit > 0 {
+		j.pool.holderSettles.Add(1)
+	}
 }
 
 // tellLost tells of a job that will never run: its task goes to the
@@ -377,10 +391,10 @@ func (j *job) letGo() {
 func (j *job) leaveFlow() {
 	p, o := j.pool, j.opts
 	r := flowRelease{flow: o.flow, gen: o.flowGen}
-	if o.keyHeld && p.cfg.keyLimit > 0 {
+	if o.keyHeld.Swap(false) && p.cfg.keyLimit > 0 {
 		r.held = o.weight
 	}
-	o.flow, o.keyHeld = nil, false
+	o.flow = nil
 	if r.flow.members.Add(-1) == 0 {
 		p.counts.keys.Add(-1)
 		r.last = true
@@ -453,7 +467,7 @@ func (j *job) work(readyAt int64, posted *bool) (count *atomic.Uint64, panicked 
 		}
 	}()
 	if j.flow() != nil {
-		j.opts.keyHeld = true // dispatch counted its slots as it handed it out
+		j.opts.keyHeld.Store(true) // dispatch counted its slots as it handed it out
 	}
 	if j.settled() || j.settleIfBlocked() || !j.start() {
 		return &p.counts.skipped, false

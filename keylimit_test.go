@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -930,5 +931,150 @@ func TestKeyLimitHugeKey(t *testing.T) {
 		p.StopWait()
 		assert.Equal(t, []string{"x1@0s", "y1@0s", "x2@1s"}, r.runs())
 		requireStoppedClean(t, p)
+	})
+}
+
+// A task that waits for a retry, holding its key's slot, gives it back at
+// its Cancel, not when its next run would have been due: the next task of
+// its key starts at once, though other tasks wait in the timer heap (so
+// that dispatch has no reason to sweep it for room).
+func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			return errFlaky
+		}, keyOpts("a", Retry(fixedRetries(time.Hour)))...)
+		done := r.watch(a1)
+		for range 3 {
+			p.Go(ctx, noopFn, Delay(2*time.Hour))
+		}
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+
+		r.sleepUntil(2 * time.Second) // a1 waits for its run at 1h1s, a2 for a's slot
+		require.Equal(t, 1, p.Status().Waiting, "waiting at 2s: a2")
+		a1.Cancel()
+		got := requireSettled(t, done, "a1")
+		assert.ErrorIs(t, got.err, context.Canceled, "a1")
+		r.sleepUntil(4 * time.Second)
+		assert.Equal(t, []string{"a1@0s", "a2@2s"}, r.runs(), "runs at 4s")
+		s := p.Status()
+		assert.Zero(t, s.Waiting, "waiting at 4s")
+		assert.Zero(t, s.Keys, "keys at 4s: a1 and a2 are done")
+
+		p.Stop()
+		requireStoppedClean(t, p)
+	})
+}
+
+// The same for a retry that came due and waits in the queue, at the front
+// of its key's queue at a low priority level, while tasks of a higher
+// level keep dispatch busy there: its Cancel gives back its key's slot at
+// once, so that a task of its key at the higher level takes its fair turn
+// among them, rather than wait until the level has no other task.
+func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			return errFlaky
+		}, keyOpts("a", Retry(fixedRetries(time.Second)))...)
+		p.Go(ctx, r.fn("b1", 10*time.Second))
+
+		r.sleepUntil(3 * time.Second) // a1 is due since 2s: it waits for the worker, holding a's slot
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(5))...)
+		for _, name := range []string{"u1", "u2", "u3", "u4"} {
+			p.Go(ctx, r.fn(name, time.Second), Priority(5))
+		}
+		r.sleepUntil(4 * time.Second)
+		a1.Cancel()
+		synctest.Wait()
+		assert.Equal(t, 1, p.Status().Keys, "keys after the cancel: a, for a2")
+
+		r.sleepUntil(20 * time.Second)
+		assert.Equal(t, []string{"a1@0s", "b1@1s", "u1@11s", "a2@12s", "u2@13s", "u3@14s", "u4@15s"}, r.runs())
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled: a1")
+	})
+}
+
+// flakyOnce is a Task's fn that records its runs as name, each lasting d,
+// and fails its first run.
+func (r *keyTrace) flakyOnce(name string, d time.Duration) func(context.Context) error {
+	var runs atomic.Int32
+	return func(ctx context.Context) error {
+		_ = r.fn(name, d)(ctx)
+		if runs.Add(1) == 1 {
+			return errFlaky
+		}
+		return nil
+	}
+}
+
+// A retry that holds its key's slot waits at the front of its key's
+// queue, before tasks of its key that became ready earlier: they still
+// expire on time, not when the retry leaves the front. Here a1's retry
+// comes due at 2s behind the busy worker, in front of x, queued at 0s:
+// x expires at 2.5s, a1 at 4.5s.
+func TestKeyLimitTaskBehindAHeldRetryExpiresOnTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithQueueTimeout(2500*time.Millisecond), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", Retry(fixedRetries(time.Second)))...)
+		x := p.Go(ctx, r.fn("x", time.Second), Key("a"))
+		p.Go(ctx, r.fn("u", 10*time.Second))
+		doneA1, doneX := r.watch(a1), r.watch(x)
+
+		r.sleepUntil(3 * time.Second)
+		got := requireSettled(t, doneX, "x")
+		assert.ErrorIs(t, got.err, ErrExpired, "x")
+		assert.Equal(t, 2500*time.Millisecond, got.at, "x's Wait returned as it had waited 2.5s")
+		s := p.Status()
+		assert.Equal(t, 1, s.Waiting, "waiting at 3s: a1's retry")
+		assert.Equal(t, uint64(1), s.Expired, "expired at 3s")
+		r.sleepUntil(5 * time.Second)
+		got = requireSettled(t, doneA1, "a1")
+		assert.ErrorIs(t, got.err, ErrExpired, "a1")
+		assert.ErrorIs(t, got.err, errFlaky, "a1's last run")
+		assert.Equal(t, 4500*time.Millisecond, got.at, "a1's Wait returned as its retry had waited 2.5s")
+
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "u@1s"}, r.runs())
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(2), s.Expired, "expired")
+	})
+}
+
+// DropOldest drops the oldest waiting task of the pool, also when a retry
+// that holds its key's slot came due after it and waits in front of it in
+// its key's queue: x (queued at 0s), not a1's retry (due at 2s).
+func TestKeyLimitDropOldestLooksPastAHeldRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithKeyLimit(1), WithMaxWaiting(2, DropOldest), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", Retry(fixedRetries(time.Second)))...)
+		x := p.Go(ctx, r.fn("x", time.Second), Key("a"))
+		p.Go(ctx, r.fn("u", 10*time.Second))
+		doneX := r.watch(x)
+
+		r.sleepUntil(3 * time.Second)
+		require.Equal(t, 2, p.Status().Waiting, "waiting at 3s: a1's retry and x")
+		p.Go(ctx, r.fn("y", time.Second))
+		got := requireSettled(t, doneX, "x")
+		assert.ErrorIs(t, got.err, ErrDropped, "x")
+		assert.Equal(t, 3*time.Second, got.at, "x's Wait returned as y came")
+
+		require.NoError(t, a1.Wait(), "a1")
+		p.StopWait()
+		assert.Equal(t, []string{"a1@0s", "u@1s", "a1@11s", "y@12s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 	})
 }

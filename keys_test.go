@@ -213,6 +213,37 @@ func TestKeyWeightBelowOneOrPanickingMeansOne(t *testing.T) {
 	})
 }
 
+// A key's weight is asked each time the key becomes active again, also
+// when its next task comes before dispatch forgot the key: here its first
+// task's Wait has returned, so the key had no task in the pool (Status.Keys
+// says 0), but dispatch, with no reason to wake, had not yet taken the
+// news. The weight changed meanwhile. (It kept the old weight.)
+func TestKeyWeightIsAskedAgainAsTheKeyBecomesActiveAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var weight, asked atomic.Int32
+		weight.Store(1)
+		p := New(1, WithKeyWeights(func(string) int { asked.Add(1); return int(weight.Load()) }), WithIdleTimeout(-1))
+		defer p.Stop()
+		ctx := context.Background()
+		require.NoError(t, p.Go(ctx, noopFn, Key("a")).Wait())
+		synctest.Wait()
+		require.Zero(t, p.Status().Keys, "keys once a's task is done")
+		weight.Store(3)
+		g := blockOneWorker(t, p)
+		var mu sync.Mutex
+		var got strings.Builder
+		for range 4 {
+			for _, k := range []string{"a", "b"} {
+				require.NoError(t, p.Do(func() { mu.Lock(); got.WriteString(k); mu.Unlock() }, Key(k)))
+			}
+		}
+		g.open()
+		p.StopWait()
+		assert.Equal(t, int32(3), asked.Load(), "asked as a became active, as a became active again, and as b did")
+		assert.Equal(t, "aaabbbab", got.String(), "a weighs 3 now, as b does")
+	})
+}
+
 // A heavy task that the fair order picks waits for free slots, and the
 // lighter tasks of other keys do not overtake it.
 func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
@@ -234,6 +265,36 @@ func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
 		assert.Equal(t, []string{"blocker@0s", "heavy@1s"}, got[:2])
 		assert.ElementsMatch(t, []string{"b0@2s", "b1@2s"}, got[2:4])
 		assert.Equal(t, "b2@5s", got[4])
+	})
+}
+
+// Serving the keys costs a round of them whatever their fronts weigh
+// against their weights: where no key can pay for its front, each gets at
+// once the credit of the rounds in which none could, rather than one round
+// at a time. Here a round gives each key, and the tasks without a key, one
+// slot of credit, and the fronts weigh 2^61 and more: dispatch went round
+// the ring 2^61 times before anything started, and this test did not end
+// (it failed by the test binary's timeout). The order is that of the
+// rounds: the front that needs the fewest first. (A Pause holds the three
+// until all are queued: the fair order picks a front that is alone at once.)
+func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const size = 1 << 62
+		p := New(size, WithIdleTimeout(-1))
+		defer p.Stop()
+		l, ctx := newKeyedLog(), context.Background()
+		p.Go(ctx, l.fn("blocker", time.Second))
+		pauseCtx, resume := context.WithCancel(ctx)
+		go p.Pause(pauseCtx)
+		synctest.Wait()
+		p.Go(ctx, l.fn("a", time.Second), Key("a"), Weight(size))
+		p.Go(ctx, l.fn("b", time.Second), Key("b"), Weight(size/2+1))
+		p.Go(ctx, l.fn("u", time.Second), Weight(size/2))
+		time.Sleep(2 * time.Second)
+		resume()
+		p.StopWait()
+		assert.Equal(t, []string{"blocker@0s", "u@2s", "b@3s", "a@4s"}, l.got())
+		requireStoppedClean(t, p)
 	})
 }
 
@@ -368,6 +429,54 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 	assert.Equal(t, 0, p.Status().Keys)
 	t.Logf("heap after 10 distinct keys: %d B; after %d more: %d B", afterTen, keys, afterMany)
 	assert.Less(t, int64(afterMany)-int64(afterTen), int64(256<<10), "the pool holds no more after %d keys than after ten, but for bounded spares", keys)
+}
+
+// The same while one key stays active all along (it has a task scheduled
+// for tomorrow), and under aging and a Pause, which make dispatch look at
+// every key's queue: the key map, and the buffers that held every key's
+// queue, give their memory back once the burst of keys is done, though
+// the map never empties. (The map kept the room of its most keys, and the
+// buffers their most queues, for as long as the pool lived.)
+func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
+	const batches, batch = 3, 20_000
+	p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+	defer p.Stop()
+	ctx := context.Background()
+	p.Go(ctx, noopFn, Key("hot"), Delay(24*time.Hour))
+	// flush has dispatch take every release posted so far: it takes them
+	// as it handles the Pause, whose barrier nothing holds.
+	flush := func() {
+		pauseCtx, resume := context.WithCancel(ctx)
+		p.Pause(pauseCtx)
+		resume()
+	}
+	run := func(n int) {
+		pauseCtx, resume := context.WithCancel(ctx)
+		p.Pause(pauseCtx) // the burst waits until it is all queued
+		g := p.Group(ctx)
+		for i := range n {
+			g.Go(noopFn, Key("key-"+strconv.Itoa(i)))
+		}
+		resume()
+		require.NoError(t, g.Wait())
+		flush()
+		require.Equal(t, 1, p.Status().Keys, "keys once the burst is done: hot")
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	run(10)
+	afterTen := heap()
+	for range batches {
+		run(batch)
+	}
+	afterMany := heap()
+	t.Logf("heap after 10 distinct keys: %d B; after %d more: %d B", afterTen, batches*batch, afterMany)
+	assert.Less(t, int64(afterMany)-int64(afterTen), int64(256<<10), "the pool holds no more after %d keys than after ten, but for bounded spares", batches*batch)
 }
 
 // BenchmarkKeysQueued queues keys × 100 no-op tasks per iteration on a

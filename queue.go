@@ -68,10 +68,13 @@ type waitQueue struct {
 // A source names one FIFO of the queue: level 0, a level in levels (by
 // index), or a keyed queue (fq). fq is also set on a FIFO of tasks without
 // a key that a level's ring chose: its stand-in there, which the start
-// charges (see started).
+// charges (see started). For a keyed queue, at is the index of the entry
+// the source stands for: 0, its front, or one that retries at its front
+// hide (see flows.heads), which expiry and DropOldest look at too.
 type source struct {
 	i  int
 	fq *flowQueue
+	at int
 }
 
 var (
@@ -87,6 +90,12 @@ func ranked(i int) source { return source{i: i} }
 
 // keyed is the source of a keyed queue.
 func keyed(fq *flowQueue) source { return source{i: keyedIndex, fq: fq} }
+
+// keyedAt is the source of a keyed queue's entry at index at.
+func keyedAt(fq *flowQueue, at int) source { return source{i: keyedIndex, fq: fq, at: at} }
+
+// entry is a keyed source's entry.
+func (s source) entry() flowEntry { return s.fq.entries.At(s.at) }
 
 func (s source) isLevel0() bool { return s.i == level0.i }
 func (s source) isKeyed() bool  { return s.i == keyedIndex }
@@ -258,7 +267,7 @@ func (q *waitQueue) popAt(src source) {
 		q.pop()
 		return
 	case src.isKeyed():
-		q.flows.popFront(src.fq)
+		q.flows.removeAt(src.fq, src.at)
 		return
 	}
 	l := q.levels[src.i]
@@ -304,7 +313,7 @@ func (q *waitQueue) workAt(src source) work {
 	var w work
 	switch {
 	case src.isKeyed():
-		w.job = src.fq.entries.Front().job
+		w.job = src.entry().job
 	case !src.isLevel0():
 		w.job = q.levels[src.i].jobs.Front()
 	case q.tasks.Front() == nil:
@@ -322,7 +331,7 @@ func (q *waitQueue) workAt(src source) work {
 func (q *waitQueue) frontJob(src source) *job {
 	switch {
 	case src.isKeyed():
-		return src.fq.entries.Front().job
+		return src.entry().job
 	case !src.isLevel0():
 		return q.levels[src.i].jobs.Front()
 	}
@@ -338,7 +347,7 @@ func (q *waitQueue) readyAtOf(src source) int64 {
 	case src.isLevel0():
 		return q.readyAt.Front()
 	case src.isKeyed():
-		return src.fq.entries.Front().readyAt
+		return src.entry().readyAt
 	}
 	return q.levels[src.i].jobs.Front().opts.readyAt
 }
@@ -347,7 +356,7 @@ func (q *waitQueue) readyAtOf(src source) int64 {
 // tasks: its seq and after (see jobOptions).
 func (q *waitQueue) orderOf(src source) (seq, after uint64) {
 	if src.isKeyed() {
-		e := src.fq.entries.Front()
+		e := src.entry()
 		return e.seq, e.after
 	}
 	o := q.levels[src.i].jobs.Front().opts
@@ -523,7 +532,7 @@ func (q *waitQueue) mayLeave(src source, hold *pauseRequest) bool {
 		return true
 	case src.isLevel0():
 		return q.popped < hold.barrier
-	case src.isKeyed() && q.flows.holdsSlots(src.fq.entries.Front().job):
+	case src.isKeyed() && q.flows.holdsSlots(src.entry().job):
 		return true
 	}
 	seq, _ := q.orderOf(src)
@@ -561,7 +570,9 @@ func (q *waitQueue) oldest() source {
 		consider(ranked(i))
 	}
 	q.flows.each(func(fq *flowQueue) bool {
-		consider(keyed(fq))
+		for at := range q.flows.heads(fq) {
+			consider(keyedAt(fq, at))
+		}
 		return true
 	})
 	return best
@@ -590,6 +601,17 @@ func (q *waitQueue) tidyFronts(now int64) {
 		for _, fq := range q.flows.queues() {
 			q.tidyFront(keyed(fq), now)
 		}
+	}
+}
+
+// tidyKeyedFronts is tidyFronts for the keyed queues alone.
+func (q *waitQueue) tidyKeyedFronts() {
+	if q.flows.queued == 0 {
+		return
+	}
+	now := q.now()
+	for _, fq := range q.flows.queues() {
+		q.tidyFront(keyed(fq), now)
 	}
 }
 
@@ -625,11 +647,33 @@ func (q *waitQueue) tidyFront(src source, now int64) bool {
 		case q.expiredAt(src, now):
 			q.giveUpFront(src, jobExpired, ErrExpired)
 		default:
+			if src.isKeyed() {
+				q.tidyHidden(src.fq, now)
+			}
 			return true
 		}
 		if last {
 			return false
 		}
+	}
+}
+
+// tidyHidden is tidyFront for the entries of a keyed queue that the
+// retries at its front hide (see flows.heads): it drops those that must
+// not start or that expired, as if each were a front. The queue keeps its
+// front.
+func (q *waitQueue) tidyHidden(fq *flowQueue, now int64) {
+	for at := 1; at < q.flows.heads(fq); at++ {
+		src := keyedAt(fq, at)
+		switch j := q.frontJob(src); {
+		case j.settled() || j.settleIfBlocked():
+			q.dropFront(src)
+		case q.expiredAt(src, now):
+			q.giveUpFront(src, jobExpired, ErrExpired)
+		default:
+			continue
+		}
+		at-- // the next entry took its index
 	}
 }
 
@@ -672,8 +716,10 @@ func (q *waitQueue) nextExpiry() (int64, bool) {
 		}
 	}
 	q.flows.each(func(fq *flowQueue) bool {
-		if at := fq.entries.Front().readyAt; !found || at < first {
-			first, found = at, true
+		for i := range q.flows.heads(fq) {
+			if at := fq.entries.At(i).readyAt; !found || at < first {
+				first, found = at, true
+			}
 		}
 		return true
 	})

@@ -96,6 +96,9 @@ type WorkerPool struct {
 	// the settled entries of its queue again when it has changed (see
 	// waitQueue.inQueue).
 	queuedSettles atomic.Uint64
+	// holderSettles counts the jobs settled while they waited holding
+	// their keys' slots (see job.countHolderSettle).
+	holderSettles atomic.Uint64
 	_             cacheLinePad
 }
 
