@@ -46,7 +46,11 @@ import (
 // In a keyed run the calls that take options (DoWait, Go, Call, Group.Go,
 // Do and DoContext with options) give their task the key that op 5 last
 // picked, and the checks add each key's limit, the start order within a
-// key, the hooks' TaskInfo.Key and Status.Keys (see checkKeyed).
+// key, the hooks' TaskInfo.Key and Status.Keys (see checkKeyed). A second
+// op 4 right after the key byte, which would end no pause either, is the
+// schedule byte: the pool has a size schedule whose boundary comes one
+// second into the run, with a window from the start if its arg is even
+// and from then if it is odd (see sizeSchedule).
 func FuzzPool(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 0, 1})
 	f.Add([]byte{1, 0x0e, 0x1c, 3, 0, 0, 2, 4, 5, 0})
@@ -68,6 +72,11 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0x00, 144, 85, 222, 202, 25, 223, 203, 105, 201, 45, 221, 200, 53, 2}) // size 1, limit 1, a weight func that panics for k3: Tasks and Do with options of every key and none; a Shutdown racing
 	f.Add([]byte{0x31, 24, 9, 29, 45, 69, 12, 12, 3, 8, 10, 4, 13, 8, 0})               // DropOldest, bound 1, limit 1: groups of k0 and k1, the shared group, a pause; a Stop racing
 	f.Add([]byte{0x11, 104, 3, 8, 45, 8, 2, 214, 4, 6, 240, 253, 33, 2})                // Block, bound 1, limit 2, weights: a pause fills the queue with Tasks and a DoWait of k0 and k1, delayed ones; a StopWait racing, then Shutdown
+	// Runs with a size schedule (see the schedule byte above):
+	f.Add([]byte{0x03, 4, 4, 250, 251, 230, 231, 0, 20, 40, 186, 253, 186, 255, 1})     // size 4, one worker until 1s: delayed and heavy Tasks, fake time past the boundary, then StopWait
+	f.Add([]byte{0x00, 24, 24, 250, 230, 232, 88, 254, 186, 33, 126, 255, 1})           // size 1, key limit 1, 4 workers from 1s: a StopWait from another goroutine, then the boundary passes
+	f.Add([]byte{0x41, 4, 44, 17, 97, 117, 250, 251, 186, 186, 37, 117, 18, 255, 2})    // size 2, floor 1, 3 workers until 1s: Resize and SetMinWorkers inside the window and after it, then Shutdown
+	f.Add([]byte{0x12, 4, 64, 19, 19, 19, 250, 3, 251, 186, 186, 4, 17, 0, 19, 210, 0}) // Block, bound 1, size 3, 2 workers from 1s: a pause across the boundary, then Stop
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 || len(data) > 256 {
 			return
@@ -129,6 +138,7 @@ type fuzzRun struct {
 	t       *testing.T
 	p       *WorkerPool
 	size    int          // New's maxWorkers
+	sized   bool         // the pool has a size schedule (see sizeSchedule)
 	maxSize atomic.Int64 // the largest size the pool had
 	policy  Overflow
 	bounded bool // WithMaxWaiting(bound, policy)
@@ -555,6 +565,10 @@ func runOps(t *testing.T, data []byte) {
 	if op, arg := decodeOp(data[1]); op == 4 && len(ops) > 0 { // the key byte
 		ops = ops[1:]
 		options = append(options, r.keyOptionsOf(arg)...)
+		if op, arg := decodeOp(data[2]); op == 4 && len(ops) > 0 { // the schedule byte
+			ops = ops[1:]
+			options = append(options, r.sizeSchedule(arg%2 == 1))
+		}
 	}
 	r.p = New(r.size, options...)
 	lastFuzzPool = r.p
@@ -565,6 +579,23 @@ func runOps(t *testing.T, data []byte) {
 	r.stop(int(last%3), int(last/3))
 	r.pending.Wait()
 	r.check(last%3 == 1)
+}
+
+// sizeSchedule is a size schedule whose one window has the pool's size
+// turned around (1 for 4, 4 for 1) as its Max, and half that as its Min.
+// Its clock reads 00:59:59 as the run begins, at midnight UTC: inside a
+// window from 00:00, the pool starts with the window's sizes and returns
+// to its own one second in; with one from 01:00, it starts with its own
+// and takes the window's then. The largest size counts the window's.
+func (r *fuzzRun) sizeSchedule(late bool) Option {
+	r.sized = true
+	w := SizeWindow{From: "00:00", To: "01:00", Max: 5 - r.size}
+	if late {
+		w.From, w.To = "01:00", "01:01"
+	}
+	w.Min = w.Max / 2
+	r.maxSize.Store(int64(max(r.size, w.Max)))
+	return WithSizeSchedule(time.FixedZone("fuzz", 59*60+59), w)
 }
 
 // keyOptionsOf makes the run keyed, and returns the pool's key options
@@ -1297,7 +1328,7 @@ func (r *fuzzRun) resize(n int) {
 		r.maxSize.Store(int64(n))
 	}
 	r.p.Resize(n)
-	if !r.anyStop.Load() {
+	if !r.anyStop.Load() && !r.sized { // (a boundary may come before the check)
 		assert.Equal(r.t, n, r.p.Size(), "Size after Resize")
 	}
 }

@@ -127,10 +127,11 @@ func (t *sizeTable) windowAt(at time.Time) int {
 // that clock (daylight saving time) moves it into another window or out
 // of one. Between changes the clock runs evenly, so the next From or To is
 // found by arithmetic; a change that comes first is a boundary if the
-// clock lands in another window than the one it left, and otherwise the
-// search goes on from it. On a day the clock skips the time of a boundary,
-// the window it lands in so begins at the skip; on a day it goes back, a
-// boundary it reads twice happens twice.
+// clock lands in another window than the one it left, or if it skips a
+// From or To or lands on one, and otherwise the search goes on from it. On
+// a day the clock skips the time of a boundary, the window it lands in so
+// begins at the skip (also the window it left, which then ends and begins
+// again); on a day it goes back, a boundary it reads twice happens twice.
 func (t *sizeTable) next(from time.Time) time.Time {
 	at := from.In(t.loc)
 	for {
@@ -140,11 +141,25 @@ func (t *sizeTable) next(from time.Time) time.Time {
 			return mark
 		}
 		left := t.windowAt(at)
+		_, before := at.Zone()
 		at = change
-		if t.windowAt(at) != left {
+		_, after := at.Zone()
+		// The clock jumps from reading mark's time, or earlier, by
+		// after-before: forward, it skips or lands on mark if the jump
+		// reaches it; back, it lands on a From or To only if it reads one
+		// exactly then.
+		jump := time.Duration(after-before) * time.Second
+		if t.windowAt(at) != left || jump > 0 && !mark.After(change.Add(jump)) || t.isMark(at) {
 			return at
 		}
 	}
+}
+
+// isMark reports whether the clock of the schedule's location reads a
+// window's From or To exactly at at.
+func (t *sizeTable) isMark(at time.Time) bool {
+	h, m, s := at.Clock()
+	return s == 0 && at.Nanosecond() == 0 && slices.Contains(t.marks, 60*h+m)
 }
 
 // untilMark is how long the clock of the schedule's location, running

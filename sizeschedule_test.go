@@ -1,6 +1,8 @@
 package workerpool
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -297,6 +299,20 @@ func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
 			`workerpool: WithSizeSchedule window 0 (12:00:00-13:00): From "12:00:00" is not a time of day "HH:MM"`},
 		{"a sign", time.UTC, []SizeWindow{{From: "-1:00", To: "13:00", Max: 1}},
 			`workerpool: WithSizeSchedule window 0 (-1:00-13:00): From "-1:00" is not a time of day "HH:MM"`},
+		{"one digit each", time.UTC, []SizeWindow{{From: "1:0", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (1:0-13:00): From "1:0" is not a time of day "HH:MM"`},
+		{"a leading space", time.UTC, []SizeWindow{{From: " 9:00", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 ( 9:00-13:00): From " 9:00" is not a time of day "HH:MM"`},
+		{"a trailing space", time.UTC, []SizeWindow{{From: "08:00", To: "9:00 ", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (08:00-9:00 ): To "9:00 " is not a time of day "HH:MM"`},
+		{"a plus sign", time.UTC, []SizeWindow{{From: "+9:00", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (+9:00-13:00): From "+9:00" is not a time of day "HH:MM"`},
+		{"To minute 60", time.UTC, []SizeWindow{{From: "08:00", To: "09:60", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (08:00-09:60): To "09:60" is not a time of day "HH:MM"`},
+		{"Arabic-Indic digits", time.UTC, []SizeWindow{{From: "٠٩:٠٠", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (٠٩:٠٠-13:00): From "٠٩:٠٠" is not a time of day "HH:MM"`},
+		{"a two-byte letter before the colon", time.UTC, []SizeWindow{{From: "é:00", To: "13:00", Max: 1}},
+			`workerpool: WithSizeSchedule window 0 (é:00-13:00): From "é:00" is not a time of day "HH:MM"`},
 		{"Max 0", time.UTC, []SizeWindow{ok, {From: "07:00", To: "08:00", Max: 1}, {From: "10:00", To: "11:00", Max: 0}},
 			"workerpool: WithSizeSchedule window 2 (10:00-11:00): Max 0 is below 1"},
 		{"Min -1", time.UTC, []SizeWindow{{From: "10:00", To: "11:00", Min: -1, Max: 3}},
@@ -307,6 +323,8 @@ func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
 			"workerpool: WithSizeSchedule window 1 (09:59-11:00) overlaps window 0 (08:00-10:00)"},
 		{"overlap past midnight", time.UTC, []SizeWindow{{From: "01:00", To: "03:00", Max: 1}, ok, {From: "23:00", To: "01:01", Max: 3}},
 			"workerpool: WithSizeSchedule window 2 (23:00-01:01) overlaps window 0 (01:00-03:00)"},
+		{"a night window over an early morning one", time.UTC, []SizeWindow{{From: "05:00", To: "07:00", Max: 1}, {From: "22:00", To: "05:01", Max: 3}},
+			"workerpool: WithSizeSchedule window 1 (22:00-05:01) overlaps window 0 (05:00-07:00)"},
 		{"a window inside another", time.UTC, []SizeWindow{ok, {From: "08:30", To: "09:00", Max: 3}},
 			"workerpool: WithSizeSchedule window 1 (08:30-09:00) overlaps window 0 (08:00-10:00)"},
 		{"a whole day and another", time.UTC, []SizeWindow{{From: "20:00", To: "20:00", Max: 3}, ok},
@@ -513,4 +531,178 @@ func TestResizeRacingABoundaryCountsOnOneSideOfIt(t *testing.T) {
 		})
 	}
 	t.Logf("outcomes (inside, after): %v", seen)
+}
+
+// A change of the clock that leaves it in the window it was in, but skips
+// the window's To and From (or lands on its From again), is a boundary:
+// the window ends and begins again, so that a Resize made inside it holds
+// no longer than on any other day. Lord Howe Island's clock skips from
+// 02:00 to 02:30 (UTC+10:30 to UTC+11) on 2000-08-27 at 15:30 UTC, the
+// day before; Berlin's goes back from 03:00 to 02:00 on 2000-10-29 at
+// 01:00 UTC; Santiago's goes back at midnight, from 24:00 to 23:00 on
+// 2000-03-11, at 03:00 UTC on the 12th.
+func TestSizeScheduleClockChangeThatPassesABoundaryInsideAWindowIsOne(t *testing.T) {
+	load := func(t *testing.T, name string) *time.Location {
+		t.Helper()
+		loc, err := time.LoadLocation(name)
+		require.NoError(t, err, "LoadLocation %s", name)
+		return loc
+	}
+	cases := []struct {
+		name   string
+		zone   string
+		window SizeWindow
+		resize time.Time  // inside the window, the day of the change
+		steps  []sizeStep // from the Resize(7) on
+	}{
+		{"the clock skips a whole-day window's From", "Australia/Lord_Howe",
+			SizeWindow{From: "02:15", To: "02:15", Max: 2}, utc(8, 26, 15, 0), // 01:30 +1030
+			[]sizeStep{
+				{utc(8, 26, 15, 30), 2, 0}, // the skip: 02:15 is skipped, the window begins again
+				{utc(8, 27, 15, 15), 2, 0}, // 02:15 +11, as every day
+			}},
+		{"the clock goes back to a window's From", "Europe/Berlin",
+			SizeWindow{From: "02:00", To: "05:00", Max: 2}, utc(10, 29, 0, 30), // 02:30 CEST
+			[]sizeStep{
+				{utc(10, 29, 1, 0), 2, 0}, // 02:00 CET: the window begins again
+				{utc(10, 29, 4, 0), 5, 0}, // 05:00 CET
+			}},
+		{"the clock goes back at midnight to a window's From", "America/Santiago",
+			SizeWindow{From: "23:00", To: "06:00", Max: 2}, utc(3, 12, 2, 30), // 23:30 -03 on the 11th
+			[]sizeStep{
+				{utc(3, 12, 3, 0), 2, 0},  // 23:00 -04 on the 11th: the window begins again
+				{utc(3, 12, 10, 0), 5, 0}, // 06:00 -04
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			loc := load(t, c.zone)
+			synctest.Test(t, func(t *testing.T) {
+				p := New(5, WithIdleTimeout(-1), WithSizeSchedule(loc, c.window))
+				defer p.Stop()
+				time.Sleep(c.resize.Sub(time.Now()))
+				synctest.Wait()
+				require.Equal(t, 2, p.Size(), "Size inside the window before the Resize")
+				p.Resize(7) // inside the window: until its end
+				checkSizeSteps(t, p, sizeStep{time.Now(), 7, 0}, c.steps)
+			})
+		})
+	}
+}
+
+// scanBoundary is the reference for sizeTable.next, minute by minute: the
+// first whole minute after from at which the window in effect differs from
+// the one just before, or a window is in effect and the clock reached a
+// window's From or To, or jumped forward over one. (A boundary outside
+// every window before and after changes nothing: next may return it or
+// not.) It holds for zones whose offsets are whole minutes.
+func scanBoundary(tb *sizeTable, from time.Time) time.Time {
+	marks := map[int]bool{}
+	for _, m := range tb.marks {
+		marks[m] = true
+	}
+	reading := func(t time.Time) time.Time { // what the clock reads, to the minute, as a time in UTC
+		l := t.In(tb.loc)
+		return time.Date(l.Year(), l.Month(), l.Day(), l.Hour(), l.Minute(), 0, 0, time.UTC)
+	}
+	passed := func(t time.Time) bool {
+		before, now := reading(t.Add(-time.Minute)), reading(t)
+		if !now.After(before) { // the clock went back: only the reading it lands on
+			return marks[60*now.Hour()+now.Minute()]
+		}
+		for r := before.Add(time.Minute); !r.After(now); r = r.Add(time.Minute) {
+			if marks[60*r.Hour()+r.Minute()] {
+				return true
+			}
+		}
+		return false
+	}
+	t := from.Truncate(time.Minute)
+	for range 3 * minutesPerDay {
+		t = t.Add(time.Minute)
+		w := tb.windowAt(t)
+		if w != tb.windowAt(t.Add(-time.Nanosecond)) || w >= 0 && passed(t) {
+			return t
+		}
+	}
+	panic("no boundary in three days")
+}
+
+// nextChange is sizeTable.next, past the boundaries outside every window
+// before and after, which change nothing. Each boundary is after the one
+// before.
+func nextChange(t *testing.T, tb *sizeTable, from time.Time) time.Time {
+	for range 10 {
+		b := tb.next(from)
+		require.True(t, b.After(from), "next(%v) = %v, not after it", from, b)
+		if tb.windowAt(b) >= 0 || tb.windowAt(b.Add(-time.Nanosecond)) >= 0 {
+			return b
+		}
+		from = b
+	}
+	require.FailNow(t, "ten boundaries in a row that change nothing", "from %v", from)
+	return time.Time{}
+}
+
+// randomSizeTable makes a valid schedule of 1 to 4 windows in loc, their
+// times mostly around midnight and the hours of daylight saving time.
+func randomSizeTable(r *rand.Rand, loc *time.Location) *sizeTable {
+	clock := func() string {
+		m := []int{0, 30, 60, 90, 120, 135, 150, 180, 1320, 1380, 1410, 1439}[r.IntN(12)]
+		if r.IntN(3) == 0 {
+			m = r.IntN(minutesPerDay)
+		}
+		return fmt.Sprintf("%02d:%02d", m/60, m%60)
+	}
+	for {
+		windows := make([]SizeWindow, 1+r.IntN(4))
+		for i := range windows {
+			windows[i] = SizeWindow{From: clock(), To: clock(), Max: 1}
+		}
+		if tb := func() (tb *sizeTable) {
+			defer func() { _ = recover() }() // overlapping: try again
+			return newSizeTable(loc, windows)
+		}(); tb != nil {
+			return tb
+		}
+	}
+}
+
+// The next boundary, as the schedule computes it, is the one a scan of the
+// clock minute by minute finds: in zones whose clock changes by an hour,
+// by 30 minutes (Lord Howe), by two hours (Troll), at midnight (Santiago,
+// Havana, Beirut), at 00:01 (St. John's in those years), several times a
+// year (Casablanca), or skips a whole day (Apia, 2011-12-30), from times
+// around each change from 2000 to 2012 and at random.
+func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 2000))
+	for _, zone := range []string{"UTC", "Europe/Berlin", "Australia/Lord_Howe", "Antarctica/Troll",
+		"America/Santiago", "America/Havana", "Asia/Beirut", "America/St_Johns", "Africa/Casablanca", "Pacific/Apia"} {
+		loc, err := time.LoadLocation(zone)
+		require.NoError(t, err, "LoadLocation %s", zone)
+		var changes []time.Time
+		for at := time.Date(2000, 1, 1, 0, 0, 0, 0, loc); at.Year() < 2013; {
+			_, end := at.ZoneBounds()
+			if end.IsZero() {
+				break
+			}
+			changes = append(changes, end)
+			at = end
+		}
+		for trial := range 300 {
+			tb := randomSizeTable(r, loc)
+			from := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(13 * 365 * 24 * time.Hour))))
+			if len(changes) > 0 && trial%4 != 0 { // within a day of a change
+				from = changes[r.IntN(len(changes))].Add(time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour)
+			}
+			if trial%3 == 0 {
+				from = from.Truncate(time.Minute) // at a boundary, perhaps
+			}
+			got, want := nextChange(t, tb, from), scanBoundary(tb, from)
+			if !assert.True(t, want.Equal(got), "%s, windows %v, from %v (%v): next boundary %v, the scan's %v",
+				zone, tb.windows, from.UTC(), from.In(loc), got.In(loc), want.In(loc)) {
+				return
+			}
+		}
+	}
 }
