@@ -140,7 +140,9 @@ func (d *dispatcher) step() bool {
 // parked for room, Pause and WaitIdle callers, retries on their way back,
 // and the timer.
 func (d *dispatcher) advance() {
-	d.dropSettledHolders()
+	if d.queue.flows.holderSettled() { // the common case inlines
+		d.dropSettledHolders()
+	}
 	if d.p.flowMail.n.Load() > 0 { // first: a WaitIdle answered below finds no key left
 		d.queue.flows.takeMail()
 	}
@@ -168,11 +170,9 @@ func (d *dispatcher) advance() {
 // at once: otherwise dispatch would reach such a job only when it came
 // due, when the heap was mostly settled, or when it served the job's
 // priority level. It costs a sweep of the heap and of the keyed queues'
-// fronts, only after such a settle.
+// fronts; dispatch calls it only after such a settle (see
+// flows.holderSettled).
 func (d *dispatcher) dropSettledHolders() {
-	if !d.queue.flows.holderSettled() {
-		return
-	}
 	if len(d.timers.heap) > 0 {
 		d.timers.sweep()
 	}
@@ -553,7 +553,9 @@ func (d *dispatcher) drain() {
 		if d.retries.posted() {
 			d.retries.take(d)
 		}
-		d.dropSettledHolders()
+		if d.queue.flows.holderSettled() {
+			d.dropSettledHolders()
+		}
 		if d.p.flowMail.n.Load() > 0 {
 			d.queue.flows.takeMail() // a key's slots given back may let its next task start
 		}
