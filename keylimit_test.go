@@ -589,8 +589,8 @@ func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
 }
 
 // A Resize below the weight of a held-back keyed task drops it at once
-// with ErrTooHeavy (counted in Dropped); the task behind it in its key
-// starts when the running one ends.
+// with ErrTooHeavy (counted in Dropped); the task behind it in its key,
+// which fits beside the running one under the limit of 2, starts then.
 func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
@@ -609,11 +609,11 @@ func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 		assert.ErrorIs(t, got.err, ErrTooHeavy, "aH")
 		assert.Equal(t, time.Second/2, got.at, "aH's Wait returned at the Resize")
 		s := p.Status()
-		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
+		assert.Zero(t, s.Waiting, "waiting after the Resize: a2 started")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 
 		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a2@2s"}, r.runs())
+		assert.Equal(t, []string{"a1@0s", "a2@500ms"}, r.runs())
 		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 	})
