@@ -143,7 +143,9 @@ func (d *dispatcher) step() bool {
 // parked for room, Pause and WaitIdle callers, retries on their way back,
 // and the timer.
 func (d *dispatcher) advance() {
-	d.dropSettledHolders()
+	if d.queue.flows.keySettled() { // the common case inlines
+		d.dropSettledKeyed()
+	}
 	if d.p.flowMail.n.Load() > 0 { // first: a WaitIdle answered below finds no key left
 		d.queue.flows.takeMail()
 	}
@@ -163,20 +165,20 @@ func (d *dispatcher) advance() {
 	}
 }
 
-// dropSettledHolders lets go at once of the jobs settled (a Cancel, their
-// ctx, a Resize) while they waited holding their keys' slots: retries under
-// WithKeyLimit, in the timer heap or at the front of their key's queue
-// (see flows.holdsSlots). Their slots go back through flowMail, so that
-// their keys' next tasks may start now, as a canceled task leaves its key
-// at once: otherwise dispatch would reach such a job only when it came
-// due, when the heap was mostly settled, or when it served the job's
-// priority level. It costs a sweep of the heap and of the keyed queues'
-// fronts, only after such a settle.
-func (d *dispatcher) dropSettledHolders() {
-	if !d.queue.flows.holderSettled() {
-		return
-	}
-	if len(d.timers.heap) > 0 {
+// dropSettledKeyed lets go at once of the keyed jobs settled (a Cancel,
+// their ctx, a Resize) while they waited under WithKeyLimit, so that their
+// keys' next tasks may start now, as a canceled task leaves its key at
+// once: the retries that held their keys' slots (see flows.holdsSlots), in
+// the timer heap or at the front of their key's queue, give them back
+// through flowMail; a front that its key's limit held back lets the task
+// behind it start if that one fits (see flows.popFront). Otherwise
+// dispatch would reach such a job only when it came due, when the heap was
+// mostly settled, when it served the job's priority level, or when its
+// key gave back slots. It costs a look at every keyed queue's front, and a
+// sweep of the heap if a settled job held its key's slots; dispatch calls
+// it only after such a settle (see flows.keySettled).
+func (d *dispatcher) dropSettledKeyed() {
+	if d.queue.flows.holderSettled() && len(d.timers.heap) > 0 {
 		d.timers.sweep()
 	}
 	d.queue.tidyKeyedFronts()
@@ -557,7 +559,9 @@ func (d *dispatcher) drain() {
 		if d.retries.posted() {
 			d.retries.take(d)
 		}
-		d.dropSettledHolders()
+		if d.queue.flows.keySettled() {
+			d.dropSettledKeyed()
+		}
 		if d.p.flowMail.n.Load() > 0 {
 			d.queue.flows.takeMail() // a key's slots given back may let its next task start
 		}

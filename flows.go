@@ -39,9 +39,10 @@ type flows struct {
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.
 	blocked int
-	// holderSettlesSeen is p.holderSettles as dispatch last let go of the
-	// settled jobs that held their keys' slots (see holderSettled).
-	holderSettlesSeen uint64
+	// keySettlesSeen and holderSettlesSeen are p.keySettles and
+	// p.holderSettles as dispatch last let go of such settled jobs (see
+	// keySettled).
+	keySettlesSeen, holderSettlesSeen uint64
 	// paused holds the queues whose front a pause holds (see
 	// waitQueue.mayLeave), taken out of their rings so that serving a
 	// ring under a pause costs no more than without one; they join their
@@ -239,9 +240,20 @@ func (f *flows) takeMailIfAny() {
 	}
 }
 
-// holderSettled reports whether a job that held its key's slots while it
-// waited, in the queue or the timer heap, was settled since it last
-// reported true (see job.countHolderSettle).
+// keySettled reports whether a keyed job that waited under a key limit,
+// queued or holding its key's slots, was settled since it last reported
+// true (see job.countKeySettle).
+func (f *flows) keySettled() bool {
+	n := f.p.keySettles.Load()
+	if n == f.keySettlesSeen {
+		return false
+	}
+	f.keySettlesSeen = n
+	return true
+}
+
+// holderSettled is keySettled for the jobs that held their keys' slots,
+// which may wait in the timer heap.
 func (f *flows) holderSettled() bool {
 	n := f.p.holderSettles.Load()
 	if n == f.holderSettlesSeen {
@@ -606,6 +618,8 @@ func (f *flows) popFront(fq *flowQueue) flowEntry {
 	}
 	if fq.entries.Len() == 0 {
 		f.drop(fq)
+	} else if fq.blocked && f.mayStart(fq) {
+		f.enterRing(fq) // the front its key's limit held back left, and the next fits
 	}
 	return e
 }

@@ -331,11 +331,11 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	case jobQueued:
 		p.counts.waiting.Add(-1)
 		p.queuedSettles.Add(1)
-		j.countHolderSettle()
+		j.countKeySettle(from)
 		p.wakeDispatch() // it may be offering this job to the workers
 	case jobScheduled:
 		p.counts.scheduled.Add(-1)
-		j.countHolderSettle()
+		j.countKeySettle(from)
 		p.wakeDispatch() // it may take the job out of its timer heap now
 	}
 	if from != jobScheduled || p.cfg.roomed {
@@ -350,14 +350,26 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	return err, true
 }
 
-// countHolderSettle counts, in p.holderSettles, a job settled while it
-// waited in the queue or the timer heap holding its key's slots (a retry
-// under WithKeyLimit, see flows.holdsSlots), before the settle wakes
-// dispatch: dispatch then lets go of it at once (see
-// dispatcher.dropSettledHolders), so that its key's next task may start.
-func (j *job) countHolderSettle() {
-	if j.opts != nil && j.opts.keyHeld.Load() && j.pool.cfg.keyLimit > 0 {
-		j.pool.holderSettles.Add(1)
+// countKeySettle counts a keyed job settled while it waited under
+// WithKeyLimit, before the settle wakes dispatch, so that dispatch lets go
+// of it at once and its key's next task may start (see
+// dispatcher.dropSettledKeyed): in p.keySettles if it was queued, where it
+// may have been the front that its key's limit held back, or if it held
+// its key's slots (a retry, see flows.holdsSlots); in p.holderSettles too
+// if it held them, as it may wait in the timer heap. (The key is the
+// task's, set before the job was sent; it never changes while the settler
+// holds the job.)
+func (j *job) countKeySettle(from uint32) {
+	p, o := j.pool, j.opts
+	if p.cfg.keyLimit == 0 || o == nil || o.key == "" {
+		return
+	}
+	held := o.keyHeld.Load()
+	if held {
+		p.holderSettles.Add(1)
+	}
+	if held || from == jobQueued {
+		p.keySettles.Add(1)
 	}
 }
 

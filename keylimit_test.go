@@ -589,8 +589,8 @@ func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
 }
 
 // A Resize below the weight of a held-back keyed task drops it at once
-// with ErrTooHeavy (counted in Dropped); the task behind it in its key
-// starts when the running one ends.
+// with ErrTooHeavy (counted in Dropped); the task behind it in its key,
+// which fits beside the running one under the limit of 2, starts then.
 func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
@@ -609,11 +609,11 @@ func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 		assert.ErrorIs(t, got.err, ErrTooHeavy, "aH")
 		assert.Equal(t, time.Second/2, got.at, "aH's Wait returned at the Resize")
 		s := p.Status()
-		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
+		assert.Zero(t, s.Waiting, "waiting after the Resize: a2 started")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 
 		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a2@2s"}, r.runs())
+		assert.Equal(t, []string{"a1@0s", "a2@500ms"}, r.runs())
 		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 	})
@@ -1077,4 +1077,41 @@ func TestKeyLimitDropOldestLooksPastAHeldRetry(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 	})
+}
+
+// A task held back at the front of its key's queue that leaves (canceled,
+// expired) lets the task behind it start at once if that one fits under
+// the limit: here aH, heavier than the limit of 2, waits until a holds no
+// slot, and a2 behind it fits beside a1. (a2 waited until a1 ended, or
+// expired meanwhile: a queue held back by its key's limit was looked at
+// again only when the key gave back slots.)
+func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
+	for _, leave := range []string{"Cancel", "expiry"} {
+		t.Run(leave, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				opts := []Option{WithKeyLimit(2), WithIdleTimeout(-1)}
+				if leave == "expiry" {
+					opts = append(opts, WithQueueTimeout(time.Second))
+				}
+				p := New(4, opts...)
+				defer p.Stop()
+				r, ctx := newKeyTrace(), context.Background()
+				p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
+				aH := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
+				done := r.watch(aH)
+				r.sleepUntil(time.Second / 2)
+				p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+				r.sleepUntil(time.Second)
+				if leave == "Cancel" {
+					aH.Cancel()
+				}
+				got := requireSettled(t, done, "aH")
+				assert.Equal(t, time.Second, got.at, "aH left at 1s")
+
+				p.StopWait()
+				assert.Equal(t, []string{"a1@0s", "a2@1s"}, r.runs())
+				requireStoppedClean(t, p)
+			})
+		})
+	}
 }

@@ -96,8 +96,10 @@ type WorkerPool struct {
 	// the settled entries of its queue again when it has changed (see
 	// waitQueue.inQueue).
 	queuedSettles atomic.Uint64
-	// holderSettles counts the jobs settled while they waited holding
-	// their keys' slots (see job.countHolderSettle).
+	// keySettles counts the keyed jobs settled while queued, or while they
+	// held their keys' slots, under WithKeyLimit; holderSettles those that
+	// held their keys' slots (see job.countKeySettle).
+	keySettles    atomic.Uint64
 	holderSettles atomic.Uint64
 	_             cacheLinePad
 }
