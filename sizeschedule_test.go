@@ -706,3 +706,37 @@ func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 		}
 	}
 }
+
+// Time.ZoneBounds reports a zone period that ends on the last UTC day of a
+// leap year, at its midnight, for the years a zone's rule (the TZif
+// footer) serves rather than its list of changes: from 2038 for the usual
+// zoneinfo files, from the zone's last change in the past for the slim ones
+// (the zoneinfo.zip of GOROOT and time/tzdata: 2024 and 2028 for Berlin).
+// From that moment on it returns that same end, which is then no later
+// than the time asked about (https://github.com/golang/go/issues/81583). next must not take it
+// for a change of the clock: it looped forever on the same moment, and so
+// did the dispatcher, which then ran no task and never stopped. The check
+// waits for next on another goroutine, a minute at most (it takes
+// microseconds), so that a loop fails the test instead of hanging it.
+func TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear(t *testing.T) {
+	loc := berlin(t)
+	at := func(month time.Month, day, hour, minute int) time.Time {
+		return time.Date(2040, month, day, hour, minute, 0, 0, loc)
+	}
+	tb := newSizeTable(loc, []SizeWindow{{From: "12:00", To: "13:00", Max: 1}})
+	for _, c := range []struct{ from, want time.Time }{
+		{at(12, 30, 14, 0), at(12, 31, 12, 0)},  // the bad end, 2040-12-31 00:00 UTC, comes first
+		{at(12, 31, 1, 0), at(12, 31, 12, 0)},   // at the bad end
+		{at(12, 31, 12, 30), at(12, 31, 13, 0)}, // past it: ZoneBounds returns an end before from
+		{at(12, 31, 13, 0), time.Date(2041, 1, 1, 12, 0, 0, 0, loc)},
+	} {
+		done := make(chan time.Time, 1)
+		go func() { done <- tb.next(c.from) }()
+		select {
+		case got := <-done:
+			assert.True(t, c.want.Equal(got), "next(%v) = %v, want %v", c.from, got, c.want)
+		case <-time.After(time.Minute):
+			require.FailNow(t, "next loops", "next(%v) has not returned after a minute", c.from)
+		}
+	}
+}
