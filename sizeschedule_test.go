@@ -673,7 +673,8 @@ func randomSizeTable(r *rand.Rand, loc *time.Location) *sizeTable {
 // by 30 minutes (Lord Howe), by two hours (Troll), at midnight (Santiago,
 // Havana, Beirut), at 00:01 (St. John's in those years), several times a
 // year (Casablanca), or skips a whole day (Apia, 2011-12-30), from times
-// around each change from 2000 to 2012 and at random.
+// around each change from 2000 to 2012, at random, and around the ends of
+// the years 2037 to 2044 (see TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear).
 func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 2000))
 	for _, zone := range []string{"UTC", "Europe/Berlin", "Australia/Lord_Howe", "Antarctica/Troll",
@@ -694,6 +695,10 @@ func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 			from := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(13 * 365 * 24 * time.Hour))))
 			if len(changes) > 0 && trial%4 != 0 { // within a day of a change
 				from = changes[r.IntN(len(changes))].Add(time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour)
+			}
+			if trial%5 == 4 { // within a day and a half of the end of a year that the zone's rule serves
+				end := time.Date(2037+r.IntN(8), 12, 31, 12, 0, 0, 0, time.UTC)
+				from = end.Add(time.Duration(r.Int64N(int64(72*time.Hour))) - 36*time.Hour)
 			}
 			if trial%3 == 0 {
 				from = from.Truncate(time.Minute) // at a boundary, perhaps
@@ -739,4 +744,34 @@ func TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear(t *testing.T) {
 			require.FailNow(t, "next loops", "next(%v) has not returned after a minute", c.from)
 		}
 	}
+}
+
+// The pool passes the end of 2040 in Berlin, where Time.ZoneBounds
+// reports a bad zone bound (see
+// TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear): the dispatcher
+// spun on it, so that no boundary came any more, no task started and no
+// stop returned.
+func TestSizeSchedulePassesTheEndOfALeapYearInTheZonesRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+			SizeWindow{From: "12:00", To: "13:00", Min: 1, Max: 1},
+		))
+		defer p.Stop()
+		at := func(year int, month time.Month, day, hour int) time.Time {
+			return time.Date(year, month, day, hour, 0, 0, 0, time.UTC)
+		}
+		time.Sleep(at(2040, 12, 30, 0).Sub(time.Now()))
+		checkSizeSteps(t, p, sizeStep{time.Now(), 3, 1}, []sizeStep{ // CET: local = UTC+1
+			{at(2040, 12, 30, 11), 1, 1},
+			{at(2040, 12, 30, 12), 3, 1},
+			{at(2040, 12, 31, 11), 1, 1}, // after the bad bound, 2040-12-31 00:00 UTC
+			{at(2040, 12, 31, 12), 3, 1},
+			{at(2041, 1, 1, 11), 1, 1},
+			{at(2041, 1, 1, 12), 3, 1},
+		})
+		var ran atomic.Bool
+		p.Submit(func() { ran.Store(true) })
+		p.StopWait()
+		assert.True(t, ran.Load(), "a task submitted on 2041-01-01 ran")
+	})
 }
