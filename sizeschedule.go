@@ -237,7 +237,8 @@ func (s *sizing) init(p *WorkerPool, timers *timers) {
 // reading of the clock in the schedule's location, and the wall clock
 // follows that clock's settings (a sleeping machine, a corrected clock)
 // when the monotonic one does not. The timer, which runs on the monotonic
-// clock, only wakes it; one that wakes it early re-arms for the rest.
+// clock, only wakes it; one that wakes it early re-arms for the rest. (So
+// a clock set back keeps the period in effect until it reads s.next.)
 func (s *sizing) fire(d *dispatcher) {
 	if s.p.stopBegun.Load() {
 		s.on = false
