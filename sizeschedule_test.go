@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"sync/atomic"
@@ -773,5 +774,60 @@ func TestSizeSchedulePassesTheEndOfALeapYearInTheZonesRule(t *testing.T) {
 		p.Submit(func() { ran.Store(true) })
 		p.StopWait()
 		assert.True(t, ran.Load(), "a task submitted on 2041-01-01 ran")
+	})
+}
+
+// A window whose Max is below the weight of a waiting, held-back or
+// scheduled task drops it with ErrTooHeavy as it begins, as a Resize to
+// its Max does (a plain task goes to the dead-letter handler); a running
+// one finishes. Inside the window such a task is refused at its call; after
+// it, it is accepted again.
+func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var letters letterBox
+		p := New(4, WithIdleTimeout(-1), WithKeyLimit(3), WithDeadLetter(letters.handle), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 2},
+		))
+		defer p.Stop()
+		ctx := context.Background()
+		g := newGate()
+		defer g.release()
+		running := p.Go(ctx, fnOf(g.wait), Weight(3))                    // runs through the window
+		waiting := p.Go(ctx, noopFn, Weight(3))                          // waits for slots
+		heldBack := p.Go(ctx, noopFn, Key("k"), Weight(3))               // behind waiting
+		scheduled := p.Go(ctx, noopFn, Weight(3), Delay(90*time.Minute)) // due inside the window
+		plain := func() {}
+		require.NoError(t, p.Do(plain, Weight(3)), "Do with Weight(3) before the window")
+		light := p.Go(ctx, noopFn, Weight(2))
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Busy, "busy before the window")
+		require.Equal(t, 4, p.Status().Waiting, "waiting before the window")
+
+		time.Sleep(time.Hour) // 01:00
+		synctest.Wait()
+		for name, task := range map[string]*Task{"waiting": waiting, "held back": heldBack, "scheduled": scheduled} {
+			require.True(t, isDone(task.Done()), "%s task settled at 01:00", name)
+			assert.ErrorIs(t, task.Wait(), ErrTooHeavy, "%s task", name)
+		}
+		if got := letters.got(); assert.Len(t, got, 1, "dead letters") {
+			assert.ErrorIs(t, got[0].reason, ErrTooHeavy, "the plain task's dead letter")
+		}
+		s := p.Status()
+		assert.Equal(t, uint64(4), s.Dropped, "dropped at 01:00")
+		assert.Equal(t, 1, s.Busy, "busy at 01:00: the running task finishes")
+		assert.Equal(t, 1, s.Waiting, "waiting at 01:00: the light task, for slots")
+		assert.ErrorIs(t, p.Go(ctx, noopFn, Weight(3)).Wait(), ErrTooHeavy, "Weight(3) inside the window")
+		assert.ErrorIs(t, p.Do(plain, Weight(3)), ErrTooHeavy, "Do with Weight(3) inside the window")
+
+		g.open()
+		assert.NoError(t, light.Wait(), "the light task")
+		require.NoError(t, running.Wait(), "the running task")
+		time.Sleep(time.Hour) // 02:00
+		synctest.Wait()
+		assert.NoError(t, p.Go(ctx, noopFn, Weight(3)).Wait(), "Weight(3) after the window")
+		p.StopWait()
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(4), s.Dropped, "dropped")
+		assert.Equal(t, uint64(2), s.Rejected, "rejected: the two calls inside the window")
 	})
 }
