@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -830,4 +831,50 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 		assert.Equal(t, uint64(4), s.Dropped, "dropped")
 		assert.Equal(t, uint64(2), s.Rejected, "rejected: the two calls inside the window")
 	})
+}
+
+// A stop at the very moment of a boundary, with a Resize and a
+// SetMinWorkers made then too, counts the boundary on one side of it: the
+// stop returns, with no worker, no goroutine and no armed timer left, Size
+// the size the pool ran on as it stopped (the one before the boundary,
+// the window's or the Resize's), and the sizes change no more afterwards.
+func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
+	stops := map[string]func(p *WorkerPool){
+		"Stop":     (*WorkerPool).Stop,
+		"StopWait": (*WorkerPool).StopWait,
+		"Shutdown": func(p *WorkerPool) { _ = p.Shutdown(context.Background()) },
+	}
+	for name, stop := range stops {
+		t.Run(name, func(t *testing.T) {
+			seen := map[int]int{}
+			for round := range 50 {
+				synctest.Test(t, func(t *testing.T) {
+					p, d := start(2, []Option{WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+						SizeWindow{From: "01:00", To: "02:00", Min: 4, Max: 4},
+					)})
+					defer p.Stop()
+					for range 5 {
+						p.Submit(sleeper(time.Hour)) // two run until 01:00, three wait
+					}
+					var calls sync.WaitGroup
+					calls.Go(func() { time.Sleep(time.Hour); p.SetMinWorkers(round % 4) })
+					calls.Go(func() { time.Sleep(time.Hour); p.Resize(3) })
+					time.Sleep(time.Hour) // 01:00: the boundary's timer fires now too
+					stop(p)
+					s := requireStoppedClean(t, p)
+					calls.Wait()
+					seen[s.MaxWorkers]++
+					assert.Equal(t, d.crew.max, s.MaxWorkers, "MaxWorkers when the stop returned: the size the pool ran on")
+					assert.False(t, d.timers.armed, "timer armed after the stop")
+					assert.False(t, d.timers.timer.Stop(), "timer running after the stop")
+					time.Sleep(48 * time.Hour)
+					synctest.Wait()
+					later := p.Status()
+					assert.Equal(t, s.MaxWorkers, later.MaxWorkers, "MaxWorkers two days after the stop")
+					assert.Zero(t, later.Workers, "workers two days after the stop")
+				})
+			}
+			t.Logf("MaxWorkers after %s: %v", name, seen)
+		})
+	}
 }
