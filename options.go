@@ -192,8 +192,11 @@ func WithMinWorkers(n int) Option {
 // before it.
 //
 // Whether a window is in effect depends only on what the clock in loc
-// reads (its wall clock, so a machine that slept, or a clock that was
-// set, is followed at the next boundary the dispatcher wakes for). On a
+// reads: its wall clock, so a machine that slept, or a clock that was set
+// forward, is followed at the next boundary the dispatcher wakes for. (A
+// clock that was set back is followed from the boundary the pool expected
+// next, once the clock reads it: the pool keeps its sizes, and skips the
+// boundaries the clock reads again, until then.) On a
 // day that clock skips forward (daylight saving time begins), a boundary
 // in the skipped time takes effect at the skip: with the clock going from
 // 02:00 to 03:00, a window 02:30-05:00 begins at 03:00, and a window

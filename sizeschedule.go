@@ -132,12 +132,18 @@ func (t *sizeTable) windowAt(at time.Time) int {
 // a day the clock skips the time of a boundary, the window it lands in so
 // begins at the skip (also the window it left, which then ends and begins
 // again); on a day it goes back, a boundary it reads twice happens twice.
+//
+// A zone period that ZoneBounds says ends no later than at is none: on the
+// last UTC day of a leap year that a zone's rule serves (the years after
+// its list of changes), it reports an end at that day's midnight, and
+// again from then on (https://github.com/golang/go/issues/81583); taken
+// for a change, it kept the search on the same moment forever.
 func (t *sizeTable) next(from time.Time) time.Time {
 	at := from.In(t.loc)
 	for {
 		mark := at.Add(t.untilMark(at))
 		_, change := at.ZoneBounds()
-		if change.IsZero() || mark.Before(change) {
+		if change.IsZero() || !change.After(at) || mark.Before(change) {
 			return mark
 		}
 		left := t.windowAt(at)
@@ -231,7 +237,8 @@ func (s *sizing) init(p *WorkerPool, timers *timers) {
 // reading of the clock in the schedule's location, and the wall clock
 // follows that clock's settings (a sleeping machine, a corrected clock)
 // when the monotonic one does not. The timer, which runs on the monotonic
-// clock, only wakes it; one that wakes it early re-arms for the rest.
+// clock, only wakes it; one that wakes it early re-arms for the rest. (So
+// a clock set back keeps the period in effect until it reads s.next.)
 func (s *sizing) fire(d *dispatcher) {
 	if s.p.stopBegun.Load() {
 		s.on = false

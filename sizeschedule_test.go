@@ -1,8 +1,10 @@
 package workerpool
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -673,7 +675,8 @@ func randomSizeTable(r *rand.Rand, loc *time.Location) *sizeTable {
 // by 30 minutes (Lord Howe), by two hours (Troll), at midnight (Santiago,
 // Havana, Beirut), at 00:01 (St. John's in those years), several times a
 // year (Casablanca), or skips a whole day (Apia, 2011-12-30), from times
-// around each change from 2000 to 2012 and at random.
+// around each change from 2000 to 2012, at random, and around the ends of
+// the years 2037 to 2044 (see TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear).
 func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 2000))
 	for _, zone := range []string{"UTC", "Europe/Berlin", "Australia/Lord_Howe", "Antarctica/Troll",
@@ -695,6 +698,10 @@ func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 			if len(changes) > 0 && trial%4 != 0 { // within a day of a change
 				from = changes[r.IntN(len(changes))].Add(time.Duration(r.Int64N(int64(48*time.Hour))) - 24*time.Hour)
 			}
+			if trial%5 == 4 { // within a day and a half of the end of a year that the zone's rule serves
+				end := time.Date(2037+r.IntN(8), 12, 31, 12, 0, 0, 0, time.UTC)
+				from = end.Add(time.Duration(r.Int64N(int64(72*time.Hour))) - 36*time.Hour)
+			}
 			if trial%3 == 0 {
 				from = from.Truncate(time.Minute) // at a boundary, perhaps
 			}
@@ -704,5 +711,170 @@ func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 				return
 			}
 		}
+	}
+}
+
+// Time.ZoneBounds reports a zone period that ends on the last UTC day of a
+// leap year, at its midnight, for the years a zone's rule (the TZif
+// footer) serves rather than its list of changes: from 2038 for the usual
+// zoneinfo files, from the zone's last change in the past for the slim ones
+// (the zoneinfo.zip of GOROOT and time/tzdata: 2024 and 2028 for Berlin).
+// From that moment on it returns that same end, which is then no later
+// than the time asked about (https://github.com/golang/go/issues/81583). next must not take it
+// for a change of the clock: it looped forever on the same moment, and so
+// did the dispatcher, which then ran no task and never stopped. The check
+// waits for next on another goroutine, a minute at most (it takes
+// microseconds), so that a loop fails the test instead of hanging it.
+func TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear(t *testing.T) {
+	loc := berlin(t)
+	at := func(month time.Month, day, hour, minute int) time.Time {
+		return time.Date(2040, month, day, hour, minute, 0, 0, loc)
+	}
+	tb := newSizeTable(loc, []SizeWindow{{From: "12:00", To: "13:00", Max: 1}})
+	for _, c := range []struct{ from, want time.Time }{
+		{at(12, 30, 14, 0), at(12, 31, 12, 0)},  // the bad end, 2040-12-31 00:00 UTC, comes first
+		{at(12, 31, 1, 0), at(12, 31, 12, 0)},   // at the bad end
+		{at(12, 31, 12, 30), at(12, 31, 13, 0)}, // past it: ZoneBounds returns an end before from
+		{at(12, 31, 13, 0), time.Date(2041, 1, 1, 12, 0, 0, 0, loc)},
+	} {
+		done := make(chan time.Time, 1)
+		go func() { done <- tb.next(c.from) }()
+		select {
+		case got := <-done:
+			assert.True(t, c.want.Equal(got), "next(%v) = %v, want %v", c.from, got, c.want)
+		case <-time.After(time.Minute):
+			require.FailNow(t, "next loops", "next(%v) has not returned after a minute", c.from)
+		}
+	}
+}
+
+// The pool passes the end of 2040 in Berlin, where Time.ZoneBounds
+// reports a bad zone bound (see
+// TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear): the dispatcher
+// spun on it, so that no boundary came any more, no task started and no
+// stop returned.
+func TestSizeSchedulePassesTheEndOfALeapYearInTheZonesRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+			SizeWindow{From: "12:00", To: "13:00", Min: 1, Max: 1},
+		))
+		defer p.Stop()
+		at := func(year int, month time.Month, day, hour int) time.Time {
+			return time.Date(year, month, day, hour, 0, 0, 0, time.UTC)
+		}
+		time.Sleep(at(2040, 12, 30, 0).Sub(time.Now()))
+		checkSizeSteps(t, p, sizeStep{time.Now(), 3, 1}, []sizeStep{ // CET: local = UTC+1
+			{at(2040, 12, 30, 11), 1, 1},
+			{at(2040, 12, 30, 12), 3, 1},
+			{at(2040, 12, 31, 11), 1, 1}, // after the bad bound, 2040-12-31 00:00 UTC
+			{at(2040, 12, 31, 12), 3, 1},
+			{at(2041, 1, 1, 11), 1, 1},
+			{at(2041, 1, 1, 12), 3, 1},
+		})
+		var ran atomic.Bool
+		p.Submit(func() { ran.Store(true) })
+		p.StopWait()
+		assert.True(t, ran.Load(), "a task submitted on 2041-01-01 ran")
+	})
+}
+
+// A window whose Max is below the weight of a waiting, held-back or
+// scheduled task drops it with ErrTooHeavy as it begins, as a Resize to
+// its Max does (a plain task goes to the dead-letter handler); a running
+// one finishes. Inside the window such a task is refused at its call; after
+// it, it is accepted again.
+func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var letters letterBox
+		p := New(4, WithIdleTimeout(-1), WithKeyLimit(3), WithDeadLetter(letters.handle), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 2},
+		))
+		defer p.Stop()
+		ctx := context.Background()
+		g := newGate()
+		defer g.release()
+		running := p.Go(ctx, fnOf(g.wait), Weight(3))                    // runs through the window
+		waiting := p.Go(ctx, noopFn, Weight(3))                          // waits for slots
+		heldBack := p.Go(ctx, noopFn, Key("k"), Weight(3))               // behind waiting
+		scheduled := p.Go(ctx, noopFn, Weight(3), Delay(90*time.Minute)) // due inside the window
+		plain := func() {}
+		require.NoError(t, p.Do(plain, Weight(3)), "Do with Weight(3) before the window")
+		light := p.Go(ctx, noopFn, Weight(2))
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Busy, "busy before the window")
+		require.Equal(t, 4, p.Status().Waiting, "waiting before the window")
+
+		time.Sleep(time.Hour) // 01:00
+		synctest.Wait()
+		for name, task := range map[string]*Task{"waiting": waiting, "held back": heldBack, "scheduled": scheduled} {
+			require.True(t, isDone(task.Done()), "%s task settled at 01:00", name)
+			assert.ErrorIs(t, task.Wait(), ErrTooHeavy, "%s task", name)
+		}
+		if got := letters.got(); assert.Len(t, got, 1, "dead letters") {
+			assert.ErrorIs(t, got[0].reason, ErrTooHeavy, "the plain task's dead letter")
+		}
+		s := p.Status()
+		assert.Equal(t, uint64(4), s.Dropped, "dropped at 01:00")
+		assert.Equal(t, 1, s.Busy, "busy at 01:00: the running task finishes")
+		assert.Equal(t, 1, s.Waiting, "waiting at 01:00: the light task, for slots")
+		assert.ErrorIs(t, p.Go(ctx, noopFn, Weight(3)).Wait(), ErrTooHeavy, "Weight(3) inside the window")
+		assert.ErrorIs(t, p.Do(plain, Weight(3)), ErrTooHeavy, "Do with Weight(3) inside the window")
+
+		g.open()
+		assert.NoError(t, light.Wait(), "the light task")
+		require.NoError(t, running.Wait(), "the running task")
+		time.Sleep(time.Hour) // 02:00
+		synctest.Wait()
+		assert.NoError(t, p.Go(ctx, noopFn, Weight(3)).Wait(), "Weight(3) after the window")
+		p.StopWait()
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, uint64(4), s.Dropped, "dropped")
+		assert.Equal(t, uint64(2), s.Rejected, "rejected: the two calls inside the window")
+	})
+}
+
+// A stop at the very moment of a boundary, with a Resize and a
+// SetMinWorkers made then too, counts the boundary on one side of it: the
+// stop returns, with no worker, no goroutine and no armed timer left, Size
+// the size the pool ran on as it stopped (the one before the boundary,
+// the window's or the Resize's), and the sizes change no more afterwards.
+func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
+	stops := map[string]func(p *WorkerPool){
+		"Stop":     (*WorkerPool).Stop,
+		"StopWait": (*WorkerPool).StopWait,
+		"Shutdown": func(p *WorkerPool) { _ = p.Shutdown(context.Background()) },
+	}
+	for name, stop := range stops {
+		t.Run(name, func(t *testing.T) {
+			seen := map[int]int{}
+			for round := range 50 {
+				synctest.Test(t, func(t *testing.T) {
+					p, d := start(2, []Option{WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+						SizeWindow{From: "01:00", To: "02:00", Min: 4, Max: 4},
+					)})
+					defer p.Stop()
+					for range 5 {
+						p.Submit(sleeper(time.Hour)) // two run until 01:00, three wait
+					}
+					var calls sync.WaitGroup
+					calls.Go(func() { time.Sleep(time.Hour); p.SetMinWorkers(round % 4) })
+					calls.Go(func() { time.Sleep(time.Hour); p.Resize(3) })
+					time.Sleep(time.Hour) // 01:00: the boundary's timer fires now too
+					stop(p)
+					s := requireStoppedClean(t, p)
+					calls.Wait()
+					seen[s.MaxWorkers]++
+					assert.Equal(t, d.crew.max, s.MaxWorkers, "MaxWorkers when the stop returned: the size the pool ran on")
+					assert.False(t, d.timers.armed, "timer armed after the stop")
+					assert.False(t, d.timers.timer.Stop(), "timer running after the stop")
+					time.Sleep(48 * time.Hour)
+					synctest.Wait()
+					later := p.Status()
+					assert.Equal(t, s.MaxWorkers, later.MaxWorkers, "MaxWorkers two days after the stop")
+					assert.Zero(t, later.Workers, "workers two days after the stop")
+				})
+			}
+			t.Logf("MaxWorkers after %s: %v", name, seen)
+		})
 	}
 }
