@@ -41,7 +41,7 @@ var scenarios = []scenario{
 	{"m1", "10,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 10_000, "delay", fixed(4), runDelayed},
 	{"m2", "1,000,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 1_000_000, "delay", fixed(4), runDelayed},
 	{"n", "1,000 keys x 100 tasks of ~1 µs CPU, one at a time and in order per key, interleaved across keys, 8 workers", orderKeys * orderPerKey, "order", fixed(8), runPerKeyOrder},
-	{"o", "one tenant floods 100,000 tasks of ~1 µs CPU, then 99 tenants trickle 100 each, 8 workers", fairFlood + fairTenants*fairPerTenant, "fair", fixed(8), runFairShare},
+	{"o", "one tenant's 100,000 queued tasks of ~1 µs CPU, and 99 tenants' 100 each arriving as they drain, 8 workers", fairFlood + fairTenants*fairPerTenant, "fair", fixed(fairWorkers), runFairShare},
 }
 
 // scenarioNotes are printed under a scenario's heading in the report.
@@ -61,9 +61,10 @@ var scenarioNotes = map[string]string{
 		"ours+key is this library with New(8, WithKeyLimit(1)) and Do(task, Key(k)); ours, gammazero, pond and ants run the usual hand-written answer on a plain pool of 8: " +
 		"a goroutine and a channel per key (buffered to hold the key's tasks, so the submitter never blocks, as a queue would not block it), each goroutine taking its key's tasks in order and submitting each with a synchronous call before the next. " +
 		"Goroutines and stacks are counted when the last task has been submitted: the hand-written answer's goroutine per key shows there, not in B/task.",
-	"o": "One submitter gives the flooding tenant's 100,000 tasks in one burst, then the trickling tenants' 99 x 100, interleaved across them (task i of tenant i mod 99); every task spins ~1 µs. " +
-		"ours+key gives each task with Do(task, Key(tenant)) on New(8), no key limit; ours, gammazero and pond get the same stream without keys (Submit: first come, first served). " +
-		"The wait of a task is from just before its submit until it starts; the columns give the trickling tenants' p50 and p99 (ants has no queue: its tasks would wait in the blocked submitter, n/a).",
+	"o": "Eight tasks that wait for a gate hold the 8 workers while one submitter gives the flooding tenant's 100,000 tasks, which queue; then it opens the gate. " +
+		"The 99 trickling tenants' 100 tasks each (task i of tenant i mod 99) arrive while the burst drains: about one flooding task in ten, as it starts, gives the next of them, so each tenant gives one task about every thousand of the burst's. " +
+		"Every task spins ~1 µs (c's work). ours+key gives each task with Do(task, Key(tenant)) on New(8), no key limit; ours, gammazero and pond get the same stream without keys (first come, first served). " +
+		"A task's wait runs from just before its submit until it starts; the columns give the trickling tenants' p50 and p99 (ants has no queue: its tasks would wait in the blocked submitter, n/a).",
 }
 
 // delayedNote is the note of the delayed-task scenarios.
@@ -77,13 +78,15 @@ const waitingBound = 64
 // The keyed scenarios' sizes at scale 1: n runs orderKeys keys of
 // orderPerKey tasks (the count of keys scales with -scale); o runs one
 // flooding tenant's fairFlood tasks and fairTenants trickling tenants'
-// fairPerTenant each (all three scale).
+// fairPerTenant each (the tasks scale, the tenants do not) on fairWorkers
+// workers.
 const (
 	orderKeys     = 1000
 	orderPerKey   = 100
 	fairFlood     = 100_000
 	fairTenants   = 99
 	fairPerTenant = 100
+	fairWorkers   = 8
 )
 
 // resizeSizes are the sizes scenario k opens its pool with (the first) and
@@ -572,50 +575,71 @@ func stackInUse() int {
 	return int(m.StackInuse)
 }
 
-// runFairShare gives n tasks from one goroutine: the flooding tenant's
-// share in one burst, then the trickling tenants' (fairTenants of them),
-// interleaved across them. A keyPool takes each with its tenant as the
-// key; any other pool gets the same stream without keys. Each task spins
+// runFairShare queues the flooding tenant's share of n tasks while a gate
+// holds every worker (fairWorkers tasks that wait for it, not counted),
+// then opens the gate. The trickling tenants' tasks (fairTenants tenants,
+// interleaved across them) arrive as the burst drains, each given by the
+// flooding task whose share of the stream it follows (about one in ten at
+// scale 1) as that task starts: the arrivals keep pace with the drain
+// whatever the scheduler does with a submitter that sleeps. A keyPool
+// takes each task with its tenant as the key (the gate's tasks without
+// one); any other pool gets the same stream without keys. Each task spins
 // about 1 µs; P50 and P99 are the trickling tenants' waits, from just
-// before each task's submit until it starts.
+// before each one's submit until it starts.
 func runFairShare(c *config, p pool, n int) result {
 	flood := max(1, n*fairFlood/(fairFlood+fairTenants*fairPerTenant))
+	trickle := n - flood
 	tenants := make([]string, fairTenants+1) // tenants[0] floods
 	tenants[0] = "flood"
 	for t := 1; t < len(tenants); t++ {
 		tenants[t] = "tenant-" + strconv.Itoa(t)
 	}
-	tenantOf := func(i int) string {
-		if i < flood {
-			return tenants[0]
-		}
-		return tenants[1+(i-flood)%fairTenants]
-	}
 	submitted, started := make([]time.Duration, n), make([]time.Duration, n)
+	epoch := time.Now()
+	kp, keyed := p.(keyPool)
+	tasks := make([]task, n)
+	submit := func(i int) {
+		tenant := tenants[0]
+		if i >= flood {
+			tenant = tenants[1+(i-flood)%fairTenants]
+		}
+		submitted[i] = time.Since(epoch)
+		if keyed {
+			kp.SubmitKey(tenant, &tasks[i])
+		} else {
+			p.Submit(&tasks[i])
+		}
+	}
 	var wg sync.WaitGroup
 	wg.Add(n)
-	epoch := time.Now()
-	tasks := make([]task, n)
 	for i := range tasks {
 		tasks[i].fn = func() {
 			started[i] = time.Since(epoch)
+			if i < flood { // the trickling tasks that follow this one in the stream
+				for j := i * trickle / flood; j < (i+1)*trickle/flood; j++ {
+					submit(flood + j)
+				}
+			}
 			spinWork(c.spin)
 			wg.Done()
 		}
 	}
-	kp, keyed := p.(keyPool)
+	gate := make(chan struct{})
+	var held sync.WaitGroup
+	held.Add(fairWorkers)
+	holder := &task{fn: func() { held.Done(); <-gate }}
+	for range fairWorkers {
+		p.Submit(holder)
+	}
+	held.Wait()
 	r := measure(n, func() {
-		for i := range tasks {
-			submitted[i] = time.Since(epoch)
-			if keyed {
-				kp.SubmitKey(tenantOf(i), &tasks[i])
-			} else {
-				p.Submit(&tasks[i])
-			}
+		for i := range flood {
+			submit(i)
 		}
+		close(gate)
 		wg.Wait()
 	})
-	waits := make([]time.Duration, 0, n-flood)
+	waits := make([]time.Duration, 0, trickle)
 	for i := flood; i < n; i++ {
 		waits = append(waits, started[i]-submitted[i])
 	}
