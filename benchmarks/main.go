@@ -130,6 +130,7 @@ func runChild(spec string, c config) error {
 		return err
 	}
 	base := runtime.NumGoroutine()
+	c.goroutines = base
 	p := s.open(lib)
 	r := s.run(&c, p, s.size(c.scale))
 	p.Close()

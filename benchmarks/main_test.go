@@ -34,6 +34,7 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 				ran[lib.name] = append(ran[lib.name], s.id)
 				runners[s.id] = append(runners[s.id], lib.name)
 				base := runtime.NumGoroutine()
+				c.goroutines = base
 				p := s.open(lib)
 				n := s.size(c.scale)
 				switch s.id {
@@ -43,6 +44,10 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 					n = 5*resizeEvery + 1 // five resizes, and a task after the last
 				case "l":
 					n = 2*batchSize + 7 // two full batches and a short one
+				case "n":
+					n = 20*orderPerKey + 7 // 20 keys, the first seven with a task more
+				case "o":
+					n = 1099 // the flood's 1,000 tasks and one for each trickling tenant
 				}
 				r := s.run(c, p, n)
 				p.Close()
@@ -55,6 +60,18 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 					assert.GreaterOrEqual(t, r.P99, r.P50)
 				case "g":
 					assert.Positive(t, r.Queued, "queued tasks hold heap")
+				case "n":
+					// The count can be off by the goroutines of earlier subtests
+					// that end meanwhile; a few, not 20.
+					assert.Positive(t, r.Goroutines, "the pool's goroutines at least")
+					if lib.keyed == nil {
+						assert.GreaterOrEqual(t, r.Goroutines, 16.0, "a goroutine per key by hand: 20")
+					} else {
+						assert.Less(t, r.Goroutines, 16.0, "with keys: the pool's own, at most 9")
+					}
+				case "o":
+					assert.Positive(t, r.P50, "the trickling tenants waited")
+					assert.GreaterOrEqual(t, r.P99, r.P50)
 				}
 			})
 		}
@@ -63,7 +80,8 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	// a batch submit (the floor of l), and a delayed one (the floor of m1
 	// and m2).
 	assert.Equal(t, []string{"a", "b", "c", "d1", "d2", "e", "f", "g", "l", "m1", "m2"}, ran[floor])
-	assert.Equal(t, append(slices.Clone(ran["gammazero"]), "l", "m1", "m2"), ran[floor], "the relay runs what gammazero runs, l and the delayed scenarios")
+	assert.Equal(t, append(slices.DeleteFunc(slices.Clone(ran["gammazero"]), func(id string) bool { return id == "n" || id == "o" }), "l", "m1", "m2"), ran[floor],
+		"the relay runs what gammazero runs but the keyed scenarios, l and the delayed scenarios")
 	// m1 and m2: this library with Delay, and with AfterFunc, and the relay.
 	assert.Equal(t, []string{"ours", "ours+afterfunc", floor}, runners["m1"])
 	// j: the pools with a bound (a queue's, or the workers'); k: those that
@@ -71,6 +89,57 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	assert.Equal(t, []string{"ours", "pond", "ants", "conc", "errgroup", "semaphore"}, runners["j"])
 	assert.Equal(t, []string{"ours", "pond", "ants"}, runners["k"])
 	assert.Equal(t, []string{"ours", floor}, runners["l"])
+	// n: this library with keys, and the hand-written answer on four pools;
+	// o: the same but ants, which has no queue. ours+key runs only these.
+	assert.Equal(t, []string{"ours", "ours+key", "gammazero", "pond", "ants"}, runners["n"])
+	assert.Equal(t, []string{"ours", "ours+key", "gammazero", "pond"}, runners["o"])
+	assert.Equal(t, []string{"n", "o"}, ran["ours+key"])
+}
+
+// The order check of scenario n fails a run whose tasks of one key
+// overlap, start out of order, or do not all run.
+func TestKeyOrderCatchesBrokenOrder(t *testing.T) {
+	o := newKeyOrder(2)
+	o.started(0, 0)
+	o.started(1, 0) // another key may run meanwhile
+	o.ended(0)
+	o.started(0, 1)
+	o.ended(0)
+	o.ended(1)
+	assert.NoError(t, o.err(3))
+	assert.ErrorContains(t, o.err(4), "3 of 4 keyed tasks ran")
+
+	o = newKeyOrder(1)
+	o.started(0, 0)
+	o.started(0, 1)
+	assert.ErrorContains(t, o.err(2), "key 0: task 1 started while another task of the key ran")
+
+	o = newKeyOrder(1)
+	o.started(0, 1)
+	assert.ErrorContains(t, o.err(1), "key 0: task 1 started when task 0 was next")
+	o.ended(0)
+	o.started(0, 0)
+	assert.ErrorContains(t, o.err(2), "key 0: task 1 started when task 0 was next", "the first failure is kept")
+}
+
+// The hand-written answer gives each key's goroutine a synchronous submit
+// of its own: on a pool whose SubmitWait is the adapter's signal, made for
+// one goroutine at a time, a key's wait ends with its own task, not with
+// another key's that finished first (with one shared signal, half the runs
+// would fail, and -race would see the signal's task written by both).
+func TestKeySubmitWaitIsPerKey(t *testing.T) {
+	p := openAnts(2)
+	defer p.Close()
+	release := make(chan struct{})
+	slow, fast := newTask(func() { <-release }), newTask(func() {})
+	slowWait, fastWait := keySubmitWait(p), keySubmitWait(p)
+	returned := make(chan string, 2)
+	go func() { slowWait(slow); returned <- "slow" }()
+	require.Eventually(t, func() bool { return p.(antsPool).p.Running() == 1 }, 10*time.Second, time.Millisecond, "the slow task runs")
+	go func() { fastWait(fast); returned <- "fast" }()
+	assert.Equal(t, "fast", <-returned, "the first wait to end is the fast key's")
+	close(release)
+	assert.Equal(t, "slow", <-returned)
 }
 
 // In scenario j, a pool with a queue blocks the submitter once workers
@@ -254,4 +323,40 @@ func TestReportAndChart(t *testing.T) {
 	assert.Contains(t, chart.String(), "<svg")
 	assert.Contains(t, chart.String(), "gammazero")
 	assert.Contains(t, chart.String(), "relay (floor)")
+}
+
+// The keyed scenarios' report: the comparison of keys with the hand-written
+// answer (n) and with no keys (o) on this library, their columns, and n/a
+// for the pools that do not run them.
+func TestKeyedReport(t *testing.T) {
+	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
+	sc := func(id string) scenario { s, err := findScenario(id); require.NoError(t, err); return s }
+	r := &run{
+		options: options{out: "out/RESULTS.md", chart: "out/chart.svg", reps: 1,
+			scenarios: []scenario{sc("n"), sc("o")},
+			libraries: []library{lib("ours"), lib("ours+key"), lib(floor), lib("ants")},
+			config:    config{scale: 1}},
+		samples: map[string]map[string][]result{
+			"n": {
+				"ours":     {{Tasks: 10, Wall: 4000, Bytes: 800, Goroutines: 1009, Stacks: 8 << 20}},
+				"ours+key": {{Tasks: 10, Wall: 3000, Bytes: 100, Goroutines: 9, Stacks: 64 << 10}},
+				"ants":     {{Tasks: 10, Wall: 5000, Goroutines: 1008, Stacks: 8 << 20}},
+			},
+			"o": {
+				"ours":     {{Tasks: 10, Wall: 1000, P50: 20e6, P99: 40e6}},
+				"ours+key": {{Tasks: 10, Wall: 1100, P50: 1e6, P99: 2e6}},
+			},
+		},
+	}
+	var report bytes.Buffer
+	require.NoError(t, r.writeReport(&report))
+	md := report.String()
+	assert.Contains(t, md, "**WithKeyLimit(1) vs the hand-written answer, both on this library:** 300 / 400 ns per task = **0.75x**; 10.0 / 80.0 B allocated per task; 9 / 1009 goroutines (64 / 8192 KiB of stacks) once every task is submitted.")
+	assert.Contains(t, md, "| ours+key | "+lib("ours+key").note+" | 300 (300–300) | 0.75x | – | n/a | 0.00 | 0.00 | 10.0 | 9 | 64 |")
+	assert.Contains(t, md, "| ants | by hand: a goroutine and a channel per key; each key's goroutine gives its tasks one at a time, in order, by "+lib("ants").byHand+" | 500 (500–500) | 1.25x |")
+	assert.Contains(t, md, "| relay | "+lib(floor).note+" | n/a: the keyed scenarios")
+	assert.Contains(t, md, "**The trickling tenants' p99 wait, with Key vs without, on this library:** 2000 / 40000 µs = **0.05x** (p50 1000 / 20000 µs); all tasks, ns per task: 110 / 100.")
+	assert.Contains(t, md, "| ours | "+lib("ours").note+"; no keys: first come, first served | 100 (100–100) | 1.00x | – | n/a | 0.00 | 0.00 | 0.0 | 20000 | 40000 |")
+	assert.Contains(t, md, "| ants | "+lib("ants").note+" | n/a: has no queue")
+	assert.Contains(t, md, "| n | 400 | 300 | – | 500 |")
 }

@@ -72,6 +72,13 @@ type delayPool interface {
 	SubmitAfter(d time.Duration, t *task)
 }
 
+// A keyPool takes a task that belongs to a key: the keyed scenarios (n and
+// o) submit through SubmitKey where the pool has it, and drive the other
+// pools by hand.
+type keyPool interface {
+	SubmitKey(key string, t *task)
+}
+
 // A library is one contestant of the suite.
 type library struct {
 	name    string
@@ -94,6 +101,15 @@ type library struct {
 	// delayed opens the pool as a delayPool for the delayed scenarios
 	// (needs "delay"); nil if the library has no delayed submit.
 	delayed func(workers int) pool
+
+	// keyed opens the pool as a keyPool for the keyed scenarios (needs
+	// "order" and "fair"), each key's tasks at most limit at once (limit
+	// < 1: no limit); nil if the library has no keys.
+	keyed func(workers, limit int) pool
+	// byHand says how a key's goroutine submits a task and waits for it
+	// in the hand-written answer of scenario n, "" for a library not run
+	// there; scenario o runs these libraries, if they queue, without keys.
+	byHand string
 }
 
 // blocksAtWorkers opens a library without a queue for the bound scenario:
@@ -106,23 +122,28 @@ var libraries = []library{
 	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
 		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; Do(task, Delay(d)) in the delayed scenarios", open: openOurs,
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
-		delayed: openOurs},
+		delayed: openOurs, byHand: "SubmitWait"},
 	{name: "ours+afterfunc",
 		note:    "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without Delay; run in the delayed scenarios only",
 		delayed: openOursAfterFunc},
 	{name: "ours+hooks", queues: true,
 		note: "this library with all three Hooks set to funcs that do nothing: what the hooks cost the pool (two clock reads and two calls per task, a third read for a task that waits in the queue); run where the plain pool runs",
 		open: openOursHooked},
+	{name: "ours+key",
+		note:  "this library with keys: New(8, WithKeyLimit(1)) and Do(task, Key(k)) in n, New(8) and Do(task, Key(tenant)) in o; run in the keyed scenarios only",
+		keyed: openOursKeyed},
 	{name: floor, queues: true, batches: true,
 		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter; a heap and one timer in the delayed scenarios", open: openRelay,
 		delayed: func(workers int) pool { return openDelayRelay(workers) }},
-	{name: "gammazero", queues: true, note: "queues; Submit never blocks", open: openGammazero},
+	{name: "gammazero", queues: true, note: "queues; Submit never blocks", open: openGammazero, byHand: "SubmitWait"},
 	{name: "pond", queues: true, handles: true, groups: true, resizes: true,
 		note: "queues (unbounded); Go never blocks; SubmitWait is Submit(f).Wait(); groups on the pool", open: openPond,
-		bounded: openPondBounded, boundNote: fmt.Sprintf("WithQueueSize(%d), WithNonBlocking(false): Go waits for room while %[1]d tasks wait", waitingBound)},
+		bounded: openPondBounded, boundNote: fmt.Sprintf("WithQueueSize(%d), WithNonBlocking(false): Go waits for room while %[1]d tasks wait", waitingBound),
+		byHand: "Submit(f).Wait()"},
 	{name: "ants", resizes: true,
 		note: "Submit blocks while every worker is busy; SubmitWait by adapter", open: openAnts,
-		bounded: blocksAtWorkers(openAnts), boundNote: "no queue; blocking mode (the default): Submit blocks while every worker is busy, so the bound is the workers"},
+		bounded: blocksAtWorkers(openAnts), boundNote: "no queue; blocking mode (the default): Submit blocks while every worker is busy, so the bound is the workers",
+		byHand: "Submit of a wrapper that signals the key's own channel"},
 	{name: "conc", groups: true,
 		note: "Go blocks while every goroutine is busy; SubmitWait by adapter; a ContextPool per group", open: openConc,
 		bounded: blocksAtWorkers(openConc), boundNote: "no queue: Go blocks while every goroutine is busy, so the bound is the workers"},
@@ -206,6 +227,20 @@ func (a oursPool) SubmitBatch(batch []func()) {
 	}
 }
 
+// oursKeyed is this library with keys: every task of the keyed scenarios
+// is given with Do and its key.
+type oursKeyed struct{ oursPool }
+
+func openOursKeyed(workers, limit int) pool {
+	return oursKeyed{oursPool{workerpool.New(workers, workerpool.WithKeyLimit(limit))}}
+}
+
+func (a oursKeyed) SubmitKey(key string, t *task) {
+	if err := a.wp.Do(t.fn, workerpool.Key(key)); err != nil {
+		panic(err)
+	}
+}
+
 func (a oursPool) GoWait(t *task) error { return a.wp.Go(context.Background(), t.fnCtx).Wait() }
 
 func (a oursPool) Group(t *task, n int) error {
@@ -274,6 +309,19 @@ func (s *signal) roundTrip(t *task, submit func(*task)) {
 	s.current = t
 	submit(s.wrapped)
 	<-s.done
+}
+
+// keySubmitWait gives one key's goroutine of the hand-written answer its
+// synchronous submit on p: the library's own SubmitWait, which many
+// goroutines may call at once, or, for a library whose SubmitWait is the
+// adapter's (a signal, for one goroutine at a time), a signal of the key's
+// own around p's Submit, built once per key.
+func keySubmitWait(p pool) func(*task) {
+	if _, adapted := p.(interface{ roundTrip(*task, func(*task)) }); adapted {
+		s := newSignal()
+		return func(t *task) { s.roundTrip(t, p.Submit) }
+	}
+	return p.SubmitWait
 }
 
 type antsPool struct {

@@ -19,8 +19,10 @@ type summary struct {
 	nsMin, nsMax  float64
 	cpu           float64 // process CPU time per task
 	allocs, bytes float64
-	p50, p99      float64 // f only
+	p50, p99      float64 // f and h: round trips; o: the trickling tenants' waits
 	queued        float64 // g only: live heap bytes per queued task
+	goroutines    float64 // n only: goroutines once the last task was submitted
+	stacks        float64 // n only: their stack bytes
 }
 
 func summarize(rs []result) (summary, bool) {
@@ -36,16 +38,18 @@ func summarize(rs []result) (summary, bool) {
 	}
 	ns := per(func(r result) float64 { return r.Wall })
 	return summary{
-		runs:   len(rs),
-		ns:     median(ns),
-		nsMin:  slices.Min(ns),
-		nsMax:  slices.Max(ns),
-		cpu:    median(per(func(r result) float64 { return r.CPU })),
-		allocs: median(per(func(r result) float64 { return r.Mallocs })),
-		bytes:  median(per(func(r result) float64 { return r.Bytes })),
-		p50:    median(field(rs, func(r result) float64 { return r.P50 })),
-		p99:    median(field(rs, func(r result) float64 { return r.P99 })),
-		queued: median(field(rs, func(r result) float64 { return r.Queued })),
+		runs:       len(rs),
+		ns:         median(ns),
+		nsMin:      slices.Min(ns),
+		nsMax:      slices.Max(ns),
+		cpu:        median(per(func(r result) float64 { return r.CPU })),
+		allocs:     median(per(func(r result) float64 { return r.Mallocs })),
+		bytes:      median(per(func(r result) float64 { return r.Bytes })),
+		p50:        median(field(rs, func(r result) float64 { return r.P50 })),
+		p99:        median(field(rs, func(r result) float64 { return r.P99 })),
+		queued:     median(field(rs, func(r result) float64 { return r.Queued })),
+		goroutines: median(field(rs, func(r result) float64 { return r.Goroutines })),
+		stacks:     median(field(rs, func(r result) float64 { return r.Stacks })),
 	}, true
 }
 
@@ -309,8 +313,13 @@ func (r *run) writeScenario(p *printer, s scenario) {
 	if note := scenarioNotes[s.id]; note != "" {
 		p.f("%s\n\n", note)
 	}
-	if s.id == "l" {
+	switch s.id {
+	case "l":
 		r.writeBatchVsSubmit(p)
+	case "n":
+		r.writeKeyVsByHand(p)
+	case "o":
+		r.writeFairShare(p)
 	}
 	extra := ""
 	switch s.id {
@@ -318,6 +327,10 @@ func (r *run) writeScenario(p *printer, s scenario) {
 		extra = " p50 ns | p99 ns |"
 	case "g":
 		extra = " live B per queued task |"
+	case "n":
+		extra = " goroutines | stacks KiB |"
+	case "o":
+		extra = " trickling tenants' wait p50 µs | p99 µs |"
 	}
 	p.f("| pool | contract | ns/task median (min–max) | vs ours | vs gammazero | vs relay | CPU ns/task | allocs/task | B/task |%s\n", extra)
 	p.f("|---|---|---:|---:|---:|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", strings.Count(extra, "|")))
@@ -340,6 +353,10 @@ func (r *run) writeScenario(p *printer, s scenario) {
 			p.f(" %s | %s |", fmtNs(sm.p50), fmtNs(sm.p99))
 		case "g":
 			p.f(" %.2f |", sm.queued)
+		case "n":
+			p.f(" %.0f | %.0f |", sm.goroutines, sm.stacks/1024)
+		case "o":
+			p.f(" %s | %s |", fmtNs(sm.p50/1e3), fmtNs(sm.p99/1e3))
 		}
 		p.f("\n")
 	}
@@ -364,6 +381,30 @@ func (r *run) writeBatchVsSubmit(p *printer) {
 		p.f(" The relay's own l / a in this run, the floor of that ratio for this design on this machine: **%s**.", fmtRatio(x))
 	}
 	p.f("\n\n")
+}
+
+// writeKeyVsByHand compares this library's keys (ours+key) with the
+// hand-written answer on this library (ours) in scenario n.
+func (r *run) writeKeyVsByHand(p *printer) {
+	k, okK := r.summary("n", "ours+key")
+	h, okH := r.summary("n", "ours")
+	if !okK || !okH {
+		return
+	}
+	p.f("**WithKeyLimit(1) vs the hand-written answer, both on this library:** %s / %s ns per task = **%s**; %.1f / %.1f B allocated per task; %.0f / %.0f goroutines (%.0f / %.0f KiB of stacks) once every task is submitted.\n\n",
+		fmtNs(k.ns), fmtNs(h.ns), fmtRatio(r.ratio("n", "ours+key", "ours")), k.bytes, h.bytes, k.goroutines, h.goroutines, k.stacks/1024, h.stacks/1024)
+}
+
+// writeFairShare compares the trickling tenants' waits in scenario o with
+// keys (ours+key) and without (ours).
+func (r *run) writeFairShare(p *printer) {
+	k, okK := r.summary("o", "ours+key")
+	h, okH := r.summary("o", "ours")
+	if !okK || !okH || h.p99 == 0 {
+		return
+	}
+	p.f("**The trickling tenants' p99 wait, with Key vs without, on this library:** %s / %s µs = **%s** (p50 %s / %s µs); all tasks, ns per task: %s / %s.\n\n",
+		fmtNs(k.p99/1e3), fmtNs(h.p99/1e3), fmtRatio(k.p99/h.p99), fmtNs(k.p50/1e3), fmtNs(h.p50/1e3), fmtNs(k.ns), fmtNs(h.ns))
 }
 
 // relative names target as seen from the directory of from.

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +19,7 @@ type scenario struct {
 	id      string
 	title   string
 	tasks   int    // at scale 1
-	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", "delay", or "" for nothing
+	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", "delay", "order", "fair", or "" for nothing
 	workers func() int
 	run     func(c *config, p pool, n int) result
 }
@@ -38,6 +40,8 @@ var scenarios = []scenario{
 	{"l", "1,000,000 no-op tasks in batches of 1,000 (DoBatch), 4 workers", 1_000_000, "batch", fixed(4), runBatches},
 	{"m1", "10,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 10_000, "delay", fixed(4), runDelayed},
 	{"m2", "1,000,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 1_000_000, "delay", fixed(4), runDelayed},
+	{"n", "1,000 keys x 100 tasks of ~1 µs CPU, one at a time and in order per key, interleaved across keys, 8 workers", orderKeys * orderPerKey, "order", fixed(8), runPerKeyOrder},
+	{"o", "one tenant's 100,000 queued tasks of ~1 µs CPU, and 99 tenants' 100 each arriving as they drain, 8 workers", fairFlood + fairTenants*fairPerTenant, "fair", fixed(fairWorkers), runFairShare},
 }
 
 // scenarioNotes are printed under a scenario's heading in the report.
@@ -52,6 +56,15 @@ var scenarioNotes = map[string]string{
 		"Only this library and the relay (one message per batch, then one hand-off per task) have a batch submit; the line below compares l with a from the same run, for both.",
 	"m1": delayedNote,
 	"m2": delayedNote,
+	"n": "1,000 keys (the count scales with -scale, 100 tasks each), submitted by one goroutine in the realistic stream, interleaved across keys: task i belongs to key i mod 1,000. " +
+		"Each task spins ~1 µs (c's work) and checks that its key's tasks run one at a time and in order; a run where they do not fails. " +
+		"ours+key is this library with New(8, WithKeyLimit(1)) and Do(task, Key(k)); ours, gammazero, pond and ants run the usual hand-written answer on a plain pool of 8: " +
+		"a goroutine and a channel per key (buffered to hold the key's tasks, so the submitter never blocks, as a queue would not block it), each goroutine taking its key's tasks in order and submitting each with a synchronous call before the next. " +
+		"Goroutines and stacks are counted when the last task has been submitted: the hand-written answer's goroutine per key shows there, not in B/task.",
+	"o": "Eight tasks that wait for a gate hold the 8 workers while one submitter gives the flooding tenant's 100,000 tasks, which queue; then it opens the gate. " +
+		"The 99 trickling tenants' 100 tasks each (task i of tenant i mod 99) arrive while the burst drains: about one flooding task in ten, as it starts, gives the next of them, so each tenant gives one task about every thousand of the burst's. " +
+		"Every task spins ~1 µs (c's work). ours+key gives each task with Do(task, Key(tenant)) on New(8), no key limit; ours, gammazero and pond get the same stream without keys (first come, first served). " +
+		"A task's wait runs from just before its submit until it starts; the columns give the trickling tenants' p50 and p99 (ants has no queue: its tasks would wait in the blocked submitter, n/a).",
 }
 
 // delayedNote is the note of the delayed-task scenarios.
@@ -61,6 +74,20 @@ const delayedNote = "Each task is given with a delay drawn uniformly from [0, 1 
 
 // waitingBound is the bound on waiting tasks in scenario j.
 const waitingBound = 64
+
+// The keyed scenarios' sizes at scale 1: n runs orderKeys keys of
+// orderPerKey tasks (the count of keys scales with -scale); o runs one
+// flooding tenant's fairFlood tasks and fairTenants trickling tenants'
+// fairPerTenant each (the tasks scale, the tenants do not) on fairWorkers
+// workers.
+const (
+	orderKeys     = 1000
+	orderPerKey   = 100
+	fairFlood     = 100_000
+	fairTenants   = 99
+	fairPerTenant = 100
+	fairWorkers   = 8
+)
 
 // resizeSizes are the sizes scenario k opens its pool with (the first) and
 // then alternates between, one resize every resizeEvery submitted tasks.
@@ -85,7 +112,20 @@ func findScenario(id string) (scenario, error) {
 
 // applies reports whether lib can run s, and why not.
 func (s scenario) applies(lib library) (bool, string) {
+	if s.needs == "order" || s.needs == "fair" {
+		switch {
+		case lib.keyed != nil:
+			return true, ""
+		case lib.byHand == "":
+			return false, "n/a: the keyed scenarios run this library with keys against ours, gammazero, pond and ants without"
+		case s.needs == "fair" && !lib.queues:
+			return false, "n/a: has no queue (Submit blocks, so a task would wait in the blocked submitter, not in the pool)"
+		}
+		return true, ""
+	}
 	switch {
+	case lib.keyed != nil:
+		return false, "n/a: runs the keyed scenarios only"
 	case s.needs == "queue" && !lib.queues:
 		return false, "n/a: has no queue (Submit blocks, or every task gets a goroutine)"
 	case s.needs == "handles" && !lib.handles:
@@ -107,21 +147,31 @@ func (s scenario) applies(lib library) (bool, string) {
 }
 
 // open opens lib's pool as s runs it: with the bound for scenarios that
-// need one, else plain.
+// need one, with keys for the keyed scenarios where lib has them, else
+// plain.
 func (s scenario) open(lib library) pool {
 	switch s.needs {
 	case "bound":
 		return lib.bounded(s.workers(), waitingBound)
 	case "delay":
 		return lib.delayed(s.workers())
+	case "order", "fair":
+		if lib.keyed != nil {
+			return lib.keyed(s.workers(), btoi(s.needs == "order")) // n: one at a time; o: no limit
+		}
 	}
 	return lib.open(s.workers())
 }
 
 // contract is what the report says of lib's contract in s.
 func (s scenario) contract(lib library) string {
-	if s.needs == "bound" && lib.boundNote != "" {
+	switch {
+	case s.needs == "bound" && lib.boundNote != "":
 		return lib.boundNote
+	case s.needs == "order" && lib.byHand != "":
+		return "by hand: a goroutine and a channel per key; each key's goroutine gives its tasks one at a time, in order, by " + lib.byHand
+	case s.needs == "fair" && lib.byHand != "" && lib.queues:
+		return lib.note + "; no keys: first come, first served"
 	}
 	return lib.note
 }
@@ -140,12 +190,17 @@ type result struct {
 	P50     float64 `json:"p50_ns"`   // f: round-trip latency
 	P99     float64 `json:"p99_ns"`   // f: round-trip latency
 	Queued  float64 `json:"queued_b"` // g: live heap bytes per queued task
+
+	Goroutines float64 `json:"goroutines"` // n: goroutines alive once the last task was submitted, less those before the pool opened
+	Stacks     float64 `json:"stacks_b"`   // n: goroutine stack bytes in use then, less those before the run
 }
 
 // config is what every child gets from the parent.
 type config struct {
 	scale float64
 	spin  int // iterations of spinWork that take about 1 µs
+
+	goroutines int // the child's goroutines before it opened the pool
 
 	cpuProfile, trace string // diagnostics of a child run: file names, or ""
 }
@@ -396,4 +451,202 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// runPerKeyOrder runs n tasks that belong to n/orderPerKey keys (at least
+// one), given by one goroutine in the realistic stream, interleaved across
+// keys: task i belongs to key i mod keys. A keyPool takes each with its
+// key; any other pool gets the hand-written answer: a goroutine and a
+// channel per key, each goroutine giving its key's tasks to the pool one at
+// a time, in order, with a synchronous submit (see keySubmitWait). Each
+// task spins about 1 µs and checks its key's order.
+func runPerKeyOrder(c *config, p pool, n int) result {
+	keys := max(1, n/orderPerKey)
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = "key-" + strconv.Itoa(k)
+	}
+	order := newKeyOrder(keys)
+	var wg sync.WaitGroup
+	wg.Add(n)
+	tasks := make([]task, n) // built once, before the timing, as every scenario builds its tasks
+	for i := range tasks {
+		k, seq := i%keys, i/keys
+		tasks[i].fn = func() {
+			order.started(k, seq)
+			spinWork(c.spin)
+			order.ended(k)
+			wg.Done()
+		}
+	}
+	kp, keyed := p.(keyPool)
+	var r result
+	goroutines, stacks := 0, stackInUse()
+	counted := func() {
+		goroutines = runtime.NumGoroutine() - c.goroutines
+		stacks = stackInUse() - stacks
+	}
+	if keyed {
+		r = measure(n, func() {
+			for i := range tasks {
+				kp.SubmitKey(names[i%keys], &tasks[i])
+			}
+			counted()
+			wg.Wait()
+		})
+	} else {
+		r = measure(n, func() {
+			var byKey sync.WaitGroup // the keys' goroutines
+			queues := make([]chan *task, keys)
+			for k := range queues {
+				queue, submitWait := make(chan *task, (n+keys-1)/keys), keySubmitWait(p)
+				queues[k] = queue
+				byKey.Go(func() {
+					for t := range queue {
+						submitWait(t)
+					}
+				})
+			}
+			for i := range tasks {
+				queues[i%keys] <- &tasks[i]
+			}
+			counted()
+			for _, queue := range queues {
+				close(queue)
+			}
+			byKey.Wait()
+			wg.Wait()
+		})
+	}
+	if err := order.err(n); err != nil {
+		panic(err)
+	}
+	r.Goroutines, r.Stacks = float64(goroutines), float64(stacks)
+	return r
+}
+
+// A keyOrder checks, as tasks run, that the tasks of each key run one at
+// a time and in order (seq 0, 1, 2, …). A task that breaks either rule
+// records the first failure, which err reports after the run, and goes on,
+// so that the run still ends.
+type keyOrder struct {
+	running []atomic.Bool // running[k]: a task of key k is between started and ended
+	next    []int         // next[k]: the seq of key k's next task; written only by a task of key k
+	ran     atomic.Int64
+	failure atomic.Pointer[string]
+}
+
+func newKeyOrder(keys int) *keyOrder {
+	return &keyOrder{running: make([]atomic.Bool, keys), next: make([]int, keys)}
+}
+
+// started is called first by task seq of key k.
+func (o *keyOrder) started(k, seq int) {
+	o.ran.Add(1)
+	if o.running[k].Swap(true) {
+		o.fail(fmt.Sprintf("key %d: task %d started while another task of the key ran", k, seq))
+		return // next[k] belongs to the task that runs
+	}
+	if o.next[k] != seq {
+		o.fail(fmt.Sprintf("key %d: task %d started when task %d was next", k, seq, o.next[k]))
+	}
+	o.next[k] = seq + 1
+}
+
+// ended is called last by a task of key k that started.
+func (o *keyOrder) ended(k int) { o.running[k].Store(false) }
+
+func (o *keyOrder) fail(why string) { o.failure.CompareAndSwap(nil, &why) }
+
+// err reports the first failure, or that fewer or more than n tasks ran.
+func (o *keyOrder) err(n int) error {
+	if why := o.failure.Load(); why != nil {
+		return errors.New(*why)
+	}
+	if ran := o.ran.Load(); ran != int64(n) {
+		return fmt.Errorf("%d of %d keyed tasks ran", ran, n)
+	}
+	return nil
+}
+
+func stackInUse() int {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int(m.StackInuse)
+}
+
+// runFairShare queues the flooding tenant's share of n tasks while a gate
+// holds every worker (fairWorkers tasks that wait for it, not counted),
+// then opens the gate. The trickling tenants' tasks (fairTenants tenants,
+// interleaved across them) arrive as the burst drains, each given by the
+// flooding task whose share of the stream it follows (about one in ten at
+// scale 1) as that task starts: the arrivals keep pace with the drain
+// whatever the scheduler does with a submitter that sleeps. A keyPool
+// takes each task with its tenant as the key (the gate's tasks without
+// one); any other pool gets the same stream without keys. Each task spins
+// about 1 µs; P50 and P99 are the trickling tenants' waits, from just
+// before each one's submit until it starts.
+func runFairShare(c *config, p pool, n int) result {
+	flood := max(1, n*fairFlood/(fairFlood+fairTenants*fairPerTenant))
+	trickle := n - flood
+	tenants := make([]string, fairTenants+1) // tenants[0] floods
+	tenants[0] = "flood"
+	for t := 1; t < len(tenants); t++ {
+		tenants[t] = "tenant-" + strconv.Itoa(t)
+	}
+	submitted, started := make([]time.Duration, n), make([]time.Duration, n)
+	epoch := time.Now()
+	kp, keyed := p.(keyPool)
+	tasks := make([]task, n)
+	submit := func(i int) {
+		tenant := tenants[0]
+		if i >= flood {
+			tenant = tenants[1+(i-flood)%fairTenants]
+		}
+		submitted[i] = time.Since(epoch)
+		if keyed {
+			kp.SubmitKey(tenant, &tasks[i])
+		} else {
+			p.Submit(&tasks[i])
+		}
+	}
+	var wg sync.WaitGroup
+	wg.Add(n)
+	for i := range tasks {
+		tasks[i].fn = func() {
+			started[i] = time.Since(epoch)
+			if i < flood { // the trickling tasks that follow this one in the stream
+				for j := i * trickle / flood; j < (i+1)*trickle/flood; j++ {
+					submit(flood + j)
+				}
+			}
+			spinWork(c.spin)
+			wg.Done()
+		}
+	}
+	gate := make(chan struct{})
+	var held sync.WaitGroup
+	held.Add(fairWorkers)
+	holder := &task{fn: func() { held.Done(); <-gate }}
+	for range fairWorkers {
+		p.Submit(holder)
+	}
+	held.Wait()
+	r := measure(n, func() {
+		for i := range flood {
+			submit(i)
+		}
+		close(gate)
+		wg.Wait()
+	})
+	waits := make([]time.Duration, 0, trickle)
+	for i := flood; i < n; i++ {
+		waits = append(waits, started[i]-submitted[i])
+	}
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		r.P50 = float64(waits[len(waits)*50/100])
+		r.P99 = float64(waits[min(len(waits)-1, len(waits)*99/100)])
+	}
+	return r
 }
