@@ -157,8 +157,9 @@
 // that day); when it ends and the clock reads an hour twice, a window in
 // that hour occurs twice, and a window that the clock leaves by going back
 // ends at that moment and begins again when the clock reaches its From. A
-// change that skips a window's To and From, or goes back to its From,
-// while the clock stays in the window ends it and begins it again.
+// change that skips a window's To and skips or lands on its From, or goes
+// back to its From, while the clock stays in the window ends it and begins
+// it again.
 // Once stopping has begun the sizes no longer change. Overlapping windows,
 // a From or To that is not "HH:MM", a Max below 1, a Min below 0 or above
 // Max, and a nil loc make New panic with a message naming the window.

@@ -196,20 +196,20 @@ func WithMinWorkers(n int) Option {
 // forward, is followed at the next boundary the dispatcher wakes for. (A
 // clock that was set back is followed from the boundary the pool expected
 // next, once the clock reads it: the pool keeps its sizes, and skips the
-// boundaries the clock reads again, until then.) On a
-// day that clock skips forward (daylight saving time begins), a boundary
-// in the skipped time takes effect at the skip: with the clock going from
-// 02:00 to 03:00, a window 02:30-05:00 begins at 03:00, and a window
-// 02:10-02:40 does not occur that day. On a day the clock goes back, the
-// time it reads twice is inside or outside a window each time: with the
-// clock going from 03:00 back to 02:00, a window 02:10-02:40 occurs twice,
-// and a window 02:30-05:00 begins at the first 02:30, ends as the clock
-// goes back to 02:00, and begins again at the second 02:30. A window the
-// clock stays in as it changes ends and begins again at the change if the
-// clock skips its To and From (a window 03:00-02:30 as the clock goes from
-// 02:00 to 03:00) or goes back to its From (a window 02:00-05:00 as it goes
-// from 03:00 back to 02:00): a Resize made inside it before the change is
-// forgotten then, as at its end on any other day.
+// boundaries the clock reads again, until then.) On a day that clock skips
+// forward (daylight saving time begins), a boundary in the skipped time
+// takes effect at the skip: with the clock going from 02:00 to 03:00, a
+// window 02:30-05:00 begins at 03:00, and a window 02:10-02:40 does not
+// occur that day. On a day the clock goes back, the time it reads twice is
+// inside or outside a window each time: with the clock going from 03:00
+// back to 02:00, a window 02:10-02:40 occurs twice, and a window
+// 02:30-05:00 begins at the first 02:30, ends as the clock goes back to
+// 02:00, and begins again at the second 02:30. A window the clock stays in
+// as it changes ends and begins again at the change if the clock skips its
+// To and skips or lands on its From (a window 03:00-02:30 as the clock goes
+// from 02:00 to 03:00), or goes back to its From (a window 02:00-05:00 as
+// it goes from 03:00 back to 02:00): a Resize made inside it before the
+// change is forgotten then, as at its end on any other day.
 //
 // The boundaries run on the dispatcher's one timer: a schedule costs no
 // goroutine, and a pool without one pays nothing for it. With one, the

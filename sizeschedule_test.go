@@ -878,3 +878,74 @@ func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
 		})
 	}
 }
+
+// A boundary that grows the pool starts no task a Pause holds, nor one a
+// key's limit holds back; one that shrinks it below the busy workers lets
+// them finish and starts nothing until they are below the window's Max.
+// WaitIdle waits through both.
+func TestSizeScheduleBoundaryKeepsPausesAndKeyLimits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithIdleTimeout(-1), WithKeyLimit(1), WithSizeSchedule(time.UTC,
+			SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 4},
+		))
+		defer p.Stop()
+		ctx := context.Background()
+		pauseCtx, endPause := context.WithCancel(ctx)
+		p.Pause(pauseCtx) // returns at once: nothing runs
+		for range 2 {
+			p.Submit(sleeper(time.Minute))
+		}
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Waiting, "waiting in the pause")
+		time.Sleep(time.Hour) // 01:00: the pool grows to 4, the pause holds
+		synctest.Wait()
+		s := p.Status()
+		require.Equal(t, 4, s.MaxWorkers, "MaxWorkers at 01:00")
+		assert.Equal(t, 0, s.Busy, "busy at 01:00 in the pause")
+		assert.Equal(t, 2, s.Waiting, "waiting at 01:00 in the pause")
+		endPause()
+		synctest.Wait()
+		assert.Equal(t, 2, p.Status().Busy, "busy once the pause ended")
+		time.Sleep(time.Minute)
+		// Four tasks of one key under a limit of 1, and three without: four
+		// start, the key's others wait for it.
+		for range 4 {
+			require.NoError(t, p.Do(sleeper(40*time.Minute), Key("k")))
+		}
+		for range 3 {
+			p.Submit(sleeper(2 * time.Hour))
+		}
+		synctest.Wait()
+		s = p.Status()
+		require.Equal(t, 4, s.Busy, "busy: one task of the key and three without")
+		require.Equal(t, 3, s.Waiting, "waiting: the key's other three")
+		t0 := time.Now() // 01:01
+		idle := goWaitIdle(p, ctx, t0)
+		// 01:41: the key's next task starts; 02:00: the pool shrinks to 1
+		// with 4 busy: nothing starts until the three long tasks end, at
+		// 03:01, and then the key's tasks run one by one on 1 worker.
+		for _, c := range []struct {
+			at                 time.Duration
+			busy, waiting, max int
+		}{
+			{40 * time.Minute, 4, 2, 4},
+			{59 * time.Minute, 4, 2, 1},
+			{80 * time.Minute, 3, 2, 1},
+			{2 * time.Hour, 1, 1, 1},
+			{160 * time.Minute, 1, 0, 1},
+		} {
+			time.Sleep(time.Until(t0.Add(c.at)))
+			synctest.Wait()
+			s := p.Status()
+			assert.Equal(t, c.max, s.MaxWorkers, "MaxWorkers at t0+%v", c.at)
+			assert.Equal(t, c.busy, s.Busy, "busy at t0+%v", c.at)
+			assert.Equal(t, c.waiting, s.Waiting, "waiting at t0+%v", c.at)
+			assert.False(t, idle.returned(), "WaitIdle returned at t0+%v", c.at)
+		}
+		time.Sleep(time.Until(t0.Add(200 * time.Minute)))
+		synctest.Wait()
+		require.True(t, idle.returned(), "WaitIdle returned once the last task ended")
+		assert.NoError(t, idle.err, "WaitIdle")
+		assert.Equal(t, 200*time.Minute, idle.at, "WaitIdle returned when the last task ended")
+	})
+}
