@@ -305,8 +305,10 @@
 // for reuse. A keyed task rides a carrier (Go and Call make their handle
 // and its options in one allocation; Do's carrier is reused), and on a key
 // that is already active it allocates nothing more. A Pause, expiry,
-// aging and DropOldest look at the front of every key's queue, so their
-// steps cost in proportion to the keys with tasks waiting.
+// aging and DropOldest look at the front of every key's queue, and so does
+// dispatch after a keyed task waiting under WithKeyLimit is canceled
+// (that its key's next task may start at once), so their steps cost in
+// proportion to the keys with tasks waiting.
 //
 // Bounds. Under [WithMaxWaiting], scheduled tasks count with the waiting
 // ones. Under Block and Reject they hold room as waiting tasks do (a

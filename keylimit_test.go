@@ -1115,3 +1115,32 @@ func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
 		})
 	}
 }
+
+// StopWait, draining the queue, lets a retry canceled meanwhile give back
+// its key's slot at once too: it returns once the next task of the key
+// ran, not at the hour the retry would have come due.
+func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		defer p.Stop()
+		r, ctx := newKeyTrace(), context.Background()
+		a1 := p.Go(ctx, func(ctx context.Context) error {
+			_ = r.fn("a1", time.Second)(ctx)
+			return errFlaky
+		}, keyOpts("a", Retry(fixedRetries(time.Hour)))...)
+		for range 3 {
+			p.Go(ctx, noopFn, Delay(time.Second*3/2))
+		}
+		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		r.sleepUntil(time.Second * 5 / 4) // a1 waits for its run at 1h1s, a2 for a's slot
+		go func() {
+			time.Sleep(time.Second)
+			a1.Cancel()
+		}()
+		p.StopWait()
+		assert.Equal(t, 3250*time.Millisecond, r.since(), "StopWait returned as a2 ended")
+		assert.Equal(t, []string{"a1@0s", "a2@2.25s"}, r.runs())
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Canceled, "canceled: a1")
+	})
+}
