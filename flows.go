@@ -394,15 +394,6 @@ func (f *flows) level(priority int) *keyedLevel {
 	return l
 }
 
-// levelAt is the keyed level of priority, or nil.
-func (f *flows) levelAt(priority int) *keyedLevel {
-	i, found := slices.BinarySearchFunc(f.levels, priority, func(l *keyedLevel, p int) int { return cmp.Compare(l.priority, p) })
-	if !found {
-		return nil
-	}
-	return f.levels[i]
-}
-
 // enterRing puts fq at the back of its level's ring: it is served after
 // every member there, with no credit.
 func (f *flows) enterRing(fq *flowQueue) {

@@ -39,7 +39,7 @@ func checkSizeSteps(t *testing.T, p *WorkerPool, from sizeStep, steps []sizeStep
 	check := func(at time.Time, want sizeStep, when string) {
 		t.Helper()
 		require.False(t, at.Before(time.Now()), "step at %v is in the past", at)
-		time.Sleep(at.Sub(time.Now()))
+		time.Sleep(time.Until(at))
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, want.maxWorkers, s.MaxWorkers, "MaxWorkers %s %v", when, want.at.UTC())
@@ -214,7 +214,7 @@ func TestSizeScheduleDaylightSavingTimeInsideAWindowIsNoBoundary(t *testing.T) {
 			SizeWindow{From: "01:00", To: "04:00", Min: 0, Max: 2},
 		))
 		defer p.Stop()
-		time.Sleep(utc(3, 26, 0, 30).Sub(time.Now())) // 01:30 CET, inside the window
+		time.Sleep(time.Until(utc(3, 26, 0, 30))) // 01:30 CET, inside the window
 		p.Resize(9)
 		// At 01:00 UTC the clock goes from 02:00 to 03:00, still inside the
 		// window: the Resize holds until 04:00 CEST.
@@ -582,7 +582,7 @@ func TestSizeScheduleClockChangeThatPassesABoundaryInsideAWindowIsOne(t *testing
 			synctest.Test(t, func(t *testing.T) {
 				p := New(5, WithIdleTimeout(-1), WithSizeSchedule(loc, c.window))
 				defer p.Stop()
-				time.Sleep(c.resize.Sub(time.Now()))
+				time.Sleep(time.Until(c.resize))
 				synctest.Wait()
 				require.Equal(t, 2, p.Size(), "Size inside the window before the Resize")
 				p.Resize(7) // inside the window: until its end
@@ -762,7 +762,7 @@ func TestSizeSchedulePassesTheEndOfALeapYearInTheZonesRule(t *testing.T) {
 		at := func(year int, month time.Month, day, hour int) time.Time {
 			return time.Date(year, month, day, hour, 0, 0, 0, time.UTC)
 		}
-		time.Sleep(at(2040, 12, 30, 0).Sub(time.Now()))
+		time.Sleep(time.Until(at(2040, 12, 30, 0)))
 		checkSizeSteps(t, p, sizeStep{time.Now(), 3, 1}, []sizeStep{ // CET: local = UTC+1
 			{at(2040, 12, 30, 11), 1, 1},
 			{at(2040, 12, 30, 12), 3, 1},
