@@ -263,9 +263,10 @@ func WithKeyLimit(n int) Option {
 // of a key of weight 1 while both have tasks waiting (the tasks without a
 // key share as one key of weight 1). w is called on the dispatcher
 // goroutine, once each time a key becomes active (it had no task waiting,
-// scheduled or running), so it must be quick and must not call the pool.
-// A w below 1 means 1; a w that panics is treated like a hook that
-// panics (see Hooks) and means 1.
+// scheduled or running), so it must be quick, must not block, and must
+// not call the pool nor runtime.Goexit (which would end the dispatcher:
+// no task would start and no stop would return). A w below 1 means 1; a w
+// that panics is treated like a hook that panics (see Hooks) and means 1.
 //
 // Default, and a nil w: weight 1 each.
 func WithKeyWeights(w func(key string) int) Option {
