@@ -861,8 +861,8 @@ func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
 					calls.Go(func() { time.Sleep(time.Hour); p.Resize(3) })
 					time.Sleep(time.Hour) // 01:00: the boundary's timer fires now too
 					stop(p)
+					calls.Wait() // a Resize the stop refused restores the size as it returns
 					s := requireStoppedClean(t, p)
-					calls.Wait()
 					seen[s.MaxWorkers]++
 					assert.Equal(t, d.crew.max, s.MaxWorkers, "MaxWorkers when the stop returned: the size the pool ran on")
 					assert.False(t, d.timers.armed, "timer armed after the stop")
