@@ -355,7 +355,7 @@ func TestKeyedReport(t *testing.T) {
 	assert.Contains(t, md, "| ours+key | "+lib("ours+key").note+" | 300 (300–300) | 0.75x | – | n/a | 0.00 | 0.00 | 10.0 | 9 | 64 |")
 	assert.Contains(t, md, "| ants | by hand: a goroutine and a channel per key; each key's goroutine gives its tasks one at a time, in order, by "+lib("ants").byHand+" | 500 (500–500) | 1.25x |")
 	assert.Contains(t, md, "| relay | "+lib(floor).note+" | n/a: the keyed scenarios")
-	assert.Contains(t, md, "**The trickling tenants' p99 wait, with Key vs without, on this library:** 2000 / 40000 µs = **0.05x** (p50 1000 / 20000 µs); all tasks, ns per task: 110 / 100.")
+	assert.Contains(t, md, "**The trickling tenants' p99 wait, with Key vs without, on this library:** 2000 / 40000 µs = **0.05x** (p50 1000 / 20000 µs); all tasks, ns per task: 110 / 100 (1.10x).")
 	assert.Contains(t, md, "| ours | "+lib("ours").note+"; no keys: first come, first served | 100 (100–100) | 1.00x | – | n/a | 0.00 | 0.00 | 0.0 | 20000 | 40000 |")
 	assert.Contains(t, md, "| ants | "+lib("ants").note+" | n/a: has no queue")
 	assert.Contains(t, md, "| n | 400 | 300 | – | 500 |")

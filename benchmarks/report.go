@@ -403,8 +403,8 @@ func (r *run) writeFairShare(p *printer) {
 	if !okK || !okH || h.p99 == 0 {
 		return
 	}
-	p.f("**The trickling tenants' p99 wait, with Key vs without, on this library:** %s / %s µs = **%s** (p50 %s / %s µs); all tasks, ns per task: %s / %s.\n\n",
-		fmtNs(k.p99/1e3), fmtNs(h.p99/1e3), fmtRatio(k.p99/h.p99), fmtNs(k.p50/1e3), fmtNs(h.p50/1e3), fmtNs(k.ns), fmtNs(h.ns))
+	p.f("**The trickling tenants' p99 wait, with Key vs without, on this library:** %s / %s µs = **%.3gx** (p50 %s / %s µs); all tasks, ns per task: %s / %s (%s).\n\n",
+		fmtNs(k.p99/1e3), fmtNs(h.p99/1e3), k.p99/h.p99, fmtNs(k.p50/1e3), fmtNs(h.p50/1e3), fmtNs(k.ns), fmtNs(h.ns), fmtRatio(r.ratio("o", "ours+key", "ours")))
 }
 
 // relative names target as seen from the directory of from.
