@@ -56,7 +56,7 @@ func (e *edgeErrors) count(s string) int {
 // edgeBalanced checks the Stats invariant of a returned Feed.
 func edgeBalanced(t *testing.T, c natsfeed.Counts) {
 	t.Helper()
-	assert.Equal(t, c.Taken, c.Acked+c.Naked+c.Terminated+c.Unsettled, "Taken == Acked+Naked+Terminated+Unsettled once Feed returned: %+v", c)
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked+c.Terminated+c.Unsettled, "Taken == Acked+Nacked+Terminated+Unsettled once Feed returned: %+v", c)
 	assert.Zero(t, c.InFlight, "InFlight once Feed returned: %+v", c)
 }
 
@@ -116,7 +116,7 @@ func TestEdgeRefusedMessagesDoNotSpin(t *testing.T) {
 
 // TestEdgePanickingBackoffPolicy: a backoff policy that panics leaves the
 // message unsettled and uncounted: Feed returns with InFlight 1 and
-// Taken != Acked+Naked+Terminated+Unsettled, and the error handler never
+// Taken != Acked+Nacked+Terminated+Unsettled, and the error handler never
 // hears of it (the pool's own contract: "a RetryPolicy's panic is always
 // recovered").
 func TestEdgePanickingBackoffPolicy(t *testing.T) {
@@ -276,7 +276,7 @@ func TestEdgeNegativeNakDelay(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
 	edgeBalanced(t, c)
-	assert.Equal(t, natsfeed.Counts{Taken: 3, Redelivered: 2, Acked: 1, Naked: 2, MaxInFlight: 1}, c, "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 3, Redelivered: 2, Acked: 1, Nacked: 2, MaxInFlight: 1}, c, "counts")
 }
 
 // TestEdgeAckNoneConsumer: Feed's contract asks for a consumer with
@@ -792,7 +792,7 @@ func TestEdgePermanentErrors(t *testing.T) {
 	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 2 && c.Acked == 1 }, "2 terminated, 1 acked")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	assert.Equal(t, natsfeed.Counts{Taken: 4, Redelivered: 1, Acked: 1, Naked: 1, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 4, Redelivered: 1, Acked: 1, Nacked: 1, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
 	eventually(t, func() bool { return len(terminated()) == 2 }, "2 term advisories")
 	assert.Equal(t, map[uint64]string{1: "bad\nnatsfeed: permanent failure", 2: "outer: inner: natsfeed: permanent failure"}, terminated(), "reasons")
 }
@@ -1069,7 +1069,7 @@ func TestEdgeCancelOnStopTerminates(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
 	edgeBalanced(t, c)
-	assert.Equal(t, natsfeed.Counts{Taken: 1, Naked: 1, MaxInFlight: 1}, c, "counts: the message given back, not terminated")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Nacked: 1, MaxInFlight: 1}, c, "counts: the message given back, not terminated")
 	time.Sleep(200 * time.Millisecond)
 	assert.Empty(t, terminated(), "messages terminated by a graceful stop")
 }
@@ -1135,7 +1135,7 @@ func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 	pool.Stop()
 	// ctx ended before the pool stopped: a drain, nil.
 	assert.NoError(t, <-done, "Feed after Stop")
-	assert.Equal(t, natsfeed.Counts{Taken: 1, Naked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Nacked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
 }
 
 // edgeNilErr is an error type whose Error method needs a non-nil receiver.
@@ -1183,14 +1183,14 @@ func TestEdgeExpiredInTheQueue(t *testing.T) {
 	var errs edgeErrors
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(200*time.Millisecond))
-	eventually(t, func() bool { return stats.Counts().Naked >= 1 }, "the expired message nak'd")
+	eventually(t, func() bool { return stats.Counts().Nacked >= 1 }, "the expired message nak'd")
 	close(hog)
 	eventually(t, func() bool { return stats.Counts().Acked == 1 }, "acked on a later delivery")
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
 	edgeBalanced(t, c)
-	assert.Equal(t, c.Naked, int64(errs.count("not run")), "each expiry reported")
+	assert.Equal(t, c.Nacked, int64(errs.count("not run")), "each expiry reported")
 	for _, err := range errs.all() {
 		assert.ErrorIs(t, err, workerpool.ErrExpired, "reported")
 	}

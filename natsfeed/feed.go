@@ -504,7 +504,7 @@ func final(err error) bool {
 // nak gives the message back for redelivery after delay (at once if zero).
 func (d *delivery) nak(delay time.Duration) {
 	d.settled = true
-	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.naked)
+	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.nacked)
 }
 
 // term ends the message for good, with why as the reason the server

@@ -263,7 +263,7 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 
 	assert.Equal(t, map[int][]uint64{0: {1}, 1: {1}, 2: {1, 2, 3}, 3: {1, 2}, 4: {1, 2}, 5: {1, 2}}, deliveries, "delivery counts per job")
-	assert.Equal(t, natsfeed.Counts{Taken: 11, Redelivered: 5, Acked: 4, Naked: 5, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 11, Redelivered: 5, Acked: 4, Nacked: 5, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
 	assert.Equal(t, int64(1), panics.Load(), "panics passed to the pool's handler")
 	assert.ElementsMatch(t, []call{
 		{1, "job 2 fails on delivery 1"}, {2, "job 2 fails on delivery 2"},
@@ -341,7 +341,7 @@ func TestFeedWithCancelOnStopEndsTheHandlersContext(t *testing.T) {
 	eventually(t, func() bool { return inside.Load() == 10 }, "10 handlers running")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	assert.Equal(t, natsfeed.Counts{Taken: 10, Naked: 10, MaxInFlight: 10}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 10, Nacked: 10, MaxInFlight: 10}, stats.Counts(), "counts")
 }
 
 func TestFeedNaksWhatThePoolRefusesAndEndsWhenItStops(t *testing.T) {
@@ -367,7 +367,7 @@ func TestFeedNaksWhatThePoolRefusesAndEndsWhenItStops(t *testing.T) {
 		reported = append(reported, err)
 		mu.Unlock()
 	}))
-	eventually(t, func() bool { return stats.Counts().Naked >= 1 }, "a refused message nak'd")
+	eventually(t, func() bool { return stats.Counts().Nacked >= 1 }, "a refused message nak'd")
 	mu.Lock()
 	require.NotEmpty(t, reported, "errors reported")
 	assert.ErrorIs(t, reported[0], workerpool.ErrQueueFull, "the refusal reported")
@@ -380,7 +380,7 @@ func TestFeedNaksWhatThePoolRefusesAndEndsWhenItStops(t *testing.T) {
 	pool.Stop()
 	assert.ErrorIs(t, wait(), workerpool.ErrStopped, "Feed's error once the pool stopped")
 	c := stats.Counts()
-	assert.Equal(t, c.Taken, c.Acked+c.Naked, "every message taken was acked or nak'd")
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked, "every message taken was acked or nak'd")
 	assert.Equal(t, int64(3), handled.Load(), "handled")
 	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
 }

@@ -110,7 +110,7 @@ func FuzzFeed(f *testing.F) {
 			t.Fatalf("Feed returned %v", err)
 		}
 		c := stats.Counts()
-		if c.Taken != c.Acked+c.Naked+c.Terminated+c.Unsettled || c.InFlight != 0 {
+		if c.Taken != c.Acked+c.Nacked+c.Terminated+c.Unsettled || c.InFlight != 0 {
 			t.Fatalf("counts do not add up: %+v", c)
 		}
 		limit := maxSize

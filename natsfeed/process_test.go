@@ -237,7 +237,7 @@ func TestKillServerAndRestart(t *testing.T) {
 	assertNoneLost(t, jobs, seen)
 	c := stats.Counts()
 	assertSettled(t, c, "feed")
-	assert.Zero(t, c.Naked, "naks: the handler never fails")
+	assert.Zero(t, c.Nacked, "naks: the handler never fails")
 	assert.Zero(t, c.Terminated, "terms: the handler never fails")
 	// Errors are not asserted: how many there are depends on what was on the
 	// wire at the kill (an acknowledgement the dead server never answered
@@ -340,7 +340,7 @@ func checkWorkers(t *testing.T, workers []*proc, bound int) map[string]int {
 // message taken was settled, and none is in flight.
 func assertSettled(t *testing.T, c natsfeed.Counts, who string) {
 	t.Helper()
-	assert.Equal(t, c.Taken, c.Acked+c.Naked+c.Terminated+c.Unsettled, "%s: taken == acked+naked+terminated+unsettled (%+v)", who, c)
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked+c.Terminated+c.Unsettled, "%s: taken == acked+nacked+terminated+unsettled (%+v)", who, c)
 	assert.Zero(t, c.InFlight, "%s: in flight after Feed returned", who)
 }
 

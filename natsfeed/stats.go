@@ -5,14 +5,14 @@ import "sync/atomic"
 // Stats counts what feeds do with their messages. The zero value is ready;
 // pass it to Feed with WithStats. Safe for concurrent use.
 type Stats struct {
-	taken, redelivered, acked, naked, terminated, unsettled atomic.Int64
-	inFlight, maxInFlight                                   atomic.Int64
+	taken, redelivered, acked, nacked, terminated, unsettled atomic.Int64
+	inFlight, maxInFlight                                    atomic.Int64
 }
 
 // Counts is a snapshot of a Stats. Once every feed that counts in it has
 // returned,
 //
-//	Taken == Acked + Naked + Terminated + Unsettled
+//	Taken == Acked + Nacked + Terminated + Unsettled
 //
 // and InFlight is zero; while they run, InFlight makes up the difference,
 // give or take the counters read a moment apart.
@@ -20,7 +20,7 @@ type Counts struct {
 	Taken       int64 // messages received from the server, redeliveries included
 	Redelivered int64 // of Taken, messages the server had delivered before (delivery count above 1)
 	Acked       int64 // handler returned nil and the server confirmed the acknowledgement
-	Naked       int64 // handler failed, panicked or called runtime.Goexit, or the pool refused to run it: given back for redelivery
+	Nacked      int64 // handler failed, panicked or called runtime.Goexit, or the pool refused to run it: given back for redelivery
 	Terminated  int64 // handler's error wrapped ErrPermanent, or the backoff policy gave up: never redelivered
 	Unsettled   int64 // acknowledging failed until the server's AckWait ran out, or a nak or term failed: the server redelivers it
 	InFlight    int64 // received and not settled yet
@@ -33,7 +33,7 @@ func (s *Stats) Counts() Counts {
 		Taken:       s.taken.Load(),
 		Redelivered: s.redelivered.Load(),
 		Acked:       s.acked.Load(),
-		Naked:       s.naked.Load(),
+		Nacked:      s.nacked.Load(),
 		Terminated:  s.terminated.Load(),
 		Unsettled:   s.unsettled.Load(),
 		InFlight:    s.inFlight.Load(),
