@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/gammazero/deque"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -524,4 +525,95 @@ func benchmarkKeysQueued(b *testing.B, keys int, keyed bool) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*perKey), "ns/task")
+}
+
+// BenchmarkKeysQueuedFloor is the bare mechanism under BenchmarkKeysQueued,
+// with no pool: the same tasks are made on the heap (as Go makes its handle),
+// queued and then taken one by one and run, either from one deque or from one
+// deque per key found through a map and served round robin from a circular
+// list, as flows.go does. The keys row over the nokeys row is the ratio the
+// data structure itself costs at this size: per task it reads another key's
+// queue and another task, which are no longer in the cache.
+func BenchmarkKeysQueuedFloor(b *testing.B) {
+	keys := 10_000
+	if testing.Short() {
+		keys = 100
+	}
+	b.Run("nokeys", func(b *testing.B) { benchmarkKeysQueuedFloor(b, keys, false) })
+	b.Run("keys", func(b *testing.B) { benchmarkKeysQueuedFloor(b, keys, true) })
+}
+
+// floorTask is the size of the handle Go allocates with options (288 B).
+type floorTask struct {
+	fn  func()
+	key string
+	_   [256]byte
+}
+
+// floorQueue is one key's queue in the ring.
+type floorQueue struct {
+	tasks deque.Deque[*floorTask]
+	next  *floorQueue
+}
+
+func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
+	const perKey = 100
+	names := make([]string, keys)
+	for i := range names {
+		names[i] = "tenant-" + strconv.Itoa(i)
+	}
+	ran := 0
+	fn := func() { ran++ }
+	b.ReportAllocs()
+	for b.Loop() {
+		var one deque.Deque[*floorTask]
+		byKey := make(map[string]*floorQueue)
+		var tail *floorQueue // the ring's last queue; tail.next is its head
+		for k := range keys {
+			for range perKey {
+				t := &floorTask{fn: fn, key: names[k]}
+				if !keyed {
+					one.PushBack(t)
+					continue
+				}
+				q := byKey[t.key]
+				if q == nil {
+					q = new(floorQueue)
+					byKey[t.key] = q
+					if tail == nil {
+						q.next = q
+					} else {
+						q.next, tail.next = tail.next, q
+					}
+					tail = q
+				}
+				q.tasks.PushBack(t)
+			}
+		}
+		if !keyed {
+			for one.Len() > 0 {
+				one.PopFront().fn()
+			}
+			continue
+		}
+		for tail != nil {
+			q := tail.next
+			t := q.tasks.PopFront()
+			t.fn()
+			switch {
+			case q.tasks.Len() > 0:
+				tail = q
+			case q == tail:
+				tail = nil
+				delete(byKey, t.key)
+			default:
+				tail.next = q.next
+				delete(byKey, t.key)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*perKey), "ns/task")
+	if ran != b.N*keys*perKey {
+		b.Fatalf("ran %d tasks, want %d", ran, b.N*keys*perKey)
+	}
 }
