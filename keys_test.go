@@ -528,12 +528,15 @@ func benchmarkKeysQueued(b *testing.B, keys int, keyed bool) {
 }
 
 // BenchmarkKeysQueuedFloor is the bare mechanism under BenchmarkKeysQueued,
-// with no pool: the same tasks are made on the heap (as Go makes its handle),
-// queued and then taken one by one and run, either from one deque or from one
-// deque per key found through a map and served round robin from a circular
-// list, as flows.go does. The keys row over the nokeys row is the ratio the
-// data structure itself costs at this size: per task it reads another key's
-// queue and another task, which are no longer in the cache.
+// with no pool: the same tasks are made on the heap (as Go makes its
+// handle), queued, and then taken one by one by one goroutine that hands
+// each to one of 4 workers over an unbuffered channel (as dispatch does).
+// The tasks wait either in one deque or in one deque per key, found through
+// a map and served round robin from a circular list, as flows.go does. The
+// keys row over the nokeys row is what the data structure itself costs at
+// this size: each start reads another key's queue and a task that is no
+// longer in the cache, and the handoff between starts keeps the processor
+// from reading ahead.
 func BenchmarkKeysQueuedFloor(b *testing.B) {
 	keys := 10_000
 	if testing.Short() {
@@ -562,8 +565,17 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 	for i := range names {
 		names[i] = "tenant-" + strconv.Itoa(i)
 	}
-	ran := 0
-	fn := func() { ran++ }
+	var ran atomic.Int64
+	fn := func() { ran.Add(1) }
+	work := make(chan *floorTask)
+	var workers sync.WaitGroup
+	for range 4 {
+		workers.Go(func() {
+			for t := range work {
+				t.fn()
+			}
+		})
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		var one deque.Deque[*floorTask]
@@ -592,14 +604,14 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 		}
 		if !keyed {
 			for one.Len() > 0 {
-				one.PopFront().fn()
+				work <- one.PopFront()
 			}
 			continue
 		}
 		for tail != nil {
 			q := tail.next
 			t := q.tasks.PopFront()
-			t.fn()
+			work <- t
 			switch {
 			case q.tasks.Len() > 0:
 				tail = q
@@ -613,7 +625,9 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*perKey), "ns/task")
-	if ran != b.N*keys*perKey {
-		b.Fatalf("ran %d tasks, want %d", ran, b.N*keys*perKey)
+	close(work)
+	workers.Wait()
+	if got := ran.Load(); got != int64(b.N*keys*perKey) {
+		b.Fatalf("ran %d tasks, want %d", got, b.N*keys*perKey)
 	}
 }
