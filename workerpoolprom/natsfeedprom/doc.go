@@ -11,9 +11,10 @@
 // [NewCollector]: name it as the feed names its tasks, the consumer's name
 // (or natsfeed.WithLabel's), so that a dashboard can put a feed next to
 // the task label of its runs in workerpoolprom's histograms. The names
-// follow workerpoolprom's (the prefix workerpool_, _total on counters, a
-// unit in the name only where there is one) and workerpoolotel's
-// natsfeedotel instruments turn into the same series:
+// follow workerpoolprom's (the prefix workerpool_, then what is counted,
+// in the plural; _total on counters), and the instruments of
+// workerpoolotel's natsfeedotel turn into the same series through the
+// OpenTelemetry Prometheus exporter:
 //
 //	metric                                       type     Counts field
 //	workerpool_feed_messages_taken_total         counter  Taken: received from the server, redeliveries included
