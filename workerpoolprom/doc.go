@@ -143,6 +143,11 @@
 // The file dashboard.json next to this package is a Grafana dashboard of
 // these metrics; README.md lists its panels.
 //
+// The package natsfeedprom, in this module, exports the counts of a
+// natsfeed feed (natsfeed.Stats) under the same rules, as
+// workerpool_feed_* series labelled feed. It is a package of its own so
+// that a program that does not import it does not compile nats.go.
+//
 // # Hooks of your own
 //
 // A pool has one [workerpool.Hooks]. To add hooks of your own, call the
