@@ -3,6 +3,7 @@ package workerpool_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/e86d9661/workerpool"
@@ -34,4 +35,58 @@ func ExampleWorkerPool_Group() {
 	}
 	fmt.Println(g.Wait())
 	// Output: check c.txt: checksum mismatch
+}
+
+// Group.Go fans work out over the pool; each task writes its own slot, and
+// Wait returns once all have finished.
+func ExampleGroup_Go() {
+	p := workerpool.New(4)
+	defer p.StopWait()
+	urls := []string{"/a", "/bb", "/ccc"}
+	sizes := make([]int, len(urls))
+	g := p.Group(context.Background())
+	for i, u := range urls {
+		g.Go(func(context.Context) error {
+			sizes[i] = len(u) // stands in for a fetch
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println(sizes)
+	// Output: [2 3 4]
+}
+
+// SetLimit caps a group's share of a pool: here at most 2 of 8 workers
+// fetch from one host, and the others stay free for the rest of the
+// program. The first two tasks wait for each other, so two do run at once.
+func ExampleGroup_SetLimit() {
+	p := workerpool.New(8)
+	defer p.StopWait()
+	g := p.Group(context.Background())
+	g.SetLimit(2)
+
+	var mu sync.Mutex
+	running, most := 0, 0
+	var firstTwo sync.WaitGroup
+	firstTwo.Add(2)
+	for i := range 10 {
+		g.Go(func(context.Context) error {
+			mu.Lock()
+			running++
+			most = max(most, running)
+			mu.Unlock()
+			if i < 2 {
+				firstTwo.Done()
+				firstTwo.Wait() // never returns if the two cannot run at once
+			}
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil
+		})
+	}
+	fmt.Println("wait:", g.Wait(), "most at once:", most)
+	// Output: wait: <nil> most at once: 2
 }

@@ -61,3 +61,38 @@ func ExampleWithKeyWeights() {
 	// Output:
 	// big big small big big small big big
 }
+
+// Politeness per host: at most 2 requests to one host at a time, however
+// many workers are free; other hosts go past the held ones. The first two
+// requests to a.example wait for each other, so two do run at once.
+func ExampleWithKeyLimit() {
+	p := workerpool.New(8, workerpool.WithKeyLimit(2))
+	ctx := context.Background()
+	var mu sync.Mutex
+	running, most := map[string]int{}, map[string]int{}
+	var firstTwo sync.WaitGroup
+	firstTwo.Add(2)
+	fetch := func(host string, i int) {
+		p.Go(ctx, func(context.Context) error {
+			mu.Lock()
+			running[host]++
+			most[host] = max(most[host], running[host])
+			mu.Unlock()
+			if host == "a.example" && i < 2 {
+				firstTwo.Done()
+				firstTwo.Wait()
+			}
+			mu.Lock()
+			running[host]--
+			mu.Unlock()
+			return nil
+		}, workerpool.Key(host))
+	}
+	for i := range 6 {
+		fetch("a.example", i)
+	}
+	fetch("b.example", 0)
+	p.StopWait()
+	fmt.Println("most at once:", most)
+	// Output: most at once: map[a.example:2 b.example:1]
+}

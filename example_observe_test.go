@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -81,4 +82,56 @@ func ExampleWithLogger() {
 	// Output:
 	// level=INFO msg="pool resized" pool=thumbnails from=2 to=4
 	// level=INFO msg="pool stopped" pool=thumbnails submitted=100 completed=100 panicked=0 abandoned=0 canceled=0 dropped=0 expired=0 retried=0 rejected=0
+}
+
+// Label names the kind of a task for hooks, logs and metrics; it changes
+// nothing in how the task runs.
+func ExampleLabel() {
+	var mu sync.Mutex
+	runs := map[string]int{}
+	p := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{
+		TaskFinished: func(_ context.Context, t workerpool.TaskInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[t.Label]++
+		},
+	}))
+	for range 3 {
+		p.Do(func() {}, workerpool.Label("resize"))
+	}
+	p.Do(func() {}, workerpool.Label("send-mail"))
+	p.Do(func() {}) // no label
+	p.StopWait()
+	fmt.Println(runs)
+	// Output: map[:1 resize:3 send-mail:1]
+}
+
+// WithName names the pool in its log records and in the metrics and
+// tracing modules' pool label.
+func ExampleWithName() {
+	p := workerpool.New(2, workerpool.WithName("mailer"))
+	defer p.Stop()
+	fmt.Printf("%q\n", p.Name())
+	// Output: "mailer"
+}
+
+// With a panic handler a panicking task is recovered, the handler gets the
+// value on the panicking goroutine (debug.Stack there shows the task), and
+// the worker goes on. Without one, the panic crashes the program, as in a
+// plain goroutine.
+func ExampleWithPanicHandler() {
+	p := workerpool.New(1, workerpool.WithPanicHandler(func(recovered any) {
+		fmt.Println("recovered:", recovered)
+		fmt.Println("stack shows the task:", strings.Contains(string(debug.Stack()), "ExampleWithPanicHandler"))
+	}))
+	p.Submit(func() { panic("bad image") })
+	p.Submit(func() { fmt.Println("the worker goes on") })
+	p.StopWait()
+	s := p.Status()
+	fmt.Println("completed:", s.Completed, "panicked:", s.Panicked)
+	// Output:
+	// recovered: bad image
+	// stack shows the task: true
+	// the worker goes on
+	// completed: 2 panicked: 1
 }

@@ -51,3 +51,45 @@ func ExamplePermanent() {
 	// runs: 1
 	// user not found true
 }
+
+// Backoff's delays are random up to a cap that doubles with each run, up
+// to max; after the last allowed run it says stop.
+func ExampleBackoff() {
+	policy := workerpool.Backoff(100*time.Millisecond, 300*time.Millisecond, 4)
+	err := errors.New("connection refused")
+	for attempt, limit := range []time.Duration{100, 200, 300, 300} {
+		delay, retry := policy(attempt+1, err)
+		fmt.Printf("after run %d: retry %v, delay within %v: %v\n",
+			attempt+1, retry, limit*time.Millisecond, delay >= 0 && delay <= limit*time.Millisecond)
+	}
+	// Output:
+	// after run 1: retry true, delay within 100ms: true
+	// after run 2: retry true, delay within 200ms: true
+	// after run 3: retry true, delay within 300ms: true
+	// after run 4: retry false, delay within 300ms: true
+}
+
+// A policy of one's own: retry only what may pass, here a busy server, at
+// most 3 runs, 1ms apart.
+func ExampleRetryPolicy() {
+	errBusy := errors.New("server busy")
+	onlyBusy := workerpool.RetryPolicy(func(attempt int, err error) (time.Duration, bool) {
+		return time.Millisecond, attempt < 3 && errors.Is(err, errBusy)
+	})
+
+	p := workerpool.New(1)
+	answers := []error{errBusy, errors.New("bad request"), nil}
+	runs := 0
+	err := p.Go(context.Background(), func(context.Context) error {
+		err := answers[runs]
+		runs++
+		fmt.Printf("run %d: %v\n", runs, err)
+		return err
+	}, workerpool.Retry(onlyBusy)).Wait()
+	p.StopWait()
+	fmt.Println("err:", err)
+	// Output:
+	// run 1: server busy
+	// run 2: bad request
+	// err: bad request
+}

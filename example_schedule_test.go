@@ -2,6 +2,7 @@ package workerpool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -147,4 +148,30 @@ func ExampleWithRateLimit() {
 	s := p.Status()
 	fmt.Println("completed:", s.Completed, "abandoned:", s.Abandoned)
 	// Output: completed: 2 abandoned: 3
+}
+
+// At runs a task at a wall-clock time; until then it waits in the
+// dispatcher's timer heap, holding no goroutine, and counts as scheduled.
+// Stop abandons a task not due yet; StopWait would wait for it.
+func ExampleAt() {
+	p := workerpool.New(1)
+	ctx := context.Background()
+	due := time.Now().Add(10 * time.Millisecond)
+	_ = p.Go(ctx, func(context.Context) error {
+		fmt.Println("not before its time:", !time.Now().Before(due))
+		return nil
+	}, workerpool.At(due)).Wait()
+
+	tomorrow := p.Go(ctx, func(context.Context) error {
+		fmt.Println("never runs")
+		return nil
+	}, workerpool.At(time.Now().Add(24*time.Hour)))
+	_ = p.DoWait(func() {}) // the dispatcher has taken the task before this one
+	fmt.Println("scheduled:", p.Status().Scheduled)
+	p.Stop()
+	fmt.Println(errors.Is(tomorrow.Wait(), workerpool.ErrStopped))
+	// Output:
+	// not before its time: true
+	// scheduled: 1
+	// true
 }

@@ -3,6 +3,7 @@ package workerpool_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/e86d9661/workerpool"
@@ -60,4 +61,59 @@ func ExampleWithSizeSchedule() {
 		workerpool.SizeWindow{From: "11:30", To: "14:00", Min: 0, Max: 2},
 	))
 	// Output: workerpool: WithSizeSchedule window 1 (11:30-14:00) overlaps window 0 (08:00-12:00)
+}
+
+// After a burst, idle workers retire one per idle period, down to zero; a
+// worker starts again when a task comes. (A negative timeout keeps workers
+// until the pool stops.)
+func ExampleWithIdleTimeout() {
+	p := workerpool.New(4, workerpool.WithIdleTimeout(10*time.Millisecond))
+	defer p.Stop()
+
+	// A burst: four tasks at once, on four workers.
+	var started sync.WaitGroup
+	started.Add(4)
+	release := make(chan struct{})
+	for range 4 {
+		p.Submit(func() { started.Done(); <-release })
+	}
+	started.Wait()
+	fmt.Println("workers in the burst:", p.Status().Workers)
+	close(release)
+
+	for p.Status().Workers > 0 {
+		time.Sleep(5 * time.Millisecond) // about 40ms: four idle periods
+	}
+	fmt.Println("workers once idle:", p.Status().Workers)
+	// Output:
+	// workers in the burst: 4
+	// workers once idle: 0
+}
+
+// Warm workers: New starts the floor at once, and idle retirement stops
+// there.
+func ExampleWithMinWorkers() {
+	p := workerpool.New(4, workerpool.WithMinWorkers(2), workerpool.WithIdleTimeout(10*time.Millisecond))
+	defer p.Stop()
+	fmt.Println("workers before any task:", p.Status().Workers)
+
+	// A burst: four tasks at once, on four workers.
+	var started sync.WaitGroup
+	started.Add(4)
+	release := make(chan struct{})
+	for range 4 {
+		p.Submit(func() { started.Done(); <-release })
+	}
+	started.Wait()
+	fmt.Println("workers in the burst:", p.Status().Workers)
+	close(release)
+
+	for p.Status().Workers > 2 {
+		time.Sleep(5 * time.Millisecond) // about 20ms: two idle periods
+	}
+	fmt.Println("workers once idle:", p.Status().Workers)
+	// Output:
+	// workers before any task: 2
+	// workers in the burst: 4
+	// workers once idle: 2
 }

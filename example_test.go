@@ -2,6 +2,7 @@ package workerpool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -140,4 +141,119 @@ func ExampleWorkerPool_Do() {
 	// 10ms later
 	// scheduled: 1
 	// dead letter: workerpool: pool stopped
+}
+
+// New starts only the dispatcher goroutine: workers start as tasks come, up
+// to the size (a size below 1 means 1). Stop the pool when done with it.
+func ExampleNew() {
+	p := workerpool.New(0, workerpool.WithName("thumbnails"))
+	fmt.Println(p.Name(), "size:", p.Size(), "workers:", p.Status().Workers)
+	p.Resize(4)
+	fmt.Println(p.Name(), "size:", p.Size())
+	p.StopWait()
+	// Output:
+	// thumbnails size: 1 workers: 0
+	// thumbnails size: 4
+}
+
+// Submit queues a task and returns at once. On a stopped pool it panics
+// with an error wrapping ErrStopped; Do returns that error instead.
+func ExampleWorkerPool_Submit() {
+	p := workerpool.New(2)
+	var sum atomic.Int64
+	for i := 1; i <= 3; i++ {
+		p.Submit(func() { sum.Add(int64(i * i)) })
+	}
+	p.StopWait() // every submitted task has run
+	fmt.Println("sum of squares:", sum.Load())
+
+	defer func() {
+		err, _ := recover().(error)
+		fmt.Println("recovered:", err, errors.Is(err, workerpool.ErrStopped))
+	}()
+	p.Submit(func() {}) // a stopped pool: panics
+	// Output:
+	// sum of squares: 14
+	// recovered: workerpool: pool stopped: Submit called after Stop true
+}
+
+// Stop abandons the tasks that have not started (here a Pause holds
+// them); StopWait would run them first.
+func ExampleWorkerPool_Stop() {
+	p := workerpool.New(2)
+	hold, resume := context.WithCancel(context.Background())
+	defer resume()
+	p.Pause(hold)
+	for i := range 3 {
+		p.Submit(func() { fmt.Println("task", i, "never runs") })
+	}
+	p.Stop() // ends the pause and drops the three held tasks
+	s := p.Status()
+	fmt.Println("completed:", s.Completed, "abandoned:", s.Abandoned)
+	// Output: completed: 0 abandoned: 3
+}
+
+// StopWait runs every accepted task, held by a Pause or queued, before it
+// returns.
+func ExampleWorkerPool_StopWait() {
+	p := workerpool.New(1) // one worker: the tasks run in order
+	hold, resume := context.WithCancel(context.Background())
+	defer resume()
+	p.Pause(hold)
+	for i := range 3 {
+		p.Submit(func() { fmt.Println("task", i) })
+	}
+	p.StopWait() // ends the pause, runs the three held tasks
+	s := p.Status()
+	fmt.Println("completed:", s.Completed, "abandoned:", s.Abandoned)
+	// Output:
+	// task 0
+	// task 1
+	// task 2
+	// completed: 3 abandoned: 0
+}
+
+// Stopped tells a producer that the pool no longer takes work; it is true
+// from the moment stopping begins.
+func ExampleWorkerPool_Stopped() {
+	p := workerpool.New(2)
+	fmt.Println("stopped:", p.Stopped())
+	p.StopWait()
+	fmt.Println("stopped:", p.Stopped())
+	fmt.Println(p.Do(func() {})) // a stopped pool refuses work
+	// Output:
+	// stopped: false
+	// stopped: true
+	// workerpool: pool stopped
+}
+
+// Size is the most workers the pool may run: New's size, at least 1, or the
+// last Resize's.
+func ExampleWorkerPool_Size() {
+	p := workerpool.New(-3)
+	defer p.Stop()
+	fmt.Println(p.Size())
+	p.Resize(16)
+	fmt.Println(p.Size())
+	// Output:
+	// 1
+	// 16
+}
+
+// WaitingQueueSize is a cheap reading that never blocks: enough for a
+// producer that keeps the backlog short by hand. (WithMaxWaiting with
+// Block does it for you, exactly.) It trails the submits by a moment, and
+// is 0 once the pool has stopped.
+func ExampleWorkerPool_WaitingQueueSize() {
+	p := workerpool.New(2)
+	var done atomic.Int64
+	for range 100 {
+		for p.WaitingQueueSize() >= 10 {
+			time.Sleep(time.Millisecond) // let the workers catch up
+		}
+		p.Submit(func() { done.Add(1) })
+	}
+	p.StopWait()
+	fmt.Println("done:", done.Load(), "waiting:", p.WaitingQueueSize())
+	// Output: done: 100 waiting: 0
 }
