@@ -201,7 +201,7 @@ func load(url string, pool *workerpool.WorkerPool, room int, interrupt func()) {
 		return counts
 	}
 
-	fmt.Println("burst:", fmtCounts(burst(5*room, 200, nil)))
+	fmt.Println("burst:", fmtCounts(burst(5*room, 500, nil)))
 
 	inFlight := func() {
 		// Once the pool holds every request of this wave (or after 10s
