@@ -2,6 +2,7 @@ package workerpool_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -89,4 +90,26 @@ func ExampleGroup_SetLimit() {
 	}
 	fmt.Println("wait:", g.Wait(), "most at once:", most)
 	// Output: wait: <nil> most at once: 2
+}
+
+// Wait always returns, also when the pool stops with group tasks still
+// queued: it then reports ErrStopped (unless a task failed first).
+func ExampleGroup_Wait() {
+	p := workerpool.New(1)
+	started, release := make(chan struct{}), make(chan struct{})
+	g := p.Group(context.Background())
+	g.Go(func(context.Context) error { close(started); <-release; return nil })
+	g.Go(func(context.Context) error { fmt.Println("never runs"); return nil })
+	<-started
+
+	stopped := make(chan struct{})
+	go func() { p.Stop(); close(stopped) }() // abandons the queued task; waits for the running one
+	for !p.Stopped() {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	<-stopped
+	err := g.Wait()
+	fmt.Println(err, errors.Is(err, workerpool.ErrStopped))
+	// Output: workerpool: pool stopped true
 }

@@ -135,3 +135,12 @@ func ExampleWithPanicHandler() {
 	// the worker goes on
 	// completed: 2 panicked: 1
 }
+
+// Name is "" unless WithName gave one.
+func ExampleWorkerPool_Name() {
+	anonymous, named := workerpool.New(1), workerpool.New(1, workerpool.WithName("mailer"))
+	defer anonymous.Stop()
+	defer named.Stop()
+	fmt.Printf("%q %q\n", anonymous.Name(), named.Name())
+	// Output: "" "mailer"
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/e86d9661/workerpool"
@@ -195,4 +196,24 @@ func ExamplePanicError() {
 	// value: unexpected EOF
 	// stack shows the task: true
 	// true
+}
+
+// Wait returns fn's value and error; once fn has finished, every call
+// returns the same.
+func ExampleFuture_Wait() {
+	p := workerpool.New(2)
+	defer p.StopWait()
+	parse := func(s string) *workerpool.Future[int] {
+		return workerpool.Call(context.Background(), p, func(context.Context) (int, error) {
+			return strconv.Atoi(s)
+		})
+	}
+	good, bad := parse("42"), parse("forty-two")
+	n, err := good.Wait()
+	fmt.Println(n, err)
+	n, err = bad.Wait()
+	fmt.Println(n, err)
+	// Output:
+	// 42 <nil>
+	// 0 strconv.Atoi: parsing "forty-two": invalid syntax
 }

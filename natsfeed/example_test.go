@@ -369,3 +369,36 @@ func ExampleWithFetchWait() {
 	// natsfeed: WithFetchWait(0s): d must be from 1ms to 1h0m0s
 	// feed: <nil>
 }
+
+// Counts can be read at any time, also while feeds run: here while a
+// handler holds the one message.
+func ExampleStats_Counts() {
+	d := newDemo(jetstream.ConsumerConfig{}, "job")
+	defer d.cleanup()
+	pool := workerpool.New(1)
+	defer pool.StopWait()
+
+	var stats natsfeed.Stats
+	ctx, stop := context.WithCancel(context.Background())
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- natsfeed.Feed(ctx, pool, d.cons, func(context.Context, jetstream.Msg) error {
+			close(started)
+			<-release
+			stop()
+			return nil
+		}, natsfeed.WithStats(&stats))
+	}()
+	<-started
+	c := stats.Counts()
+	fmt.Println("running: taken", c.Taken, "in flight", c.InFlight, "acked", c.Acked)
+	close(release)
+	fmt.Println("feed:", <-done)
+	c = stats.Counts()
+	fmt.Println("returned: taken", c.Taken, "in flight", c.InFlight, "acked", c.Acked, "most in flight", c.MaxInFlight)
+	// Output:
+	// running: taken 1 in flight 1 acked 0
+	// feed: <nil>
+	// returned: taken 1 in flight 0 acked 1 most in flight 1
+}

@@ -348,3 +348,23 @@ func printInts(reader *sdkmetric.ManualReader, names ...string) {
 		}
 	}
 }
+
+// Metrics only: the hooks record to the MeterProvider given (without
+// WithMeterProvider, to the global one).
+func ExampleWithMeterProvider() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
+	for range 3 {
+		pool.Do(func() {}, workerpool.Label("welcome"))
+	}
+	pool.StopWait()
+	printInts(reader, "workerpool.task_failures")
+	// Output:
+	// workerpool.task_failures{outcome=error,pool=mail,task=welcome}: 0
+	// workerpool.task_failures{outcome=panic,pool=mail,task=welcome}: 0
+}

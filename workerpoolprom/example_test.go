@@ -226,3 +226,24 @@ func printBuckets(reg *prometheus.Registry, name, task string) {
 		}
 	}
 }
+
+// One Histograms times the tasks of any number of pools, told apart by
+// their names: give each pool its Hooks, and register it once.
+func ExampleNewHistograms() {
+	hists := workerpoolprom.NewHistograms()
+	mail := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
+	images := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+	for range 3 {
+		mail.Do(func() {}, workerpool.Label("welcome"))
+	}
+	images.Do(func() {}, workerpool.Label("resize"))
+	mail.StopWait()
+	images.StopWait()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hists)
+	printSeries(reg, "workerpool_task_run_seconds")
+	// Output:
+	// workerpool_task_run_seconds_count{pool="images",task="resize"} 1
+	// workerpool_task_run_seconds_count{pool="mail",task="welcome"} 3
+}
