@@ -322,7 +322,7 @@ func ExampleWithTracerProvider() {
 }
 
 // printInts collects reader and prints the integer data points of the
-// metrics named, in the order named.
+// metrics named, in the order named, each metric's sorted by attributes.
 func printInts(reader *sdkmetric.ManualReader, names ...string) {
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
@@ -341,9 +341,12 @@ func printInts(reader *sdkmetric.ManualReader, names ...string) {
 				case metricdata.Gauge[int64]:
 					points = data.DataPoints
 				}
+				var lines []string // the SDK gives data points in no set order
 				for _, dp := range points {
-					fmt.Printf("%s%s: %d\n", m.Name, labels(dp.Attributes.ToSlice()), dp.Value)
+					lines = append(lines, fmt.Sprintf("%s%s: %d", m.Name, labels(dp.Attributes.ToSlice()), dp.Value))
 				}
+				slices.Sort(lines)
+				fmt.Print(strings.Join(append(lines, ""), "\n"))
 			}
 		}
 	}
