@@ -13,6 +13,13 @@
 // the messages in flight: min(WithMaxInFlight, pool size) per process, and
 // their sum across a cluster.
 //
+//	pool := workerpool.New(8)
+//	defer pool.StopWait()
+//	err := natsfeed.Feed(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+//		return resize(ctx, string(msg.Data())) // nil acks, an error naks: must be idempotent
+//	})
+//	// Feed returns once ctx is done and every message it took is settled.
+//
 // # At least once: handlers must be idempotent
 //
 // JetStream redelivers every message that is not acknowledged within the

@@ -10,6 +10,14 @@
 //   - [Histograms], opt-in, observes each run of a task through the pools'
 //     [workerpool.Hooks]; one Histograms serves any number of pools.
 //
+// Served over HTTP:
+//
+//	hists := workerpoolprom.NewHistograms()
+//	pool := workerpool.New(8, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
 // # Metrics
 //
 // Every series has the label pool, the pool's name ([workerpool.WithName]).
