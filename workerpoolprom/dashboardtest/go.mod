@@ -2,14 +2,9 @@ module github.com/e86d9661/workerpool/workerpoolprom/dashboardtest
 
 go 1.26.0
 
-replace (
-	github.com/e86d9661/workerpool => ../../
-	github.com/e86d9661/workerpool/workerpoolprom => ../
-)
-
 require (
-	github.com/e86d9661/workerpool v0.0.0-00010101000000-000000000000
-	github.com/e86d9661/workerpool/workerpoolprom v0.0.0-00010101000000-000000000000
+	github.com/e86d9661/workerpool v0.1.0
+	github.com/e86d9661/workerpool/workerpoolprom v0.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/prometheus v0.315.1
 	github.com/stretchr/testify v1.12.1
