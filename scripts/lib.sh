@@ -8,6 +8,10 @@ ROOT_PATH=github.com/e86d9661/workerpool
 PUBLISHED=(. natsfeed workerpoolprom workerpoolotel)
 UNPUBLISHED=(benchmarks examples/metrics workerpoolprom/dashboardtest)
 
+# The oldest Go the published modules claim (their go lines say go 1.25.0),
+# as a pinned toolchain: CI builds and tests with it.
+OLDEST_GO=go1.25.14
+
 # tagof DIR VERSION prints the git tag of the module in DIR at VERSION.
 tagof() {
 	if [ "$1" = . ]; then echo "$2"; else echo "$1/$2"; fi
