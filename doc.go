@@ -233,7 +233,7 @@
 // Retries. With [Retry](policy), a run that returns an error (a
 // *PanicError included) asks the [RetryPolicy] with attempt 1, 2, ...;
 // if it says retry, the task goes back through the timer heap for the
-// delay it gave, holding no worker, and runs again. A [Permanent] error, a
+// delay it gave, holding no worker, and runs again. A [Permanent] error (see [IsPermanent]), a
 // run that called runtime.Goexit, and a done context (Cancel, its ctx, the
 // group's context, or a Shutdown that gave up) end the retries; Wait then
 // returns the last run's error. [Backoff](base, max, attempts) is

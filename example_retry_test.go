@@ -52,6 +52,15 @@ func ExamplePermanent() {
 	// user not found true
 }
 
+// IsPermanent sees a Permanent mark through wrapping, as the pool does
+// before a retry.
+func ExampleIsPermanent() {
+	errNotFound := errors.New("user not found")
+	err := fmt.Errorf("load profile: %w", workerpool.Permanent(errNotFound))
+	fmt.Println(workerpool.IsPermanent(err), workerpool.IsPermanent(errNotFound), workerpool.IsPermanent(nil))
+	// Output: true false false
+}
+
 // Backoff's delays are random up to a cap that doubles with each run, up
 // to max; after the last allowed run it says stop.
 func ExampleBackoff() {
