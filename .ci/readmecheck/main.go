@@ -15,6 +15,15 @@
 // compiles each example and checks its output. With -w, readmecheck
 // rewrites each whole-body block from its example instead of failing.
 //
+// An excerpt does not compile alone, so the reader must be shown where the
+// rest is: the first line of text after an excerpt's closing fence begins
+// with a visible link to the file that declares the example,
+//
+//	Full example: [ExampleFeed](natsfeed/example_test.go)
+//
+// and an excerpt never shows "// Output:" (the lines shown could not print
+// it alone; the full example does).
+//
 // Every fenced block names its language, so that no Go hides in an
 // unnamed one. With -commands HEADING, readmecheck prints the lines of the
 // shell blocks under that heading instead, for a script to run
@@ -89,7 +98,7 @@ func check(readme, src string, blocks []*block, write bool) (problems []string, 
 			problems = append(problems, fmt.Sprintf("%s:%d: a go block without <!-- example: ... --> on the line before it", readme, b.start))
 			continue
 		}
-		body, err := exampleBody(filepath.Join(root, b.marker.dir), b.marker.name)
+		body, file, err := exampleBody(filepath.Join(root, b.marker.dir), b.marker.name)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s:%d: %v", readme, b.start, err))
 			continue
@@ -98,6 +107,22 @@ func check(readme, src string, blocks []*block, write bool) (problems []string, 
 			if !containsRun(body, b.lines) {
 				problems = append(problems, fmt.Sprintf("%s:%d: the block is not an excerpt of %s (in %s): its lines are not consecutive lines of the example's body",
 					readme, b.start, b.marker.name, b.marker.dir))
+			}
+			for i, l := range b.lines {
+				if isOutputComment(l) {
+					problems = append(problems, fmt.Sprintf("%s:%d: an excerpt shows %q, which its lines cannot print alone: leave the output to the full example",
+						readme, b.start+1+i, strings.TrimSpace(l)))
+					break
+				}
+			}
+			rel, err := filepath.Rel(root, file)
+			if err != nil {
+				return nil, 0, err
+			}
+			link := fmt.Sprintf("Full example: [%s](%s)", b.marker.name, filepath.ToSlash(rel))
+			if !strings.HasPrefix(b.after, link) {
+				problems = append(problems, fmt.Sprintf("%s:%d: an excerpt does not compile alone: the first line after it must begin with the visible link %q, not %q",
+					readme, b.end, link, b.after))
 			}
 			continue
 		}
@@ -142,7 +167,9 @@ func fatal(err error) {
 type block struct {
 	lang        string   // the word after the opening fence
 	start       int      // the opening fence's line, 1-based
+	end         int      // the closing fence's line, 1-based
 	lines       []string // the lines between the fences
+	after       string   // the first line after the closing fence that is not blank
 	heading     string   // the text of the last "## " heading above the block
 	marker      *marker  // from the line before the opening fence, if it is one
 	replacement []string // -w: the example's body, to replace lines with
@@ -161,9 +188,17 @@ func parseBlocks(src string) ([]*block, error) {
 	var blocks []*block
 	var cur *block
 	heading, prev := "", ""
-	for i, line := range strings.Split(src, "\n") {
+	all := strings.Split(src, "\n")
+	for i, line := range all {
 		switch {
 		case cur != nil && strings.TrimSpace(line) == "```":
+			cur.end = i + 1
+			for _, l := range all[i+1:] {
+				if strings.TrimSpace(l) != "" {
+					cur.after = strings.TrimSpace(l)
+					break
+				}
+			}
 			blocks = append(blocks, cur)
 			cur = nil
 		case cur != nil:
@@ -214,21 +249,22 @@ func parseMarker(s string) (*marker, error) {
 }
 
 // exampleBody returns the lines between the braces of the function name
-// declared in a _test.go file of dir, one tab less indented.
-func exampleBody(dir, name string) ([]string, error) {
+// declared in a _test.go file of dir, one tab less indented, and that
+// file.
+func exampleBody(dir, name string) ([]string, string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*_test.go"))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	fset := token.NewFileSet()
 	for _, file := range files {
 		src, err := os.ReadFile(file)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		f, err := parser.ParseFile(fset, file, src, parser.ParseComments)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
@@ -236,7 +272,7 @@ func exampleBody(dir, name string) ([]string, error) {
 				continue
 			}
 			if !hasOutput(f, fn) {
-				return nil, fmt.Errorf("%s (%s) has no // Output: comment, so go test never runs it", name, file)
+				return nil, "", fmt.Errorf("%s (%s) has no // Output: comment, so go test never runs it", name, file)
 			}
 			open := fset.Position(fn.Body.Lbrace).Offset
 			end := fset.Position(fn.Body.Rbrace).Offset
@@ -247,10 +283,10 @@ func exampleBody(dir, name string) ([]string, error) {
 			for i, l := range lines {
 				lines[i] = strings.TrimPrefix(l, "\t")
 			}
-			return lines, nil
+			return lines, file, nil
 		}
 	}
-	return nil, fmt.Errorf("no function %s in %s/*_test.go", name, dir)
+	return nil, "", fmt.Errorf("no function %s in %s/*_test.go", name, dir)
 }
 
 func hasOutput(f *ast.File, fn *ast.FuncDecl) bool {
@@ -259,13 +295,23 @@ func hasOutput(f *ast.File, fn *ast.FuncDecl) bool {
 			continue
 		}
 		for _, c := range g.List {
-			t := strings.TrimSpace(strings.TrimPrefix(c.Text, "//"))
-			if strings.HasPrefix(t, "Output:") || strings.HasPrefix(t, "Unordered output:") {
+			if isOutputComment(c.Text) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// isOutputComment reports whether the line is an example's "// Output:" or
+// "// Unordered output:" comment.
+func isOutputComment(line string) bool {
+	t := strings.TrimSpace(line)
+	if !strings.HasPrefix(t, "//") {
+		return false
+	}
+	t = strings.TrimSpace(strings.TrimPrefix(t, "//"))
+	return strings.HasPrefix(t, "Output:") || strings.HasPrefix(t, "Unordered output:")
 }
 
 func equal(a, b []string) bool {

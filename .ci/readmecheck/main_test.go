@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// exampleFile is a package with two examples, one that runs (it has an
-// Output comment) and one that go test only compiles.
+// exampleFile is a package with three examples, two that run (they have an
+// Output or Unordered output comment) and one that go test only compiles.
 const exampleFile = `package demo_test
 
 import "fmt"
@@ -24,6 +24,12 @@ func ExampleRuns() {
 
 func ExampleNeverRuns() {
 	fmt.Println("compiled only")
+}
+
+func ExampleUnordered() {
+	fmt.Println("a")
+	// Unordered output:
+	// a
 }
 `
 
@@ -61,6 +67,9 @@ func run(t *testing.T, readme string, write bool) (path string, problems []strin
 
 const whole = "for i := range 2 {\n\tfmt.Println(i)\n}\n// Output:\n// 0\n// 1\n"
 
+// link is the line an excerpt of ExampleRuns must be followed by.
+const link = "\nFull example: [ExampleRuns](demo/example_test.go)\n"
+
 func TestABlockThatIsTheExamplesBodyPasses(t *testing.T) {
 	_, problems := run(t, "# x\n\n<!-- example: demo ExampleRuns -->\n```go\n"+whole+"```\n", false)
 	if len(problems) != 0 {
@@ -77,8 +86,14 @@ func TestEachWayABlockCanDriftFails(t *testing.T) {
 		{"line missing", "<!-- example: demo ExampleRuns -->\n```go\n" + strings.Replace(whole, "// 1\n", "", 1) + "```\n", "differs"},
 		{"no such example", "<!-- example: demo ExampleGone -->\n```go\n" + whole + "```\n", "no function ExampleGone"},
 		{"example never run", "<!-- example: demo ExampleNeverRuns -->\n```go\nfmt.Println(\"compiled only\")\n```\n", "no // Output: comment"},
-		{"excerpt not in body", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i + 1)\n```\n", "not an excerpt"},
-		{"excerpt lines not consecutive", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfor i := range 2 {\n}\n```\n", "not an excerpt"},
+		{"excerpt not in body", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i + 1)\n```\n" + link, "not an excerpt"},
+		{"excerpt lines not consecutive", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfor i := range 2 {\n}\n```\n" + link, "not an excerpt"},
+		{"excerpt showing its output", "<!-- example: demo ExampleRuns excerpt -->\n```go\n}\n// Output:\n// 0\n```\n" + link, `an excerpt shows "// Output:"`},
+		{"excerpt showing its unordered output", "<!-- example: demo ExampleUnordered excerpt -->\n```go\nfmt.Println(\"a\")\n// Unordered output:\n```\n\nFull example: [ExampleUnordered](demo/example_test.go)\n", `an excerpt shows "// Unordered output:"`},
+		{"excerpt without a link", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i)\n```\n\nMore text.\n", "must begin with the visible link"},
+		{"excerpt at the end without a link", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i)\n```\n", "must begin with the visible link"},
+		{"excerpt linking another file", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i)\n```\n\nFull example: [ExampleRuns](demo/other_test.go)\n", "must begin with the visible link"},
+		{"excerpt linking another example", "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i)\n```\n\nFull example: [ExampleNeverRuns](demo/example_test.go)\n", "must begin with the visible link"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, problems := run(t, tc.readme, false)
@@ -90,7 +105,16 @@ func TestEachWayABlockCanDriftFails(t *testing.T) {
 }
 
 func TestAnExcerptMayBeLessIndentedThanInTheExample(t *testing.T) {
-	_, problems := run(t, "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i)\n```\n", false)
+	_, problems := run(t, "<!-- example: demo ExampleRuns excerpt -->\n```go\nfmt.Println(i)\n```\n"+link, false)
+	if len(problems) != 0 {
+		t.Fatalf("problems: %q", problems)
+	}
+}
+
+func TestAnExcerptFollowedByItsLinkPasses(t *testing.T) {
+	// The link may end a sentence, with text after it, and follow the
+	// fence directly.
+	_, problems := run(t, "<!-- example: demo ExampleRuns excerpt -->\n```go\nfor i := range 2 {\n\tfmt.Println(i)\n}\n```\nFull example: [ExampleRuns](demo/example_test.go), with its output.\n", false)
 	if len(problems) != 0 {
 		t.Fatalf("problems: %q", problems)
 	}
