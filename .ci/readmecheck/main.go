@@ -25,7 +25,9 @@
 // it alone; the full example does).
 //
 // Every fenced block names its language, so that no Go hides in an
-// unnamed one. With -commands HEADING, readmecheck prints the lines of the
+// unnamed one; "go" and "golang", in any case, are Go. Only ``` fences are
+// allowed: readmecheck refuses ~~~ fences and indented code blocks (four
+// spaces or a tab after a blank line), which would hide a block from it. With -commands HEADING, readmecheck prints the lines of the
 // shell blocks under that heading instead, for a script to run
 // (.ci/first-commands).
 //
@@ -165,7 +167,7 @@ func fatal(err error) {
 
 // A block is one fenced code block of the README.
 type block struct {
-	lang        string   // the word after the opening fence
+	lang        string   // the first word after the opening fence, lower case; "golang" is "go"
 	start       int      // the opening fence's line, 1-based
 	end         int      // the closing fence's line, 1-based
 	lines       []string // the lines between the fences
@@ -187,11 +189,17 @@ var markerRE = regexp.MustCompile(`^<!-- example: (.*) -->$`)
 func parseBlocks(src string) ([]*block, error) {
 	var blocks []*block
 	var cur *block
+	fence := 0 // the backticks of cur's opening fence
 	heading, prev := "", ""
 	all := strings.Split(src, "\n")
 	for i, line := range all {
+		// A fence may be indented by up to three spaces, and be longer
+		// than three characters; the closing fence is at least as long.
+		trimmed := strings.TrimLeft(line, " ")
+		fenced := len(line)-len(trimmed) <= 3
+		ticks := len(trimmed) - len(strings.TrimLeft(trimmed, "`"))
 		switch {
-		case cur != nil && strings.TrimSpace(line) == "```":
+		case cur != nil && fenced && ticks >= fence && strings.TrimSpace(trimmed) == strings.Repeat("`", ticks):
 			cur.end = i + 1
 			for _, l := range all[i+1:] {
 				if strings.TrimSpace(l) != "" {
@@ -203,11 +211,16 @@ func parseBlocks(src string) ([]*block, error) {
 			cur = nil
 		case cur != nil:
 			cur.lines = append(cur.lines, line)
-		case strings.HasPrefix(line, "```"):
-			lang := strings.TrimSpace(strings.TrimPrefix(line, "```"))
-			if lang == "" {
+		case fenced && ticks >= 3:
+			info := strings.Fields(trimmed[ticks:])
+			if len(info) == 0 {
 				return nil, fmt.Errorf("%d: a fenced block names no language (go, sh, promql, text...)", i+1)
 			}
+			lang := strings.ToLower(info[0])
+			if lang == "golang" {
+				lang = "go"
+			}
+			fence = ticks
 			cur = &block{lang: lang, start: i + 1, heading: heading}
 			if m := markerRE.FindStringSubmatch(strings.TrimSpace(prev)); m != nil {
 				mk, err := parseMarker(m[1])
@@ -216,6 +229,10 @@ func parseBlocks(src string) ([]*block, error) {
 				}
 				cur.marker = mk
 			}
+		case fenced && strings.HasPrefix(trimmed, "~~~"):
+			return nil, fmt.Errorf("%d: a ~~~ fence: fence code with ``` and name its language, so that readmecheck checks it", i+1)
+		case strings.TrimSpace(prev) == "" && strings.TrimSpace(line) != "" && (strings.HasPrefix(line, "    ") || strings.HasPrefix(line, "\t")):
+			return nil, fmt.Errorf("%d: an indented code block (four spaces or a tab after a blank line): fence it with ``` and name its language, or indent the text less", i+1)
 		case strings.HasPrefix(line, "## "):
 			heading = strings.TrimSpace(strings.TrimPrefix(line, "## "))
 		}

@@ -161,3 +161,48 @@ func TestCommandsAreTheShellLinesUnderTheHeading(t *testing.T) {
 		t.Fatal("a heading with no sh block gave no error")
 	}
 }
+
+func TestGoBlocksAreFoundUnderEverySpellingOfTheirLanguage(t *testing.T) {
+	for _, fence := range []string{"```go", "```golang", "```Go", "```GOLANG", "```go title", "  ```go", "````go"} {
+		t.Run(fence, func(t *testing.T) {
+			closing := strings.TrimLeft(fence, " ")[:strings.Count(fence, "`")]
+			_, problems := run(t, fence+"\nnot Go at all\n"+closing+"\n", false)
+			if len(problems) != 1 || !strings.Contains(problems[0], "without <!-- example") {
+				t.Fatalf("problems: %q, want the block checked and refused for want of a marker", problems)
+			}
+		})
+	}
+}
+
+func TestAShorterFenceInsideALongerOneDoesNotCloseIt(t *testing.T) {
+	blocks, err := parseBlocks("````text\n```go\nx\n```\n````\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 1 || blocks[0].lang != "text" || len(blocks[0].lines) != 3 {
+		t.Fatalf("blocks: %d, the first %+v", len(blocks), blocks[0])
+	}
+}
+
+func TestCodeBlocksReadmecheckWouldNotSeeAreRefused(t *testing.T) {
+	for _, tc := range []struct{ name, readme, want string }{
+		{"tilde fence", "text\n\n~~~go\nnot Go at all\n~~~\n", "a ~~~ fence"},
+		{"tilde fence, no language", "~~~\nx\n~~~\n", "a ~~~ fence"},
+		{"indented by four spaces", "text\n\n    fmt.Println(\"hidden\")\n", "an indented code block"},
+		{"indented by a tab", "text\n\n\tfmt.Println(\"hidden\")\n", "an indented code block"},
+		{"indented at the top", "    fmt.Println(\"hidden\")\n", "an indented code block"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseBlocks(tc.readme)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error: %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnIndentedLineThatContinuesAParagraphIsText(t *testing.T) {
+	if _, err := parseBlocks("a paragraph\n    that goes on, indented\n\n- a list\n  item\n"); err != nil {
+		t.Fatal(err)
+	}
+}
