@@ -12,7 +12,9 @@
 //
 // With -demo it runs on a free port, loads itself with a burst of requests,
 // sends itself SIGINT while requests are in flight, and exits 0 once they
-// have been answered: a short, offline run for CI.
+// have been answered: a short, offline run for CI. It prints how many
+// requests the pool held at the signal and how each request of that wave
+// was answered: every one held at the signal is served.
 package main
 
 import (
@@ -26,6 +28,7 @@ import (
 	"os/signal"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -126,8 +129,8 @@ func run(addr string, workers, queue int, demo bool) error {
 	var loaded chan struct{} // closed once the demo's load has been answered
 	if demo {
 		loaded = make(chan struct{})
-		interrupt := func() {
-			fmt.Printf("sending SIGINT with %d requests in flight\n", workers+queue)
+		interrupt := func(inFlight int) {
+			fmt.Printf("sending SIGINT with %d requests in flight\n", inFlight)
 			self, _ := os.FindProcess(os.Getpid())
 			if err := self.Signal(os.Interrupt); err != nil {
 				stop() // no signals to send here (Windows): end ctx as the signal would
@@ -166,9 +169,10 @@ func run(addr string, workers, queue int, demo bool) error {
 // load is the demo's client. A burst of 5×room requests at once, where
 // room is what the pool holds (its workers and its queue): those that find
 // room are served, the others are told to retry. Then room requests more,
-// interrupt (SIGINT to this process) while they are in flight, and they are
-// all served before the program exits.
-func load(url string, pool *workerpool.WorkerPool, room int, interrupt func()) {
+// interrupt (SIGINT to this process, given how many requests the pool
+// holds) while they are in flight, and every request in flight at the
+// signal is served before the program exits.
+func load(url string, pool *workerpool.WorkerPool, room int, interrupt func(inFlight int)) {
 	client := &http.Client{Timeout: time.Minute}
 	get := func(ms int) (status int, retry string) {
 		resp, err := client.Get(fmt.Sprintf("%s/render?ms=%d", url, ms))
@@ -178,18 +182,24 @@ func load(url string, pool *workerpool.WorkerPool, room int, interrupt func()) {
 		resp.Body.Close()
 		return resp.StatusCode, resp.Header.Get("Retry-After")
 	}
+	var answered atomic.Int64 // requests of the current burst answered so far
 	burst := func(n, ms int, started func()) map[string]int {
+		answered.Store(0)
 		var mu sync.Mutex
 		counts := map[string]int{}
 		var wg sync.WaitGroup
 		for range n {
 			wg.Go(func() {
 				status, retry := get(ms)
+				answered.Add(1)
 				mu.Lock()
 				defer mu.Unlock()
-				if status == http.StatusServiceUnavailable {
+				switch status {
+				case http.StatusServiceUnavailable:
 					counts["refused (503, Retry-After: "+retry+")"]++
-				} else {
+				case 0:
+					counts["not answered ("+retry+")"]++
+				default:
 					counts[fmt.Sprint(status)]++
 				}
 			})
@@ -203,15 +213,22 @@ func load(url string, pool *workerpool.WorkerPool, room int, interrupt func()) {
 
 	fmt.Println("burst:", fmtCounts(burst(5*room, 500, nil)))
 
+	// The signal comes once the pool holds every request of this wave, or
+	// as soon as one of them has been answered (on a loaded machine the
+	// first job may end before the last request arrives): no fixed wait.
+	// Whatever the pool holds then is in flight, and must be served.
+	atSignal := 0
 	inFlight := func() {
-		// Once the pool holds every request of this wave (or after 10s
-		// whatever it holds), the signal comes while they are in flight.
-		for s, until := pool.Status(), time.Now().Add(10*time.Second); s.Busy+s.Waiting < room && time.Now().Before(until); s = pool.Status() {
+		s := pool.Status()
+		for s.Busy+s.Waiting < room && answered.Load() == 0 {
 			time.Sleep(5 * time.Millisecond)
+			s = pool.Status()
 		}
-		interrupt()
+		atSignal = s.Busy + s.Waiting
+		interrupt(atSignal)
 	}
-	fmt.Println("in flight at the signal:", fmtCounts(burst(room, 300, inFlight)))
+	counts := burst(room, 300, inFlight)
+	fmt.Printf("in flight at the signal: %d of %d; answered: %s\n", atSignal, room, fmtCounts(counts))
 }
 
 // fmtCounts prints counts by status, served first.
