@@ -126,11 +126,11 @@ func ExampleWeight() {
 	fmt.Println("most slots in use:", most)
 
 	err := p.Go(ctx, func(context.Context) error { return nil }, workerpool.Weight(5)).Wait()
-	fmt.Println(err)
+	fmt.Println(errors.Is(err, workerpool.ErrTooHeavy), err)
 	p.StopWait()
 	// Output:
 	// most slots in use: 4
-	// workerpool: task heavier than the pool
+	// true workerpool: task heavier than the pool
 }
 
 // A rate limit spaces out the starts, not the submits: the bucket starts

@@ -90,6 +90,15 @@ func ExampleWithIdleTimeout() {
 	// workers once idle: 0
 }
 
+// Without WithIdleTimeout, or with WithIdleTimeout(0), a worker retires
+// once the pool has had no task for DefaultIdleTimeout.
+func ExampleDefaultIdleTimeout() {
+	p := workerpool.New(4, workerpool.WithIdleTimeout(0)) // the same as no option
+	defer p.Stop()
+	fmt.Println("idle workers retire after", workerpool.DefaultIdleTimeout)
+	// Output: idle workers retire after 2s
+}
+
 // Warm workers: New starts the floor at once, and idle retirement stops
 // there.
 func ExampleWithMinWorkers() {

@@ -88,6 +88,37 @@ func ExampleWorkerPool_Status() {
 	// workers: 0 waiting: 0
 }
 
+// Status().State is the pool's stage: running, paused while a Pause is in
+// effect, stopping while a stop waits for the tasks it lets finish, then
+// stopped.
+func ExampleState() {
+	p := workerpool.New(1)
+	fmt.Println(p.Status().State == workerpool.StateRunning, p.Status().State)
+
+	ctx, resume := context.WithCancel(context.Background())
+	p.Pause(ctx)
+	fmt.Println(p.Status().State == workerpool.StatePaused, p.Status().State)
+	resume()
+
+	started, release := make(chan struct{}), make(chan struct{})
+	p.Submit(func() { close(started); <-release })
+	<-started
+	stopped := make(chan struct{})
+	go func() { p.StopWait(); close(stopped) }()
+	for p.Status().State != workerpool.StateStopping {
+		time.Sleep(time.Millisecond) // until StopWait has begun: it waits for the task
+	}
+	fmt.Println("stopping while the task runs")
+	close(release)
+	<-stopped
+	fmt.Println(p.Status().State == workerpool.StateStopped, p.Status().State)
+	// Output:
+	// true running
+	// true paused
+	// stopping while the task runs
+	// true stopped
+}
+
 // WaitIdle waits until nothing runs or waits, without stopping the pool.
 func ExampleWorkerPool_WaitIdle() {
 	p := workerpool.New(4)
