@@ -250,7 +250,7 @@ func TestAckGivesUpAtOnceOnAClosedConnection(t *testing.T) {
 		m := &fakeMsg{log: log, ackErrs: []error{nats.ErrConnectionClosed}}
 		cons := &fakeConsumer{log: log, ackWait: time.Minute, msgs: []jetstream.Msg{m}}
 		stats := new(natsfeed.Stats)
-		reported := feedFor(t, cons, done, time.Nanosecond, natsfeed.WithStats(stats))
+		reported := feedFor(t, cons, done, time.Nanosecond, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
 		// The slot is free at once, and the feed fetches again before its
 		// ctx ends at 1ns.
 		assert.Equal(t, []string{"fetch at 0s", "ack at 0s", "fetch at 0s"}, log.all(), "fetch and ack tries")
@@ -265,7 +265,7 @@ func TestFailedFetchIsRetriedAfterTheFetchWait(t *testing.T) {
 		m := &fakeMsg{log: log}
 		down := errors.New("no responders")
 		cons := &fakeConsumer{log: log, msgs: []jetstream.Msg{m}, fetchErrs: []error{down, down}}
-		reported := feedFor(t, cons, done, 2500*time.Millisecond, natsfeed.WithFetchWait(time.Second))
+		reported := feedFor(t, cons, done, 2500*time.Millisecond, natsfeed.WithFetchWait(time.Second), natsfeed.WithMaxInFlight(1))
 		assert.Equal(t, []string{"fetch at 0s", "fetch at 1s", "fetch at 2s", "ack at 2s", "fetch at 2s"}, log.all(), "fetches and the ack")
 		assert.Equal(t, []string{"natsfeed: fetch: no responders", "natsfeed: fetch: no responders"}, reported, "errors reported")
 	})
@@ -273,9 +273,11 @@ func TestFailedFetchIsRetriedAfterTheFetchWait(t *testing.T) {
 
 // TestAcknowledgementsWaitOffTheWorker runs three messages whose handler
 // takes 2s and whose acknowledgement waits 1s for the server, on one
-// worker. With the default bound (the pool's size, 1), the next message is
-// fetched once the last is acknowledged; with a bound of 2 it is fetched
-// as soon as the worker is free, while the acknowledgement waits.
+// worker. With a bound of 1, the next message is fetched once the last is
+// acknowledged; with a bound of 2 (the default for one worker) the second
+// is fetched ahead with the first and waits in the pool's queue, so the
+// worker runs message after message while the acknowledgements and the
+// fetches go on beside it.
 func TestAcknowledgementsWaitOffTheWorker(t *testing.T) {
 	for _, c := range []struct {
 		bound int
@@ -289,10 +291,9 @@ func TestAcknowledgementsWaitOffTheWorker(t *testing.T) {
 		}},
 		{2, []string{
 			"fetch at 0s", "run at 0s", "ack at 2s",
-			"fetch at 2s", "run at 2s", "ack at 4s",
-			"fetch at 4s", "run at 4s", "ack at 6s",
-			"fetch at 6s", // the stream is empty: a pull request every fetch wait
-			"fetch at 7s", "fetch at 8s", "fetch at 9s",
+			"run at 2s", "fetch at 3s", // the place the first ack frees
+			"ack at 4s", "run at 4s", "fetch at 5s", // the stream is empty: a pull request every fetch wait
+			"ack at 6s", "fetch at 6s", "fetch at 7s", "fetch at 8s", "fetch at 9s",
 		}},
 	} {
 		t.Run(fmt.Sprintf("bound=%d", c.bound), func(t *testing.T) {

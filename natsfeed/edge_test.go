@@ -465,10 +465,10 @@ func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
 }
 
 // TestEdgePauseHoldsTheDrain: messages Feed took wait in the queue of a
-// paused pool; when Feed's ctx ends, Feed waits for them, so for the pause
-// to end (with or without WithCancelOnStop: the handlers have not
-// started). Then it returns nil with everything acked. (Not in the doc:
-// see the report.)
+// paused pool; when Feed's ctx ends, Feed gives them back at once (with or
+// without WithCancelOnStop: the handlers have not started), but its
+// return waits for the pause to end, when their tasks reach a worker and
+// are skipped. Then it returns nil, none of them handled.
 func TestEdgePauseHoldsTheDrain(t *testing.T) {
 	for _, cancelOnStop := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancelOnStop=%v", cancelOnStop), func(t *testing.T) {
@@ -484,17 +484,19 @@ func TestEdgePauseHoldsTheDrain(t *testing.T) {
 			if cancelOnStop {
 				opts = append(opts, natsfeed.WithCancelOnStop())
 			}
-			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, opts...)
-			eventually(t, func() bool { return stats.Counts().InFlight == 2 }, "2 messages held by the paused pool")
+			var handled atomic.Int64
+			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }, opts...)
+			eventually(t, func() bool { return stats.Counts().InFlight == 4 }, "4 messages held by the paused pool: the default bound")
 			cancel()
-			_, returned := wait(time.Second)
-			assert.False(t, returned, "Feed returned while the pool held its messages")
-			assert.Equal(t, int64(2), stats.Counts().Taken, "taken while paused: no more than the pool's size")
+			eventually(t, func() bool { return stats.Counts().Nacked == 4 }, "the 4 messages given back while the pool is paused")
+			_, returned := wait(200 * time.Millisecond)
+			assert.False(t, returned, "Feed returned while the paused pool held its tasks")
 			endPause()
 			err, returned := wait(time.Minute)
 			require.True(t, returned, "Feed returned once the pause ended")
 			require.NoError(t, err, "Feed")
-			assert.Equal(t, natsfeed.Counts{Taken: 2, Acked: 2, MaxInFlight: 2}, stats.Counts(), "counts")
+			assert.Equal(t, natsfeed.Counts{Taken: 4, Nacked: 4, MaxInFlight: 4}, stats.Counts(), "counts")
+			assert.Zero(t, handled.Load(), "messages handled")
 		})
 	}
 }
@@ -658,7 +660,7 @@ func TestEdgeConnectionClosed(t *testing.T) {
 	g, stats := newGate(), new(natsfeed.Stats)
 	var errs edgeErrors
 	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
-		natsfeed.WithFetchWait(250*time.Millisecond))
+		natsfeed.WithFetchWait(250*time.Millisecond), natsfeed.WithMaxInFlight(4))
 	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 	before := counting.fetches.Load()
 	feedJS.Conn().Close()
@@ -745,7 +747,7 @@ func TestEdgeServerShutdown(t *testing.T) {
 	g, stats := newGate(), new(natsfeed.Stats)
 	var errs edgeErrors
 	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
-		natsfeed.WithFetchWait(250*time.Millisecond))
+		natsfeed.WithFetchWait(250*time.Millisecond), natsfeed.WithMaxInFlight(4))
 	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 	s.Shutdown()
 	s.WaitForShutdown()
@@ -763,38 +765,47 @@ func TestEdgeServerShutdown(t *testing.T) {
 	assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
 }
 
-// TestEdgePermanentErrors: ErrPermanent found through errors.Join and
-// through several wraps terminates; workerpool.Permanent, the pool's own
-// "do not retry" mark, is not ErrPermanent: such a message is nak'd and
-// retried by the backoff policy (see the report: a doc gap).
+// TestEdgePermanentErrors: ErrPermanent and workerpool.Permanent, the
+// pool's own "do not retry" mark, speak one language: either, found
+// directly, through errors.Join or through several wraps, terminates the
+// message with the error's text as the reason, whatever the backoff
+// policy would say, and it is never redelivered.
 func TestEdgePermanentErrors(t *testing.T) {
-	js, cons := setup(t, 30*time.Second, 3)
+	js, cons := setup(t, 30*time.Second, 5)
 	terminated := advisories(t, js)
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
-	var poolPermanentRuns atomic.Int64
+	var policyCalls atomic.Int64
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		switch job(msg) {
 		case 0:
 			return errors.Join(errors.New("bad"), natsfeed.ErrPermanent)
 		case 1:
 			return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", errors.Join(natsfeed.ErrPermanent)))
-		default:
-			if delivered(msg) == 1 {
-				poolPermanentRuns.Add(1)
-				return workerpool.Permanent(errors.New("pool's permanent"))
-			}
-			return nil
+		case 2:
+			return workerpool.Permanent(errors.New("pool's permanent"))
+		case 3:
+			return fmt.Errorf("outer: %w", errors.Join(errors.New("bad"), workerpool.Permanent(errors.New("pool's permanent"))))
 		}
-	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }))
-	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 2 && c.Acked == 1 }, "2 terminated, 1 acked")
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) {
+		policyCalls.Add(1)
+		return 0, true
+	}))
+	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 4 && c.Acked == 1 }, "4 terminated, 1 acked")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	assert.Equal(t, natsfeed.Counts{Taken: 4, Redelivered: 1, Acked: 1, Nacked: 1, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
-	eventually(t, func() bool { return len(terminated()) == 2 }, "2 term advisories")
-	assert.Equal(t, map[uint64]string{1: "bad\nnatsfeed: permanent failure", 2: "outer: inner: natsfeed: permanent failure"}, terminated(), "reasons")
+	assert.Equal(t, natsfeed.Counts{Taken: 5, Acked: 1, Terminated: 4, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Zero(t, policyCalls.Load(), "backoff policy calls")
+	eventually(t, func() bool { return len(terminated()) == 4 }, "4 term advisories")
+	assert.Equal(t, map[uint64]string{
+		1: "bad\nnatsfeed: permanent failure",
+		2: "outer: inner: natsfeed: permanent failure",
+		3: "pool's permanent",
+		4: "outer: bad\npool's permanent",
+	}, terminated(), "reasons")
 }
 
 // TestEdgeHandlerSettlesItself: the handler must not settle msg, but if it

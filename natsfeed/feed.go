@@ -52,31 +52,37 @@ const (
 // Feed runs h on pool for the messages of cons, a pull consumer with
 // explicit acknowledgement, until ctx is done.
 //
-// Feed pulls with Fetch, asking each time for as many messages as the
-// pool has workers free of the feed's messages, and never for more than
-// the bound of WithMaxInFlight leaves (by default the pool's size, read
-// before each fetch, so that a Resize takes effect). A message counts in
-// flight from the moment it arrives until it is settled, including while
-// it waits for a worker and while its acknowledgement waits for the
-// server's confirmation (off the worker, which takes the next message),
-// so the process never holds more unsettled messages than the bound, and
-// a cluster of processes never more than the sum of theirs. Feed counts
-// only its own messages: other work on the same pool shares its workers,
-// and messages then wait in the pool's queue (WithProgress keeps them
-// alive). One pull request asks for at most 500 messages, or the
-// consumer's MaxRequestBatch if that is lower, and waits at most the fetch
-// wait, or the consumer's MaxRequestExpires if that is lower. The bound is
-// each Feed's: several Feeds on one pool hold up to the sum of theirs.
+// Feed holds at most a bound of messages at once: that of WithMaxInFlight,
+// by default twice the pool's size (read before each pull request, so that
+// a Resize takes effect). A message counts from the moment Feed asks for
+// it until it is settled: while the pull request is on its way, while the
+// message waits in the pool's queue, while its handler runs and while its
+// acknowledgement waits for the server's confirmation (off the worker,
+// which takes the next message). So the process never holds more
+// unsettled messages than the bound, the server never counts more as
+// pending for it, and a cluster of processes holds no more than the sum of
+// theirs. Within the bound Feed fetches ahead: whenever it holds fewer
+// than the bound it keeps a pull request out for the difference, and the
+// messages that come wait in the pool's queue, so that a worker that
+// finishes a message finds the next one there instead of waiting a round
+// trip to the server (see WithMaxInFlight to size the bound). Feed counts
+// only its own messages: other work on the same pool shares its workers.
+// One pull request asks for at most 500 messages, or the consumer's
+// MaxRequestBatch if that is lower, and waits at most the fetch wait, or
+// the consumer's MaxRequestExpires if that is lower. The bound is each
+// Feed's: several Feeds on one pool hold up to the sum of theirs.
 //
 // Each message is settled by what h does with it:
-//   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
-//     failed acknowledgement is reported and tried again until it succeeds
-//     or the consumer's AckWait since the message arrived (since the first
-//     try, under WithProgress) has passed; then the server redelivers the
-//     message.
-//   - returns an error wrapping ErrPermanent: terminated, with the error's
-//     text (its first 1024 bytes) as the reason. (An error marked with
-//     workerpool.Permanent is not; Feed cannot see that mark.)
+//   - returns nil: acknowledged, and confirmed by the server (as DoubleAck
+//     does), off the worker: the worker runs the next message while the
+//     confirmation is on its way, and the message counts against the bound
+//     until it comes. A failed acknowledgement is reported and tried again
+//     until it succeeds or the consumer's AckWait since the message arrived
+//     (since the first try, under WithProgress) has passed; then the
+//     message counts as Unsettled and the server redelivers it.
+//   - returns an error wrapping ErrPermanent, or marked with
+//     [workerpool.Permanent]: terminated, with the error's text (its first
+//     1024 bytes) as the reason.
 //   - returns its ctx's error after Feed's ctx ended, under
 //     WithCancelOnStop: nak'd with the fetch wait as the delay, whatever
 //     the policy says; a drain is not a failure.
@@ -95,29 +101,46 @@ const (
 //     fetch wait, so that Feed does not take message after message for a
 //     pool that refuses them all.
 //
-// When ctx is done, Feed sends no more pull requests, lets the one it has
-// sent finish (at most the fetch wait), waits until every message it took
-// has been settled (with WithCancelOnStop, their handlers' ctx ends), and
-// returns nil. Messages waiting in a paused pool hold the drain until the
-// Pause ends. It never stops the pool. If the pool stops first, Feed does
-// the same and returns an error wrapping [workerpool.ErrStopped]. Errors on
-// the way (fetches, acknowledgements) never end Feed: they are reported to
-// the error handler (WithErrorHandler) and retried.
+// Under WithProgress, a message's beats stop, and the beat in flight is
+// sent, before its acknowledgement, nak or term: the server never sees a
+// beat after the settlement.
+//
+// When ctx is done, Feed sends no more pull requests and drains: it naks
+// at once (no delay) every message that waits in the pool's queue, and
+// every message the pull request it has sent still brings (it lets that
+// request finish, at most the fetch wait), so that the server redelivers
+// them at once, to this process or another, instead of after AckWait; it
+// waits until every running handler has returned and its message is
+// settled (with WithCancelOnStop, their ctx ends), and returns nil. A
+// given-back message still takes a worker for a moment, to be skipped,
+// so a paused pool holds the drain until the Pause ends. Feed never stops
+// the pool. If the pool stops first, Feed does the same (the messages
+// the pool abandoned are nak'd at once) and returns an error wrapping
+// [workerpool.ErrStopped]. Errors on the way (fetches, acknowledgements)
+// never end Feed: they are reported to the error handler
+// (WithErrorHandler) and retried.
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
 // pool, consumer or handler, a stopped pool, a bad option, or a consumer
 // it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
-// and one consumer. Feed must not run on a worker of pool: it counts that
-// worker as free (with one worker, the messages it takes never run).
+// and one consumer. Feed must not run on a worker of pool: it would hold
+// that worker for as long as it runs (with one worker, the messages it
+// takes never run).
 func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts ...Option) error {
 	f, err := newFeed(ctx, pool, cons, h, opts)
 	if err != nil {
 		return err
 	}
+	stopBeats := f.beat()
+	stopDrain := context.AfterFunc(ctx, f.drain)
 	err = f.fetchUntil(ctx)
+	if !stopDrain() {
+		<-f.drained // ctx ended: the drain has begun, and naks what waits
+	}
 	f.outstanding.Wait()
+	stopBeats()
 	return err
 }
 
@@ -135,16 +158,26 @@ type feed struct {
 	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
 
 	// held counts the messages the feed holds or has asked for, against
-	// the bound of WithMaxInFlight; working counts those of them that need
-	// a worker: asked for, waiting for one, or running the handler. The
-	// fetch loop adds a pull request's batch to both before sending it and
-	// gives back what did not come; a delivery gives back working when its
-	// handler returns and held once it is settled.
-	held, working atomic.Int64
-	freed         chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
-	// outstanding counts the messages not yet settled; Feed returns once
-	// it reaches zero.
+	// the bound. The fetch loop adds a pull request's batch before sending
+	// it and gives back what did not come; a delivery gives back its
+	// place once it is settled.
+	held  atomic.Int64
+	freed chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
+	// outstanding counts the deliveries whose goroutine runs; Feed returns
+	// once it reaches zero.
 	outstanding sync.WaitGroup
+
+	// mu guards holding and draining, and makes a round of beats and the
+	// start of a settlement exclusive: the beater sends its beats holding
+	// mu, and a settlement takes its message off holding under mu before it
+	// sends anything, so no beat of a message follows its settlement.
+	mu sync.Mutex
+	// holding lists the messages received and not yet settling: waiting in
+	// the pool's queue or running. The beater beats them; the drain gives
+	// back those still waiting.
+	holding  ring
+	draining bool          // ctx ended: messages that arrive are given back at once
+	drained  chan struct{} // closed by the drain once it has given back what waited
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -174,7 +207,9 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		ackWait:    defaultAckWait,
 		maxBatch:   defaultMaxBatch,
 		freed:      make(chan struct{}, 1),
+		drained:    make(chan struct{}),
 	}
+	f.holding.init()
 	if f.stats == nil {
 		f.stats = new(Stats)
 	}
@@ -250,17 +285,24 @@ func (f *feed) fetchUntil(ctx context.Context) error {
 	}
 }
 
-// room waits until the feed may ask for more messages and returns how
-// many, or 0 once ctx is done: as many as the pool has workers free of
-// the feed's messages, and as many as the bound leaves.
+// bound is the most messages the feed may hold: WithMaxInFlight's, or
+// twice the pool's size.
+func (f *feed) bound() int {
+	if f.cfg.maxInFlight > 0 {
+		return f.cfg.maxInFlight
+	}
+	size := f.pool.Size()
+	if size > math.MaxInt/2 {
+		return math.MaxInt
+	}
+	return 2 * size
+}
+
+// room waits until the feed holds fewer messages than the bound, and
+// returns how many fewer, or 0 once ctx is done.
 func (f *feed) room(ctx context.Context) int {
 	for ctx.Err() == nil {
-		size := f.pool.Size()
-		bound := f.cfg.maxInFlight
-		if bound == 0 {
-			bound = size
-		}
-		if k := min(size-int(f.working.Load()), bound-int(f.held.Load())); k > 0 {
+		if k := f.bound() - int(f.held.Load()); k > 0 {
 			return k
 		}
 		// A settle wakes the loop; the fetch wait rechecks the pool's
@@ -278,12 +320,14 @@ func (f *feed) room(ctx context.Context) int {
 
 // fetch sends one pull request for k messages, hands out what comes, and
 // gives back the places of those that did not come. One request at a time
-// is enough: the places that free while it is pending go into the next.
+// is enough: a request for all the room there is returns as soon as its
+// messages came, and the places that free while it is out go into the
+// next.
 func (f *feed) fetch(k int) error {
-	f.take(k)
+	f.held.Add(int64(k))
 	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
 	if err != nil {
-		f.give(k, k)
+		f.give(k)
 		return fmt.Errorf("natsfeed: fetch: %w", err)
 	}
 	n := 0
@@ -291,26 +335,19 @@ func (f *feed) fetch(k int) error {
 		n++
 		f.deliver(msg)
 	}
-	f.give(k-n, k-n)
+	f.give(k - n)
 	if err := batch.Error(); err != nil {
 		return fmt.Errorf("natsfeed: fetch: %w", err)
 	}
 	return nil
 }
 
-// take counts k messages asked for, in held and in working.
-func (f *feed) take(k int) {
-	f.held.Add(int64(k))
-	f.working.Add(int64(k))
-}
-
-// give gives back places in held and in working, and wakes the fetch loop.
-func (f *feed) give(held, working int) {
-	if held == 0 && working == 0 {
+// give gives back n places, and wakes the fetch loop.
+func (f *feed) give(n int) {
+	if n == 0 {
 		return
 	}
-	f.held.Add(-int64(held))
-	f.working.Add(-int64(working))
+	f.held.Add(-int64(n))
 	select {
 	case f.freed <- struct{}{}:
 	default: // a wake-up is already pending
@@ -323,11 +360,84 @@ func (f *feed) report(err error) {
 }
 
 // deliver starts settling msg: its goroutine waits for the pool to run it.
+// A message that arrives once the drain has begun is given back at once.
 func (f *feed) deliver(msg jetstream.Msg) {
 	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
+	f.mu.Lock()
+	draining := f.draining
+	if !draining {
+		f.holding.push(d)
+	}
+	f.mu.Unlock()
+	if draining {
+		d.nak(0)
+		f.give(1)
+		return
+	}
 	f.outstanding.Add(1)
 	go d.run()
+}
+
+// drain runs once Feed's ctx is done: it gives back, with a nak at once,
+// every message that waits in the pool's queue, and makes deliver give
+// back those still to come.
+func (f *feed) drain() {
+	defer close(f.drained)
+	var back []*delivery
+	f.mu.Lock()
+	f.draining = true
+	for d := f.holding.next; d != &f.holding.delivery; {
+		next := d.next
+		if !d.running {
+			f.holding.remove(d)
+			back = append(back, d)
+		}
+		d = next
+	}
+	f.mu.Unlock()
+	for _, d := range back {
+		d.nak(0) // its task, when a worker takes it, finds it off holding and returns
+	}
+}
+
+// beat sends InProgress, every progress period, for each message the feed
+// holds and has not begun to settle, until the returned stop is called;
+// stop returns once the beats have ended.
+func (f *feed) beat() (stop func()) {
+	if f.cfg.progress <= 0 {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(f.cfg.progress)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f.beatAll()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
+// beatAll sends one beat for each message on holding, holding mu: a
+// settlement waits for the round to end before it takes its message off.
+func (f *feed) beatAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for d := f.holding.next; d != &f.holding.delivery; d = d.next {
+		if err := d.msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			f.report(fmt.Errorf("natsfeed: progress %v: %w", d, err))
+		}
+	}
 }
 
 // deliveryCount is the server's count of msg's deliveries, this one
@@ -353,13 +463,33 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// A ring is a circular list of deliveries, linked through their own
+// fields; its zero value must be init'ed. The feed's mu guards it.
+type ring struct{ delivery }
+
+func (r *ring) init() { r.next, r.prev = &r.delivery, &r.delivery }
+
+func (r *ring) push(d *delivery) {
+	d.prev, d.next = r.prev, &r.delivery
+	r.prev.next = d
+	r.prev = d
+	d.linked = true
+}
+
+func (r *ring) remove(d *delivery) {
+	d.prev.next, d.next.prev = d.next, d.prev
+	d.prev, d.next = nil, nil
+	d.linked = false
+}
+
 // A delivery is one message the feed holds, from its arrival until it is
 // settled. Its goroutine waits in DoWait while a worker runs handle, and
 // then acknowledges the message if the handler returned nil: the worker is
 // free for the next message while the server confirms. The worker settles
 // a failure itself (a nak or term is sent without waiting), so that the
-// backoff policy and a panic meet the pool's panic policy. Each field is
-// written by the worker, then read by the goroutine after DoWait.
+// backoff policy and a panic meet the pool's panic policy. handled and
+// settled are written by the worker, then read by the goroutine after
+// DoWait; linked, running, prev and next are guarded by the feed's mu.
 type delivery struct {
 	f       *feed
 	msg     jetstream.Msg
@@ -367,32 +497,60 @@ type delivery struct {
 	attempt int  // the server's delivery count, 1 on the first
 	handled bool // the handler returned nil: acknowledge
 	settled bool // nak'd or terminated
+
+	linked     bool // on the feed's holding: beaten, and not settling yet
+	running    bool // a worker took it: the drain leaves it to its handler
+	prev, next *delivery
 }
 
 // run has the pool run the message's handler, acknowledges it, or settles
 // it if the pool never ran it.
 func (d *delivery) run() {
 	defer d.f.outstanding.Done()
-	defer d.f.beat(d.msg)()
 	switch err := d.f.pool.DoWait(d.handle, d.f.label); {
 	case err != nil:
 		d.notRun(err)
 	case d.handled:
+		d.release()
 		d.ack()
 	}
-	d.f.give(1, 0)
+	d.f.give(1)
+}
+
+// start marks the message taken by a worker, and reports false if the
+// drain gave it back first.
+func (d *delivery) start() bool {
+	d.f.mu.Lock()
+	defer d.f.mu.Unlock()
+	d.running = d.linked
+	return d.running
+}
+
+// release takes the message off the feed's holding, once the beat in
+// flight (if any) is sent: no beat follows. It reports false if the
+// message was off already (the drain gave it back).
+func (d *delivery) release() bool {
+	d.f.mu.Lock()
+	defer d.f.mu.Unlock()
+	if !d.linked {
+		return false
+	}
+	d.f.holding.remove(d)
+	return true
 }
 
 // handle runs on a worker: the handler, and the settlement of a failure.
 // A panic or Goexit on the way naks the message before it goes on to the
-// pool.
+// pool. A message the drain gave back is skipped.
 func (d *delivery) handle() {
-	defer d.f.give(0, 1)
+	if !d.start() {
+		return
+	}
 	defer d.settleAbandoned()
 	switch err := d.f.h(d.f.handlerCtx, d.msg); {
 	case err == nil:
 		d.handled = true
-	case errors.Is(err, ErrPermanent):
+	case permanent(err):
 		d.term(err)
 	case d.f.cfg.cancelOnStop && d.f.handlerCtx.Err() != nil && errors.Is(err, d.f.handlerCtx.Err()):
 		// Given up for the drain, not failed: no attempt spent, and the
@@ -401,6 +559,16 @@ func (d *delivery) handle() {
 	default:
 		d.retryLater(err)
 	}
+}
+
+// permanentType is the type of the errors workerpool.Permanent makes,
+// which that package does not export.
+var permanentType = reflect.TypeOf(workerpool.Permanent(errors.New("")))
+
+// permanent reports whether err wraps ErrPermanent or an error marked with
+// workerpool.Permanent.
+func permanent(err error) bool {
+	return errors.Is(err, ErrPermanent) || errors.As(err, reflect.New(permanentType).Interface())
 }
 
 // settleAbandoned settles a message whose handler (or settlement) did not
@@ -426,11 +594,15 @@ func (d *delivery) abandonedDelay() (delay time.Duration) {
 	return delay
 }
 
-// notRun settles a message the pool refused or gave up: a stopped pool's
-// at once, for another process to take; a full pool's with the fetch wait
-// as delay, and its place stays taken for as long, so that the feed does
-// not take message after message for a pool that refuses them all.
+// notRun settles a message the pool refused or gave up, unless the drain
+// gave it back first: a stopped pool's at once, for another process to
+// take; a full pool's with the fetch wait as delay, and its place stays
+// taken for as long, so that the feed does not take message after message
+// for a pool that refuses them all.
 func (d *delivery) notRun(err error) {
+	if !d.release() {
+		return
+	}
 	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
 	if errors.Is(err, workerpool.ErrStopped) {
 		d.nak(0) // the fetch loop sees the pool stopped, and ends
@@ -438,7 +610,6 @@ func (d *delivery) notRun(err error) {
 		d.nak(d.f.cfg.fetchWait)
 		sleep(d.f.ctx, d.f.cfg.fetchWait)
 	}
-	d.f.give(0, 1)
 }
 
 // retryLater naks the message with the backoff delay, or terminates it if
@@ -502,7 +673,9 @@ func final(err error) bool {
 }
 
 // nak gives the message back for redelivery after delay (at once if zero).
+// Its beats end first (see release); the drain has taken it off already.
 func (d *delivery) nak(delay time.Duration) {
+	d.release()
 	d.settled = true
 	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.nacked)
 }
@@ -511,6 +684,7 @@ func (d *delivery) nak(delay time.Duration) {
 // publishes in its advisory.
 func (d *delivery) term(why error) {
 	reason := reasonOf(why)
+	d.release()
 	d.settled = true
 	d.count(d.msg.TermWithReason(reason), "term", &d.f.stats.terminated)
 }
@@ -550,32 +724,4 @@ func (d *delivery) String() string {
 		return "message on " + d.msg.Subject()
 	}
 	return fmt.Sprintf("message %d of stream %s", md.Sequence.Stream, md.Stream)
-}
-
-// beat sends InProgress for msg every progress period until the returned
-// stop is called; stop returns once the beats have ended.
-func (f *feed) beat(msg jetstream.Msg) (stop func()) {
-	if f.cfg.progress <= 0 {
-		return func() {}
-	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		t := time.NewTicker(f.cfg.progress)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-					f.report(fmt.Errorf("natsfeed: progress: %w", err))
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-ended
-	}
 }
