@@ -55,21 +55,23 @@ const benchLatency = time.Millisecond
 // message counts as done once Feed's acknowledgement is confirmed, and
 // once the Consume loop's Ack is sent (or its DoubleAck confirmed).
 //
-// The server process starts once for all rows, so run all rows in one
-// go, and for a comparison run the binary several times rather than with
-// -count, which repeats each row back to back; interleaved, the rows share
-// the machine's ups and downs:
+// Each Feed row also reports its msgs/s as a ratio to each Consume row of
+// its task and latency, measured last by this process: vs-consume+ack
+// and vs-consume+doubleack (0.95 is 0.95x). The Consume rows run first for
+// that, so a ratio pairs a Feed run with the peer runs just before it.
+//
+// The server process starts once for all rows, so run all rows in one go;
+// for a comparison, run the binary several times rather than with -count,
+// which repeats each row back to back (and pairs every Feed run of a row
+// with the last peer run): interleaved, the rows share the machine's ups
+// and downs, and each ratio its pass's.
 //
 //	go test -c -o /tmp/natsfeed.test
 //	for i in 1 2 3 4 5; do /tmp/natsfeed.test -test.run '^$' -test.bench Throughput -test.benchtime 2s; done > throughput.txt
+//	benchstat -col /loop throughput.txt
 //
-// and read Feed's ratios to each peer with benchstat's columns, the peer
-// first (the base each other column is compared with):
-//
-//	benchstat -col '/loop@(consume+doubleack feed feed+bound16)' -filter '/loop:(consume+doubleack OR feed OR feed+bound16)' throughput.txt
-//	benchstat -col '/loop@(consume+ack feed feed+bound16)' -filter '/loop:(consume+ack OR feed OR feed+bound16)' throughput.txt
-//
-// (a delta of -5% in msgs/s is a ratio of 0.95x).
+// benchstat's columns compare each loop to the first one (consume+ack),
+// and its vs- rows give the ratios' medians.
 func BenchmarkThroughput(b *testing.B) {
 	port := freePort(b)
 	srv := startServerProc(b, "server", b.TempDir(), port)
@@ -83,11 +85,12 @@ func BenchmarkThroughput(b *testing.B) {
 	proxy := startLatencyProxy(b, fmt.Sprintf("127.0.0.1:%d", port), benchLatency)
 	delayed := "nats://" + proxy.addr()
 
-	feed := benchLoop{"feed", runFeed()}
-	feed16 := benchLoop{"feed+bound16", runFeed(natsfeed.WithMaxInFlight(2 * benchWorkers))}
-	consumeAck := benchLoop{"consume+ack", consumeLoop(false)}
-	consumeDoubleAck := benchLoop{"consume+doubleack", consumeLoop(true)}
-	all := []benchLoop{feed, feed16, consumeAck, consumeDoubleAck}
+	// Peers before Feed: see the ratios above.
+	consumeAck := benchLoop{"consume+ack", true, consumeLoop(false)}
+	consumeDoubleAck := benchLoop{"consume+doubleack", true, consumeLoop(true)}
+	feed := benchLoop{"feed", false, runFeed()}
+	feed16 := benchLoop{"feed+bound16", false, runFeed(natsfeed.WithMaxInFlight(2 * benchWorkers))}
+	all := []benchLoop{consumeAck, consumeDoubleAck, feed, feed16}
 	rows := []struct {
 		task    string
 		work    time.Duration // how long the handler sleeps; 0: not at all
@@ -97,12 +100,22 @@ func BenchmarkThroughput(b *testing.B) {
 	}{
 		{"1ms", time.Millisecond, "0", direct, all},
 		{"noop", 0, "0", direct, all},
-		{"1ms", time.Millisecond, "1ms", delayed, []benchLoop{feed, feed16, consumeDoubleAck}},
+		{"1ms", time.Millisecond, "1ms", delayed, []benchLoop{consumeDoubleAck, feed, feed16}},
 	}
 	for _, row := range rows {
+		// last holds the msgs/s of each Consume loop's latest run in this
+		// row: the sub-benchmarks run one at a time.
+		last := map[string]float64{}
 		for _, l := range row.loops {
 			b.Run(fmt.Sprintf("task=%s/latency=%s/loop=%s", row.task, row.latency, l.name), func(b *testing.B) {
-				benchThroughput(b, direct, row.url, row.work, l.start)
+				msgs := benchThroughput(b, direct, row.url, row.work, l.start)
+				if l.peer {
+					last[l.name] = msgs
+					return
+				}
+				for peer, peerMsgs := range last {
+					b.ReportMetric(msgs/peerMsgs, "vs-"+peer)
+				}
 			})
 		}
 	}
@@ -111,6 +124,7 @@ func BenchmarkThroughput(b *testing.B) {
 // A benchLoop is one way to consume: a row of BenchmarkThroughput.
 type benchLoop struct {
 	name  string
+	peer  bool // a Consume loop: Feed's rows report their ratio to it
 	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun
 }
 
@@ -126,9 +140,10 @@ type benchRun struct {
 
 // benchThroughput publishes b.N messages to a fresh stream on the server
 // at url, times start consuming them from a connection to consumeURL (url
-// itself, or the proxy in front of it), and reports the metrics.
+// itself, or the proxy in front of it), reports the metrics and returns
+// the msgs/s.
 func benchThroughput(b *testing.B, url, consumeURL string, work time.Duration,
-	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun) {
+	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun) float64 {
 	ctx := context.Background()
 	js := connect(b, url) // publishes and samples NumAckPending, beside the process measured
 	deleteJobs := func() {
@@ -153,9 +168,11 @@ func benchThroughput(b *testing.B, url, consumeURL string, work time.Duration,
 	maxAckPending := ackPending()
 	r.stop()
 
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	msgs := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(msgs, "msgs/s")
 	b.ReportMetric(float64(r.inFlight()), "max-in-flight")
 	b.ReportMetric(float64(maxAckPending), "max-ack-pending")
+	return msgs
 }
 
 // benchWork is the handler's work on a message: sleeping for work, if
