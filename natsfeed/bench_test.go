@@ -146,13 +146,20 @@ func benchThroughput(b *testing.B, url, consumeURL string, work time.Duration,
 	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun) float64 {
 	ctx := context.Background()
 	js := connect(b, url) // publishes and samples NumAckPending, beside the process measured
-	deleteJobs := func() {
+	deleteJobs := func() error {
 		if err := js.DeleteStream(ctx, jobsConfig.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			b.Fatal(err)
+			return fmt.Errorf("delete the stream: %w", err)
 		}
+		return nil
 	}
-	deleteJobs() // left by a run that failed
-	b.Cleanup(deleteJobs)
+	if err := deleteJobs(); err != nil { // left by a run that failed
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := deleteJobs(); err != nil {
+			b.Error(err)
+		}
+	})
 	sampled := newConsumer(b, js, 30*time.Second)
 	publish(b, js, b.N)
 	cons, err := connect(b, consumeURL).Consumer(ctx, jobsConfig.Name, "workers")
