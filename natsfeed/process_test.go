@@ -434,7 +434,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, error), state ...func
 }
 
 // freePort returns a TCP port of 127.0.0.1 that was free a moment ago.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err, "listen")
@@ -445,7 +445,7 @@ func freePort(t *testing.T) int {
 
 // startServerProc starts a server process on port storing in dir, and
 // waits until it is ready for connections.
-func startServerProc(t *testing.T, name, dir string, port int) *proc {
+func startServerProc(t testing.TB, name, dir string, port int) *proc {
 	t.Helper()
 	p := startProc(t, name, "server", nil, envStore+"="+dir, envPort+"="+strconv.Itoa(port))
 	p.waitReady(t)
@@ -470,7 +470,7 @@ type proc struct {
 
 // startProc starts the test binary in role with env added to the
 // environment; the process is killed when the test ends, if still alive.
-func startProc(t *testing.T, name, role string, handled *atomic.Int64, env ...string) *proc {
+func startProc(t testing.TB, name, role string, handled *atomic.Int64, env ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), append([]string{envRole + "=" + role}, env...)...)
@@ -535,7 +535,7 @@ func (p *proc) read(stdout io.Reader) {
 }
 
 // waitReady waits for the child's "ready" line.
-func (p *proc) waitReady(t *testing.T) {
+func (p *proc) waitReady(t testing.TB) {
 	t.Helper()
 	select {
 	case <-p.ready:
