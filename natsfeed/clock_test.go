@@ -56,6 +56,7 @@ type fakeMsg struct {
 	ackTakes time.Duration
 	action   byte         // what FuzzFeed's handler does with it
 	settles  atomic.Int32 // acks confirmed, naks and terms sent
+	late     atomic.Int32 // beats sent after a settlement
 	mu       sync.Mutex
 	ackErrs  []error
 }
@@ -82,7 +83,13 @@ func (m *fakeMsg) DoubleAck(ctx context.Context) error {
 	return err
 }
 
-func (m *fakeMsg) InProgress() error { m.log.add("progress"); return nil }
+func (m *fakeMsg) InProgress() error {
+	if m.settles.Load() > 0 {
+		m.late.Add(1)
+	}
+	m.log.add("progress")
+	return nil
+}
 
 func (m *fakeMsg) NakWithDelay(d time.Duration) error {
 	m.log.add("nak " + d.String())

@@ -62,8 +62,9 @@ const (
 // unsettled messages than the bound, the server never counts more as
 // pending for it, and a cluster of processes holds no more than the sum of
 // theirs. Within the bound Feed fetches ahead: whenever it holds fewer
-// than the bound it keeps a pull request out for the difference, and the
-// messages that come wait in the pool's queue, so that a worker that
+// than the bound it keeps a pull request out for the difference (one more
+// request goes out while one is out once a quarter of the bound is free),
+// and the messages that come wait in the pool's queue, so that a worker that
 // finishes a message finds the next one there instead of waiting a round
 // trip to the server (see WithMaxInFlight to size the bound). Feed counts
 // only its own messages: other work on the same pool shares its workers.
@@ -107,8 +108,8 @@ const (
 //
 // When ctx is done, Feed sends no more pull requests and drains: it naks
 // at once (no delay) every message that waits in the pool's queue, and
-// every message the pull request it has sent still brings (it lets that
-// request finish, at most the fetch wait), so that the server redelivers
+// every message the pull requests it has sent still bring (it lets them
+// finish, at most the fetch wait), so that the server redelivers
 // them at once, to this process or another, instead of after AckWait; it
 // waits until every running handler has returned and its message is
 // settled (with WithCancelOnStop, their ctx ends), and returns nil. A
@@ -161,8 +162,10 @@ type feed struct {
 	// the bound. The fetch loop adds a pull request's batch before sending
 	// it and gives back what did not come; a delivery gives back its
 	// place once it is settled.
-	held  atomic.Int64
-	freed chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
+	held     atomic.Int64
+	pulls    atomic.Int64   // pull requests out
+	fetching sync.WaitGroup // the goroutines of the pull requests out
+	freed    chan struct{}  // buffered 1: a give-back or a finished request wakes the fetch loop waiting for room
 	// outstanding counts the deliveries whose goroutine runs; Feed returns
 	// once it reaches zero.
 	outstanding sync.WaitGroup
@@ -265,9 +268,11 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	return nil
 }
 
-// fetchUntil pulls messages and hands them out until ctx is done (nil) or
-// the pool is found stopped (errPoolStopped).
+// fetchUntil sends pull requests until ctx is done (nil) or the pool is
+// found stopped (errPoolStopped), and returns once every request it sent
+// has finished.
 func (f *feed) fetchUntil(ctx context.Context) error {
+	defer f.fetching.Wait()
 	for {
 		if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
 			return errPoolStopped
@@ -276,12 +281,11 @@ func (f *feed) fetchUntil(ctx context.Context) error {
 		if k == 0 {
 			return nil
 		}
-		if err := f.fetch(min(k, f.maxBatch)); err != nil {
-			f.report(err)
-			if !sleep(ctx, f.cfg.fetchWait) {
-				return nil
-			}
-		}
+		k = min(k, f.maxBatch)
+		f.held.Add(int64(k))
+		f.pulls.Add(1)
+		f.fetching.Add(1)
+		go f.fetch(ctx, k)
 	}
 }
 
@@ -298,15 +302,24 @@ func (f *feed) bound() int {
 	return 2 * size
 }
 
-// room waits until the feed holds fewer messages than the bound, and
-// returns how many fewer, or 0 once ctx is done.
+// room waits until the feed may send a pull request, and returns how many
+// messages it may ask for, or 0 once ctx is done: the difference between
+// the bound and what the feed holds, when no request is out; when one is,
+// only once that difference is a quarter of the bound, so that a place
+// freed while a request is out waits for a few others rather than costing
+// a request of its own.
 func (f *feed) room(ctx context.Context) int {
 	for ctx.Err() == nil {
-		if k := f.bound() - int(f.held.Load()); k > 0 {
+		bound := f.bound()
+		least := 1
+		if f.pulls.Load() > 0 {
+			least = max(1, bound/4)
+		}
+		if k := bound - int(f.held.Load()); k >= least {
 			return k
 		}
-		// A settle wakes the loop; the fetch wait rechecks the pool's
-		// size, which a Resize may have raised.
+		// A settle or a finished request wakes the loop; the fetch wait
+		// rechecks the pool's size, which a Resize may have raised.
 		recheck := time.NewTimer(f.cfg.fetchWait)
 		select {
 		case <-f.freed:
@@ -318,35 +331,32 @@ func (f *feed) room(ctx context.Context) int {
 	return 0
 }
 
-// fetch sends one pull request for k messages, hands out what comes, and
-// gives back the places of those that did not come. One request at a time
-// is enough: a request for all the room there is returns as soon as its
-// messages came, and the places that free while it is out go into the
-// next.
-func (f *feed) fetch(k int) error {
-	f.held.Add(int64(k))
-	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
-	if err != nil {
-		f.give(k)
-		return fmt.Errorf("natsfeed: fetch: %w", err)
-	}
+// fetch sends one pull request for k messages, whose places are taken,
+// hands out what comes, and gives back the places of those that did not
+// come. A request that failed keeps them for the fetch wait (or until ctx
+// is done), so that a failing server gets a request per fetch wait, not a
+// stream of them.
+func (f *feed) fetch(ctx context.Context, k int) {
+	defer f.fetching.Done()
 	n := 0
-	for msg := range batch.Messages() {
-		n++
-		f.deliver(msg)
+	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
+	if err == nil {
+		for msg := range batch.Messages() {
+			n++
+			f.deliver(msg)
+		}
+		err = batch.Error()
 	}
+	if err != nil {
+		f.report(fmt.Errorf("natsfeed: fetch: %w", err))
+		sleep(ctx, f.cfg.fetchWait)
+	}
+	f.pulls.Add(-1)
 	f.give(k - n)
-	if err := batch.Error(); err != nil {
-		return fmt.Errorf("natsfeed: fetch: %w", err)
-	}
-	return nil
 }
 
 // give gives back n places, and wakes the fetch loop.
 func (f *feed) give(n int) {
-	if n == 0 {
-		return
-	}
 	f.held.Add(-int64(n))
 	select {
 	case f.freed <- struct{}{}:
