@@ -27,6 +27,13 @@
 // ends, or the pool stops) are given back at once with a nak, for the
 // server to redeliver without waiting for AckWait.
 //
+//	pool := workerpool.New(8)
+//	defer pool.StopWait()
+//	err := natsfeed.Feed(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+//		return resize(ctx, string(msg.Data())) // nil acks, an error naks: must be idempotent
+//	})
+//	// Feed returns once ctx is done and every message it took is settled.
+//
 // # At least once: handlers must be idempotent
 //
 // JetStream redelivers every message that is not acknowledged within the

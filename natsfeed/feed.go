@@ -571,14 +571,10 @@ func (d *delivery) handle() {
 	}
 }
 
-// permanentType is the type of the errors workerpool.Permanent makes,
-// which that package does not export.
-var permanentType = reflect.TypeOf(workerpool.Permanent(errors.New("")))
-
 // permanent reports whether err wraps ErrPermanent or an error marked with
 // workerpool.Permanent.
 func permanent(err error) bool {
-	return errors.Is(err, ErrPermanent) || errors.As(err, reflect.New(permanentType).Interface())
+	return errors.Is(err, ErrPermanent) || workerpool.IsPermanent(err)
 }
 
 // settleAbandoned settles a message whose handler (or settlement) did not
