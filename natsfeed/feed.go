@@ -163,24 +163,32 @@ type feed struct {
 	// it and gives back what did not come; a delivery gives back its
 	// place once it is settled.
 	held     atomic.Int64
-	pulls    atomic.Int64   // pull requests out
 	fetching sync.WaitGroup // the goroutines of the pull requests out
 	freed    chan struct{}  // buffered 1: a give-back or a finished request wakes the fetch loop waiting for room
 	// outstanding counts the deliveries whose goroutine runs; Feed returns
 	// once it reaches zero.
 	outstanding sync.WaitGroup
 
-	// mu guards holding and draining, and makes a round of beats and the
-	// start of a settlement exclusive: the beater sends its beats holding
-	// mu, and a settlement takes its message off holding under mu before it
-	// sends anything, so no beat of a message follows its settlement.
+	// mu guards holding, pulls, stopping and back, and makes a round of
+	// beats and the start of a settlement exclusive: the beater sends its
+	// beats holding mu, and a settlement takes its message off holding
+	// under mu before it sends anything, so no beat of a message follows
+	// its settlement.
 	mu sync.Mutex
 	// holding lists the messages received and not yet settling: waiting in
 	// the pool's queue or running. The beater beats them; the drain gives
 	// back those still waiting.
-	holding  ring
-	draining bool          // ctx ended: messages that arrive are given back at once
-	drained  chan struct{} // closed by the drain once it has given back what waited
+	holding ring
+	pulls   int // pull requests out: sent by the fetch loop, ended by fetch
+	// stopping is set once ctx ended or the pool was found stopped: no
+	// pull request goes out after it, and the messages that arrive are
+	// given back.
+	stopping bool
+	// back holds the messages given back while a pull request is out:
+	// nak'd at once, the request could take them again. The last request
+	// to end naks them.
+	back    []*delivery
+	drained chan struct{} // closed by the drain once it has given back what waited
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -274,19 +282,64 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 func (f *feed) fetchUntil(ctx context.Context) error {
 	defer f.fetching.Wait()
 	for {
-		if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
-			return errPoolStopped
-		}
 		k := f.room(ctx)
-		if k == 0 {
-			return nil
+		if k == 0 || !f.startPull(k) {
+			break
 		}
-		k = min(k, f.maxBatch)
-		f.held.Add(int64(k))
-		f.pulls.Add(1)
-		f.fetching.Add(1)
 		go f.fetch(ctx, k)
 	}
+	if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
+		f.stop()
+		return errPoolStopped
+	}
+	return nil
+}
+
+// maxPulls is the most pull requests out at once: one, and another for
+// the places freed while it is out.
+const maxPulls = 2
+
+// startPull takes k places for a pull request about to go out, unless the
+// feed is stopping.
+func (f *feed) startPull(k int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return false
+	}
+	f.pulls++
+	f.held.Add(int64(k))
+	f.fetching.Add(1)
+	return true
+}
+
+// endPull ends a pull request: once the feed is stopping, the last one
+// out naks what was given back while it was out.
+func (f *feed) endPull() {
+	f.mu.Lock()
+	f.pulls--
+	var back []*delivery
+	if f.pulls == 0 {
+		back, f.back = f.back, nil
+	}
+	f.mu.Unlock()
+	for _, d := range back {
+		d.sendNak(0)
+	}
+}
+
+// stop makes the feed stop pulling: no pull request goes out after it.
+func (f *feed) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopping = true
+}
+
+// pullsOut is the number of pull requests out.
+func (f *feed) pullsOut() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pulls
 }
 
 // bound is the most messages the feed may hold: WithMaxInFlight's, or
@@ -303,20 +356,21 @@ func (f *feed) bound() int {
 }
 
 // room waits until the feed may send a pull request, and returns how many
-// messages it may ask for, or 0 once ctx is done: the difference between
-// the bound and what the feed holds, when no request is out; when one is,
-// only once that difference is a quarter of the bound, so that a place
-// freed while a request is out waits for a few others rather than costing
-// a request of its own.
+// messages it may ask for (at most maxBatch), or 0 once ctx is done or the
+// pool stopped: the difference between the bound and what the feed holds
+// or has asked for, when no request is out; when one is, only once that
+// difference is a quarter of the bound, so that a place freed while a
+// request is out waits for a few others rather than costing a request of
+// its own; when maxPulls are out, none.
 func (f *feed) room(ctx context.Context) int {
-	for ctx.Err() == nil {
-		bound := f.bound()
+	for ctx.Err() == nil && !f.pool.Stopped() {
+		bound, pulls := f.bound(), f.pullsOut()
 		least := 1
-		if f.pulls.Load() > 0 {
+		if pulls > 0 {
 			least = max(1, bound/4)
 		}
-		if k := bound - int(f.held.Load()); k >= least {
-			return k
+		if k := bound - int(f.held.Load()); pulls < maxPulls && k >= least {
+			return min(k, f.maxBatch)
 		}
 		// A settle or a finished request wakes the loop; the fetch wait
 		// rechecks the pool's size, which a Resize may have raised.
@@ -351,7 +405,7 @@ func (f *feed) fetch(ctx context.Context, k int) {
 		f.report(fmt.Errorf("natsfeed: fetch: %w", err))
 		sleep(ctx, f.cfg.fetchWait)
 	}
-	f.pulls.Add(-1)
+	f.endPull()
 	f.give(k - n)
 }
 
@@ -370,18 +424,18 @@ func (f *feed) report(err error) {
 }
 
 // deliver starts settling msg: its goroutine waits for the pool to run it.
-// A message that arrives once the drain has begun is given back at once.
+// A message that arrives once the feed is stopping is given back.
 func (f *feed) deliver(msg jetstream.Msg) {
 	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
 	f.mu.Lock()
-	draining := f.draining
-	if !draining {
+	stopping := f.stopping
+	if !stopping {
 		f.holding.push(d)
 	}
 	f.mu.Unlock()
-	if draining {
-		d.nak(0)
+	if stopping {
+		d.giveBack()
 		f.give(1)
 		return
 	}
@@ -389,25 +443,29 @@ func (f *feed) deliver(msg jetstream.Msg) {
 	go d.run()
 }
 
-// drain runs once Feed's ctx is done: it gives back, with a nak at once,
+// drain runs once Feed's ctx is done: it stops the pulling, gives back
 // every message that waits in the pool's queue, and makes deliver give
 // back those still to come.
 func (f *feed) drain() {
 	defer close(f.drained)
-	var back []*delivery
+	var now []*delivery
 	f.mu.Lock()
-	f.draining = true
+	f.stopping = true
 	for d := f.holding.next; d != &f.holding.delivery; {
 		next := d.next
 		if !d.running {
 			f.holding.remove(d)
-			back = append(back, d)
+			if f.pulls > 0 {
+				f.back = append(f.back, d)
+			} else {
+				now = append(now, d)
+			}
 		}
 		d = next
 	}
 	f.mu.Unlock()
-	for _, d := range back {
-		d.nak(0) // its task, when a worker takes it, finds it off holding and returns
+	for _, d := range now {
+		d.sendNak(0) // its task, when a worker takes it, finds it off holding and returns
 	}
 }
 
@@ -563,9 +621,7 @@ func (d *delivery) handle() {
 	case permanent(err):
 		d.term(err)
 	case d.f.cfg.cancelOnStop && d.f.handlerCtx.Err() != nil && errors.Is(err, d.f.handlerCtx.Err()):
-		// Given up for the drain, not failed: no attempt spent, and the
-		// delay keeps the feed's last pull request from taking it again.
-		d.nak(d.f.cfg.fetchWait)
+		d.giveBack() // given up for the drain, not failed: no attempt spent
 	default:
 		d.retryLater(err)
 	}
@@ -611,7 +667,7 @@ func (d *delivery) notRun(err error) {
 	}
 	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
 	if errors.Is(err, workerpool.ErrStopped) {
-		d.nak(0) // the fetch loop sees the pool stopped, and ends
+		d.giveBack() // the fetch loop sees the pool stopped, and ends
 	} else {
 		d.nak(d.f.cfg.fetchWait)
 		sleep(d.f.ctx, d.f.cfg.fetchWait)
@@ -679,10 +735,38 @@ func final(err error) bool {
 }
 
 // nak gives the message back for redelivery after delay (at once if zero).
-// Its beats end first (see release); the drain has taken it off already.
+// Its beats end first (see release).
 func (d *delivery) nak(delay time.Duration) {
 	d.release()
 	d.settled = true
+	d.sendNak(delay)
+}
+
+// giveBack gives the message back at once, for a feed that stops (its ctx
+// ended, or the pool stopped): with a nak of no delay, sent now if no pull
+// request of the feed is out, or else by the last one out when it ends, so
+// that the feed does not take the message again itself. The feed stops
+// pulling first.
+func (d *delivery) giveBack() {
+	f := d.f
+	d.settled = true
+	f.mu.Lock()
+	f.stopping = true
+	if d.linked {
+		f.holding.remove(d)
+	}
+	later := f.pulls > 0
+	if later {
+		f.back = append(f.back, d)
+	}
+	f.mu.Unlock()
+	if !later {
+		d.sendNak(0)
+	}
+}
+
+// sendNak sends the nak of a message off holding, and counts it.
+func (d *delivery) sendNak(delay time.Duration) {
 	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.nacked)
 }
 
