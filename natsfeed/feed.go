@@ -62,8 +62,9 @@ const (
 // unsettled messages than the bound, the server never counts more as
 // pending for it, and a cluster of processes holds no more than the sum of
 // theirs. Within the bound Feed fetches ahead: whenever it holds fewer
-// than the bound it keeps a pull request out for the difference (one more
-// request goes out while one is out once a quarter of the bound is free),
+// than the bound it keeps a pull request out for the difference (a second
+// request goes out while one is out once a quarter of the bound is free;
+// never more than two),
 // and the messages that come wait in the pool's queue, so that a worker that
 // finishes a message finds the next one there instead of waiting a round
 // trip to the server (see WithMaxInFlight to size the bound). Feed counts
@@ -85,8 +86,8 @@ const (
 //     [workerpool.Permanent]: terminated, with the error's text (its first
 //     1024 bytes) as the reason.
 //   - returns its ctx's error after Feed's ctx ended, under
-//     WithCancelOnStop: nak'd with the fetch wait as the delay, whatever
-//     the policy says; a drain is not a failure.
+//     WithCancelOnStop: given back as the drain gives back what waits
+//     (below), whatever the policy says; a drain is not a failure.
 //   - returns another error: nak'd with the delay the backoff policy gives
 //     for the message's delivery count (WithBackoff), or terminated if the
 //     policy gives up.
@@ -96,7 +97,8 @@ const (
 //     does a panic in the backoff policy, whose message is nak'd with the
 //     fetch wait as the delay, and reported.
 //   - never runs, because the pool refused it or gave it up: reported, and
-//     nak'd at once if the pool stopped (which also ends Feed, as below),
+//     given back if the pool stopped (as a drain does, below; this also
+//     ends Feed),
 //     or with the fetch wait as the delay for a full queue (Reject,
 //     DropOldest, WithQueueTimeout); then its place stays taken for the
 //     fetch wait, so that Feed does not take message after message for a
@@ -106,17 +108,20 @@ const (
 // sent, before its acknowledgement, nak or term: the server never sees a
 // beat after the settlement.
 //
-// When ctx is done, Feed sends no more pull requests and drains: it naks
-// at once (no delay) every message that waits in the pool's queue, and
-// every message the pull requests it has sent still bring (it lets them
-// finish, at most the fetch wait), so that the server redelivers
-// them at once, to this process or another, instead of after AckWait; it
-// waits until every running handler has returned and its message is
-// settled (with WithCancelOnStop, their ctx ends), and returns nil. A
+// When ctx is done, Feed sends no more pull requests and drains: it gives
+// back every message that waits in the pool's queue, and every message
+// the pull requests it has sent still bring (it lets them finish, at most
+// the fetch wait), with a nak of no delay, so that the server redelivers
+// them at once, to another process or a later Feed, instead of after
+// AckWait. The naks go out once the last of those pull requests has
+// ended (at once if none is out), so that the feed's own request cannot
+// take back what it gives back. It waits until every running handler has
+// returned and its message is settled (with WithCancelOnStop, their ctx
+// ends), and returns nil. A
 // given-back message still takes a worker for a moment, to be skipped,
 // so a paused pool holds the drain until the Pause ends. Feed never stops
 // the pool. If the pool stops first, Feed does the same (the messages
-// the pool abandoned are nak'd at once) and returns an error wrapping
+// the pool abandoned are given back) and returns an error wrapping
 // [workerpool.ErrStopped]. Errors on the way (fetches, acknowledgements)
 // never end Feed: they are reported to the error handler
 // (WithErrorHandler) and retried.
