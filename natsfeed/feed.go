@@ -140,10 +140,14 @@ func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consu
 		return err
 	}
 	stopBeats := f.beat()
-	stopDrain := context.AfterFunc(ctx, f.drain)
+	drain := sync.OnceFunc(f.drain)
+	stopDrain := context.AfterFunc(ctx, drain)
 	err = f.fetchUntil(ctx)
-	if !stopDrain() {
-		<-f.drained // ctx ended: the drain has begun, and naks what waits
+	// ctx may be done while its AfterFunc has not begun yet, and then
+	// stopDrain stops it: the drain runs here, or waits for the run begun.
+	stopDrain()
+	if ctx.Err() != nil {
+		drain()
 	}
 	f.outstanding.Wait()
 	stopBeats()
@@ -192,8 +196,7 @@ type feed struct {
 	// back holds the messages given back while a pull request is out:
 	// nak'd at once, the request could take them again. The last request
 	// to end naks them.
-	back    []*delivery
-	drained chan struct{} // closed by the drain once it has given back what waited
+	back []*delivery
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -223,7 +226,6 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		ackWait:    defaultAckWait,
 		maxBatch:   defaultMaxBatch,
 		freed:      make(chan struct{}, 1),
-		drained:    make(chan struct{}),
 	}
 	f.holding.init()
 	if f.stats == nil {
@@ -452,7 +454,6 @@ func (f *feed) deliver(msg jetstream.Msg) {
 // every message that waits in the pool's queue, and makes deliver give
 // back those still to come.
 func (f *feed) drain() {
-	defer close(f.drained)
 	var now []*delivery
 	f.mu.Lock()
 	f.stopping = true
