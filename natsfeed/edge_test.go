@@ -175,6 +175,7 @@ func edgeConsumer(t *testing.T, cfg jetstream.ConsumerConfig, n int) (jetstream.
 	}
 	cons, err := st.CreateOrUpdateConsumer(context.Background(), cfg)
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	publish(t, js, n)
 	return js, cons
 }

@@ -131,7 +131,10 @@ const (
 // it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
-// and one consumer. Feed must not run on a worker of pool: it would hold
+// and one consumer. Feed reads cons's cached info (CachedInfo) as it
+// starts, which nats.go does not synchronize with that handle's Info
+// (nats-io/nats.go#2151): ask for the consumer's state through another
+// handle (JetStream.Consumer) while Feed starts. Feed must not run on a worker of pool: it would hold
 // that worker for as long as it runs (with one worker, the messages it
 // takes never run).
 func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts ...Option) error {
