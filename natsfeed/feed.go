@@ -69,6 +69,9 @@ const (
 // finishes a message finds the next one there instead of waiting a round
 // trip to the server (see WithMaxInFlight to size the bound). Feed counts
 // only its own messages: other work on the same pool shares its workers.
+// Messages held at once reach the pool in no set order (each waits for it
+// on a goroutine of its own); a bound of 1 runs them one at a time, in the
+// order the server delivers them.
 // One pull request asks for at most 500 messages, or the consumer's
 // MaxRequestBatch if that is lower, and waits at most the fetch wait, or
 // the consumer's MaxRequestExpires if that is lower. The bound is each
