@@ -2,8 +2,11 @@ package natsfeed_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -12,86 +15,196 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// benchWorkers and benchTask are the shape of the work: 8 workers, 1 ms
-// per message.
-const (
-	benchWorkers = 8
-	benchTask    = time.Millisecond
-)
+// benchWorkers is the pool's size, and the Consume loop's semaphore's.
+const benchWorkers = 8
 
-// BenchmarkThroughput measures messages per second through one process,
-// 8 workers running a 1 ms task per message, with Feed and with the loop
-// users write today: Consume, a semaphore of 8 and a goroutine per
-// message. One iteration is one message: b.N messages are published to a
-// fresh server before the timer starts, and the timer stops once all of
-// them are acknowledged. (b.Loop does not fit: the messages must exist
-// before the timed part, and one iteration is not one call.)
+// benchLatency is the delay the proxy adds in each direction in the rows
+// with latency=1ms: a round trip to the server costs 2 ms more.
+const benchLatency = time.Millisecond
+
+// BenchmarkThroughput measures messages per second through one process
+// with 8 workers, consuming from a nats-server in a process of its own
+// (the test binary re-executed in the server role, see process_test.go),
+// with Feed and with the loop users write without it: Consume, a
+// semaphore of 8 and a goroutine per message that acknowledges it. One
+// iteration is one message: b.N messages are published to a fresh stream
+// before the timer starts, and the timer stops once all of them are
+// acknowledged. (b.Loop does not fit: the messages must exist before the
+// timed part, and one iteration is not one call.)
 //
-// Besides msgs/s, each sub-benchmark reports max-in-flight, the most
-// messages the process held at once, received and not yet settled (for
-// the Consume loop: handed to its callback and not yet acknowledged, so
-// one more than the semaphore's size while the callback waits for a
-// slot), and max-ack-pending, the most messages the server counted as
-// delivered and not acknowledged, sampled every 5 ms: the messages
-// Consume has pulled ahead into its buffer count there too. A message
-// counts as done once Feed's DoubleAck is confirmed, and once the Consume
-// loop's Ack is sent (or its DoubleAck confirmed).
+// The rows, named key=value for benchstat: task= is what the handler does
+// with a message (1ms: time.Sleep(time.Millisecond); noop: nothing);
+// latency= is the delay added in each direction between the process and
+// the server (0: straight to the server on 127.0.0.1; 1ms: through a
+// latencyProxy, only for 1 ms tasks, Feed against the loop that waits for
+// its acknowledgements); loop= is the consumer:
+//
+//   - feed: Feed at its default bound
+//   - feed+bound16: Feed with WithMaxInFlight(16)
+//   - consume+ack: Consume, a semaphore of 8, Ack (sent, not confirmed)
+//   - consume+doubleack: the same with DoubleAck, confirmed by the server
+//     as Feed's acknowledgements are
+//
+// Besides msgs/s, each row reports max-in-flight, the most messages the
+// process held at once, received and not yet settled (for the Consume
+// loop: handed to its callback and not yet acknowledged, so one more than
+// the semaphore's size while the callback waits for a slot), and
+// max-ack-pending, the most messages the server counted as delivered and
+// not acknowledged, sampled every 5 ms over a connection of its own: the
+// messages Consume has pulled ahead into its buffer count there too. A
+// message counts as done once Feed's acknowledgement is confirmed, and
+// once the Consume loop's Ack is sent (or its DoubleAck confirmed).
+//
+// Each Feed row also reports its msgs/s as a ratio to each Consume row of
+// its task and latency, measured last by this process: vs-consume+ack
+// and vs-consume+doubleack (0.95 is 0.95x). The Consume rows run first for
+// that, so a ratio pairs a Feed run with the peer runs just before it.
+//
+// The server process starts once for all rows, so run all rows in one go;
+// for a comparison, run the binary several times rather than with -count,
+// which repeats each row back to back (and pairs every Feed run of a row
+// with the last peer run): interleaved, the rows share the machine's ups
+// and downs, and each ratio its pass's.
+//
+//	go test -c -o /tmp/natsfeed.test
+//	for i in 1 2 3 4 5; do /tmp/natsfeed.test -test.run '^$' -test.bench Throughput -test.benchtime 2s; done > throughput.txt
+//	benchstat -col /loop throughput.txt
+//
+// benchstat's columns compare each loop to the first one (consume+ack),
+// and its vs- rows give the ratios' medians.
 func BenchmarkThroughput(b *testing.B) {
-	b.Run("feed", func(b *testing.B) { benchThroughput(b, runFeed()) })
-	b.Run("feed+maxinflight=16", func(b *testing.B) { benchThroughput(b, runFeed(natsfeed.WithMaxInFlight(2*benchWorkers))) })
-	b.Run("consume+semaphore", func(b *testing.B) { benchThroughput(b, consumeLoop(false)) })
-	b.Run("consume+semaphore+doubleack", func(b *testing.B) { benchThroughput(b, consumeLoop(true)) })
+	port := freePort(b)
+	srv := startServerProc(b, "server", b.TempDir(), port)
+	b.Cleanup(func() { // before startProc's kill: shut the server down cleanly
+		_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+		if err := srv.wait(overall); err != nil {
+			b.Error(err)
+		}
+	})
+	direct := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	proxy := startLatencyProxy(b, fmt.Sprintf("127.0.0.1:%d", port), benchLatency)
+	delayed := "nats://" + proxy.addr()
+
+	// Peers before Feed: see the ratios above.
+	consumeAck := benchLoop{"consume+ack", true, consumeLoop(false)}
+	consumeDoubleAck := benchLoop{"consume+doubleack", true, consumeLoop(true)}
+	feed := benchLoop{"feed", false, runFeed()}
+	feed16 := benchLoop{"feed+bound16", false, runFeed(natsfeed.WithMaxInFlight(2 * benchWorkers))}
+	all := []benchLoop{consumeAck, consumeDoubleAck, feed, feed16}
+	rows := []struct {
+		task    string
+		work    time.Duration // how long the handler sleeps; 0: not at all
+		latency string
+		url     string // where the consuming process connects
+		loops   []benchLoop
+	}{
+		{"1ms", time.Millisecond, "0", direct, all},
+		{"noop", 0, "0", direct, all},
+		{"1ms", time.Millisecond, "1ms", delayed, []benchLoop{consumeDoubleAck, feed, feed16}},
+	}
+	for _, row := range rows {
+		// last holds the msgs/s of each Consume loop's latest run in this
+		// row: the sub-benchmarks run one at a time.
+		last := map[string]float64{}
+		for _, l := range row.loops {
+			b.Run(fmt.Sprintf("task=%s/latency=%s/loop=%s", row.task, row.latency, l.name), func(b *testing.B) {
+				msgs := benchThroughput(b, direct, row.url, row.work, l.start)
+				if l.peer {
+					last[l.name] = msgs
+					return
+				}
+				for peer, peerMsgs := range last {
+					b.ReportMetric(msgs/peerMsgs, "vs-"+peer)
+				}
+			})
+		}
+	}
 }
 
-// A benchRun consumes cons with benchWorkers workers doing benchTask per
-// message. acked counts the messages acknowledged so far; inFlight gives
-// the most messages held at once; stop ends the run once all are acked,
-// waiting for everything it started.
+// A benchLoop is one way to consume: a row of BenchmarkThroughput.
+type benchLoop struct {
+	name  string
+	peer  bool // a Consume loop: Feed's rows report their ratio to it
+	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun
+}
+
+// A benchRun consumes cons with benchWorkers workers each working on a
+// message for work. acked counts the messages acknowledged so far;
+// inFlight gives the most messages held at once; stop ends the run once
+// all are acked, waiting for everything it started.
 type benchRun struct {
 	acked    func() int64
 	inFlight func() int64
 	stop     func()
 }
 
-// benchThroughput times start on b.N fresh messages and reports the
-// metrics.
-func benchThroughput(b *testing.B, start func(b *testing.B, cons jetstream.Consumer) benchRun) {
-	s := startServer(b, "") // a fresh server for each b.N: shut down by Cleanup after the run
-	js := connect(b, s.ClientURL())
-	cons := newConsumer(b, js, 30*time.Second)
+// benchThroughput publishes b.N messages to a fresh stream on the server
+// at url, times start consuming them from a connection to consumeURL (url
+// itself, or the proxy in front of it), reports the metrics and returns
+// the msgs/s.
+func benchThroughput(b *testing.B, url, consumeURL string, work time.Duration,
+	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun) float64 {
+	ctx := context.Background()
+	js := connect(b, url) // publishes and samples NumAckPending, beside the process measured
+	deleteJobs := func() error {
+		if err := js.DeleteStream(ctx, jobsConfig.Name); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("delete the stream: %w", err)
+		}
+		return nil
+	}
+	if err := deleteJobs(); err != nil { // left by a run that failed
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := deleteJobs(); err != nil {
+			b.Error(err)
+		}
+	})
+	sampled := newConsumer(b, js, 30*time.Second)
 	publish(b, js, b.N)
+	cons, err := connect(b, consumeURL).Consumer(ctx, jobsConfig.Name, "workers")
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ResetTimer()
 
-	r := start(b, cons)
-	ackPending := sampleAckPending(cons)
+	r := start(b, cons, work)
+	ackPending := sampleAckPending(sampled)
 	waitAcked(b, r.acked, int64(b.N))
 	b.StopTimer()
 	maxAckPending := ackPending()
 	r.stop()
 
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+	msgs := float64(b.N) / b.Elapsed().Seconds()
+	b.ReportMetric(msgs, "msgs/s")
 	b.ReportMetric(float64(r.inFlight()), "max-in-flight")
 	b.ReportMetric(float64(maxAckPending), "max-ack-pending")
+	return msgs
 }
 
-// benchSleep is the task: the message's work.
-func benchSleep() { time.Sleep(benchTask) }
-
-// runFeed runs Feed on a pool of benchWorkers, with opts.
-func runFeed(opts ...natsfeed.Option) func(b *testing.B, cons jetstream.Consumer) benchRun {
-	return func(b *testing.B, cons jetstream.Consumer) benchRun {
-		return feedRun(b, cons, opts)
+// benchWork is the handler's work on a message: sleeping for work, if
+// it is not zero.
+func benchWork(work time.Duration) {
+	if work > 0 {
+		time.Sleep(work)
 	}
 }
 
-func feedRun(b *testing.B, cons jetstream.Consumer, opts []natsfeed.Option) benchRun {
+// runFeed runs Feed on a pool of benchWorkers, with opts.
+func runFeed(opts ...natsfeed.Option) func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
+	return func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
+		return feedRun(b, cons, work, opts)
+	}
+}
+
+func feedRun(b *testing.B, cons jetstream.Consumer, work time.Duration, opts []natsfeed.Option) benchRun {
 	pool := workerpool.New(benchWorkers)
 	stats := new(natsfeed.Stats)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- natsfeed.Feed(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-			benchSleep()
+			benchWork(work)
 			return nil
 		}, append(opts, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(err error) { b.Error(err) }))...)
 	}()
@@ -116,8 +229,8 @@ func feedRun(b *testing.B, cons jetstream.Consumer, opts []natsfeed.Option) benc
 // taken, and runs the message on a goroutine that acknowledges it (with
 // Ack, or DoubleAck to wait for the server's confirmation as Feed does)
 // and gives the slot back.
-func consumeLoop(doubleAck bool) func(b *testing.B, cons jetstream.Consumer) benchRun {
-	return func(b *testing.B, cons jetstream.Consumer) benchRun {
+func consumeLoop(doubleAck bool) func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
+	return func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
 		var acked atomic.Int64
 		var inFlight gauge
 		var running sync.WaitGroup
@@ -129,7 +242,7 @@ func consumeLoop(doubleAck bool) func(b *testing.B, cons jetstream.Consumer) ben
 			go func() {
 				defer running.Done()
 				defer func() { <-sem }()
-				benchSleep()
+				benchWork(work)
 				var err error
 				if doubleAck {
 					err = msg.DoubleAck(context.Background())

@@ -4,14 +4,30 @@
 // once, none is lost when a process or the server dies, and each process
 // holds no more unsettled messages than its bound.
 //
-// [Feed] pulls with Fetch, asking for exactly as many messages as it has
-// free slots (never Consume, which prefetches hundreds), runs the [Handler]
-// on the pool, and settles each message by the handler's result: nil
-// acknowledges it (confirmed by the server), an error naks it with a
-// backoff delay by its delivery count, an error wrapping [ErrPermanent]
-// terminates it. The pool's bounded concurrency becomes an exact bound on
-// the messages in flight: min(WithMaxInFlight, pool size) per process, and
-// their sum across a cluster.
+// [Feed] pulls with Fetch, never holding more messages than its bound
+// (never Consume, which prefetches hundreds), runs the [Handler] on the
+// pool, and settles each message by the handler's result: nil
+// acknowledges it (confirmed by the server, off the worker), an error naks
+// it with a backoff delay by its delivery count, an error wrapping
+// [ErrPermanent] or marked with [workerpool.Permanent] terminates it. The
+// bound ([WithMaxInFlight], by default twice the pool's size) counts every
+// message from the pull request that asks for it to its settlement, so it
+// is exact: it is what the server counts pending for the process, and a
+// cluster holds at most the sum of its processes' bounds.
+//
+// # Fetching ahead
+//
+// Within the bound Feed keeps a pull request out whenever it holds fewer
+// messages than the bound, so the messages beyond the running ones wait in
+// the pool's queue and a worker that finishes one finds the next there,
+// instead of waiting a round trip to the server. The default, twice the
+// pool's size, keeps the workers busy while a round trip takes less than
+// half a task; see [WithMaxInFlight] to size it for slower networks or
+// shorter tasks. Messages that wait in the queue when Feed stops (its ctx
+// ends, or the pool stops) are given back with a nak of no delay, for the
+// server to redeliver without waiting for AckWait, as soon as Feed's last
+// pull request has ended (so that it cannot take them back itself). Feed
+// keeps at most two pull requests out at once.
 //
 //	pool := workerpool.New(8)
 //	defer pool.StopWait()
@@ -59,13 +75,41 @@
 // # Stopping
 //
 // Feed runs until its ctx is done, then drains: it sends no more pull
-// requests, lets the one it has sent finish (at most the fetch wait, see
-// [WithFetchWait]), and waits until every message it took has been settled,
-// handlers included: by default their ctx does not end, so they finish and
-// their messages are acknowledged; with [WithCancelOnStop] it ends, and
-// they are settled by what they return. A drained feed leaves nothing for
-// the server to redeliver. Feed never stops the pool; stop it after Feed
-// returns (StopWait).
+// requests, lets those it has sent finish (at most the fetch wait, see
+// [WithFetchWait]), gives back (a nak with no delay, once those requests
+// have ended) the messages that wait in the pool's queue and those the
+// last requests bring, and
+// waits until every running handler has returned and its message is
+// settled: by default their ctx does not end, so they finish and their
+// messages are acknowledged; with [WithCancelOnStop] it ends, and they are
+// settled by what they return. A drained feed leaves nothing for the
+// server to redeliver after AckWait. Feed never stops the pool; stop it
+// after Feed returns (StopWait).
+//
+// # Progress
+//
+// [WithProgress] tells the server, every period, that each message the
+// feed holds (waiting or running) is still being worked on. A message's
+// beats end, and the beat in flight is sent, before its acknowledgement,
+// nak or term: no beat follows a settlement on the wire, where it would
+// restart the server's AckWait for a nak'd message and delay its
+// redelivery past its backoff.
+//
+// # Performance
+//
+// Throughput against a nats-server in its own process, one process with 8
+// workers, tasks of time.Sleep(time.Millisecond) or none, three
+// interleaved passes of BenchmarkThroughput (see it for how to run it),
+// medians; an Intel(R) Xeon(R) Processor, 2 cores, shared with other work:
+//
+//	task                      Feed (bound 16)   Consume+Ack          Consume+DoubleAck
+//	1 ms                      4,608 msgs/s      6,348 (Feed 0.73x)   5,238 (Feed 0.88x)
+//	no-op                     21,783 msgs/s     163,723 (0.13x)      33,093 (0.66x)
+//	1 ms, +1 ms each way      2,069 msgs/s      -                    1,889 (1.07x)
+//
+// The Consume loops let the server count 500 to 800 messages as taken by
+// the process; Feed holds its bound. Compare Feed with the DoubleAck loop:
+// both wait for the server to confirm each acknowledgement.
 //
 // # Observability
 //
@@ -73,5 +117,8 @@
 // [workerpool.Label]: the consumer's name, or [WithLabel]'s. The pool's
 // hooks see it in TaskInfo.Label, so workerpoolprom's histograms and
 // workerpoolotel's spans tell the feed's tasks from the pool's others.
-// [WithStats] counts what the feed took and how it settled it.
+// [WithStats] counts what the feed took and how it settled it; the
+// subpackages workerpoolprom/natsfeedprom (a Prometheus collector) and
+// workerpoolotel/natsfeedotel (observable instruments) export those counts
+// under the pool's metric naming rules.
 package natsfeed

@@ -175,6 +175,7 @@ func edgeConsumer(t *testing.T, cfg jetstream.ConsumerConfig, n int) (jetstream.
 	}
 	cons, err := st.CreateOrUpdateConsumer(context.Background(), cfg)
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	publish(t, js, n)
 	return js, cons
 }
@@ -465,10 +466,10 @@ func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
 }
 
 // TestEdgePauseHoldsTheDrain: messages Feed took wait in the queue of a
-// paused pool; when Feed's ctx ends, Feed waits for them, so for the pause
-// to end (with or without WithCancelOnStop: the handlers have not
-// started). Then it returns nil with everything acked. (Not in the doc:
-// see the report.)
+// paused pool; when Feed's ctx ends, Feed gives them back at once (with or
+// without WithCancelOnStop: the handlers have not started), but its
+// return waits for the pause to end, when their tasks reach a worker and
+// are skipped. Then it returns nil, none of them handled.
 func TestEdgePauseHoldsTheDrain(t *testing.T) {
 	for _, cancelOnStop := range []bool{false, true} {
 		t.Run(fmt.Sprintf("cancelOnStop=%v", cancelOnStop), func(t *testing.T) {
@@ -484,17 +485,19 @@ func TestEdgePauseHoldsTheDrain(t *testing.T) {
 			if cancelOnStop {
 				opts = append(opts, natsfeed.WithCancelOnStop())
 			}
-			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, opts...)
-			eventually(t, func() bool { return stats.Counts().InFlight == 2 }, "2 messages held by the paused pool")
+			var handled atomic.Int64
+			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }, opts...)
+			eventually(t, func() bool { return stats.Counts().InFlight == 4 }, "4 messages held by the paused pool: the default bound")
 			cancel()
-			_, returned := wait(time.Second)
-			assert.False(t, returned, "Feed returned while the pool held its messages")
-			assert.Equal(t, int64(2), stats.Counts().Taken, "taken while paused: no more than the pool's size")
+			eventually(t, func() bool { return stats.Counts().Nacked == 4 }, "the 4 messages given back while the pool is paused")
+			_, returned := wait(200 * time.Millisecond)
+			assert.False(t, returned, "Feed returned while the paused pool held its tasks")
 			endPause()
 			err, returned := wait(time.Minute)
 			require.True(t, returned, "Feed returned once the pause ended")
 			require.NoError(t, err, "Feed")
-			assert.Equal(t, natsfeed.Counts{Taken: 2, Acked: 2, MaxInFlight: 2}, stats.Counts(), "counts")
+			assert.Equal(t, natsfeed.Counts{Taken: 4, Nacked: 4, MaxInFlight: 4}, stats.Counts(), "counts")
+			assert.Zero(t, handled.Load(), "messages handled")
 		})
 	}
 }
@@ -658,7 +661,7 @@ func TestEdgeConnectionClosed(t *testing.T) {
 	g, stats := newGate(), new(natsfeed.Stats)
 	var errs edgeErrors
 	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
-		natsfeed.WithFetchWait(250*time.Millisecond))
+		natsfeed.WithFetchWait(250*time.Millisecond), natsfeed.WithMaxInFlight(4))
 	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 	before := counting.fetches.Load()
 	feedJS.Conn().Close()
@@ -745,7 +748,7 @@ func TestEdgeServerShutdown(t *testing.T) {
 	g, stats := newGate(), new(natsfeed.Stats)
 	var errs edgeErrors
 	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
-		natsfeed.WithFetchWait(250*time.Millisecond))
+		natsfeed.WithFetchWait(250*time.Millisecond), natsfeed.WithMaxInFlight(4))
 	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 	s.Shutdown()
 	s.WaitForShutdown()
@@ -763,38 +766,47 @@ func TestEdgeServerShutdown(t *testing.T) {
 	assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
 }
 
-// TestEdgePermanentErrors: ErrPermanent found through errors.Join and
-// through several wraps terminates; workerpool.Permanent, the pool's own
-// "do not retry" mark, is not ErrPermanent: such a message is nak'd and
-// retried by the backoff policy (see the report: a doc gap).
+// TestEdgePermanentErrors: ErrPermanent and workerpool.Permanent, the
+// pool's own "do not retry" mark, speak one language: either, found
+// directly, through errors.Join or through several wraps, terminates the
+// message with the error's text as the reason, whatever the backoff
+// policy would say, and it is never redelivered.
 func TestEdgePermanentErrors(t *testing.T) {
-	js, cons := setup(t, 30*time.Second, 3)
+	js, cons := setup(t, 30*time.Second, 5)
 	terminated := advisories(t, js)
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
-	var poolPermanentRuns atomic.Int64
+	var policyCalls atomic.Int64
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		switch job(msg) {
 		case 0:
 			return errors.Join(errors.New("bad"), natsfeed.ErrPermanent)
 		case 1:
 			return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", errors.Join(natsfeed.ErrPermanent)))
-		default:
-			if delivered(msg) == 1 {
-				poolPermanentRuns.Add(1)
-				return workerpool.Permanent(errors.New("pool's permanent"))
-			}
-			return nil
+		case 2:
+			return workerpool.Permanent(errors.New("pool's permanent"))
+		case 3:
+			return fmt.Errorf("outer: %w", errors.Join(errors.New("bad"), workerpool.Permanent(errors.New("pool's permanent"))))
 		}
-	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }))
-	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 2 && c.Acked == 1 }, "2 terminated, 1 acked")
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) {
+		policyCalls.Add(1)
+		return 0, true
+	}))
+	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 4 && c.Acked == 1 }, "4 terminated, 1 acked")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	assert.Equal(t, natsfeed.Counts{Taken: 4, Redelivered: 1, Acked: 1, Nacked: 1, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
-	eventually(t, func() bool { return len(terminated()) == 2 }, "2 term advisories")
-	assert.Equal(t, map[uint64]string{1: "bad\nnatsfeed: permanent failure", 2: "outer: inner: natsfeed: permanent failure"}, terminated(), "reasons")
+	assert.Equal(t, natsfeed.Counts{Taken: 5, Acked: 1, Terminated: 4, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Zero(t, policyCalls.Load(), "backoff policy calls")
+	eventually(t, func() bool { return len(terminated()) == 4 }, "4 term advisories")
+	assert.Equal(t, map[uint64]string{
+		1: "bad\nnatsfeed: permanent failure",
+		2: "outer: inner: natsfeed: permanent failure",
+		3: "pool's permanent",
+		4: "outer: bad\npool's permanent",
+	}, terminated(), "reasons")
 }
 
 // TestEdgeHandlerSettlesItself: the handler must not settle msg, but if it
@@ -1111,10 +1123,11 @@ func TestEdgePriorityGroupConsumer(t *testing.T) {
 }
 
 // TestEdgeFeedInsideItsPoolOfOne: Feed called from a task of its own pool
-// of one worker counts that worker as free, takes a message that can never
-// run, and then never returns after its ctx ends (its drain waits for that
-// message), until an external Stop abandons the message, which is then
-// nak'd. The doc says only that Feed "blocks a worker".
+// of one worker takes its default bound, 2 messages, that can never run
+// (Feed holds the worker); when its ctx ends it gives them back at once,
+// but never returns (their tasks never reach a worker to be skipped),
+// until an external Stop abandons them. The doc warns that Feed must not
+// run on a worker of its pool.
 func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 3)
 	pool := workerpool.New(1)
@@ -1125,8 +1138,9 @@ func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 		done <- natsfeed.Feed(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 			natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
 	})
-	eventually(t, func() bool { return stats.Counts().Taken == 1 }, "a message taken")
+	eventually(t, func() bool { return stats.Counts().Taken == 2 }, "2 messages taken: the default bound, twice the pool's size")
 	cancel()
+	eventually(t, func() bool { return stats.Counts().Nacked == 2 }, "the 2 messages given back")
 	select {
 	case err := <-done:
 		t.Fatalf("Feed returned (%v): it was expected to wait for its message", err)
@@ -1135,7 +1149,7 @@ func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 	pool.Stop()
 	// ctx ended before the pool stopped: a drain, nil.
 	assert.NoError(t, <-done, "Feed after Stop")
-	assert.Equal(t, natsfeed.Counts{Taken: 1, Nacked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 2, Nacked: 2, MaxInFlight: 2}, stats.Counts(), "counts")
 }
 
 // edgeNilErr is an error type whose Error method needs a non-nil receiver.

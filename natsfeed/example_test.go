@@ -127,7 +127,7 @@ func stopWhenSettled(stats *natsfeed.Stats, n int64, stop func()) {
 func ExampleHandler() {
 	d := newDemo(jetstream.ConsumerConfig{}, "ok", "malformed", "busy")
 	defer d.cleanup()
-	pool := workerpool.New(1) // one worker: the jobs run in order
+	pool := workerpool.New(1)
 	defer pool.StopWait()
 
 	var stats natsfeed.Stats
@@ -152,6 +152,7 @@ func ExampleHandler() {
 		natsfeed.WithStats(&stats),
 		natsfeed.WithBackoff(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 5)),
 		natsfeed.WithErrorHandler(func(error) {}), // quiet: nothing to report here
+		natsfeed.WithMaxInFlight(1),               // one at a time: the jobs run in the stream's order
 	)
 	c := stats.Counts()
 	fmt.Println("feed:", err)

@@ -52,34 +52,45 @@ const (
 // Feed runs h on pool for the messages of cons, a pull consumer with
 // explicit acknowledgement, until ctx is done.
 //
-// Feed pulls with Fetch, asking each time for as many messages as the
-// pool has workers free of the feed's messages, and never for more than
-// the bound of WithMaxInFlight leaves (by default the pool's size, read
-// before each fetch, so that a Resize takes effect). A message counts in
-// flight from the moment it arrives until it is settled, including while
-// it waits for a worker and while its acknowledgement waits for the
-// server's confirmation (off the worker, which takes the next message),
-// so the process never holds more unsettled messages than the bound, and
-// a cluster of processes never more than the sum of theirs. Feed counts
-// only its own messages: other work on the same pool shares its workers,
-// and messages then wait in the pool's queue (WithProgress keeps them
-// alive). One pull request asks for at most 500 messages, or the
-// consumer's MaxRequestBatch if that is lower, and waits at most the fetch
-// wait, or the consumer's MaxRequestExpires if that is lower. The bound is
-// each Feed's: several Feeds on one pool hold up to the sum of theirs.
+// Feed holds at most a bound of messages at once: that of WithMaxInFlight,
+// by default twice the pool's size (read before each pull request, so that
+// a Resize takes effect). A message counts from the moment Feed asks for
+// it until it is settled: while the pull request is on its way, while the
+// message waits in the pool's queue, while its handler runs and while its
+// acknowledgement waits for the server's confirmation (off the worker,
+// which takes the next message). So the process never holds more
+// unsettled messages than the bound, the server never counts more as
+// pending for it, and a cluster of processes holds no more than the sum of
+// theirs. Within the bound Feed fetches ahead: whenever it holds fewer
+// than the bound it keeps a pull request out for the difference (a second
+// request goes out while one is out once a quarter of the bound is free;
+// never more than two),
+// and the messages that come wait in the pool's queue, so that a worker that
+// finishes a message finds the next one there instead of waiting a round
+// trip to the server (see WithMaxInFlight to size the bound). Feed counts
+// only its own messages: other work on the same pool shares its workers.
+// Messages held at once reach the pool in no set order (each waits for it
+// on a goroutine of its own); a bound of 1 runs them one at a time, in the
+// order the server delivers them.
+// One pull request asks for at most 500 messages, or the consumer's
+// MaxRequestBatch if that is lower, and waits at most the fetch wait, or
+// the consumer's MaxRequestExpires if that is lower. The bound is each
+// Feed's: several Feeds on one pool hold up to the sum of theirs.
 //
 // Each message is settled by what h does with it:
-//   - returns nil: acknowledged, and confirmed by the server (DoubleAck). A
-//     failed acknowledgement is reported and tried again until it succeeds
-//     or the consumer's AckWait since the message arrived (since the first
-//     try, under WithProgress) has passed; then the server redelivers the
-//     message.
-//   - returns an error wrapping ErrPermanent: terminated, with the error's
-//     text (its first 1024 bytes) as the reason. (An error marked with
-//     workerpool.Permanent is not; Feed cannot see that mark.)
+//   - returns nil: acknowledged, and confirmed by the server (as DoubleAck
+//     does), off the worker: the worker runs the next message while the
+//     confirmation is on its way, and the message counts against the bound
+//     until it comes. A failed acknowledgement is reported and tried again
+//     until it succeeds or the consumer's AckWait since the message arrived
+//     (since the first try, under WithProgress) has passed; then the
+//     message counts as Unsettled and the server redelivers it.
+//   - returns an error wrapping ErrPermanent, or marked with
+//     [workerpool.Permanent]: terminated, with the error's text (its first
+//     1024 bytes) as the reason.
 //   - returns its ctx's error after Feed's ctx ended, under
-//     WithCancelOnStop: nak'd with the fetch wait as the delay, whatever
-//     the policy says; a drain is not a failure.
+//     WithCancelOnStop: given back as the drain gives back what waits
+//     (below), whatever the policy says; a drain is not a failure.
 //   - returns another error: nak'd with the delay the backoff policy gives
 //     for the message's delivery count (WithBackoff), or terminated if the
 //     policy gives up.
@@ -89,35 +100,63 @@ const (
 //     does a panic in the backoff policy, whose message is nak'd with the
 //     fetch wait as the delay, and reported.
 //   - never runs, because the pool refused it or gave it up: reported, and
-//     nak'd at once if the pool stopped (which also ends Feed, as below),
+//     given back if the pool stopped (as a drain does, below; this also
+//     ends Feed),
 //     or with the fetch wait as the delay for a full queue (Reject,
 //     DropOldest, WithQueueTimeout); then its place stays taken for the
 //     fetch wait, so that Feed does not take message after message for a
 //     pool that refuses them all.
 //
-// When ctx is done, Feed sends no more pull requests, lets the one it has
-// sent finish (at most the fetch wait), waits until every message it took
-// has been settled (with WithCancelOnStop, their handlers' ctx ends), and
-// returns nil. Messages waiting in a paused pool hold the drain until the
-// Pause ends. It never stops the pool. If the pool stops first, Feed does
-// the same and returns an error wrapping [workerpool.ErrStopped]. Errors on
-// the way (fetches, acknowledgements) never end Feed: they are reported to
-// the error handler (WithErrorHandler) and retried.
+// Under WithProgress, a message's beats stop, and the beat in flight is
+// sent, before its acknowledgement, nak or term: the server never sees a
+// beat after the settlement.
+//
+// When ctx is done, Feed sends no more pull requests and drains: it gives
+// back every message that waits in the pool's queue, and every message
+// the pull requests it has sent still bring (it lets them finish, at most
+// the fetch wait), with a nak of no delay, so that the server redelivers
+// them at once, to another process or a later Feed, instead of after
+// AckWait. The naks go out once the last of those pull requests has
+// ended (at once if none is out), so that the feed's own request cannot
+// take back what it gives back. It waits until every running handler has
+// returned and its message is settled (with WithCancelOnStop, their ctx
+// ends), and returns nil. A
+// given-back message still takes a worker for a moment, to be skipped,
+// so a paused pool holds the drain until the Pause ends. Feed never stops
+// the pool. If the pool stops first, Feed does the same (the messages
+// the pool abandoned are given back) and returns an error wrapping
+// [workerpool.ErrStopped]. Errors on the way (fetches, acknowledgements)
+// never end Feed: they are reported to the error handler
+// (WithErrorHandler) and retried.
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
 // pool, consumer or handler, a stopped pool, a bad option, or a consumer
 // it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
-// and one consumer. Feed must not run on a worker of pool: it counts that
-// worker as free (with one worker, the messages it takes never run).
+// and one consumer. Feed reads cons's cached info (CachedInfo) as it
+// starts, which nats.go does not synchronize with that handle's Info
+// (nats-io/nats.go#2151): ask for the consumer's state through another
+// handle (JetStream.Consumer) while Feed starts. Feed must not run on a worker of pool: it would hold
+// that worker for as long as it runs (with one worker, the messages it
+// takes never run).
 func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts ...Option) error {
 	f, err := newFeed(ctx, pool, cons, h, opts)
 	if err != nil {
 		return err
 	}
+	stopBeats := f.beat()
+	drain := sync.OnceFunc(f.drain)
+	stopDrain := context.AfterFunc(ctx, drain)
 	err = f.fetchUntil(ctx)
+	// ctx may be done while its AfterFunc has not begun yet, and then
+	// stopDrain stops it: the drain runs here, or waits for the run begun.
+	stopDrain()
+	if ctx.Err() != nil {
+		drain()
+	}
 	f.outstanding.Wait()
+	stopBeats()
 	return err
 }
 
@@ -135,16 +174,35 @@ type feed struct {
 	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
 
 	// held counts the messages the feed holds or has asked for, against
-	// the bound of WithMaxInFlight; working counts those of them that need
-	// a worker: asked for, waiting for one, or running the handler. The
-	// fetch loop adds a pull request's batch to both before sending it and
-	// gives back what did not come; a delivery gives back working when its
-	// handler returns and held once it is settled.
-	held, working atomic.Int64
-	freed         chan struct{} // buffered 1: a give-back wakes the fetch loop waiting for room
-	// outstanding counts the messages not yet settled; Feed returns once
-	// it reaches zero.
+	// the bound. The fetch loop adds a pull request's batch before sending
+	// it and gives back what did not come; a delivery gives back its
+	// place once it is settled.
+	held     atomic.Int64
+	fetching sync.WaitGroup // the goroutines of the pull requests out
+	freed    chan struct{}  // buffered 1: a give-back or a finished request wakes the fetch loop waiting for room
+	// outstanding counts the deliveries whose goroutine runs; Feed returns
+	// once it reaches zero.
 	outstanding sync.WaitGroup
+
+	// mu guards holding, pulls, stopping and back, and makes a round of
+	// beats and the start of a settlement exclusive: the beater sends its
+	// beats holding mu, and a settlement takes its message off holding
+	// under mu before it sends anything, so no beat of a message follows
+	// its settlement.
+	mu sync.Mutex
+	// holding lists the messages received and not yet settling: waiting in
+	// the pool's queue or running. The beater beats them; the drain gives
+	// back those still waiting.
+	holding ring
+	pulls   int // pull requests out: sent by the fetch loop, ended by fetch
+	// stopping is set once ctx ended or the pool was found stopped: no
+	// pull request goes out after it, and the messages that arrive are
+	// given back.
+	stopping bool
+	// back holds the messages given back while a pull request is out:
+	// nak'd at once, the request could take them again. The last request
+	// to end naks them.
+	back []*delivery
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -175,6 +233,7 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		maxBatch:   defaultMaxBatch,
 		freed:      make(chan struct{}, 1),
 	}
+	f.holding.init()
 	if f.stats == nil {
 		f.stats = new(Stats)
 	}
@@ -230,41 +289,104 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	return nil
 }
 
-// fetchUntil pulls messages and hands them out until ctx is done (nil) or
-// the pool is found stopped (errPoolStopped).
+// fetchUntil sends pull requests until ctx is done (nil) or the pool is
+// found stopped (errPoolStopped), and returns once every request it sent
+// has finished.
 func (f *feed) fetchUntil(ctx context.Context) error {
+	defer f.fetching.Wait()
 	for {
-		if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
-			return errPoolStopped
-		}
 		k := f.room(ctx)
-		if k == 0 {
-			return nil
+		if k == 0 || !f.startPull(k) {
+			break
 		}
-		if err := f.fetch(min(k, f.maxBatch)); err != nil {
-			f.report(err)
-			if !sleep(ctx, f.cfg.fetchWait) {
-				return nil
-			}
-		}
+		go f.fetch(ctx, k)
+	}
+	if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
+		f.stop()
+		return errPoolStopped
+	}
+	return nil
+}
+
+// maxPulls is the most pull requests out at once: one, and another for
+// the places freed while it is out.
+const maxPulls = 2
+
+// startPull takes k places for a pull request about to go out, unless the
+// feed is stopping.
+func (f *feed) startPull(k int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return false
+	}
+	f.pulls++
+	f.held.Add(int64(k))
+	f.fetching.Add(1)
+	return true
+}
+
+// endPull ends a pull request: once the feed is stopping, the last one
+// out naks what was given back while it was out.
+func (f *feed) endPull() {
+	f.mu.Lock()
+	f.pulls--
+	var back []*delivery
+	if f.pulls == 0 {
+		back, f.back = f.back, nil
+	}
+	f.mu.Unlock()
+	for _, d := range back {
+		d.sendNak(0)
 	}
 }
 
-// room waits until the feed may ask for more messages and returns how
-// many, or 0 once ctx is done: as many as the pool has workers free of
-// the feed's messages, and as many as the bound leaves.
+// stop makes the feed stop pulling: no pull request goes out after it.
+func (f *feed) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopping = true
+}
+
+// pullsOut is the number of pull requests out.
+func (f *feed) pullsOut() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pulls
+}
+
+// bound is the most messages the feed may hold: WithMaxInFlight's, or
+// twice the pool's size.
+func (f *feed) bound() int {
+	if f.cfg.maxInFlight > 0 {
+		return f.cfg.maxInFlight
+	}
+	size := f.pool.Size()
+	if size > math.MaxInt/2 {
+		return math.MaxInt
+	}
+	return 2 * size
+}
+
+// room waits until the feed may send a pull request, and returns how many
+// messages it may ask for (at most maxBatch), or 0 once ctx is done or the
+// pool stopped: the difference between the bound and what the feed holds
+// or has asked for, when no request is out; when one is, only once that
+// difference is a quarter of the bound, so that a place freed while a
+// request is out waits for a few others rather than costing a request of
+// its own; when maxPulls are out, none.
 func (f *feed) room(ctx context.Context) int {
-	for ctx.Err() == nil {
-		size := f.pool.Size()
-		bound := f.cfg.maxInFlight
-		if bound == 0 {
-			bound = size
+	for ctx.Err() == nil && !f.pool.Stopped() {
+		bound, pulls := f.bound(), f.pullsOut()
+		least := 1
+		if pulls > 0 {
+			least = max(1, bound/4)
 		}
-		if k := min(size-int(f.working.Load()), bound-int(f.held.Load())); k > 0 {
-			return k
+		if k := bound - int(f.held.Load()); pulls < maxPulls && k >= least {
+			return min(k, f.maxBatch)
 		}
-		// A settle wakes the loop; the fetch wait rechecks the pool's
-		// size, which a Resize may have raised.
+		// A settle or a finished request wakes the loop; the fetch wait
+		// rechecks the pool's size, which a Resize may have raised.
 		recheck := time.NewTimer(f.cfg.fetchWait)
 		select {
 		case <-f.freed:
@@ -276,41 +398,33 @@ func (f *feed) room(ctx context.Context) int {
 	return 0
 }
 
-// fetch sends one pull request for k messages, hands out what comes, and
-// gives back the places of those that did not come. One request at a time
-// is enough: the places that free while it is pending go into the next.
-func (f *feed) fetch(k int) error {
-	f.take(k)
-	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
-	if err != nil {
-		f.give(k, k)
-		return fmt.Errorf("natsfeed: fetch: %w", err)
-	}
+// fetch sends one pull request for k messages, whose places are taken,
+// hands out what comes, and gives back the places of those that did not
+// come. A request that failed keeps them for the fetch wait (or until ctx
+// is done), so that a failing server gets a request per fetch wait, not a
+// stream of them.
+func (f *feed) fetch(ctx context.Context, k int) {
+	defer f.fetching.Done()
 	n := 0
-	for msg := range batch.Messages() {
-		n++
-		f.deliver(msg)
+	batch, err := f.cons.Fetch(k, jetstream.FetchMaxWait(f.cfg.fetchWait))
+	if err == nil {
+		for msg := range batch.Messages() {
+			n++
+			f.deliver(msg)
+		}
+		err = batch.Error()
 	}
-	f.give(k-n, k-n)
-	if err := batch.Error(); err != nil {
-		return fmt.Errorf("natsfeed: fetch: %w", err)
+	if err != nil {
+		f.report(fmt.Errorf("natsfeed: fetch: %w", err))
+		sleep(ctx, f.cfg.fetchWait)
 	}
-	return nil
+	f.endPull()
+	f.give(k - n)
 }
 
-// take counts k messages asked for, in held and in working.
-func (f *feed) take(k int) {
-	f.held.Add(int64(k))
-	f.working.Add(int64(k))
-}
-
-// give gives back places in held and in working, and wakes the fetch loop.
-func (f *feed) give(held, working int) {
-	if held == 0 && working == 0 {
-		return
-	}
-	f.held.Add(-int64(held))
-	f.working.Add(-int64(working))
+// give gives back n places, and wakes the fetch loop.
+func (f *feed) give(n int) {
+	f.held.Add(-int64(n))
 	select {
 	case f.freed <- struct{}{}:
 	default: // a wake-up is already pending
@@ -323,11 +437,87 @@ func (f *feed) report(err error) {
 }
 
 // deliver starts settling msg: its goroutine waits for the pool to run it.
+// A message that arrives once the feed is stopping is given back.
 func (f *feed) deliver(msg jetstream.Msg) {
 	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
+	f.mu.Lock()
+	stopping := f.stopping
+	if !stopping {
+		f.holding.push(d)
+	}
+	f.mu.Unlock()
+	if stopping {
+		d.giveBack()
+		f.give(1)
+		return
+	}
 	f.outstanding.Add(1)
 	go d.run()
+}
+
+// drain runs once Feed's ctx is done: it stops the pulling, gives back
+// every message that waits in the pool's queue, and makes deliver give
+// back those still to come.
+func (f *feed) drain() {
+	var now []*delivery
+	f.mu.Lock()
+	f.stopping = true
+	for d := f.holding.next; d != &f.holding.delivery; {
+		next := d.next
+		if !d.running {
+			f.holding.remove(d)
+			if f.pulls > 0 {
+				f.back = append(f.back, d)
+			} else {
+				now = append(now, d)
+			}
+		}
+		d = next
+	}
+	f.mu.Unlock()
+	for _, d := range now {
+		d.sendNak(0) // its task, when a worker takes it, finds it off holding and returns
+	}
+}
+
+// beat sends InProgress, every progress period, for each message the feed
+// holds and has not begun to settle, until the returned stop is called;
+// stop returns once the beats have ended.
+func (f *feed) beat() (stop func()) {
+	if f.cfg.progress <= 0 {
+		return func() {}
+	}
+	done, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(f.cfg.progress)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				f.beatAll()
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-ended
+	}
+}
+
+// beatAll sends one beat for each message on holding, holding mu: a
+// settlement waits for the round to end before it takes its message off.
+func (f *feed) beatAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for d := f.holding.next; d != &f.holding.delivery; d = d.next {
+		if err := d.msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			f.report(fmt.Errorf("natsfeed: progress %v: %w", d, err))
+		}
+	}
 }
 
 // deliveryCount is the server's count of msg's deliveries, this one
@@ -353,13 +543,33 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// A ring is a circular list of deliveries, linked through their own
+// fields; its zero value must be init'ed. The feed's mu guards it.
+type ring struct{ delivery }
+
+func (r *ring) init() { r.next, r.prev = &r.delivery, &r.delivery }
+
+func (r *ring) push(d *delivery) {
+	d.prev, d.next = r.prev, &r.delivery
+	r.prev.next = d
+	r.prev = d
+	d.linked = true
+}
+
+func (r *ring) remove(d *delivery) {
+	d.prev.next, d.next.prev = d.next, d.prev
+	d.prev, d.next = nil, nil
+	d.linked = false
+}
+
 // A delivery is one message the feed holds, from its arrival until it is
 // settled. Its goroutine waits in DoWait while a worker runs handle, and
 // then acknowledges the message if the handler returned nil: the worker is
 // free for the next message while the server confirms. The worker settles
 // a failure itself (a nak or term is sent without waiting), so that the
-// backoff policy and a panic meet the pool's panic policy. Each field is
-// written by the worker, then read by the goroutine after DoWait.
+// backoff policy and a panic meet the pool's panic policy. handled and
+// settled are written by the worker, then read by the goroutine after
+// DoWait; linked, running, prev and next are guarded by the feed's mu.
 type delivery struct {
 	f       *feed
 	msg     jetstream.Msg
@@ -367,40 +577,72 @@ type delivery struct {
 	attempt int  // the server's delivery count, 1 on the first
 	handled bool // the handler returned nil: acknowledge
 	settled bool // nak'd or terminated
+
+	linked     bool // on the feed's holding: beaten, and not settling yet
+	running    bool // a worker took it: the drain leaves it to its handler
+	prev, next *delivery
 }
 
 // run has the pool run the message's handler, acknowledges it, or settles
 // it if the pool never ran it.
 func (d *delivery) run() {
 	defer d.f.outstanding.Done()
-	defer d.f.beat(d.msg)()
 	switch err := d.f.pool.DoWait(d.handle, d.f.label); {
 	case err != nil:
 		d.notRun(err)
 	case d.handled:
+		d.release()
 		d.ack()
 	}
-	d.f.give(1, 0)
+	d.f.give(1)
+}
+
+// start marks the message taken by a worker, and reports false if the
+// drain gave it back first.
+func (d *delivery) start() bool {
+	d.f.mu.Lock()
+	defer d.f.mu.Unlock()
+	d.running = d.linked
+	return d.running
+}
+
+// release takes the message off the feed's holding, once the beat in
+// flight (if any) is sent: no beat follows. It reports false if the
+// message was off already (the drain gave it back).
+func (d *delivery) release() bool {
+	d.f.mu.Lock()
+	defer d.f.mu.Unlock()
+	if !d.linked {
+		return false
+	}
+	d.f.holding.remove(d)
+	return true
 }
 
 // handle runs on a worker: the handler, and the settlement of a failure.
 // A panic or Goexit on the way naks the message before it goes on to the
-// pool.
+// pool. A message the drain gave back is skipped.
 func (d *delivery) handle() {
-	defer d.f.give(0, 1)
+	if !d.start() {
+		return
+	}
 	defer d.settleAbandoned()
 	switch err := d.f.h(d.f.handlerCtx, d.msg); {
 	case err == nil:
 		d.handled = true
-	case errors.Is(err, ErrPermanent):
+	case permanent(err):
 		d.term(err)
 	case d.f.cfg.cancelOnStop && d.f.handlerCtx.Err() != nil && errors.Is(err, d.f.handlerCtx.Err()):
-		// Given up for the drain, not failed: no attempt spent, and the
-		// delay keeps the feed's last pull request from taking it again.
-		d.nak(d.f.cfg.fetchWait)
+		d.giveBack() // given up for the drain, not failed: no attempt spent
 	default:
 		d.retryLater(err)
 	}
+}
+
+// permanent reports whether err wraps ErrPermanent or an error marked with
+// workerpool.Permanent.
+func permanent(err error) bool {
+	return errors.Is(err, ErrPermanent) || workerpool.IsPermanent(err)
 }
 
 // settleAbandoned settles a message whose handler (or settlement) did not
@@ -426,19 +668,22 @@ func (d *delivery) abandonedDelay() (delay time.Duration) {
 	return delay
 }
 
-// notRun settles a message the pool refused or gave up: a stopped pool's
-// at once, for another process to take; a full pool's with the fetch wait
-// as delay, and its place stays taken for as long, so that the feed does
-// not take message after message for a pool that refuses them all.
+// notRun settles a message the pool refused or gave up, unless the drain
+// gave it back first: a stopped pool's at once, for another process to
+// take; a full pool's with the fetch wait as delay, and its place stays
+// taken for as long, so that the feed does not take message after message
+// for a pool that refuses them all.
 func (d *delivery) notRun(err error) {
+	if !d.release() {
+		return
+	}
 	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
 	if errors.Is(err, workerpool.ErrStopped) {
-		d.nak(0) // the fetch loop sees the pool stopped, and ends
+		d.giveBack() // the fetch loop sees the pool stopped, and ends
 	} else {
 		d.nak(d.f.cfg.fetchWait)
 		sleep(d.f.ctx, d.f.cfg.fetchWait)
 	}
-	d.f.give(0, 1)
 }
 
 // retryLater naks the message with the backoff delay, or terminates it if
@@ -502,8 +747,38 @@ func final(err error) bool {
 }
 
 // nak gives the message back for redelivery after delay (at once if zero).
+// Its beats end first (see release).
 func (d *delivery) nak(delay time.Duration) {
+	d.release()
 	d.settled = true
+	d.sendNak(delay)
+}
+
+// giveBack gives the message back at once, for a feed that stops (its ctx
+// ended, or the pool stopped): with a nak of no delay, sent now if no pull
+// request of the feed is out, or else by the last one out when it ends, so
+// that the feed does not take the message again itself. The feed stops
+// pulling first.
+func (d *delivery) giveBack() {
+	f := d.f
+	d.settled = true
+	f.mu.Lock()
+	f.stopping = true
+	if d.linked {
+		f.holding.remove(d)
+	}
+	later := f.pulls > 0
+	if later {
+		f.back = append(f.back, d)
+	}
+	f.mu.Unlock()
+	if !later {
+		d.sendNak(0)
+	}
+}
+
+// sendNak sends the nak of a message off holding, and counts it.
+func (d *delivery) sendNak(delay time.Duration) {
 	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.nacked)
 }
 
@@ -511,6 +786,7 @@ func (d *delivery) nak(delay time.Duration) {
 // publishes in its advisory.
 func (d *delivery) term(why error) {
 	reason := reasonOf(why)
+	d.release()
 	d.settled = true
 	d.count(d.msg.TermWithReason(reason), "term", &d.f.stats.terminated)
 }
@@ -550,32 +826,4 @@ func (d *delivery) String() string {
 		return "message on " + d.msg.Subject()
 	}
 	return fmt.Sprintf("message %d of stream %s", md.Sequence.Stream, md.Stream)
-}
-
-// beat sends InProgress for msg every progress period until the returned
-// stop is called; stop returns once the beats have ended.
-func (f *feed) beat(msg jetstream.Msg) (stop func()) {
-	if f.cfg.progress <= 0 {
-		return func() {}
-	}
-	done, ended := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(ended)
-		t := time.NewTicker(f.cfg.progress)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if err := msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-					f.report(fmt.Errorf("natsfeed: progress: %w", err))
-				}
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-ended
-	}
 }

@@ -46,12 +46,27 @@ func run(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consum
 	}
 }
 
-// info returns the consumer's state on the server.
+// consumerJS maps each consumer the tests create to its JetStream
+// context, for info.
+var consumerJS sync.Map // jetstream.Consumer → jetstream.JetStream
+
+// registerConsumer records cons's JetStream context for info.
+func registerConsumer(js jetstream.JetStream, cons jetstream.Consumer) {
+	consumerJS.Store(cons, js)
+}
+
+// info returns the consumer's state on the server, asked through a handle
+// of its own: nats.go's Consumer.Info writes the handle's cached info,
+// which Feed reads, with no synchronization (nats-io/nats.go#2151), so a
+// test must not call Info on the handle a running Feed was given.
 func info(t *testing.T, cons jetstream.Consumer) *jetstream.ConsumerInfo {
 	t.Helper()
-	i, err := cons.Info(context.Background())
+	js, ok := consumerJS.Load(cons)
+	require.True(t, ok, "consumer created without registerConsumer")
+	cached := cons.CachedInfo()
+	h, err := js.(jetstream.JetStream).Consumer(context.Background(), cached.Stream, cached.Name)
 	require.NoError(t, err, "consumer info")
-	return i
+	return h.CachedInfo()
 }
 
 // eventually waits for cond, failing the test with what after a minute.
@@ -98,7 +113,7 @@ func TestFeedAcksEveryMessageOnce(t *testing.T) {
 	for id, n := range seen {
 		require.Equal(t, 1, n, "handlings of job %d", id)
 	}
-	assert.Equal(t, natsfeed.Counts{Taken: 1000, Acked: 1000, MaxInFlight: 8}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 1000, Acked: 1000, MaxInFlight: 16}, stats.Counts(), "counts: the default bound, twice the pool's size, held")
 	i := info(t, cons)
 	assert.Equal(t, 0, i.NumAckPending, "unacked on the server")
 	assert.Equal(t, uint64(0), i.NumPending, "undelivered on the server")
@@ -140,7 +155,10 @@ func TestFeedHoldsAtMostMaxInFlight(t *testing.T) {
 	assert.Equal(t, int64(5), stats.Counts().MaxInFlight, "max in flight")
 }
 
-func TestFeedHoldsAtMostThePoolsSizeAndFollowsResize(t *testing.T) {
+// TestFeedHoldsTwiceThePoolsSizeAndFollowsResize: by default Feed holds
+// twice the pool's size, half of it running and half fetched ahead,
+// waiting in the pool's queue; a Resize moves the bound.
+func TestFeedHoldsTwiceThePoolsSizeAndFollowsResize(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 50)
 	pool := workerpool.New(2)
 	defer pool.Stop()
@@ -156,14 +174,15 @@ func TestFeedHoldsAtMostThePoolsSizeAndFollowsResize(t *testing.T) {
 		gates <- g
 		<-g
 		return nil
-	}, natsfeed.WithMaxInFlight(10), natsfeed.WithStats(stats))
-	eventually(t, func() bool { return inside.Load() == 2 }, "2 handlers running")
-	assert.Equal(t, 2, info(t, cons).NumAckPending, "unacked on the server with a pool of 2")
+	}, natsfeed.WithStats(stats))
+	eventually(t, func() bool { return inside.Load() == 2 && info(t, cons).NumAckPending == 4 }, "2 handlers running, 4 messages pending on the server")
+	assert.Equal(t, 2, pool.WaitingQueueSize(), "messages fetched ahead, waiting in the pool's queue")
+	assert.Equal(t, int64(4), stats.Counts().InFlight, "in flight with a pool of 2")
 	pool.Resize(4)
-	close(<-gates) // a settle wakes the fetch loop, which now has 4 slots
+	close(<-gates) // a settle wakes the fetch loop, which now has a bound of 8
 	eventually(t, func() bool { return inside.Load() == 4 }, "4 handlers running after Resize(4)")
 	// The first message's acknowledgement may still be on its way.
-	eventually(t, func() bool { return info(t, cons).NumAckPending == 4 }, "unacked on the server with a pool of 4")
+	eventually(t, func() bool { return info(t, cons).NumAckPending == 8 }, "unacked on the server with a pool of 4")
 	cancel()
 	go func() {
 		for g := range gates {
@@ -172,9 +191,7 @@ func TestFeedHoldsAtMostThePoolsSizeAndFollowsResize(t *testing.T) {
 	}()
 	require.NoError(t, wait(), "Feed")
 	close(gates)
-	// Acknowledgements wait off the workers, so up to the bound of 10 may
-	// be held while the workers run the next messages.
-	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(10), "max in flight")
+	assert.Equal(t, int64(8), stats.Counts().MaxInFlight, "max in flight")
 }
 
 // advisories collects the server's advisories of terminated messages of
@@ -299,7 +316,7 @@ func TestFeedDrainsWhatItHolds(t *testing.T) {
 			ctxLive.Add(1)
 		}
 		return err
-	}, natsfeed.WithStats(stats))
+	}, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(100))
 	eventually(t, func() bool { return g.inside.Load() == 100 }, "100 handlers running")
 	require.Equal(t, 100, info(t, cons).NumAckPending, "unacked on the server")
 	cancel()
@@ -324,6 +341,54 @@ func TestFeedDrainsWhatItHolds(t *testing.T) {
 	}, natsfeed.WithStats(stats2), natsfeed.WithMaxInFlight(1))
 	require.NoError(t, wait(), "second Feed")
 	assert.Equal(t, natsfeed.Counts{Taken: 100, Acked: 100, MaxInFlight: 1}, stats2.Counts(), "second feed's counts")
+}
+
+// TestFeedGivesBackWhatWaitsAtOnce: the messages fetched ahead, waiting
+// in the pool's queue, are nak'd at once when Feed's ctx ends or the pool
+// stops, while the running handlers still run: with an AckWait of an hour,
+// another pull gets them at once, as redeliveries.
+func TestFeedGivesBackWhatWaitsAtOnce(t *testing.T) {
+	for _, how := range []string{"ctx", "stop"} {
+		t.Run(how, func(t *testing.T) {
+			_, cons := setup(t, time.Hour, 8)
+			pool := workerpool.New(4)
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			g, stats := newGate(), new(natsfeed.Stats)
+			opened := sync.OnceFunc(func() { close(g.open) })
+			defer opened() // before pool.Stop, which waits for the handlers
+			wait := run(ctx, pool, cons, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
+			eventually(t, func() bool { return g.inside.Load() == 4 && pool.WaitingQueueSize() == 4 }, "4 handlers running, 4 messages waiting")
+			require.Equal(t, 8, info(t, cons).NumAckPending, "pending on the server: the default bound, twice the pool's size")
+			if how == "ctx" {
+				cancel()
+			} else {
+				go pool.Stop()
+			}
+			// The stream has no other message: what comes is given back.
+			batch, err := cons.Fetch(4, jetstream.FetchMaxWait(30*time.Second))
+			require.NoError(t, err, "fetch")
+			var again []uint64
+			for msg := range batch.Messages() {
+				again = append(again, delivered(msg))
+				assert.NoError(t, msg.DoubleAck(context.Background()), "ack a redelivery")
+			}
+			assert.Equal(t, []uint64{2, 2, 2, 2}, again, "delivery counts of the messages fetched while the handlers run")
+			assert.Equal(t, int64(4), g.inside.Load(), "handlers still running")
+			assert.Equal(t, int64(4), stats.Counts().Nacked, "given back")
+			opened()
+			err = wait()
+			if how == "ctx" {
+				require.NoError(t, err, "Feed")
+			} else {
+				require.ErrorIs(t, err, workerpool.ErrStopped, "Feed")
+			}
+			assert.Equal(t, natsfeed.Counts{Taken: 8, Acked: 4, Nacked: 4, MaxInFlight: 8}, stats.Counts(), "counts")
+			assert.Equal(t, int64(4), g.entered.Load(), "handlers run")
+			assert.Equal(t, 0, info(t, cons).NumAckPending, "pending on the server at the end")
+		})
+	}
 }
 
 func TestFeedWithCancelOnStopEndsTheHandlersContext(t *testing.T) {
@@ -466,6 +531,7 @@ func TestFeedAsksNoMoreThanMaxRequestBatch(t *testing.T) {
 		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2,
 	})
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	publish(t, js, 100)
 	pool := workerpool.New(8)
 	defer pool.Stop()

@@ -13,11 +13,13 @@ import (
 )
 
 // FuzzFeed races Feed against the pool's Stop, Resize and Pause and its
-// own ctx ending, with handlers that return, fail, fail for good, panic
+// own ctx ending (which gives back what waits in the queue), with
+// progress beats or without, with handlers that return, fail, fail for good, panic
 // and call runtime.Goexit, on fake messages (a fuzzer cannot wait for a
 // real server). Whatever happens, Feed returns, every message it took is
-// settled exactly once, its counts add up, and it never holds more than
-// its bound.
+// settled exactly once, no beat follows a settlement, its counts add up,
+// and it never holds more than its bound, nor asks for more: the messages
+// its pull requests may still bring count too.
 //
 // data[0] picks the pool's size (1-4), data[1] the bound (0: the
 // default), data[2] the options; each further byte is one message: its
@@ -27,6 +29,8 @@ func FuzzFeed(f *testing.F) {
 	f.Add([]byte{2, 0, 0, 0, 1, 2, 3, 4, 5, 0, 0})
 	f.Add([]byte{1, 3, 1, 0, 0x08, 0, 0x10, 1, 0x18, 2, 0x20})
 	f.Add([]byte{4, 2, 3, 3, 4, 0x28, 0, 0, 0x30, 0x38, 1, 1})
+	f.Add([]byte{2, 0, 4, 5, 5, 5, 5, 0x20, 5, 5, 5, 0})
+	f.Add([]byte{3, 0, 5, 5, 0x0d, 5, 5, 1, 2, 5})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 || len(data) > 64 {
 			return
@@ -38,6 +42,9 @@ func FuzzFeed(f *testing.F) {
 			msgs = append(msgs, &fakeMsg{log: log, action: b})
 		}
 		cons := &fakeConsumer{log: log, ackWait: time.Minute, wait: time.Millisecond, msgs: msgs}
+		for _, m := range msgs {
+			m.(*fakeMsg).cons = cons
+		}
 		pool := workerpool.New(size, workerpool.WithPanicHandler(func(any) {}))
 		defer pool.Stop()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -50,6 +57,9 @@ func FuzzFeed(f *testing.F) {
 		}
 		if flags&1 != 0 {
 			opts = append(opts, natsfeed.WithCancelOnStop())
+		}
+		if flags&4 != 0 {
+			opts = append(opts, natsfeed.WithProgress(100*time.Microsecond))
 		}
 		stats := new(natsfeed.Stats)
 		opts = append(opts, natsfeed.WithStats(stats))
@@ -113,12 +123,15 @@ func FuzzFeed(f *testing.F) {
 		if c.Taken != c.Acked+c.Nacked+c.Terminated+c.Unsettled || c.InFlight != 0 {
 			t.Fatalf("counts do not add up: %+v", c)
 		}
-		limit := maxSize
+		limit := 2 * maxSize // the default bound: twice the pool's size
 		if bound > 0 {
 			limit = bound
 		}
 		if c.MaxInFlight > int64(limit) {
 			t.Fatalf("held %d, above the bound %d", c.MaxInFlight, limit)
+		}
+		if most := cons.most(); most > limit {
+			t.Fatalf("asked for or held %d at once, above the bound %d", most, limit)
 		}
 		var settled int64
 		for i, m := range msgs {
@@ -127,6 +140,9 @@ func FuzzFeed(f *testing.F) {
 				t.Fatalf("message %d settled %d times", i, n)
 			case n == 1:
 				settled++
+			}
+			if n := m.(*fakeMsg).late.Load(); n > 0 {
+				t.Fatalf("message %d: %d beats after its settlement", i, n)
 			}
 		}
 		if settled != c.Taken-c.Unsettled {

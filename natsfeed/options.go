@@ -15,7 +15,7 @@ import (
 type Option func(*config)
 
 type config struct {
-	maxInFlight  int // 0: no bound but the pool's size
+	maxInFlight  int // 0: twice the pool's size
 	fetchWait    time.Duration
 	backoff      workerpool.RetryPolicy
 	progress     time.Duration // 0: no InProgress beats
@@ -72,15 +72,24 @@ func logError(err error) {
 	slog.Warn("natsfeed", "err", err)
 }
 
-// WithMaxInFlight bounds the messages Feed holds at once to n: received from
-// the server and not yet settled, whether waiting for a worker, running or
-// being acknowledged. Feed still asks for no more messages than the pool
-// has workers free, so n above the pool's size lets the next messages
-// arrive and run while the last ones' acknowledgements wait for the
-// server: twice the size hides that round trip. n must be at least 1.
+// WithMaxInFlight bounds the messages Feed holds at once to n: asked for
+// and not yet settled, whether on their way from the server, waiting in
+// the pool's queue, running or being acknowledged. The server never counts
+// more of this process's messages as pending. n must be at least 1.
 //
-// Default: the pool's size ([workerpool.WorkerPool.Size], read before each
-// fetch, so a Resize takes effect).
+// Within the bound Feed fetches ahead, so n above the pool's size keeps
+// the workers busy: the messages beyond the running ones cover the pull
+// request that brings the next messages and the acknowledgement that
+// waits for the server, each a round trip. To keep w workers busy on tasks
+// of t each, with a round trip of r to the server, take n of about
+// w × (1 + 2r/t): twice the pool's size covers round trips up to half a
+// task; a task of 1 ms behind a network of 1 ms each way asks for about
+// five times the pool's size. More costs nothing but the messages a dead
+// process holds until AckWait, and the wait of the messages queued behind
+// others; n below the pool's size leaves workers idle for this feed.
+//
+// Default: twice the pool's size ([workerpool.WorkerPool.Size], read
+// before each pull request, so a Resize takes effect).
 func WithMaxInFlight(n int) Option {
 	return func(c *config) {
 		if n < 1 {
@@ -93,10 +102,12 @@ func WithMaxInFlight(n int) Option {
 // WithFetchWait sets how long one pull request waits on the server for
 // messages. A shorter wait sends more requests to an idle stream; a longer
 // one delays Feed's return after its ctx is done, since Feed lets the
-// request it has sent finish rather than drop what the server is already
-// sending. A failed request is retried after d, and a Resize that raises
-// the pool's size is seen within d. d must be from MinFetchWait to
-// MaxFetchWait; a consumer's MaxRequestExpires, if lower, lowers it.
+// requests it has sent finish rather than drop what the server is already
+// sending (and gives back what they bring, and what the drain gives back,
+// once they have ended). A failed request is retried after d, and a
+// Resize that raises the pool's size is seen within d. d must be from
+// MinFetchWait to MaxFetchWait; a consumer's MaxRequestExpires, if lower,
+// lowers it.
 //
 // Default: DefaultFetchWait.
 func WithFetchWait(d time.Duration) Option {
@@ -159,7 +170,9 @@ func WithErrorHandler(f func(error)) Option {
 
 // WithCancelOnStop makes the handlers' context end when Feed's ctx does,
 // so that running handlers can give up at once; their messages are then
-// settled by what they return. Without it, the handlers' context carries
+// settled by what they return, and a handler that returns its ctx's error
+// has its message given back as the drain gives back what waits (see
+// Feed), its attempt not counted as a failure. Without it, the handlers' context carries
 // ctx's values but never ends, and a drain lets every handler finish.
 func WithCancelOnStop() Option {
 	return func(c *config) {

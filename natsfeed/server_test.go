@@ -59,19 +59,27 @@ func newConsumer(t testing.TB, js jetstream.JetStream, ackWait time.Duration) je
 		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 	})
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	return cons
 }
 
-// publish publishes n jobs with bodies "0" to "n-1", each confirmed.
+// publish publishes n jobs with bodies "0" to "n-1", each confirmed, in
+// batches of at most publishBatch unconfirmed (below connect's and
+// connectForever's WithPublishAsyncMaxPending, which would stall).
 func publish(t testing.TB, js jetstream.JetStream, n int) {
 	t.Helper()
 	for i := range n {
 		_, err := js.PublishAsync(fmt.Sprintf("jobs.%d", i%16), []byte(fmt.Sprint(i)))
 		require.NoError(t, err, "publish")
-	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(30 * time.Second):
-		t.Fatal("publishing did not complete")
+		if (i+1)%publishBatch == 0 || i == n-1 {
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-time.After(30 * time.Second):
+				t.Fatal("publishing did not complete")
+			}
+		}
 	}
 }
+
+// publishBatch is how many jobs publish leaves unconfirmed at most.
+const publishBatch = 10_000

@@ -1,0 +1,122 @@
+package natsfeed_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ackWire records, in the order the server routes them, the messages
+// published on the acknowledgement subjects ($JS.ACK.>): the beats,
+// acknowledgements, naks and terms of every delivery. The reply subject
+// of a delivery is its own, so a subject names one delivery of one
+// message.
+type ackWire struct {
+	mu     sync.Mutex
+	events []ackEvent
+}
+
+type ackEvent struct {
+	subject string // the delivery's reply subject
+	kind    string // "+WPI", "+ACK", "-NAK" or "+TERM"
+}
+
+// listenAcks subscribes a core NATS connection of its own to $JS.ACK.>
+// on url. The returned flush waits until every message published so far
+// on conns has reached the subscriber.
+func listenAcks(t *testing.T, url string) (*ackWire, func(conns ...*nats.Conn)) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err, "connect the listener")
+	t.Cleanup(nc.Close)
+	w := new(ackWire)
+	_, err = nc.Subscribe("$JS.ACK.>", func(m *nats.Msg) {
+		kind, _, _ := bytes.Cut(m.Data, []byte(" "))
+		w.mu.Lock()
+		w.events = append(w.events, ackEvent{m.Subject, string(kind)})
+		w.mu.Unlock()
+	})
+	require.NoError(t, err, "subscribe to $JS.ACK.>")
+	require.NoError(t, nc.Flush(), "the subscription reached the server")
+	return w, func(conns ...*nats.Conn) {
+		for _, c := range conns {
+			require.NoError(t, c.Flush(), "flush the feed's connection")
+		}
+		require.NoError(t, nc.Flush(), "flush the listener")
+	}
+}
+
+// late returns the beats seen after their delivery was settled, and how
+// many of each kind were seen.
+func (w *ackWire) late() (late []string, kinds map[string]int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	settled := map[string]string{}
+	kinds = map[string]int{}
+	for _, e := range w.events {
+		kinds[e.kind]++
+		if e.kind == "+WPI" {
+			if how, ok := settled[e.subject]; ok {
+				late = append(late, fmt.Sprintf("+WPI after %s on %s", how, e.subject))
+			}
+			continue
+		}
+		settled[e.subject] = e.kind
+	}
+	return late, kinds
+}
+
+// TestProgressNeverFollowsSettlement watches the wire under
+// WithProgress(1ms) with handlers that work a few milliseconds and fail
+// half the time (nak'd or terminated): no beat of a delivery is published
+// after its acknowledgement, nak or term, where it would restart the
+// server's AckWait for a message already settled (and so delay a nak'd
+// message's redelivery past its backoff).
+func TestProgressNeverFollowsSettlement(t *testing.T) {
+	const n = 300
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, 30*time.Second)
+	wire, flush := listenAcks(t, s.ClientURL())
+	publish(t, js, n)
+	pool := workerpool.New(8)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		id := job(msg)
+		time.Sleep(time.Duration(2+id%3) * time.Millisecond)
+		if delivered(msg) > 1 {
+			return nil
+		}
+		switch id % 4 {
+		case 1:
+			return fmt.Errorf("job %d fails once", id)
+		case 3:
+			return fmt.Errorf("job %d: %w", id, natsfeed.ErrPermanent)
+		}
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithProgress(time.Millisecond),
+		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }))
+	eventually(t, func() bool { c := stats.Counts(); return c.Acked == 3*n/4 && c.Terminated == n/4 }, "every job acked or terminated")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	flush(js.Conn())
+	late, kinds := wire.late()
+	assert.Zero(t, len(late), "beats published after their delivery was settled; the first: %q", late[:min(5, len(late))])
+	assert.Equal(t, 3*n/4, kinds["+ACK"], "acknowledgements on the wire")
+	assert.Equal(t, n/4, kinds["-NAK"], "naks on the wire")
+	assert.Equal(t, n/4, kinds["+TERM"], "terms on the wire")
+	assert.Positive(t, kinds["+WPI"], "beats on the wire")
+}
