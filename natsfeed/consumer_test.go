@@ -1,0 +1,73 @@
+package natsfeed_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFeedRefusesAnOrderedConsumer: Feed's doc names ordered consumers as
+// ones it refuses at once (their acknowledgement is AckNone). An ordered
+// consumer knows no info before its first fetch (CachedInfo is nil), so
+// Feed must find out otherwise, and return an error before taking any
+// message.
+func TestFeedRefusesAnOrderedConsumer(t *testing.T) {
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	_, err := js.CreateOrUpdateStream(context.Background(), jobsConfig)
+	require.NoError(t, err, "stream")
+	publish(t, js, 5)
+	cons, err := js.OrderedConsumer(context.Background(), "JOBS", jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err, "ordered consumer")
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
+	err, returned := wait(time.Minute)
+	require.True(t, returned, "Feed returned")
+	assert.Error(t, err, "Feed on an ordered consumer (AckNone); counts %+v, %d errors reported, the first %v",
+		stats.Counts(), len(errs.all()), first(errs.all()))
+	assert.Zero(t, stats.Counts().Taken, "messages taken from an ordered consumer")
+}
+
+// first returns the first of errs, or nil.
+func first(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}
+
+// TestFeedFitsTheConsumersMaxWaiting: Feed caps a pull request at the
+// consumer's MaxRequestBatch, so a bound above it takes several requests
+// out at once; the consumer's MaxWaiting caps how many the server keeps.
+// Feed must keep within it: a request beyond it is refused ("Exceeded
+// MaxWaiting"), reported, and its places stay taken for the fetch wait.
+func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
+	const n = 200
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxRequestBatch: 1, MaxWaiting: 2,
+	}, n)
+	pool := workerpool.New(4) // default bound 8: 8 requests of 1
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Zero(t, errs.count("Exceeded MaxWaiting"), "pull requests refused for MaxWaiting; the first error %v", first(errs.all()))
+}
