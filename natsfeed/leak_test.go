@@ -21,11 +21,15 @@ import (
 func TestFeedLeavesNoGoroutine(t *testing.T) {
 	js, cons := setup(t, 30*time.Second, 0)
 	ends := map[string]func(cancel context.CancelFunc, pool *workerpool.WorkerPool){
-		"ctx":       func(cancel context.CancelFunc, _ *workerpool.WorkerPool) { cancel() },
-		"Stop":      func(_ context.CancelFunc, pool *workerpool.WorkerPool) { pool.Stop() },
-		"StopWait":  func(_ context.CancelFunc, pool *workerpool.WorkerPool) { pool.StopWait() },
-		"ctx+Stop":  func(cancel context.CancelFunc, pool *workerpool.WorkerPool) { go cancel(); pool.Stop() },
-		"Shutdown0": func(_ context.CancelFunc, pool *workerpool.WorkerPool) { c, f := context.WithCancel(context.Background()); f(); _ = pool.Shutdown(c) },
+		"ctx":      func(cancel context.CancelFunc, _ *workerpool.WorkerPool) { cancel() },
+		"Stop":     func(_ context.CancelFunc, pool *workerpool.WorkerPool) { pool.Stop() },
+		"StopWait": func(_ context.CancelFunc, pool *workerpool.WorkerPool) { pool.StopWait() },
+		"ctx+Stop": func(cancel context.CancelFunc, pool *workerpool.WorkerPool) { go cancel(); pool.Stop() },
+		"Shutdown0": func(_ context.CancelFunc, pool *workerpool.WorkerPool) {
+			c, f := context.WithCancel(context.Background())
+			f()
+			_ = pool.Shutdown(c)
+		},
 	}
 	for name, end := range ends {
 		t.Run(name, func(t *testing.T) {
