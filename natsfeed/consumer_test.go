@@ -2,6 +2,7 @@ package natsfeed_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,4 +71,46 @@ func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	assert.Zero(t, errs.count("Exceeded MaxWaiting"), "pull requests refused for MaxWaiting; the first error %v", first(errs.all()))
+}
+
+// TestFeedAckWaitLongerThanAHandlerSuffices: the package doc tells the
+// user to make the consumer's AckWait "longer than a handler runs, or use
+// WithProgress". With fetching ahead, a message also waits in the pool's
+// queue for the one before it, unbeaten, and its AckWait runs from its
+// arrival: at the default bound (twice the pool) a handler of 0.6 of
+// AckWait makes the server redeliver the queued message while it runs,
+// and it is handled twice. Either Feed keeps the queued messages alive, or
+// the doc states the real rule (AckWait longer than the queue wait and the
+// run together).
+func TestFeedAckWaitLongerThanAHandlerSuffices(t *testing.T) {
+	const n = 8
+	_, cons := setup(t, time.Second, n)
+	pool := workerpool.New(2) // default bound 4: two running, two waiting
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var mu sync.Mutex
+	runs := map[int]int{}
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		mu.Lock()
+		runs[job(msg)]++
+		mu.Unlock()
+		time.Sleep(600 * time.Millisecond) // well within AckWait (1s)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
+	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == n && stats.Counts().InFlight == 0 }, "every job handled")
+	time.Sleep(1500 * time.Millisecond) // any redelivery comes within AckWait
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, k := range runs {
+		if k > 1 {
+			twice++
+		}
+	}
+	assert.Zero(t, twice, "jobs handled more than once with handlers of 0.6 AckWait; counts %+v", stats.Counts())
+	assert.Zero(t, stats.Counts().Redelivered, "redeliveries")
 }
