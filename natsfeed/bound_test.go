@@ -110,3 +110,39 @@ func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
 	assert.LessOrEqual(t, high, 5, "NumAckPending seen by the server for bounds 2+3 (%d polls)", polls)
 	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(5), "MaxInFlight")
 }
+
+// TestBoundFollowsResize: under the default bound (twice the pool's size),
+// the pool is resized up and down while Feed runs handlers that succeed;
+// once the messages taken under a larger bound have settled, the server
+// never counts more pending than twice the size of the moment (plus what
+// was asked for before the resize: the watcher waits for those to settle).
+func TestBoundFollowsResize(t *testing.T) {
+	const n = 20000
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, 30*time.Second)
+	publish(t, js, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		time.Sleep(200 * time.Microsecond)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithFetchWait(100*time.Millisecond))
+	for _, size := range []int{1, 6, 2} {
+		pool.Resize(size)
+		// What was asked for under the old size settles, and the fetch
+		// wait ends any request sent before the resize.
+		time.Sleep(500 * time.Millisecond)
+		stop := watchAckPending(t, s.ClientURL())
+		time.Sleep(300 * time.Millisecond)
+		high, polls := stop()
+		assert.LessOrEqual(t, high, 2*size, "NumAckPending at size %d (%d polls)", size, polls)
+	}
+	require.Less(t, stats.Counts().Acked, int64(n), "the stream kept the feed busy through every size")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	edgeBalanced(t, stats.Counts())
+}
