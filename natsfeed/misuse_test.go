@@ -2,6 +2,8 @@ package natsfeed_test
 
 import (
 	"context"
+	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -28,4 +30,31 @@ func TestFeedRefusesAZeroPool(t *testing.T) {
 	require.True(t, returned, "Feed returned")
 	assert.Error(t, err, "Feed on a zero WorkerPool (returned after %v, counts %+v)", time.Since(start).Round(time.Millisecond), stats.Counts())
 	assert.Zero(t, stats.Counts().Taken, "messages taken")
+}
+
+// TestFeedSettlesWhenThePolicyCallsGoexit: a backoff policy that calls
+// runtime.Goexit (a test's policy calling t.FailNow, say) ends the worker's
+// call like a panic does. A panicking policy is reported and its message
+// nak'd with the fetch wait; a policy's Goexit cannot be recovered, and
+// the nak on the way out asks the same policy again: the message must
+// still be settled and counted, never left to AckWait.
+func TestFeedSettlesWhenThePolicyCallsGoexit(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 3)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return errors.New("fails") },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}),
+		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { runtime.Goexit(); return 0, true }))
+	ok := assert.Eventually(t, func() bool { return stats.Counts().Taken >= 3 && stats.Counts().InFlight == 0 }, 5*time.Second, 5*time.Millisecond,
+		"every message taken settled")
+	cancel()
+	_, returned := wait(10 * time.Second)
+	assert.True(t, returned, "Feed returned")
+	if ok && returned {
+		edgeBalanced(t, stats.Counts())
+	}
+	t.Logf("counts %+v", stats.Counts())
 }
