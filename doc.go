@@ -1,19 +1,35 @@
-// Package workerpool limits how many tasks run at once. A [WorkerPool] runs
-// submitted funcs on at most a fixed number of goroutines, queues the rest in
-// a FIFO queue (unbounded by default, so that the submitter never blocks; or
-// bounded, with back-pressure, rejection or drop-oldest), and shuts down
-// without losing track of a single task. Use it to bound fan-out (HTTP
-// calls, crawls, file or image work, message handling) where starting one
-// goroutine per task would overload a CPU, a remote service or memory.
+// Package workerpool runs funcs on a bounded number of goroutines. A
+// [WorkerPool] runs submitted tasks on at most a fixed number of workers,
+// queues the rest in FIFO order (unbounded by default, so that the submitter
+// never blocks; or bounded, with back-pressure, rejection or drop-oldest),
+// and shuts down without losing track of a single task. Use it to bound
+// fan-out (HTTP calls, crawls, file or image work, message handling) where
+// starting one goroutine per task would overload a CPU, a remote service or
+// memory.
+//
+//	p := workerpool.New(4)
+//	for _, url := range urls {
+//		p.Submit(func() { fetch(url) }) // never blocks: at most 4 run, the rest wait
+//	}
+//	task := p.Go(ctx, func(ctx context.Context) error { return upload(ctx, file) })
+//	err := task.Wait() // nil, upload's error, a *PanicError, or why it never ran (ErrStopped...)
+//	p.StopWait()       // returns once every accepted task has run
 //
 // It is a drop-in superset of github.com/gammazero/workerpool v1.3: the same
 // names and behaviour, plus task handles with errors, results and contexts,
 // groups, a shutdown with a deadline, a bounded queue, dead letters,
-// resizing at run time and by the time of day, a scheduler (priorities with aging, delayed tasks,
-// retries with backoff, expiry, weighted tasks and a rate limit, none of
-// which holds a goroutine while it waits), [WorkerPool.Status], a panic
-// handler, and fixes for that library's hangs (see the README). This
-// comment is the full contract; the README shows how to use it.
+// resizing at run time and by the time of day, a scheduler (priorities with
+// aging, delayed tasks, retries with backoff, expiry, weighted tasks, keys
+// with per-key order and fair shares, and a rate limit, none of which holds
+// a goroutine while it waits), [WorkerPool.Status], hooks, a panic handler,
+// and fixes for that library's hangs (see the README).
+//
+// This comment is the full contract, under the headings below: the
+// dispatcher; tasks, results and groups; the bounded queue; dead letters;
+// sizing; scheduling and keys; task states; stopping; Status; observability;
+// what zero and negative values mean; idle workers; pausing; panics; and the
+// calls that deadlock by design. The examples show each call at work, and
+// the README compares the package with its peers.
 //
 // # Dispatcher
 //
@@ -217,7 +233,7 @@
 // Retries. With [Retry](policy), a run that returns an error (a
 // *PanicError included) asks the [RetryPolicy] with attempt 1, 2, ...;
 // if it says retry, the task goes back through the timer heap for the
-// delay it gave, holding no worker, and runs again. A [Permanent] error, a
+// delay it gave, holding no worker, and runs again. A [Permanent] error (see [IsPermanent]), a
 // run that called runtime.Goexit, and a done context (Cancel, its ctx, the
 // group's context, or a Shutdown that gave up) end the retries; Wait then
 // returns the last run's error. [Backoff](base, max, attempts) is

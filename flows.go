@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -103,6 +102,8 @@ type keyedLevel struct {
 	unkeyed  flowQueue // stands in the ring for the level's tasks without a key
 	queued   int       // entries in the level's keyed queues
 }
+
+func (l *keyedLevel) rank() int { return l.priority }
 
 // spares keeps a few emptied parts for reuse, so that keys that come and
 // go cost no allocation once the pool is warm.
@@ -382,7 +383,7 @@ func (f *flows) queueOf(fl *flow, priority int) *flowQueue {
 
 // level is the keyed level of priority, made if there is none.
 func (f *flows) level(priority int) *keyedLevel {
-	i, found := slices.BinarySearchFunc(f.levels, priority, func(l *keyedLevel, p int) int { return cmp.Compare(l.priority, p) })
+	i, found := levelIndex(f.levels, priority)
 	if found {
 		return f.levels[i]
 	}
@@ -629,7 +630,7 @@ func (f *flows) drop(fq *flowQueue) {
 	fl.queues = slices.Delete(fl.queues, i, i+1)
 	f.spare.putQueue(fq)
 	if l.queued == 0 {
-		i, _ := slices.BinarySearchFunc(f.levels, l.priority, func(l *keyedLevel, p int) int { return cmp.Compare(l.priority, p) })
+		i, _ := levelIndex(f.levels, l.priority)
 		f.levels = slices.Delete(f.levels, i, i+1)
 		f.spare.putLevel(l)
 	}

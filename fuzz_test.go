@@ -1037,14 +1037,14 @@ func (r *fuzzRun) optionTask(arg int) {
 	r.handles = append(r.handles, task)
 	r.pending.Go(func() {
 		err := task.Wait()
-		if final := err == nil || err == errTask || isPermanent(err); !final && runs.Load() > 0 {
+		if final := err == nil || err == errTask || IsPermanent(err); !final && runs.Load() > 0 {
 			r.unrerun.Add(1)
 		}
 		switch {
 		case errors.Is(err, ErrTooHeavy):
 			assert.Greater(r.t, weight, 1, "a task of weight 1 was too heavy")
 			r.tooHeavy.Add(1)
-		case err == errTask || isPermanent(err): // a run's own error, not why a retry never came
+		case err == errTask || IsPermanent(err): // a run's own error, not why a retry never came
 			// Retries end early only when the task's context ends: a Cancel
 			// or a Shutdown that gave up, while it ran.
 			ended := permanent && runs.Load() == 1 || !permanent && (r.anyStop.Load() || r.canceled.Load() > 0)

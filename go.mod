@@ -1,9 +1,9 @@
 module github.com/e86d9661/workerpool
 
-go 1.26.0
+go 1.25.0
 
 require (
-	github.com/gammazero/deque v1.2.2
+	github.com/gammazero/deque v1.2.1
 	github.com/stretchr/testify v1.12.1
 )
 

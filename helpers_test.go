@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -866,4 +868,117 @@ func (l *recordingLog) withMessage(msg string) []loggedRecord {
 		}
 	}
 	return out
+}
+
+// A startTrace records when each named run started, since the trace was
+// made, on the bubble's clock (the keys and key limit tests use it).
+type startTrace struct {
+	mu     sync.Mutex
+	t0     time.Time
+	starts []traceStart
+}
+
+type traceStart struct {
+	name string
+	at   time.Duration
+}
+
+func newStartTrace() *startTrace { return &startTrace{t0: time.Now()} }
+
+// since is the time since the trace was made.
+func (r *startTrace) since() time.Duration { return time.Since(r.t0) }
+
+func (r *startTrace) record(name string) {
+	r.mu.Lock()
+	r.starts = append(r.starts, traceStart{name, r.since()})
+	r.mu.Unlock()
+}
+
+// fn is a Task's fn that records its start as name and runs for d.
+func (r *startTrace) fn(name string, d time.Duration) func(context.Context) error {
+	return func(context.Context) error {
+		r.record(name)
+		time.Sleep(d)
+		return nil
+	}
+}
+
+// task is fn as a plain task.
+func (r *startTrace) task(name string, d time.Duration) func() {
+	return func() { _ = r.fn(name, d)(context.Background()) }
+}
+
+// runs are the starts as "name@time", by time; runs that started at one
+// instant are sorted by name, as workers that start at once record in any
+// order.
+func (r *startTrace) runs() []string {
+	r.mu.Lock()
+	starts := slices.Clone(r.starts)
+	r.mu.Unlock()
+	slices.SortStableFunc(starts, func(a, b traceStart) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.name, b.name))
+	})
+	out := make([]string, len(starts))
+	for i, s := range starts {
+		out[i] = s.name + "@" + s.at.String()
+	}
+	return out
+}
+
+// order is the starts as "name@time" in the order they were recorded.
+func (r *startTrace) order() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.starts))
+	for i, s := range r.starts {
+		out[i] = s.name + "@" + s.at.String()
+	}
+	return out
+}
+
+// stopWaitRan stops p with StopWait, asserts that the runs were want, and
+// requires p stopped clean (see requireStoppedClean), whose Status it
+// returns.
+func (r *startTrace) stopWaitRan(t *testing.T, p *WorkerPool, want ...string) Status {
+	t.Helper()
+	p.StopWait()
+	assert.Equal(t, want, r.runs(), "runs")
+	return requireStoppedClean(t, p)
+}
+
+// sleepUntil sleeps until the trace's clock reads at.
+func (r *startTrace) sleepUntil(at time.Duration) {
+	time.Sleep(at - r.since())
+	synctest.Wait()
+}
+
+// settledAt is a handle's outcome and when, on the trace's clock, its Wait
+// returned.
+type settledAt struct {
+	err error
+	at  time.Duration
+}
+
+// watch waits for tk on its own goroutine; the outcome is read once the
+// returned channel has it.
+func (r *startTrace) watch(tk *Task) <-chan settledAt {
+	c := make(chan settledAt, 1)
+	go func() {
+		err := tk.Wait()
+		c <- settledAt{err, r.since()}
+	}()
+	return c
+}
+
+// requireSettled requires c to hold the outcome by now.
+func requireSettled(t *testing.T, c <-chan settledAt, what string) settledAt {
+	t.Helper()
+	synctest.Wait()
+	select {
+	case s := <-c:
+		return s
+	default:
+		require.FailNow(t, what+": Wait has not returned")
+		return settledAt{}
+	}
 }

@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"strconv"
@@ -25,98 +24,6 @@ import (
 // goroutine acts only at instants when no task starts or ends, so that no
 // two events race.
 
-// keyTrace records when each named run started, since the trace was made,
-// on the bubble's clock.
-type keyTrace struct {
-	mu     sync.Mutex
-	t0     time.Time
-	starts []traceStart
-}
-
-type traceStart struct {
-	name string
-	at   time.Duration
-}
-
-func newKeyTrace() *keyTrace { return &keyTrace{t0: time.Now()} }
-
-// since is the time since the trace was made.
-func (r *keyTrace) since() time.Duration { return time.Since(r.t0) }
-
-func (r *keyTrace) record(name string) {
-	r.mu.Lock()
-	r.starts = append(r.starts, traceStart{name, r.since()})
-	r.mu.Unlock()
-}
-
-// fn is a Task's fn that records its start as name and runs for d.
-func (r *keyTrace) fn(name string, d time.Duration) func(context.Context) error {
-	return func(context.Context) error {
-		r.record(name)
-		time.Sleep(d)
-		return nil
-	}
-}
-
-// task is fn as a plain task.
-func (r *keyTrace) task(name string, d time.Duration) func() {
-	return func() { _ = r.fn(name, d)(context.Background()) }
-}
-
-// runs are the starts as "name@time", by time; runs that started at one
-// instant are sorted by name, as workers that start at once record in any
-// order.
-func (r *keyTrace) runs() []string {
-	r.mu.Lock()
-	starts := slices.Clone(r.starts)
-	r.mu.Unlock()
-	slices.SortStableFunc(starts, func(a, b traceStart) int {
-		return cmp.Or(cmp.Compare(a.at, b.at), strings.Compare(a.name, b.name))
-	})
-	out := make([]string, len(starts))
-	for i, s := range starts {
-		out[i] = s.name + "@" + s.at.String()
-	}
-	return out
-}
-
-// sleepUntil sleeps until the trace's clock reads at.
-func (r *keyTrace) sleepUntil(at time.Duration) {
-	time.Sleep(at - r.since())
-	synctest.Wait()
-}
-
-// settledAt is a handle's outcome and when, on the trace's clock, its Wait
-// returned.
-type settledAt struct {
-	err error
-	at  time.Duration
-}
-
-// watch waits for tk on its own goroutine; the outcome is read once the
-// returned channel has it.
-func (r *keyTrace) watch(tk *Task) <-chan settledAt {
-	c := make(chan settledAt, 1)
-	go func() {
-		err := tk.Wait()
-		c <- settledAt{err, r.since()}
-	}()
-	return c
-}
-
-// requireSettled requires c to hold the outcome by now.
-func requireSettled(t *testing.T, c <-chan settledAt, what string) settledAt {
-	t.Helper()
-	synctest.Wait()
-	select {
-	case s := <-c:
-		return s
-	default:
-		require.FailNow(t, what+": Wait has not returned")
-		return settledAt{}
-	}
-}
-
 // keyOpts is Key(k) with opts.
 func keyOpts(k string, opts ...TaskOption) []TaskOption { return append([]TaskOption{Key(k)}, opts...) }
 
@@ -127,7 +34,7 @@ func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
 		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
@@ -148,9 +55,7 @@ func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
 		assert.Equal(t, 3, s.Busy, "busy at 1.5s: a1, b2, n2")
 		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a2")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@0s", "n1@0s", "b2@1.5s", "n2@1.5s", "a2@3s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "b1@0s", "n1@0s", "b2@1.5s", "n2@1.5s", "a2@3s")
 		assert.Equal(t, uint64(6), s.Completed, "completed")
 		assert.Zero(t, s.Keys, "keys after the stop")
 	})
@@ -164,7 +69,7 @@ func TestKeyLimitCountsWeights(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(6, WithKeyLimit(3), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), keyOpts("a", Weight(2))...)
 		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Weight(2))...)
 		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
@@ -174,9 +79,7 @@ func TestKeyLimitCountsWeights(t *testing.T) {
 		assert.Equal(t, 2, s.Busy, "busy: a1 and b1, 4 of 6 slots")
 		assert.Equal(t, 2, s.Waiting, "waiting: a2 and a3")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@0s", "a2@2s", "a3@2s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "b1@0s", "a2@2s", "a3@2s")
 	})
 }
 
@@ -187,7 +90,7 @@ func TestKeyLimitTaskHeavierThanTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(7, WithKeyLimit(3), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
 		heavy := p.Go(ctx, r.fn("aH", 2*time.Second), keyOpts("a", Weight(5))...)
 		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
@@ -203,9 +106,7 @@ func TestKeyLimitTaskHeavierThanTheLimit(t *testing.T) {
 		assert.Equal(t, 2, p.Status().Busy, "busy: b1 takes a free slot")
 
 		require.NoError(t, heavy.Wait())
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "aH@1s", "b1@1.5s", "a2@3s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "aH@1s", "b1@1.5s", "a2@3s")
 	})
 }
 
@@ -221,7 +122,7 @@ func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		runs := 0
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
@@ -242,9 +143,7 @@ func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
 
 		require.NoError(t, a1.Wait())
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@1s", "b2@2.5s", "a1@6s", "a1@12s", "a2@13s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "b1@1s", "b2@2.5s", "a1@6s", "a1@12s", "a2@13s")
 		assert.Equal(t, uint64(2), s.Retried, "retried")
 		assert.Equal(t, uint64(4), s.Completed, "completed")
 	})
@@ -258,7 +157,7 @@ func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("aD", time.Second), keyOpts("a", Delay(2*time.Second))...)
 		p.Go(ctx, r.fn("a2", 3*time.Second), Key("a"))
 		synctest.Wait()
@@ -270,9 +169,7 @@ func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 		assert.Equal(t, 1, p.Status().Waiting, "waiting at 2.5s: aD")
 		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
 
-		p.StopWait()
-		assert.Equal(t, []string{"a2@0s", "aD@3s", "a3@4s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a2@0s", "aD@3s", "a3@4s")
 	})
 }
 
@@ -283,7 +180,7 @@ func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
 		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
@@ -301,9 +198,7 @@ func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Equal(t, 1, s.Keys, "keys")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a3@3s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "a3@3s")
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Zero(t, s.Keys, "keys after the stop")
 	})
@@ -317,7 +212,7 @@ func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithQueueTimeout(2*time.Second), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
 		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		done := r.watch(a2)
@@ -332,9 +227,7 @@ func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
 		assert.Equal(t, 1, s.Waiting, "waiting at 2.5s: a3")
 		assert.Equal(t, uint64(1), s.Expired, "expired at 2.5s")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a3@3s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "a3@3s")
 		assert.Equal(t, uint64(1), s.Expired, "expired")
 		assert.Zero(t, s.Keys, "keys after the stop")
 	})
@@ -349,7 +242,7 @@ func TestKeyLimitDropOldestDropsAHeldBackTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
 		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		done := r.watch(a2)
@@ -371,9 +264,7 @@ func TestKeyLimitDropOldestDropsAHeldBackTask(t *testing.T) {
 		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a3")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped at 1.5s")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a3@3s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "b1@500ms", "a3@3s")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 		assert.Zero(t, s.Keys, "keys after the stop")
 	})
@@ -385,7 +276,7 @@ func TestKeyLimitCancelingTheRunningTaskFreesItsSlotWhenItReturns(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		runCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		a1 := p.Go(runCtx, func(ctx context.Context) error {
@@ -408,9 +299,7 @@ func TestKeyLimitCancelingTheRunningTaskFreesItsSlotWhenItReturns(t *testing.T) 
 		got := requireSettled(t, done, "a1")
 		assert.ErrorIs(t, got.err, context.Canceled, "a1's own outcome")
 		assert.Equal(t, 2500*time.Millisecond, got.at, "a1 returned")
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a2@2.5s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "a2@2.5s")
 		assert.Equal(t, uint64(2), s.Completed, "completed: a1 ran")
 		assert.Zero(t, s.Canceled, "canceled: a1 had started")
 	})
@@ -425,7 +314,7 @@ func TestKeyLimitRejectCountsHeldBackTasksButNotTasksThatStartAtOnce(t *testing.
 	synctest.Test(t, func(t *testing.T) {
 		p := New(3, WithKeyLimit(1), WithMaxWaiting(2, Reject), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 5*time.Second), Key("a"))
 		synctest.Wait() // a1 started: it gave back the room it held on its way
 		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
@@ -446,9 +335,7 @@ func TestKeyLimitRejectCountsHeldBackTasksButNotTasksThatStartAtOnce(t *testing.
 		assert.ErrorIs(t, p.Do(r.task("n2", time.Second)), ErrQueueFull, "n2: no free worker")
 
 		require.NoError(t, b1.Wait())
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@0s", "n1@0s", "a2@5s", "a3@6s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "b1@0s", "n1@0s", "a2@5s", "a3@6s")
 		assert.Equal(t, uint64(5), s.Submitted, "submitted")
 		assert.Equal(t, uint64(3), s.Rejected, "rejected: a4, c1, n2")
 	})
@@ -462,7 +349,7 @@ func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
 		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		synctest.Wait()
@@ -488,9 +375,7 @@ func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
 		r.sleepUntil(2500 * time.Millisecond)
 		require.Len(t, admitted, 1, "a3's Go returned")
 		assert.Equal(t, 2*time.Second, <-admitted, "a3 admitted as a2 started")
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a2@2s", "a3@3s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "b1@500ms", "a2@2s", "a3@3s")
 	})
 }
 
@@ -502,7 +387,7 @@ func TestKeyLimitBlockParkedKeyHeldSubmitterDoesNotHoldBackOthers(t *testing.T) 
 	synctest.Test(t, func(t *testing.T) {
 		p := New(3, WithKeyLimit(1), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 5*time.Second), Key("a"))
 		synctest.Wait()
 		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // held back: fills the bound
@@ -520,9 +405,7 @@ func TestKeyLimitBlockParkedKeyHeldSubmitterDoesNotHoldBackOthers(t *testing.T) 
 		require.Len(t, parked, 1, "a3's Go returned")
 		assert.Equal(t, 5*time.Second, <-parked, "a3 admitted as a2 started")
 		assert.NoError(t, a3.Wait())
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@500ms", "a2@5s", "a3@6s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "b1@500ms", "a2@5s", "a3@6s")
 	})
 }
 
@@ -532,7 +415,7 @@ func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
 		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
@@ -545,9 +428,7 @@ func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
 		assert.Equal(t, 3, s.Busy, "busy after the Resize: a1, b1, c1")
 		assert.Equal(t, 1, s.Waiting, "waiting after the Resize: a2")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@500ms", "c1@500ms", "a2@2s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "b1@500ms", "c1@500ms", "a2@2s")
 	})
 }
 
@@ -558,7 +439,7 @@ func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		var keyA concurrencyMeter
 		aFn := func(name string, d time.Duration) func(context.Context) error {
 			return fnOf(keyA.wrap(func() { _ = r.fn(name, d)(ctx) }))
@@ -595,7 +476,7 @@ func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
 		heavy := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
 		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
@@ -612,9 +493,7 @@ func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 		assert.Zero(t, s.Waiting, "waiting after the Resize: a2 started")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a2@500ms"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "a2@500ms")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 	})
 }
@@ -625,7 +504,7 @@ func TestKeyLimitStopWaitRunsHeldBackTasksInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		for _, name := range []string{"a1", "a2", "a3"} {
 			p.Go(ctx, r.fn(name, time.Second), Key("a"))
 		}
@@ -649,7 +528,7 @@ func TestKeyLimitStopAbandonsHeldBackTasks(t *testing.T) {
 		box := new(letterBox)
 		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
 		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		require.NoError(t, p.Do(r.task("a3", time.Second), Key("a")))
@@ -681,7 +560,7 @@ func TestKeyLimitShutdownGivesUpOnHeldBackTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a")) // runs on past the cut: it ignores its ctx
 		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
 		a3 := p.Go(ctx, r.fn("a3", time.Second), Key("a"))
@@ -711,7 +590,7 @@ func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(3, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
 		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // before the barrier, held back by a1
 		pauseCtx, resume := context.WithCancel(ctx)
@@ -742,9 +621,7 @@ func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
 
 		r.sleepUntil(4500 * time.Millisecond)
 		resume()
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "a2@2s", "a3@4.5s", "b1@4.5s", "n1@4.5s", "a4@5.5s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "a2@2s", "a3@4.5s", "b1@4.5s", "n1@4.5s", "a4@5.5s")
 	})
 }
 
@@ -754,7 +631,7 @@ func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		runs := 0
 		p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
@@ -790,7 +667,7 @@ func TestKeyLimitPriorityOrdersAKeysTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
 		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
 		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(0))...)
@@ -798,9 +675,7 @@ func TestKeyLimitPriorityOrdersAKeysTasks(t *testing.T) {
 		p.Go(ctx, r.fn("a4", time.Second), keyOpts("a", Priority(-1))...)
 		p.Go(ctx, r.fn("a5", time.Second), keyOpts("a", Priority(5))...)
 		p.Go(ctx, r.fn("b2", time.Second), keyOpts("b", Priority(-3))...)
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "b1@0s", "a3@1s", "b2@1s", "a5@2s", "a2@3s", "a4@4s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "a1@0s", "b1@0s", "a3@1s", "b2@1s", "a5@2s", "a2@3s", "a4@4s")
 	})
 }
 
@@ -841,7 +716,7 @@ func TestKeyLimitDeadLettersAndHooksSeeTheKey(t *testing.T) {
 		box, h := new(letterBox), new(keyHooks)
 		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithHooks(h.hooks()), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		require.NoError(t, p.Do(r.task("a1", 2*time.Second), Key("a")))
 		require.NoError(t, p.Do(r.task("a2", time.Second), Key("a")))
 		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
@@ -875,7 +750,7 @@ func TestKeyLimitBelowOneIsNoLimit(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(4, WithKeyLimit(n), WithIdleTimeout(-1))
 				defer p.Stop()
-				r, ctx := newKeyTrace(), context.Background()
+				r, ctx := newStartTrace(), context.Background()
 				for _, name := range []string{"a1", "a2", "a3"} {
 					p.Go(ctx, r.fn(name, time.Second), Key("a"))
 				}
@@ -883,9 +758,7 @@ func TestKeyLimitBelowOneIsNoLimit(t *testing.T) {
 				s := p.Status()
 				assert.Equal(t, 3, s.Busy, "busy")
 				assert.Equal(t, 1, s.Keys, "keys")
-				p.StopWait()
-				assert.Equal(t, []string{"a1@0s", "a2@0s", "a3@0s"}, r.runs())
-				requireStoppedClean(t, p)
+				r.stopWaitRan(t, p, "a1@0s", "a2@0s", "a3@0s")
 			})
 		})
 	}
@@ -897,7 +770,7 @@ func TestKeyLimitEmptyKeyIsNoKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		for _, name := range []string{"n1", "n2", "n3"} {
 			p.Go(ctx, r.fn(name, time.Second), Key(""))
 		}
@@ -905,9 +778,7 @@ func TestKeyLimitEmptyKeyIsNoKey(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, 3, s.Busy, "busy")
 		assert.Zero(t, s.Keys, "keys")
-		p.StopWait()
-		assert.Equal(t, []string{"n1@0s", "n2@0s", "n3@0s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "n1@0s", "n2@0s", "n3@0s")
 	})
 }
 
@@ -917,7 +788,7 @@ func TestKeyLimitHugeKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		k1 := strings.Repeat("k", 1<<20)
 		k2 := k1[:len(k1)-1] + "j"
 		p.Go(ctx, r.fn("x1", time.Second), Key(k1))
@@ -928,9 +799,7 @@ func TestKeyLimitHugeKey(t *testing.T) {
 		assert.Equal(t, 2, s.Busy, "busy: x1 and y1")
 		assert.Equal(t, 1, s.Waiting, "waiting: x2")
 		assert.Equal(t, 2, s.Keys, "keys")
-		p.StopWait()
-		assert.Equal(t, []string{"x1@0s", "y1@0s", "x2@1s"}, r.runs())
-		requireStoppedClean(t, p)
+		r.stopWaitRan(t, p, "x1@0s", "y1@0s", "x2@1s")
 	})
 }
 
@@ -942,7 +811,7 @@ func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
@@ -978,7 +847,7 @@ func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
@@ -1005,7 +874,7 @@ func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
 
 // flakyOnce is a Task's fn that records its runs as name, each lasting d,
 // and fails its first run.
-func (r *keyTrace) flakyOnce(name string, d time.Duration) func(context.Context) error {
+func (r *startTrace) flakyOnce(name string, d time.Duration) func(context.Context) error {
 	var runs atomic.Int32
 	return func(ctx context.Context) error {
 		_ = r.fn(name, d)(ctx)
@@ -1025,7 +894,7 @@ func TestKeyLimitTaskBehindAHeldRetryExpiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithKeyLimit(1), WithQueueTimeout(2500*time.Millisecond), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", Retry(fixedRetries(time.Second)))...)
 		x := p.Go(ctx, r.fn("x", time.Second), Key("a"))
 		p.Go(ctx, r.fn("u", 10*time.Second))
@@ -1044,9 +913,7 @@ func TestKeyLimitTaskBehindAHeldRetryExpiresOnTime(t *testing.T) {
 		assert.ErrorIs(t, got.err, errFlaky, "a1's last run")
 		assert.Equal(t, 4500*time.Millisecond, got.at, "a1's Wait returned as its retry had waited 2.5s")
 
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "u@1s"}, r.runs())
-		s = requireStoppedClean(t, p)
+		s = r.stopWaitRan(t, p, "a1@0s", "u@1s")
 		assert.Equal(t, uint64(2), s.Expired, "expired")
 	})
 }
@@ -1058,7 +925,7 @@ func TestKeyLimitDropOldestLooksPastAHeldRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithKeyLimit(1), WithMaxWaiting(2, DropOldest), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", Retry(fixedRetries(time.Second)))...)
 		x := p.Go(ctx, r.fn("x", time.Second), Key("a"))
 		p.Go(ctx, r.fn("u", 10*time.Second))
@@ -1072,9 +939,7 @@ func TestKeyLimitDropOldestLooksPastAHeldRetry(t *testing.T) {
 		assert.Equal(t, 3*time.Second, got.at, "x's Wait returned as y came")
 
 		require.NoError(t, a1.Wait(), "a1")
-		p.StopWait()
-		assert.Equal(t, []string{"a1@0s", "u@1s", "a1@11s", "y@12s"}, r.runs())
-		s := requireStoppedClean(t, p)
+		s := r.stopWaitRan(t, p, "a1@0s", "u@1s", "a1@11s", "y@12s")
 		assert.Equal(t, uint64(1), s.Dropped, "dropped")
 	})
 }
@@ -1095,7 +960,7 @@ func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
 				}
 				p := New(4, opts...)
 				defer p.Stop()
-				r, ctx := newKeyTrace(), context.Background()
+				r, ctx := newStartTrace(), context.Background()
 				p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
 				aH := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
 				done := r.watch(aH)
@@ -1108,9 +973,7 @@ func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
 				got := requireSettled(t, done, "aH")
 				assert.Equal(t, time.Second, got.at, "aH left at 1s")
 
-				p.StopWait()
-				assert.Equal(t, []string{"a1@0s", "a2@1s"}, r.runs())
-				requireStoppedClean(t, p)
+				r.stopWaitRan(t, p, "a1@0s", "a2@1s")
 			})
 		})
 	}
@@ -1123,7 +986,7 @@ func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
 		defer p.Stop()
-		r, ctx := newKeyTrace(), context.Background()
+		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky

@@ -16,37 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// keyedLog records, on the bubble's clock, when each task of each key
-// started: "a0@2s".
-type keyedLog struct {
-	mu     sync.Mutex
-	t0     time.Time
-	starts []string
-}
-
-func newKeyedLog() *keyedLog { return &keyedLog{t0: time.Now()} }
-
-// fn returns a task named name that records its start and runs for d.
-func (l *keyedLog) fn(name string, d time.Duration) func(context.Context) error {
-	return func(context.Context) error {
-		l.record(name)
-		time.Sleep(d)
-		return nil
-	}
-}
-
-func (l *keyedLog) record(name string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.starts = append(l.starts, name+"@"+time.Since(l.t0).String())
-}
-
-func (l *keyedLog) got() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.starts...)
-}
-
 // startsOf is the starts in got whose name begins with prefix.
 func startsOf(got []string, prefix string) []string {
 	var out []string
@@ -61,7 +30,7 @@ func startsOf(got []string, prefix string) []string {
 func TestKeyLimitOneRunsEachKeyInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4, WithKeyLimit(1))
-		l := newKeyedLog()
+		l := newStartTrace()
 		ctx := context.Background()
 		var tasks []*Task
 		for i := range 4 {
@@ -78,7 +47,7 @@ func TestKeyLimitOneRunsEachKeyInOrder(t *testing.T) {
 			require.NoError(t, task.Wait())
 		}
 		for _, k := range []string{"a", "b", "c"} {
-			assert.Equal(t, []string{k + "0@0s", k + "1@1s", k + "2@2s", k + "3@3s"}, startsOf(l.got(), k), "key %s: one at a time, in order", k)
+			assert.Equal(t, []string{k + "0@0s", k + "1@1s", k + "2@2s", k + "3@3s"}, startsOf(l.order(), k), "key %s: one at a time, in order", k)
 		}
 		p.StopWait()
 		requireStoppedClean(t, p)
@@ -90,12 +59,12 @@ func TestKeysWithoutLimitRunAtOnce(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(4, WithKeyLimit(limit))
 			defer p.StopWait()
-			l := newKeyedLog()
+			l := newStartTrace()
 			for i := range 4 {
 				p.Go(context.Background(), l.fn("a"+strconv.Itoa(i), time.Second), Key("a"))
 			}
 			synctest.Wait()
-			assert.ElementsMatch(t, []string{"a0@0s", "a1@0s", "a2@0s", "a3@0s"}, l.got(), "WithKeyLimit(%d): no limit", limit)
+			assert.ElementsMatch(t, []string{"a0@0s", "a1@0s", "a2@0s", "a3@0s"}, l.order(), "WithKeyLimit(%d): no limit", limit)
 			assert.Equal(t, 1, p.Status().Keys)
 		})
 	}
@@ -107,7 +76,7 @@ func TestFairShareFloodingKeyDelaysANewKeyByOneRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
-		l := newKeyedLog()
+		l := newStartTrace()
 		ctx := context.Background()
 		p.Go(ctx, l.fn("blocker", time.Second))
 		for i := range 1000 {
@@ -116,7 +85,7 @@ func TestFairShareFloodingKeyDelaysANewKeyByOneRound(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 		trickle := p.Go(ctx, l.fn("trickle", time.Second), Key("trickle"))
 		require.NoError(t, trickle.Wait())
-		assert.Equal(t, []string{"blocker@0s", "flood0@1s", "trickle@2s"}, l.got()[:3])
+		assert.Equal(t, []string{"blocker@0s", "flood0@1s", "trickle@2s"}, l.order()[:3])
 	})
 }
 
@@ -251,7 +220,7 @@ func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.StopWait()
-		l := newKeyedLog()
+		l := newStartTrace()
 		ctx := context.Background()
 		p.Go(ctx, l.fn("blocker", time.Second))
 		p.Go(ctx, l.fn("heavy", time.Second), Key("a"), Weight(2))
@@ -261,7 +230,7 @@ func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
 		require.NoError(t, p.WaitIdle(ctx))
 		// The fair order picked the heavy task before b0 came: though one
 		// slot is free from 0s, b0 does not overtake it.
-		got := l.got()
+		got := l.order()
 		require.Len(t, got, 5)
 		assert.Equal(t, []string{"blocker@0s", "heavy@1s"}, got[:2])
 		assert.ElementsMatch(t, []string{"b0@2s", "b1@2s"}, got[2:4])
@@ -283,7 +252,7 @@ func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
 		const size = 1 << 62
 		p := New(size, WithIdleTimeout(-1))
 		defer p.Stop()
-		l, ctx := newKeyedLog(), context.Background()
+		l, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, l.fn("blocker", time.Second))
 		pauseCtx, resume := context.WithCancel(ctx)
 		go p.Pause(pauseCtx)
@@ -294,7 +263,7 @@ func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		resume()
 		p.StopWait()
-		assert.Equal(t, []string{"blocker@0s", "u@2s", "b@3s", "a@4s"}, l.got())
+		assert.Equal(t, []string{"blocker@0s", "u@2s", "b@3s", "a@4s"}, l.order())
 		requireStoppedClean(t, p)
 	})
 }
@@ -528,12 +497,15 @@ func benchmarkKeysQueued(b *testing.B, keys int, keyed bool) {
 }
 
 // BenchmarkKeysQueuedFloor is the bare mechanism under BenchmarkKeysQueued,
-// with no pool: the same tasks are made on the heap (as Go makes its handle),
-// queued and then taken one by one and run, either from one deque or from one
-// deque per key found through a map and served round robin from a circular
-// list, as flows.go does. The keys row over the nokeys row is the ratio the
-// data structure itself costs at this size: per task it reads another key's
-// queue and another task, which are no longer in the cache.
+// with no pool: the same tasks are made on the heap (as Go makes its
+// handle), queued, and then taken one by one by one goroutine that hands
+// each to one of 4 workers over an unbuffered channel (as dispatch does).
+// The tasks wait either in one deque or in one deque per key, found through
+// a map and served round robin from a circular list, as flows.go does. The
+// keys row over the nokeys row is what the data structure itself costs at
+// this size: each start reads another key's queue and a task that is no
+// longer in the cache, and the handoff between starts keeps the processor
+// from reading ahead.
 func BenchmarkKeysQueuedFloor(b *testing.B) {
 	keys := 10_000
 	if testing.Short() {
@@ -562,8 +534,17 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 	for i := range names {
 		names[i] = "tenant-" + strconv.Itoa(i)
 	}
-	ran := 0
-	fn := func() { ran++ }
+	var ran atomic.Int64
+	fn := func() { ran.Add(1) }
+	work := make(chan *floorTask)
+	var workers sync.WaitGroup
+	for range 4 {
+		workers.Go(func() {
+			for t := range work {
+				t.fn()
+			}
+		})
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		var one deque.Deque[*floorTask]
@@ -592,14 +573,14 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 		}
 		if !keyed {
 			for one.Len() > 0 {
-				one.PopFront().fn()
+				work <- one.PopFront()
 			}
 			continue
 		}
 		for tail != nil {
 			q := tail.next
 			t := q.tasks.PopFront()
-			t.fn()
+			work <- t
 			switch {
 			case q.tasks.Len() > 0:
 				tail = q
@@ -613,7 +594,9 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*keys*perKey), "ns/task")
-	if ran != b.N*keys*perKey {
-		b.Fatalf("ran %d tasks, want %d", ran, b.N*keys*perKey)
+	close(work)
+	workers.Wait()
+	if got := ran.Load(); got != int64(b.N*keys*perKey) {
+		b.Fatalf("ran %d tasks, want %d", got, b.N*keys*perKey)
 	}
 }

@@ -108,6 +108,15 @@ type level struct {
 	jobs     deque.Deque[*job]
 }
 
+func (l *level) rank() int { return l.priority }
+
+// levelIndex finds priority in levels, sorted by priority: the index of its
+// level, or where that level goes, and whether it is there. It serves the
+// ranked levels here and the keyed levels of flows.go.
+func levelIndex[L interface{ rank() int }](levels []L, priority int) (int, bool) {
+	return slices.BinarySearchFunc(levels, priority, func(l L, p int) int { return cmp.Compare(l.rank(), p) })
+}
+
 // queueBaseCap is the size below which the queue's buffer never shrinks
 // (8 KiB, allocated when the first task waits): a burst of up to that many
 // waiting tasks, such as a DoBatch of 1000, costs no allocation once the
@@ -201,7 +210,7 @@ func (q *waitQueue) pushJob(j *job) bool {
 func (q *waitQueue) pushRanked(j *job) {
 	j.opts.seq, j.opts.after = q.rankedSeq, q.pushed
 	q.rankedSeq++
-	i, found := slices.BinarySearchFunc(q.levels, j.opts.priority, func(l *level, p int) int { return cmp.Compare(l.priority, p) })
+	i, found := levelIndex(q.levels, j.opts.priority)
 	if !found {
 		q.levels = slices.Insert(q.levels, i, q.newLevel(j.opts.priority))
 	}

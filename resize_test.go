@@ -75,6 +75,22 @@ func TestResizeAfterStopDoesNothing(t *testing.T) {
 	})
 }
 
+// TestAChangeTheStopRefusedKeepsTheSettings calls change itself, past the
+// stopBegun checks that Resize and SetMinWorkers make first, as a call
+// does that lost the race with a stop: the pool refuses it, and both
+// settings keep their values.
+func TestAChangeTheStopRefusedKeepsTheSettings(t *testing.T) {
+	p := New(3, WithMinWorkers(2))
+	p.Stop()
+	_, ok := p.change(&p.size, 9)
+	assert.False(t, ok, "change of the size after stop")
+	_, ok = p.change(&p.minWorkers, 1)
+	assert.False(t, ok, "change of the floor after stop")
+	assert.Equal(t, int64(3), p.size.Load(), "size")
+	assert.Equal(t, int64(2), p.minWorkers.Load(), "floor")
+	assert.Equal(t, 3, p.Status().MaxWorkers, "Status.MaxWorkers")
+}
+
 func TestResizeUpStartsWaitingTasksAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithIdleTimeout(-1))

@@ -81,8 +81,10 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// isPermanent reports whether err wraps a Permanent error.
-func isPermanent(err error) bool {
+// IsPermanent reports whether err is, or wraps, an error marked with
+// Permanent: the test the pool makes before it retries a task, for code
+// that settles work by the same rule (natsfeed terminates such a message).
+func IsPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p)
 }
@@ -101,7 +103,7 @@ func withLastRun(err, last error) error {
 // Otherwise it returns the task's outcome: err, or, if the policy
 // panicked, a *PanicError with its value joined with err.
 func (j *job) retryLater(err error, posted *bool) error {
-	if !j.retriable() || err == nil || isPermanent(err) || j.owner.ctxDone() {
+	if !j.retriable() || err == nil || IsPermanent(err) || j.owner.ctxDone() {
 		return err
 	}
 	delay, again, panicked := j.askPolicy(err)

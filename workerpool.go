@@ -12,15 +12,18 @@ import (
 // dispatcher goroutine, so call Stop, StopWait or Shutdown when the pool is
 // no longer needed.
 type WorkerPool struct {
-	size  atomic.Int64 // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
-	cfg   config       // what New's options set, and what New derived from them; never changed
-	dead  deadLetters  // the letters on their way to the dead-letter handler
-	epoch time.Time    // New's time: the pool's clock counts from it (see now)
+	size  setting     // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
+	cfg   config      // what New's options set, and what New derived from them; never changed
+	dead  deadLetters // the letters on their way to the dead-letter handler
+	epoch time.Time   // New's time: the pool's clock counts from it (see now)
 
 	// minWorkers is the floor before its cap at size: WithMinWorkers's n,
 	// then the last SetMinWorkers's or size window's; dispatch re-reads
 	// it on a resize.
-	minWorkers atomic.Int64
+	minWorkers setting
+
+	// settings orders the Resize and SetMinWorkers calls (see change).
+	settings settings
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
@@ -459,12 +462,9 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 		return
 	}
 	to := int64(max(maxWorkers, 1))
-	from := p.size.Swap(to)
-	if sendControl(p, message{req: &resizeTick}) != nil { // dispatch reads size
-		p.size.CompareAndSwap(to, from) // a stop came first: Resize does nothing
-		return
+	if from, ok := p.change(&p.size, to); ok {
+		p.logResized(from, to)
 	}
-	p.logResized(from, to)
 }
 
 // SetMinWorkers sets the floor of workers kept however idle to n, as
@@ -483,11 +483,7 @@ func (p *WorkerPool) SetMinWorkers(n int) {
 	if p.stopBegun.Load() {
 		return
 	}
-	to := int64(max(n, 0))
-	from := p.minWorkers.Swap(to)
-	if sendControl(p, message{req: &resizeTick}) != nil { // dispatch reads minWorkers
-		p.minWorkers.CompareAndSwap(to, from) // a stop came first: SetMinWorkers does nothing
-	}
+	p.change(&p.minWorkers, int64(max(n, 0)))
 }
 
 // WaitIdle waits for the first moment at which no task runs or waits (tasks

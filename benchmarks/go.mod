@@ -2,11 +2,9 @@ module github.com/e86d9661/workerpool/benchmarks
 
 go 1.26.0
 
-replace github.com/e86d9661/workerpool => ../
-
 require (
 	github.com/alitto/pond/v2 v2.7.1
-	github.com/e86d9661/workerpool v0.0.0-00010101000000-000000000000
+	github.com/e86d9661/workerpool v0.1.0
 	github.com/gammazero/deque v1.2.2
 	github.com/gammazero/workerpool v1.3.0
 	github.com/panjf2000/ants/v2 v2.12.1

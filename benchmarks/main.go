@@ -1,8 +1,10 @@
 // Command benchmarks compares workerpool with the pools its users would
-// otherwise pick, one scenario and library per child process, and writes a
-// Markdown report and a chart.
+// otherwise pick, one scenario and library per child process, and prints a
+// Markdown report. It writes files only when asked: the report with -o, and a
+// chart with -chart (or beside -o).
 //
-//	cd benchmarks && go run . -o RESULTS.md
+//	cd benchmarks && go run .                  # the report on stdout, no files
+//	cd benchmarks && go run . -o RESULTS.md    # rewrites the committed report and chart.svg
 //
 // See README.md for the method and how to read the results.
 package main
@@ -41,8 +43,8 @@ func main() {
 		os.Exit(1)
 	}
 	var (
-		out       = flag.String("o", "RESULTS.md", "write the Markdown report to this `file`")
-		chart     = flag.String("chart", "", "write the chart to this SVG `file` (default: chart.svg beside -o)")
+		out       = flag.String("o", "", "write the Markdown report to this `file` (default: print it on stdout)")
+		chart     = flag.String("chart", "", "write the chart to this SVG `file` (default: chart.svg beside -o; none without -o)")
 		scenarioF = flag.String("scenarios", ids(scenarios), "comma-separated `list` of scenarios")
 		poolF     = flag.String("pools", names(libraries), "comma-separated `list` of pools")
 		reps      = flag.Int("reps", 5, "measured repetitions of each scenario and pool, after one warm-up")
@@ -63,10 +65,7 @@ func main() {
 		}
 		return
 	}
-	o := options{out: *out, chart: *chart, reps: *reps, timeout: *timeout, config: config{scale: *scale}}
-	if o.chart == "" {
-		o.chart = filepath.Join(filepath.Dir(o.out), "chart.svg")
-	}
+	o := options{out: *out, chart: chartFile(*out, *chart), reps: *reps, timeout: *timeout, config: config{scale: *scale}}
 	var err error
 	if o.scenarios, err = pick(*scenarioF, findScenario); err != nil {
 		log(err)
@@ -223,16 +222,44 @@ func runParent(o options) error {
 	}
 	r.elapsed = time.Since(r.started)
 	r.loadAfter = loadAverage()
-	if err := writeFile(o.out, r.writeReport); err != nil {
-		return err
-	}
-	if err := writeFile(o.chart, r.writeChart); err != nil {
+	if err := r.emit(os.Stdout); err != nil {
 		return err
 	}
 	if len(r.failures) > 0 {
-		return fmt.Errorf("%d runs failed; see %s", len(r.failures), o.out)
+		where := "the report"
+		if o.out != "" {
+			where = o.out
+		}
+		return fmt.Errorf("%d runs failed; see %s", len(r.failures), where)
 	}
 	return nil
+}
+
+// chartFile is where the chart goes: the -chart flag if given, else
+// chart.svg beside the -o report, else nowhere ("").
+func chartFile(out, chart string) string {
+	if chart != "" || out == "" {
+		return chart
+	}
+	return filepath.Join(filepath.Dir(out), "chart.svg")
+}
+
+// emit writes the report to r.out, or to stdout when no -o was given, and
+// the chart to r.chart if there is one: a run writes no file it was not
+// asked for, so that trying the command never overwrites the committed
+// RESULTS.md and chart.svg.
+func (r *run) emit(stdout io.Writer) error {
+	if r.out == "" {
+		if err := r.writeReport(stdout); err != nil {
+			return err
+		}
+	} else if err := writeFile(r.out, r.writeReport); err != nil {
+		return err
+	}
+	if r.chart == "" {
+		return nil
+	}
+	return writeFile(r.chart, r.writeChart)
 }
 
 func (r *run) child(exe string, s scenario, lib library) (result, error) {

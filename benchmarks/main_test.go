@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -359,4 +361,54 @@ func TestKeyedReport(t *testing.T) {
 	assert.Contains(t, md, "| ours | "+lib("ours").note+"; no keys: first come, first served | 100 (100–100) | 1.00x | – | n/a | 0.00 | 0.00 | 0.0 | 20000 | 40000 |")
 	assert.Contains(t, md, "| ants | "+lib("ants").note+" | n/a: has no queue")
 	assert.Contains(t, md, "| n | 400 | 300 | – | 500 |")
+}
+
+// Without -o the report goes to stdout and no file is written (so trying
+// the command never overwrites the committed RESULTS.md and chart.svg);
+// with -o the report and chart.svg beside it are written; -chart alone adds
+// the chart and keeps the report on stdout.
+func TestWritesFilesOnlyWhenAsked(t *testing.T) {
+	sc, err := findScenario("a")
+	require.NoError(t, err)
+	ours, err := findLibrary("ours")
+	require.NoError(t, err)
+	newRun := func(out, chart string) *run {
+		return &run{
+			options: options{out: out, chart: chartFile(out, chart), reps: 1,
+				scenarios: []scenario{sc}, libraries: []library{ours}, config: config{scale: 1}},
+			samples: map[string]map[string][]result{"a": {"ours": {{Tasks: 10, Wall: 1000}}}},
+		}
+	}
+	files := func(dir string) []string {
+		var names []string
+		require.NoError(t, filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, path)
+				names = append(names, filepath.ToSlash(rel))
+			}
+			return err
+		}))
+		return names
+	}
+
+	dir := t.TempDir()
+	t.Chdir(dir)
+	var stdout bytes.Buffer
+	require.NoError(t, newRun("", "").emit(&stdout))
+	assert.Contains(t, stdout.String(), "# Benchmark results")
+	assert.NotContains(t, stdout.String(), "chart.svg", "no chart, so no link to one")
+	assert.Empty(t, files(dir), "files written without -o")
+
+	stdout.Reset()
+	require.NoError(t, newRun("out/RESULTS.md", "").emit(&stdout))
+	assert.Empty(t, stdout.String(), "the report went to -o")
+	assert.Equal(t, []string{"out/RESULTS.md", "out/chart.svg"}, files(dir))
+	report, err := os.ReadFile(filepath.Join(dir, "out", "RESULTS.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "](chart.svg)", "the report links the chart beside it")
+
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "out")))
+	require.NoError(t, newRun("", "only.svg").emit(&stdout))
+	assert.Contains(t, stdout.String(), "# Benchmark results")
+	assert.Equal(t, []string{"only.svg"}, files(dir))
 }

@@ -168,7 +168,9 @@ func (r *run) writeReport(w io.Writer) error {
 	p.f("| Load average (1, 5, 15 min) | before: %s; after: %s (the suite's own runs keep up to GOMAXPROCS CPUs busy) |\n", m.loadBefore, r.loadAfter)
 	p.f("| Method | %d measured runs per scenario and pool after one warm-up, interleaved across pools, each in a fresh process; scale %g; %s in all |\n\n",
 		r.reps, r.scale, r.elapsed.Round(time.Second))
-	p.f("![ns per task, one panel per scenario](%s)\n\n", relative(r.out, r.chart))
+	if r.chart != "" {
+		p.f("![ns per task, one panel per scenario](%s)\n\n", relative(r.out, r.chart))
+	}
 	if r.has(floor) {
 		p.f("`%s` is a reference, not a usable pool: the bare relay of this library's shape (an unbuffered channel into one dispatcher goroutine with a deque, an unbuffered channel out to the workers, nothing else), so every task makes exactly the two hand-offs this design fixes. No pool of this shape can beat it; its row is the floor.\n\n", floor)
 	}

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,9 +56,10 @@ type fakeMsg struct {
 	jetstream.Msg
 	log      *clockLog
 	ackTakes time.Duration
-	action   byte         // what FuzzFeed's handler does with it
-	settles  atomic.Int32 // acks confirmed, naks and terms sent
-	late     atomic.Int32 // beats sent after a settlement
+	action   byte          // what FuzzFeed's handler does with it
+	cons     *fakeConsumer // the consumer that handed it out, told of its first settlement
+	settles  atomic.Int32  // acks confirmed, naks and terms sent
+	late     atomic.Int32  // beats sent after a settlement
 	mu       sync.Mutex
 	ackErrs  []error
 }
@@ -76,12 +78,20 @@ func (m *fakeMsg) DoubleAck(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.ackErrs) == 0 {
-		m.settles.Add(1)
+		m.settled()
 		return nil
 	}
 	err := m.ackErrs[0]
 	m.ackErrs = m.ackErrs[1:]
 	return err
+}
+
+// settled counts a settlement, and gives the message's place back to
+// its consumer on the first.
+func (m *fakeMsg) settled() {
+	if m.settles.Add(1) == 1 && m.cons != nil {
+		m.cons.give(1)
+	}
 }
 
 func (m *fakeMsg) InProgress() error {
@@ -94,13 +104,13 @@ func (m *fakeMsg) InProgress() error {
 
 func (m *fakeMsg) NakWithDelay(d time.Duration) error {
 	m.log.add("nak " + d.String())
-	m.settles.Add(1)
+	m.settled()
 	return nil
 }
 
 func (m *fakeMsg) TermWithReason(string) error {
 	m.log.add("term")
-	m.settles.Add(1)
+	m.settled()
 	return nil
 }
 
@@ -115,6 +125,13 @@ func (b *fakeBatch) Error() error                   { return b.err }
 
 // fakeConsumer serves fetches from msgs, logging each; a fetch fails with
 // the next of fetchErrs while there are any. It never redelivers.
+//
+// It counts what the server would count against a process's bound: the
+// messages each open pull request may still bring, plus the messages
+// handed out and not settled yet (the first settlement of a fakeMsg whose
+// cons is this one), and keeps the highest that count has been when a
+// pull request arrived: the process asked for more than its bound if that
+// is above it.
 type fakeConsumer struct {
 	jetstream.Consumer
 	log       *clockLog
@@ -123,6 +140,22 @@ type fakeConsumer struct {
 	mu        sync.Mutex
 	msgs      []jetstream.Msg
 	fetchErrs []error
+	asked     int // guarded by mu: open requests' unfilled places and unsettled messages
+	maxAsked  int // guarded by mu: the highest asked has been
+}
+
+// give gives back n places counted in asked.
+func (c *fakeConsumer) give(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.asked -= n
+}
+
+// most is the highest count of places asked for or held at once.
+func (c *fakeConsumer) most() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.maxAsked
 }
 
 func (c *fakeConsumer) CachedInfo() *jetstream.ConsumerInfo {
@@ -138,6 +171,8 @@ func (c *fakeConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.M
 		c.fetchErrs = c.fetchErrs[1:]
 		return nil, err
 	}
+	c.asked += batch
+	c.maxAsked = max(c.maxAsked, c.asked)
 	b := &fakeBatch{msgs: make(chan jetstream.Msg, batch)}
 	n := min(batch, len(c.msgs))
 	for _, m := range c.msgs[:n] {
@@ -151,7 +186,10 @@ func (c *fakeConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.M
 		if wait == 0 {
 			wait = natsfeed.DefaultFetchWait
 		}
-		time.AfterFunc(wait, func() { close(b.msgs) })
+		time.AfterFunc(wait, func() {
+			c.give(batch - n) // before the close: Feed gives them back after it
+			close(b.msgs)
+		})
 	}
 	return b, nil
 }
@@ -334,4 +372,45 @@ func TestAcknowledgementsWaitOffTheWorker(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestPullRequestsOutAtMostTwo: with a bound no stream fills
+// (math.MaxInt), Feed keeps two pull requests out, each for the most one
+// may ask, and sends the next two only when those have ended (each waits
+// the fetch wait of 1s on an empty stream), rather than a stream of them.
+func TestPullRequestsOutAtMostTwo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		cons := &fakeConsumer{log: log, wait: time.Second}
+		feedFor(t, cons, done, 2500*time.Millisecond, natsfeed.WithMaxInFlight(math.MaxInt), natsfeed.WithFetchWait(time.Second))
+		assert.Equal(t, []string{
+			"fetch at 0s", "fetch at 0s",
+			"fetch at 1s", "fetch at 1s",
+			"fetch at 2s", "fetch at 2s", // Feed's ctx ends at 2.5s; these end at 3s
+		}, log.all(), "pull requests")
+		assert.Equal(t, 1000, cons.most(), "places asked for at once: two requests of 500")
+	})
+}
+
+// TestGivenBackOnceThePullRequestsEnd: at a drain, a message fetched
+// ahead (waiting in the pool's queue) is nak'd with no delay once the
+// feed's pull request that is still out has ended, not before: that
+// request could take it again. The one running is acknowledged when its
+// handler returns.
+func TestGivenBackOnceThePullRequestsEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		cons := &fakeConsumer{log: log, wait: time.Second, ackWait: time.Minute,
+			msgs: []jetstream.Msg{&fakeMsg{log: log}, &fakeMsg{log: log}}}
+		work := func(context.Context, jetstream.Msg) error {
+			time.Sleep(10 * time.Second)
+			return nil
+		}
+		stats := new(natsfeed.Stats)
+		// The bound of 3 asks for 3, gets 2, and the request stays out for
+		// the fetch wait; Feed's ctx ends at 0.5s.
+		feedFor(t, cons, work, 500*time.Millisecond, natsfeed.WithMaxInFlight(3), natsfeed.WithFetchWait(time.Second), natsfeed.WithStats(stats))
+		assert.Equal(t, []string{"fetch at 0s", "nak 0s at 1s", "ack at 10s"}, log.all(), "what Feed did, and when")
+		assert.Equal(t, natsfeed.Counts{Taken: 2, Acked: 1, Nacked: 1, MaxInFlight: 2}, stats.Counts(), "counts")
+	})
 }

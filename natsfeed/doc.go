@@ -24,8 +24,17 @@
 // pool's size, keeps the workers busy while a round trip takes less than
 // half a task; see [WithMaxInFlight] to size it for slower networks or
 // shorter tasks. Messages that wait in the queue when Feed stops (its ctx
-// ends, or the pool stops) are given back at once with a nak, for the
-// server to redeliver without waiting for AckWait.
+// ends, or the pool stops) are given back with a nak of no delay, for the
+// server to redeliver without waiting for AckWait, as soon as Feed's last
+// pull request has ended (so that it cannot take them back itself). Feed
+// keeps at most two pull requests out at once.
+//
+//	pool := workerpool.New(8)
+//	defer pool.StopWait()
+//	err := natsfeed.Feed(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
+//		return resize(ctx, string(msg.Data())) // nil acks, an error naks: must be idempotent
+//	})
+//	// Feed returns once ctx is done and every message it took is settled.
 //
 // # At least once: handlers must be idempotent
 //
@@ -67,8 +76,9 @@
 //
 // Feed runs until its ctx is done, then drains: it sends no more pull
 // requests, lets those it has sent finish (at most the fetch wait, see
-// [WithFetchWait]), gives back at once (a nak with no delay) the messages
-// that wait in the pool's queue and those the last requests bring, and
+// [WithFetchWait]), gives back (a nak with no delay, once those requests
+// have ended) the messages that wait in the pool's queue and those the
+// last requests bring, and
 // waits until every running handler has returned and its message is
 // settled: by default their ctx does not end, so they finish and their
 // messages are acknowledged; with [WithCancelOnStop] it ends, and they are
@@ -91,5 +101,8 @@
 // [workerpool.Label]: the consumer's name, or [WithLabel]'s. The pool's
 // hooks see it in TaskInfo.Label, so workerpoolprom's histograms and
 // workerpoolotel's spans tell the feed's tasks from the pool's others.
-// [WithStats] counts what the feed took and how it settled it.
+// [WithStats] counts what the feed took and how it settled it; the
+// subpackages workerpoolprom/natsfeedprom (a Prometheus collector) and
+// workerpoolotel/natsfeedotel (observable instruments) export those counts
+// under the pool's metric naming rules.
 package natsfeed

@@ -1123,10 +1123,11 @@ func TestEdgePriorityGroupConsumer(t *testing.T) {
 }
 
 // TestEdgeFeedInsideItsPoolOfOne: Feed called from a task of its own pool
-// of one worker counts that worker as free, takes a message that can never
-// run, and then never returns after its ctx ends (its drain waits for that
-// message), until an external Stop abandons the message, which is then
-// nak'd. The doc says only that Feed "blocks a worker".
+// of one worker takes its default bound, 2 messages, that can never run
+// (Feed holds the worker); when its ctx ends it gives them back at once,
+// but never returns (their tasks never reach a worker to be skipped),
+// until an external Stop abandons them. The doc warns that Feed must not
+// run on a worker of its pool.
 func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 3)
 	pool := workerpool.New(1)
@@ -1137,8 +1138,9 @@ func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 		done <- natsfeed.Feed(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 			natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
 	})
-	eventually(t, func() bool { return stats.Counts().Taken == 1 }, "a message taken")
+	eventually(t, func() bool { return stats.Counts().Taken == 2 }, "2 messages taken: the default bound, twice the pool's size")
 	cancel()
+	eventually(t, func() bool { return stats.Counts().Nacked == 2 }, "the 2 messages given back")
 	select {
 	case err := <-done:
 		t.Fatalf("Feed returned (%v): it was expected to wait for its message", err)
@@ -1147,7 +1149,7 @@ func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
 	pool.Stop()
 	// ctx ended before the pool stopped: a drain, nil.
 	assert.NoError(t, <-done, "Feed after Stop")
-	assert.Equal(t, natsfeed.Counts{Taken: 1, Nacked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+	assert.Equal(t, natsfeed.Counts{Taken: 2, Nacked: 2, MaxInFlight: 2}, stats.Counts(), "counts")
 }
 
 // edgeNilErr is an error type whose Error method needs a non-nil receiver.

@@ -62,8 +62,9 @@ const (
 // unsettled messages than the bound, the server never counts more as
 // pending for it, and a cluster of processes holds no more than the sum of
 // theirs. Within the bound Feed fetches ahead: whenever it holds fewer
-// than the bound it keeps a pull request out for the difference (one more
-// request goes out while one is out once a quarter of the bound is free),
+// than the bound it keeps a pull request out for the difference (a second
+// request goes out while one is out once a quarter of the bound is free;
+// never more than two),
 // and the messages that come wait in the pool's queue, so that a worker that
 // finishes a message finds the next one there instead of waiting a round
 // trip to the server (see WithMaxInFlight to size the bound). Feed counts
@@ -85,8 +86,8 @@ const (
 //     [workerpool.Permanent]: terminated, with the error's text (its first
 //     1024 bytes) as the reason.
 //   - returns its ctx's error after Feed's ctx ended, under
-//     WithCancelOnStop: nak'd with the fetch wait as the delay, whatever
-//     the policy says; a drain is not a failure.
+//     WithCancelOnStop: given back as the drain gives back what waits
+//     (below), whatever the policy says; a drain is not a failure.
 //   - returns another error: nak'd with the delay the backoff policy gives
 //     for the message's delivery count (WithBackoff), or terminated if the
 //     policy gives up.
@@ -96,7 +97,8 @@ const (
 //     does a panic in the backoff policy, whose message is nak'd with the
 //     fetch wait as the delay, and reported.
 //   - never runs, because the pool refused it or gave it up: reported, and
-//     nak'd at once if the pool stopped (which also ends Feed, as below),
+//     given back if the pool stopped (as a drain does, below; this also
+//     ends Feed),
 //     or with the fetch wait as the delay for a full queue (Reject,
 //     DropOldest, WithQueueTimeout); then its place stays taken for the
 //     fetch wait, so that Feed does not take message after message for a
@@ -106,17 +108,20 @@ const (
 // sent, before its acknowledgement, nak or term: the server never sees a
 // beat after the settlement.
 //
-// When ctx is done, Feed sends no more pull requests and drains: it naks
-// at once (no delay) every message that waits in the pool's queue, and
-// every message the pull requests it has sent still bring (it lets them
-// finish, at most the fetch wait), so that the server redelivers
-// them at once, to this process or another, instead of after AckWait; it
-// waits until every running handler has returned and its message is
-// settled (with WithCancelOnStop, their ctx ends), and returns nil. A
+// When ctx is done, Feed sends no more pull requests and drains: it gives
+// back every message that waits in the pool's queue, and every message
+// the pull requests it has sent still bring (it lets them finish, at most
+// the fetch wait), with a nak of no delay, so that the server redelivers
+// them at once, to another process or a later Feed, instead of after
+// AckWait. The naks go out once the last of those pull requests has
+// ended (at once if none is out), so that the feed's own request cannot
+// take back what it gives back. It waits until every running handler has
+// returned and its message is settled (with WithCancelOnStop, their ctx
+// ends), and returns nil. A
 // given-back message still takes a worker for a moment, to be skipped,
 // so a paused pool holds the drain until the Pause ends. Feed never stops
 // the pool. If the pool stops first, Feed does the same (the messages
-// the pool abandoned are nak'd at once) and returns an error wrapping
+// the pool abandoned are given back) and returns an error wrapping
 // [workerpool.ErrStopped]. Errors on the way (fetches, acknowledgements)
 // never end Feed: they are reported to the error handler
 // (WithErrorHandler) and retried.
@@ -163,24 +168,32 @@ type feed struct {
 	// it and gives back what did not come; a delivery gives back its
 	// place once it is settled.
 	held     atomic.Int64
-	pulls    atomic.Int64   // pull requests out
 	fetching sync.WaitGroup // the goroutines of the pull requests out
 	freed    chan struct{}  // buffered 1: a give-back or a finished request wakes the fetch loop waiting for room
 	// outstanding counts the deliveries whose goroutine runs; Feed returns
 	// once it reaches zero.
 	outstanding sync.WaitGroup
 
-	// mu guards holding and draining, and makes a round of beats and the
-	// start of a settlement exclusive: the beater sends its beats holding
-	// mu, and a settlement takes its message off holding under mu before it
-	// sends anything, so no beat of a message follows its settlement.
+	// mu guards holding, pulls, stopping and back, and makes a round of
+	// beats and the start of a settlement exclusive: the beater sends its
+	// beats holding mu, and a settlement takes its message off holding
+	// under mu before it sends anything, so no beat of a message follows
+	// its settlement.
 	mu sync.Mutex
 	// holding lists the messages received and not yet settling: waiting in
 	// the pool's queue or running. The beater beats them; the drain gives
 	// back those still waiting.
-	holding  ring
-	draining bool          // ctx ended: messages that arrive are given back at once
-	drained  chan struct{} // closed by the drain once it has given back what waited
+	holding ring
+	pulls   int // pull requests out: sent by the fetch loop, ended by fetch
+	// stopping is set once ctx ended or the pool was found stopped: no
+	// pull request goes out after it, and the messages that arrive are
+	// given back.
+	stopping bool
+	// back holds the messages given back while a pull request is out:
+	// nak'd at once, the request could take them again. The last request
+	// to end naks them.
+	back    []*delivery
+	drained chan struct{} // closed by the drain once it has given back what waited
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -274,19 +287,64 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 func (f *feed) fetchUntil(ctx context.Context) error {
 	defer f.fetching.Wait()
 	for {
-		if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
-			return errPoolStopped
-		}
 		k := f.room(ctx)
-		if k == 0 {
-			return nil
+		if k == 0 || !f.startPull(k) {
+			break
 		}
-		k = min(k, f.maxBatch)
-		f.held.Add(int64(k))
-		f.pulls.Add(1)
-		f.fetching.Add(1)
 		go f.fetch(ctx, k)
 	}
+	if f.pool.Stopped() { // also whenever a delivery was refused with ErrStopped
+		f.stop()
+		return errPoolStopped
+	}
+	return nil
+}
+
+// maxPulls is the most pull requests out at once: one, and another for
+// the places freed while it is out.
+const maxPulls = 2
+
+// startPull takes k places for a pull request about to go out, unless the
+// feed is stopping.
+func (f *feed) startPull(k int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopping {
+		return false
+	}
+	f.pulls++
+	f.held.Add(int64(k))
+	f.fetching.Add(1)
+	return true
+}
+
+// endPull ends a pull request: once the feed is stopping, the last one
+// out naks what was given back while it was out.
+func (f *feed) endPull() {
+	f.mu.Lock()
+	f.pulls--
+	var back []*delivery
+	if f.pulls == 0 {
+		back, f.back = f.back, nil
+	}
+	f.mu.Unlock()
+	for _, d := range back {
+		d.sendNak(0)
+	}
+}
+
+// stop makes the feed stop pulling: no pull request goes out after it.
+func (f *feed) stop() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.stopping = true
+}
+
+// pullsOut is the number of pull requests out.
+func (f *feed) pullsOut() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pulls
 }
 
 // bound is the most messages the feed may hold: WithMaxInFlight's, or
@@ -303,20 +361,21 @@ func (f *feed) bound() int {
 }
 
 // room waits until the feed may send a pull request, and returns how many
-// messages it may ask for, or 0 once ctx is done: the difference between
-// the bound and what the feed holds, when no request is out; when one is,
-// only once that difference is a quarter of the bound, so that a place
-// freed while a request is out waits for a few others rather than costing
-// a request of its own.
+// messages it may ask for (at most maxBatch), or 0 once ctx is done or the
+// pool stopped: the difference between the bound and what the feed holds
+// or has asked for, when no request is out; when one is, only once that
+// difference is a quarter of the bound, so that a place freed while a
+// request is out waits for a few others rather than costing a request of
+// its own; when maxPulls are out, none.
 func (f *feed) room(ctx context.Context) int {
-	for ctx.Err() == nil {
-		bound := f.bound()
+	for ctx.Err() == nil && !f.pool.Stopped() {
+		bound, pulls := f.bound(), f.pullsOut()
 		least := 1
-		if f.pulls.Load() > 0 {
+		if pulls > 0 {
 			least = max(1, bound/4)
 		}
-		if k := bound - int(f.held.Load()); k >= least {
-			return k
+		if k := bound - int(f.held.Load()); pulls < maxPulls && k >= least {
+			return min(k, f.maxBatch)
 		}
 		// A settle or a finished request wakes the loop; the fetch wait
 		// rechecks the pool's size, which a Resize may have raised.
@@ -351,7 +410,7 @@ func (f *feed) fetch(ctx context.Context, k int) {
 		f.report(fmt.Errorf("natsfeed: fetch: %w", err))
 		sleep(ctx, f.cfg.fetchWait)
 	}
-	f.pulls.Add(-1)
+	f.endPull()
 	f.give(k - n)
 }
 
@@ -370,18 +429,18 @@ func (f *feed) report(err error) {
 }
 
 // deliver starts settling msg: its goroutine waits for the pool to run it.
-// A message that arrives once the drain has begun is given back at once.
+// A message that arrives once the feed is stopping is given back.
 func (f *feed) deliver(msg jetstream.Msg) {
 	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
 	f.mu.Lock()
-	draining := f.draining
-	if !draining {
+	stopping := f.stopping
+	if !stopping {
 		f.holding.push(d)
 	}
 	f.mu.Unlock()
-	if draining {
-		d.nak(0)
+	if stopping {
+		d.giveBack()
 		f.give(1)
 		return
 	}
@@ -389,25 +448,29 @@ func (f *feed) deliver(msg jetstream.Msg) {
 	go d.run()
 }
 
-// drain runs once Feed's ctx is done: it gives back, with a nak at once,
+// drain runs once Feed's ctx is done: it stops the pulling, gives back
 // every message that waits in the pool's queue, and makes deliver give
 // back those still to come.
 func (f *feed) drain() {
 	defer close(f.drained)
-	var back []*delivery
+	var now []*delivery
 	f.mu.Lock()
-	f.draining = true
+	f.stopping = true
 	for d := f.holding.next; d != &f.holding.delivery; {
 		next := d.next
 		if !d.running {
 			f.holding.remove(d)
-			back = append(back, d)
+			if f.pulls > 0 {
+				f.back = append(f.back, d)
+			} else {
+				now = append(now, d)
+			}
 		}
 		d = next
 	}
 	f.mu.Unlock()
-	for _, d := range back {
-		d.nak(0) // its task, when a worker takes it, finds it off holding and returns
+	for _, d := range now {
+		d.sendNak(0) // its task, when a worker takes it, finds it off holding and returns
 	}
 }
 
@@ -563,22 +626,16 @@ func (d *delivery) handle() {
 	case permanent(err):
 		d.term(err)
 	case d.f.cfg.cancelOnStop && d.f.handlerCtx.Err() != nil && errors.Is(err, d.f.handlerCtx.Err()):
-		// Given up for the drain, not failed: no attempt spent, and the
-		// delay keeps the feed's last pull request from taking it again.
-		d.nak(d.f.cfg.fetchWait)
+		d.giveBack() // given up for the drain, not failed: no attempt spent
 	default:
 		d.retryLater(err)
 	}
 }
 
-// permanentType is the type of the errors workerpool.Permanent makes,
-// which that package does not export.
-var permanentType = reflect.TypeOf(workerpool.Permanent(errors.New("")))
-
 // permanent reports whether err wraps ErrPermanent or an error marked with
 // workerpool.Permanent.
 func permanent(err error) bool {
-	return errors.Is(err, ErrPermanent) || errors.As(err, reflect.New(permanentType).Interface())
+	return errors.Is(err, ErrPermanent) || workerpool.IsPermanent(err)
 }
 
 // settleAbandoned settles a message whose handler (or settlement) did not
@@ -615,7 +672,7 @@ func (d *delivery) notRun(err error) {
 	}
 	d.f.report(fmt.Errorf("natsfeed: %v not run: %w", d, err))
 	if errors.Is(err, workerpool.ErrStopped) {
-		d.nak(0) // the fetch loop sees the pool stopped, and ends
+		d.giveBack() // the fetch loop sees the pool stopped, and ends
 	} else {
 		d.nak(d.f.cfg.fetchWait)
 		sleep(d.f.ctx, d.f.cfg.fetchWait)
@@ -683,10 +740,38 @@ func final(err error) bool {
 }
 
 // nak gives the message back for redelivery after delay (at once if zero).
-// Its beats end first (see release); the drain has taken it off already.
+// Its beats end first (see release).
 func (d *delivery) nak(delay time.Duration) {
 	d.release()
 	d.settled = true
+	d.sendNak(delay)
+}
+
+// giveBack gives the message back at once, for a feed that stops (its ctx
+// ended, or the pool stopped): with a nak of no delay, sent now if no pull
+// request of the feed is out, or else by the last one out when it ends, so
+// that the feed does not take the message again itself. The feed stops
+// pulling first.
+func (d *delivery) giveBack() {
+	f := d.f
+	d.settled = true
+	f.mu.Lock()
+	f.stopping = true
+	if d.linked {
+		f.holding.remove(d)
+	}
+	later := f.pulls > 0
+	if later {
+		f.back = append(f.back, d)
+	}
+	f.mu.Unlock()
+	if !later {
+		d.sendNak(0)
+	}
+}
+
+// sendNak sends the nak of a message off holding, and counts it.
+func (d *delivery) sendNak(delay time.Duration) {
 	d.count(d.msg.NakWithDelay(delay), "nak", &d.f.stats.nacked)
 }
 

@@ -18,7 +18,8 @@ import (
 // and call runtime.Goexit, on fake messages (a fuzzer cannot wait for a
 // real server). Whatever happens, Feed returns, every message it took is
 // settled exactly once, no beat follows a settlement, its counts add up,
-// and it never holds more than its bound.
+// and it never holds more than its bound, nor asks for more: the messages
+// its pull requests may still bring count too.
 //
 // data[0] picks the pool's size (1-4), data[1] the bound (0: the
 // default), data[2] the options; each further byte is one message: its
@@ -41,6 +42,9 @@ func FuzzFeed(f *testing.F) {
 			msgs = append(msgs, &fakeMsg{log: log, action: b})
 		}
 		cons := &fakeConsumer{log: log, ackWait: time.Minute, wait: time.Millisecond, msgs: msgs}
+		for _, m := range msgs {
+			m.(*fakeMsg).cons = cons
+		}
 		pool := workerpool.New(size, workerpool.WithPanicHandler(func(any) {}))
 		defer pool.Stop()
 		ctx, cancel := context.WithCancel(context.Background())
@@ -125,6 +129,9 @@ func FuzzFeed(f *testing.F) {
 		}
 		if c.MaxInFlight > int64(limit) {
 			t.Fatalf("held %d, above the bound %d", c.MaxInFlight, limit)
+		}
+		if most := cons.most(); most > limit {
+			t.Fatalf("asked for or held %d at once, above the bound %d", most, limit)
 		}
 		var settled int64
 		for i, m := range msgs {

@@ -103,9 +103,11 @@ func WithMaxInFlight(n int) Option {
 // messages. A shorter wait sends more requests to an idle stream; a longer
 // one delays Feed's return after its ctx is done, since Feed lets the
 // requests it has sent finish rather than drop what the server is already
-// sending (and gives back at once what they bring). A failed request is retried after d, and a Resize that raises
-// the pool's size is seen within d. d must be from MinFetchWait to
-// MaxFetchWait; a consumer's MaxRequestExpires, if lower, lowers it.
+// sending (and gives back what they bring, and what the drain gives back,
+// once they have ended). A failed request is retried after d, and a
+// Resize that raises the pool's size is seen within d. d must be from
+// MinFetchWait to MaxFetchWait; a consumer's MaxRequestExpires, if lower,
+// lowers it.
 //
 // Default: DefaultFetchWait.
 func WithFetchWait(d time.Duration) Option {
@@ -168,7 +170,9 @@ func WithErrorHandler(f func(error)) Option {
 
 // WithCancelOnStop makes the handlers' context end when Feed's ctx does,
 // so that running handlers can give up at once; their messages are then
-// settled by what they return. Without it, the handlers' context carries
+// settled by what they return, and a handler that returns its ctx's error
+// has its message given back as the drain gives back what waits (see
+// Feed), its attempt not counted as a failure. Without it, the handlers' context carries
 // ctx's values but never ends, and a drain lets every handler finish.
 func WithCancelOnStop() Option {
 	return func(c *config) {

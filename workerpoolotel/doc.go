@@ -113,6 +113,10 @@
 //	workerpool.longest_running_processor  observable Gauge    s         pool                 workerpool_longest_running_processor_seconds  the runs under way: the longest time one has run so far, 0 if none
 //
 // RegisterStatus makes the first fifteen; NewHooks the last six. The
+// package natsfeedotel, in this module, reports the counts of a natsfeed
+// feed (natsfeed.Stats) the same way, as workerpool.feed.* instruments
+// with the attribute feed; it is a package of its own so that a program
+// that does not import it does not compile nats.go. The
 // attributes:
 //
 //   - pool: the pool's name (workerpool.WithName; TaskInfo.Pool for the

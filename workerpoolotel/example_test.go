@@ -236,3 +236,138 @@ func Example_prometheus() {
 	// COUNTER workerpool_tasks_submitted_total [pool=images]
 	// GAUGE workerpool_workers [pool=images]
 }
+
+// RegisterStatus reports a pool's Status on each collection, also after the
+// pool stopped, until Unregister: call it when the pool is no longer
+// needed.
+func ExampleRegisterStatus() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	pool := workerpool.New(3, workerpool.WithName("mail"))
+	reg, err := workerpoolotel.RegisterStatus(pool, workerpoolotel.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for range 5 {
+		pool.Submit(func() {})
+	}
+	pool.StopWait()
+	printInts(reader, "workerpool.max_workers", "workerpool.tasks_completed")
+	if err := reg.Unregister(); err != nil {
+		log.Fatal(err)
+	}
+	printInts(reader, "workerpool.max_workers") // nothing once unregistered
+	// Output:
+	// workerpool.max_workers{pool=mail}: 3
+	// workerpool.tasks_completed{pool=mail}: 5
+}
+
+// Past the cap of WithMaxLabels, labels count as task="other" in the
+// metrics; spans keep every label.
+func ExampleWithMaxLabels() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp), workerpoolotel.WithMaxLabels(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
+	for _, label := range []string{"welcome", "digest", "receipt", "welcome"} {
+		_ = pool.DoWait(func() {}, workerpool.Label(label)) // one after the other: "welcome" comes first
+	}
+	pool.StopWait()
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == "workerpool.task_run" {
+				var lines []string
+				for _, dp := range h.DataPoints {
+					lines = append(lines, fmt.Sprintf("%s%s: %d runs", m.Name, labels(dp.Attributes.ToSlice()), dp.Count))
+				}
+				slices.Sort(lines)
+				fmt.Println(strings.Join(lines, "\n"))
+			}
+		}
+	}
+	// Output:
+	// workerpool.task_run{pool=mail,task=other}: 2 runs
+	// workerpool.task_run{pool=mail,task=welcome}: 2 runs
+}
+
+// Spans only: a span per run, named by the task's label, a child of the
+// submitter's span. (Without WithTracerProvider the hooks use the global
+// provider.)
+func ExampleWithTracerProvider() {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithTracerProvider(tp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := workerpool.New(2, workerpool.WithHooks(hooks))
+	ctx, request := tp.Tracer("example").Start(context.Background(), "request")
+	_ = pool.Go(ctx, func(context.Context) error { return nil }, workerpool.Label("resize")).Wait()
+	pool.StopWait()
+	request.End()
+	for _, s := range spans.Ended() {
+		fmt.Println(s.Name(), "child of request:", s.Parent().SpanID() == request.SpanContext().SpanID())
+	}
+	// Output:
+	// resize child of request: true
+	// request child of request: false
+}
+
+// printInts collects reader and prints the integer data points of the
+// metrics named, in the order named, each metric's sorted by attributes.
+func printInts(reader *sdkmetric.ManualReader, names ...string) {
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range names {
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != name {
+					continue
+				}
+				var points []metricdata.DataPoint[int64]
+				switch data := m.Data.(type) {
+				case metricdata.Sum[int64]:
+					points = data.DataPoints
+				case metricdata.Gauge[int64]:
+					points = data.DataPoints
+				}
+				var lines []string // the SDK gives data points in no set order
+				for _, dp := range points {
+					lines = append(lines, fmt.Sprintf("%s%s: %d", m.Name, labels(dp.Attributes.ToSlice()), dp.Value))
+				}
+				slices.Sort(lines)
+				fmt.Print(strings.Join(append(lines, ""), "\n"))
+			}
+		}
+	}
+}
+
+// Metrics only: the hooks record to the MeterProvider given (without
+// WithMeterProvider, to the global one).
+func ExampleWithMeterProvider() {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp))
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
+	for range 3 {
+		pool.Do(func() {}, workerpool.Label("welcome"))
+	}
+	pool.StopWait()
+	printInts(reader, "workerpool.task_failures")
+	// Output:
+	// workerpool.task_failures{outcome=error,pool=mail,task=welcome}: 0
+	// workerpool.task_failures{outcome=panic,pool=mail,task=welcome}: 0
+}

@@ -10,6 +10,14 @@
 //   - [Histograms], opt-in, observes each run of a task through the pools'
 //     [workerpool.Hooks]; one Histograms serves any number of pools.
 //
+// Served over HTTP:
+//
+//	hists := workerpoolprom.NewHistograms()
+//	pool := workerpool.New(8, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
+//	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+//
 // # Metrics
 //
 // Every series has the label pool, the pool's name ([workerpool.WithName]).
@@ -142,6 +150,11 @@
 //
 // The file dashboard.json next to this package is a Grafana dashboard of
 // these metrics; README.md lists its panels.
+//
+// The package natsfeedprom, in this module, exports the counts of a
+// natsfeed feed (natsfeed.Stats) under the same rules, as
+// workerpool_feed_* series labelled feed. It is a package of its own so
+// that a program that does not import it does not compile nats.go.
 //
 // # Hooks of your own
 //

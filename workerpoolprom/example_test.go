@@ -7,6 +7,7 @@ import (
 	"log"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/e86d9661/workerpool"
 	"github.com/e86d9661/workerpool/workerpoolprom"
@@ -143,4 +144,106 @@ func printSeries(reg *prometheus.Registry, names ...string) {
 			fmt.Printf("%s{%s} %v\n", name, strings.Join(labels, ","), v)
 		}
 	}
+}
+
+// Buckets to match a service level: the wait histogram counts tasks that
+// waited more than 10ms for a worker. Here the second task waits behind a
+// first that takes 20ms, on the pool's one worker.
+func ExampleWithWaitBuckets() {
+	hists := workerpoolprom.NewHistograms(workerpoolprom.WithWaitBuckets([]float64{0.01, 60}))
+	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
+	pool.Do(func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("first"))
+	pool.Do(func() {}, workerpool.Label("behind"))
+	pool.StopWait()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hists)
+	printBuckets(reg, "workerpool_task_wait_seconds", "behind")
+	// Output:
+	// workerpool_task_wait_seconds_bucket{task="behind",le="0.01"} 0
+	// workerpool_task_wait_seconds_bucket{task="behind",le="60"} 1
+	// workerpool_task_wait_seconds_bucket{task="behind",le="+Inf"} 1
+}
+
+// Run-time buckets for tasks that take seconds rather than microseconds.
+func ExampleWithRunBuckets() {
+	hists := workerpoolprom.NewHistograms(workerpoolprom.WithRunBuckets([]float64{0.01, 1, 60}))
+	pool := workerpool.New(2, workerpool.WithName("reports"), workerpool.WithHooks(hists.Hooks()))
+	pool.Do(func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("render"))
+	pool.StopWait()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hists)
+	printBuckets(reg, "workerpool_task_run_seconds", "render")
+	// Output:
+	// workerpool_task_run_seconds_bucket{task="render",le="0.01"} 0
+	// workerpool_task_run_seconds_bucket{task="render",le="1"} 1
+	// workerpool_task_run_seconds_bucket{task="render",le="60"} 1
+	// workerpool_task_run_seconds_bucket{task="render",le="+Inf"} 1
+}
+
+// Pools share a registry when their names differ; a second Collector for a
+// name already registered is refused.
+func ExampleNewCollector() {
+	mail := workerpool.New(2, workerpool.WithName("mail"))
+	images := workerpool.New(4, workerpool.WithName("images"))
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(workerpoolprom.NewCollector(mail), workerpoolprom.NewCollector(images))
+
+	err := reg.Register(workerpoolprom.NewCollector(mail))
+	var dup prometheus.AlreadyRegisteredError
+	fmt.Println("the same name again refused:", errors.As(err, &dup))
+
+	mail.StopWait()
+	images.StopWait()
+	printSeries(reg, "workerpool_max_workers")
+	// Output:
+	// the same name again refused: true
+	// workerpool_max_workers{pool="images"} 4
+	// workerpool_max_workers{pool="mail"} 2
+}
+
+// printBuckets prints the cumulative buckets of the histogram family name
+// for the series with the task label given, as the text format would.
+func printBuckets(reg *prometheus.Registry, name, task string) {
+	families, err := reg.Gather()
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "task" && l.GetValue() == task }) {
+				continue
+			}
+			h := m.GetHistogram()
+			for _, b := range h.GetBucket() {
+				fmt.Printf("%s_bucket{task=%q,le=\"%v\"} %d\n", name, task, b.GetUpperBound(), b.GetCumulativeCount())
+			}
+			fmt.Printf("%s_bucket{task=%q,le=\"+Inf\"} %d\n", name, task, h.GetSampleCount())
+		}
+	}
+}
+
+// One Histograms times the tasks of any number of pools, told apart by
+// their names: give each pool its Hooks, and register it once.
+func ExampleNewHistograms() {
+	hists := workerpoolprom.NewHistograms()
+	mail := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
+	images := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+	for range 3 {
+		mail.Do(func() {}, workerpool.Label("welcome"))
+	}
+	images.Do(func() {}, workerpool.Label("resize"))
+	mail.StopWait()
+	images.StopWait()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(hists)
+	printSeries(reg, "workerpool_task_run_seconds")
+	// Output:
+	// workerpool_task_run_seconds_count{pool="images",task="resize"} 1
+	// workerpool_task_run_seconds_count{pool="mail",task="welcome"} 3
 }

@@ -293,7 +293,8 @@ func (h *Histograms) taskFinished(ctx context.Context, t workerpool.TaskInfo) {
 	}
 	s.run.Observe(t.Ran.Seconds())
 	if t.Err != nil {
-		if _, ok := errors.AsType[*workerpool.PanicError](t.Err); ok {
+		var panicked *workerpool.PanicError // errors.As, not errors.AsType: the module asks for Go 1.25
+		if errors.As(t.Err, &panicked) {
 			s.panics.Inc()
 		} else {
 			s.errors.Inc() // workerpool.ErrGoexit included

@@ -1,28 +1,23 @@
 module github.com/e86d9661/workerpool/examples/metrics
 
-go 1.26.0
-
-replace (
-	github.com/e86d9661/workerpool => ../../
-	github.com/e86d9661/workerpool/workerpoolprom => ../../workerpoolprom
-)
+go 1.25.0
 
 require (
-	github.com/e86d9661/workerpool v0.0.0-00010101000000-000000000000
-	github.com/e86d9661/workerpool/workerpoolprom v0.0.0-00010101000000-000000000000
-	github.com/prometheus/client_golang v1.25.0
+	github.com/e86d9661/workerpool v0.1.0
+	github.com/e86d9661/workerpool/workerpoolprom v0.1.0
+	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
-	github.com/prometheus/common v0.72.0
+	github.com/prometheus/common v0.71.0
 	github.com/stretchr/testify v1.12.1
 )
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/gammazero/deque v1.2.2 // indirect
+	github.com/gammazero/deque v1.2.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

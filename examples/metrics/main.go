@@ -6,9 +6,12 @@
 //
 // Tasks arrive faster than the pool's four workers finish them, so its
 // bounded queue drops the oldest; some tasks fail, a few panic, some are
-// slow, and a few are delayed. On SIGINT (Ctrl-C) or SIGTERM the program
-// shuts the pool down, with a deadline, then the HTTP server, prints the
-// final counts and exits 0.
+// slow, and a few are delayed. Every 200th task panics on purpose, so that
+// workerpool_tasks_panicked_total moves: the log shows each of those panics
+// as one short line that says so, without the stack trace the pool's logger
+// gives any other panic. On SIGINT (Ctrl-C) or SIGTERM the program shuts the
+// pool down, with a deadline, then the HTTP server, prints the final counts
+// and exits 0.
 package main
 
 import (
@@ -49,7 +52,8 @@ func run(addr string) error {
 	// ctx is canceled on the first SIGINT or SIGTERM.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil)) // Info and above
+	logger := slog.New(quietDemoPanics{slog.NewTextHandler(os.Stderr, nil)}) // Info and above
+	logger.Info("every 200th task panics on purpose, to show the panics counter; each is logged as one line")
 
 	// The histograms' hooks time every run, count failures by outcome and
 	// track the runs in flight, by the task labels produce gives.
@@ -57,7 +61,7 @@ func run(addr string) error {
 	pool := workerpool.New(4,
 		workerpool.WithName(poolName),
 		workerpool.WithLogger(logger),
-		workerpool.WithPanicHandler(func(any) {}), // the logger records each panic, with its stack
+		workerpool.WithPanicHandler(func(any) {}), // the logger records each panic
 		workerpool.WithMaxWaiting(20, workerpool.DropOldest),
 		workerpool.WithHooks(hists.Hooks()),
 	)
@@ -121,7 +125,7 @@ func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 		var err error
 		switch {
 		case n%200 == 0:
-			err = pool.Do(func() { panic(fmt.Sprintf("demo task %d panics", n)) }, render)
+			err = pool.Do(func() { panic(demoPanic(fmt.Sprintf("demo task %d panics on purpose", n))) }, render)
 		case n%25 == 0:
 			pool.Go(work, func(context.Context) error { time.Sleep(d); return nil }, workerpool.Delay(time.Second), digest)
 		case n%7 == 0:

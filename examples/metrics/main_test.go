@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +41,7 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 		"workerpool_tasks_submitted_total",
 		"workerpool_tasks_completed_total",
 		"workerpool_tasks_dropped_total",
+		"workerpool_tasks_panicked_total", // one of the demo's panics on purpose has run
 		"workerpool_task_wait_seconds_count",
 		"workerpool_task_run_seconds_count",
 		"workerpool_task_failures_total",
@@ -69,6 +72,23 @@ func TestServesMetricsUntilInterrupted(t *testing.T) {
 	assert.Regexp(t, `^metrics example stopped: submitted=\d+ completed=\d+ dropped=\d+ `, last, "final line")
 	err = p.Wait(t)
 	require.NoError(t, err, "exit status 0; stderr:\n%s", p.Stderr)
+
+	// Each panic the demo makes on purpose is one short log line that
+	// says so, with no stack trace; the final line counts them.
+	m := regexp.MustCompile(`panicked=(\d+)`).FindStringSubmatch(last)
+	require.NotNil(t, m, "panicked count in %q", last)
+	var panicLines []string
+	for line := range strings.Lines(p.Stderr.String()) {
+		if strings.Contains(line, `msg="task panicked"`) {
+			panicLines = append(panicLines, line)
+			assert.Contains(t, line, "on purpose", "panic log line")
+			assert.NotContains(t, line, "stack=", "panic log line")
+			assert.NotContains(t, line, "level=ERROR", "panic log line")
+		}
+	}
+	assert.NotEmpty(t, panicLines, "panic log lines; stderr:\n%s", p.Stderr)
+	assert.Equal(t, m[1], strconv.Itoa(len(panicLines)), "a log line per panic")
+	assert.Contains(t, p.Stderr.String(), "panics on purpose, to show the panics counter", "the log says why")
 }
 
 // The task labels the program gives, and the outcomes of failures.

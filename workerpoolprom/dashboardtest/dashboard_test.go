@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,13 @@ import (
 	"time"
 
 	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
 	"github.com/e86d9661/workerpool/workerpoolprom"
+	"github.com/e86d9661/workerpool/workerpoolprom/natsfeedprom"
+	"github.com/nats-io/nats-server/v2/server"
+	natsserver "github.com/nats-io/nats-server/v2/test"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/prometheus/model/labels"
@@ -99,7 +106,13 @@ var panelTitles = []string{
 	"Retries",
 	"Failures by outcome",
 	"Stuck work",
+	"Feed messages",
+	"Feed in flight",
 }
+
+// feedPanels are the panels of natsfeedprom's metrics, which follow the
+// feed variable rather than the pool variable.
+var feedPanels = map[string]bool{"Feed messages": true, "Feed in flight": true}
 
 func loadDashboard(t *testing.T) dashboard {
 	t.Helper()
@@ -111,14 +124,15 @@ func loadDashboard(t *testing.T) dashboard {
 }
 
 // The dashboard imports as is: a datasource variable for Prometheus, a
-// pool variable, every panel and query on the datasource variable, ids
-// and refIds unique, panels within the grid's 24 columns and none over
+// pool variable and a feed variable, every panel and query on the
+// datasource variable, each query following the pool variable or, in the
+// feed panels, the feed variable, ids and refIds unique, panels within the grid's 24 columns and none over
 // another, and the panels README.md lists.
 func TestDashboardShape(t *testing.T) {
 	d := loadDashboard(t)
 	assert.Equal(t, "workerpool", d.UID, "uid")
-	require.Len(t, d.Templating.List, 2, "template variables")
-	ds, pool := d.Templating.List[0], d.Templating.List[1]
+	require.Len(t, d.Templating.List, 3, "template variables")
+	ds, pool, feed := d.Templating.List[0], d.Templating.List[1], d.Templating.List[2]
 	assert.Equal(t, "datasource", ds.Name, "first variable")
 	assert.Equal(t, "datasource", ds.Type, "type of the datasource variable")
 	assert.JSONEq(t, `"prometheus"`, string(ds.Query), "plugin of the datasource variable")
@@ -128,6 +142,12 @@ func TestDashboardShape(t *testing.T) {
 	assert.Equal(t, promDatasource, *pool.Datasource, "datasource of the pool variable")
 	assert.True(t, pool.Multi && pool.IncludeAll, "pool variable: several pools and All")
 	assert.Equal(t, ".*", pool.AllValue, "the pool variable's All")
+	assert.Equal(t, "feed", feed.Name, "third variable")
+	assert.Equal(t, "query", feed.Type, "type of the feed variable")
+	require.NotNil(t, feed.Datasource, "datasource of the feed variable")
+	assert.Equal(t, promDatasource, *feed.Datasource, "datasource of the feed variable")
+	assert.True(t, feed.Multi && feed.IncludeAll, "feed variable: several feeds and All")
+	assert.Equal(t, ".*", feed.AllValue, "the feed variable's All")
 
 	var titles []string
 	ids := map[int]bool{}
@@ -143,7 +163,12 @@ func TestDashboardShape(t *testing.T) {
 			assert.False(t, refs[q.RefID], "refId %s of %q unique", q.RefID, p.Title)
 			refs[q.RefID] = true
 			assert.Equal(t, promDatasource, q.Datasource, "datasource of %q %s", p.Title, q.RefID)
-			assert.Contains(t, q.Expr, `pool=~"$pool"`, "query %s of %q follows the pool variable", q.RefID, p.Title)
+			if feedPanels[p.Title] {
+				assert.Contains(t, q.Expr, `feed=~"$feed"`, "query %s of %q follows the feed variable", q.RefID, p.Title)
+				assert.NotContains(t, q.Expr, "$pool", "query %s of %q follows the feed variable only", q.RefID, p.Title)
+			} else {
+				assert.Contains(t, q.Expr, `pool=~"$pool"`, "query %s of %q follows the pool variable", q.RefID, p.Title)
+			}
 		}
 	}
 	assert.Equal(t, panelTitles, titles, "panels")
@@ -162,11 +187,12 @@ func TestDashboardShape(t *testing.T) {
 	}
 }
 
-// Every query of the dashboard, on two scrapes 30s apart of a pool at
-// work, in the text format (classic histograms only), and in protobuf with
+// Every query of the dashboard, on two scrapes 30s apart of pools and a
+// feed at work, in the text format (classic histograms only), and in protobuf with
 // native histograms, as Prometheus 3 scrapes them by default (native
 // only) and with always_scrape_classic_histograms (both): each parses and
-// returns at least one series, for all pools and for one.
+// returns at least one series, for all pools and for one, or for all feeds
+// and for one.
 func TestDashboardQueriesReturnSeries(t *testing.T) {
 	for _, f := range []struct {
 		name, accept string
@@ -197,26 +223,33 @@ func TestDashboardQueriesReturnSeries(t *testing.T) {
 			t.Cleanup(func() { assert.NoError(t, engine.Close(), "close the engine") })
 			at := t0.Add(30 * time.Second)
 
-			pools := d.Templating.List[1]
-			var selector struct{ Query string }
-			require.NoError(t, json.Unmarshal(pools.Query, &selector), "query of the pool variable")
-			m := regexp.MustCompile(`^label_values\((.+), pool\)$`).FindStringSubmatch(selector.Query)
-			require.NotNil(t, m, "the pool variable is label_values(selector, pool): %s", selector.Query)
-			found := map[string]bool{}
-			for _, s := range eval(t, engine, db, m[1], at) {
-				found[s.Metric.Get("pool")] = true
+			offered := func(v variable) map[string]bool {
+				var selector struct{ Query string }
+				require.NoError(t, json.Unmarshal(v.Query, &selector), "query of the %s variable", v.Name)
+				m := regexp.MustCompile(`^label_values\((.+), ` + v.Name + `\)$`).FindStringSubmatch(selector.Query)
+				require.NotNil(t, m, "the %s variable is label_values(selector, %[1]s): %s", v.Name, selector.Query)
+				found := map[string]bool{}
+				for _, s := range eval(t, engine, db, m[1], at) {
+					found[s.Metric.Get(v.Name)] = true
+				}
+				return found
 			}
-			assert.Equal(t, map[string]bool{"dash": true, "spare": true}, found, "pools the pool variable offers")
+			assert.Equal(t, map[string]bool{"dash": true, "spare": true}, offered(d.Templating.List[1]), "pools the pool variable offers")
+			assert.Equal(t, map[string]bool{"workers": true}, offered(d.Templating.List[2]), "feeds the feed variable offers")
 
 			for _, p := range d.Panels {
+				label, one, values := "pool", "dash", []string{".*", "(dash)", "(dash|spare)"}
+				if feedPanels[p.Title] {
+					label, one, values = "feed", "workers", []string{".*", "(workers)"}
+				}
 				for _, q := range p.Targets {
-					for _, pool := range []string{".*", "(dash)", "(dash|spare)"} {
-						expr := substitute(q.Expr, pool)
+					for _, value := range values {
+						expr := substitute(q.Expr, label, value)
 						series := eval(t, engine, db, expr, at)
-						assert.NotEmpty(t, series, "%q %s with pool %s: %s", p.Title, q.RefID, pool, expr)
+						assert.NotEmpty(t, series, "%q %s with %s %s: %s", p.Title, q.RefID, label, value, expr)
 						for _, s := range series {
-							if got := s.Metric.Get("pool"); pool == "(dash)" {
-								assert.Equal(t, "dash", got, "pool of %q %s with pool %s: %s", p.Title, q.RefID, pool, expr)
+							if got := s.Metric.Get(label); value == "("+one+")" {
+								assert.Equal(t, one, got, "%s of %q %s with %s %s: %s", label, p.Title, q.RefID, label, value, expr)
 							}
 						}
 					}
@@ -227,11 +260,12 @@ func TestDashboardQueriesReturnSeries(t *testing.T) {
 }
 
 // substitute replaces the template variables of a query as Grafana does:
-// $pool with the pool variable's value (a regex: ".*" for All, "(a|b)"
-// for several pools), $__rate_interval with the rate interval for a 30s
-// scrape interval (four scrape intervals, Grafana's minimum: 2m).
-func substitute(expr, pool string) string {
-	return strings.NewReplacer("$__rate_interval", "2m", "${pool}", pool, "$pool", pool).Replace(expr)
+// $pool or $feed, named by variable, with its value (a regex: ".*" for
+// All, "(a|b)" for several pools), $__rate_interval with the rate
+// interval for a 30s scrape interval (four scrape intervals, Grafana's
+// minimum: 2m).
+func substitute(expr, variable, value string) string {
+	return strings.NewReplacer("$__rate_interval", "2m", "${"+variable+"}", value, "$"+variable, value).Replace(expr)
 }
 
 // eval evaluates expr at ts and returns its series; it fails the test if
@@ -313,13 +347,19 @@ func scrapeInto(t *testing.T, srv *httptest.Server, accept string, keepClassic b
 }
 
 // A workload is two pools, "dash" and "spare", with one Histograms and a
-// Collector each, served on /metrics by srv.
+// Collector each, and a feed, "workers", that takes jobs from a JetStream
+// server embedded in the test and runs them on spare, with natsfeedprom's
+// Collector, all served on /metrics by srv.
 type workload struct {
 	srv      *httptest.Server
 	dash     *workerpool.WorkerPool
 	spare    *workerpool.WorkerPool
-	held     chan struct{} // closed by release: ends the tasks hold started
+	held     chan struct{} // closed by release: ends the tasks and the job hold started
 	released sync.Once
+	js       jetstream.JetStream
+	stats    *natsfeed.Stats
+	settled  int64        // jobs the rounds published: each is acked or terminated
+	stopFeed func() error // ends the feed and returns its error; safe to call more than once
 }
 
 func startWorkload(t *testing.T) *workload {
@@ -337,8 +377,10 @@ func startWorkload(t *testing.T) *workload {
 	t.Cleanup(w.dash.Stop)
 	t.Cleanup(w.spare.Stop)
 	t.Cleanup(w.release) // first: a test that failed while holding
+	w.startFeed(t)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(workerpoolprom.NewCollector(w.dash), workerpoolprom.NewCollector(w.spare), h)
+	reg.MustRegister(workerpoolprom.NewCollector(w.dash), workerpoolprom.NewCollector(w.spare), h,
+		natsfeedprom.NewCollector(w.stats, "workers"))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	w.srv = httptest.NewServer(mux)
@@ -346,9 +388,64 @@ func startWorkload(t *testing.T) *workload {
 	return w
 }
 
+// startFeed starts an embedded JetStream server with the stream JOBS and
+// the consumer "workers", and a feed of it on spare, counting in w.stats:
+// the job "bad" fails for good (terminated), "hold" runs until release,
+// any other succeeds (acked).
+func (w *workload) startFeed(t *testing.T) {
+	t.Helper()
+	srv := natsserver.RunServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir()})
+	t.Cleanup(func() {
+		srv.Shutdown()
+		srv.WaitForShutdown()
+	})
+	nc, err := nats.Connect(srv.ClientURL())
+	require.NoError(t, err, "connect")
+	t.Cleanup(nc.Close)
+	w.js, err = jetstream.New(nc)
+	require.NoError(t, err, "jetstream")
+	st, err := w.js.CreateOrUpdateStream(t.Context(), jetstream.StreamConfig{Name: "JOBS", Subjects: []string{"jobs.>"}})
+	require.NoError(t, err, "stream")
+	cons, err := st.CreateOrUpdateConsumer(t.Context(), jetstream.ConsumerConfig{
+		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second,
+	})
+	require.NoError(t, err, "consumer")
+	w.stats = new(natsfeed.Stats)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- natsfeed.Feed(ctx, w.spare, cons, func(ctx context.Context, msg jetstream.Msg) error {
+			switch string(msg.Data()) {
+			case "bad":
+				return fmt.Errorf("bad job: %w", natsfeed.ErrPermanent)
+			case "hold":
+				<-w.held
+			}
+			return nil
+		}, natsfeed.WithStats(w.stats))
+	}()
+	w.stopFeed = sync.OnceValue(func() error {
+		cancel()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			return errors.New("Feed did not return within a minute")
+		}
+	})
+}
+
+// publish publishes the job body, confirmed by the server.
+func (w *workload) publish(t *testing.T, body string) {
+	t.Helper()
+	_, err := w.js.Publish(t.Context(), "jobs.dash", []byte(body))
+	require.NoError(t, err, "publish %s", body)
+}
+
 // round runs a dozen tasks on dash, labelled by kind, some failing, some
-// panicking, one retried once, one refused as too heavy, and one on spare,
-// and waits until both pools are idle.
+// panicking, one retried once, one refused as too heavy, and one on spare;
+// feeds a job that succeeds and one that fails for good; and waits until
+// both pools are idle and both jobs settled.
 func (w *workload) round(t *testing.T) {
 	t.Helper()
 	ctx := t.Context()
@@ -375,11 +472,18 @@ func (w *workload) round(t *testing.T) {
 	assert.ErrorIs(t, w.dash.Do(func() {}, workerpool.Weight(3)), workerpool.ErrTooHeavy, "a task heavier than the pool")
 	require.NoError(t, w.spare.DoWait(func() {}), "spare")
 	require.NoError(t, w.dash.WaitIdle(ctx), "dash idle")
+	w.publish(t, "ok")
+	w.publish(t, "bad")
+	w.settled += 2
+	require.Eventually(t, func() bool {
+		c := w.stats.Counts()
+		return c.Acked+c.Terminated == w.settled
+	}, time.Minute, time.Millisecond, "the round's jobs settled")
 }
 
 // hold starts two tasks on dash that run until release, so that both
 // workers are busy and the stuck-work gauges grow, and queues three
-// behind them. The tasks have keys: account-1 runs and waits, account-2
+// behind them; and feeds a job that runs until release, on spare. The tasks have keys: account-1 runs and waits, account-2
 // runs, account-3 waits, and the last task waiting has no key, so that
 // three keys are active.
 func (w *workload) hold(t *testing.T) {
@@ -402,12 +506,17 @@ func (w *workload) hold(t *testing.T) {
 		runtime.Gosched()
 	}
 	require.Equal(t, 3, w.dash.Status().Waiting, "waiting tasks")
+	w.publish(t, "hold")
+	require.Eventually(t, func() bool { return w.stats.Counts().InFlight == 1 }, time.Minute, time.Millisecond, "the feed holds the job")
 }
 
-// release ends the tasks hold started and lets both pools finish. Safe
-// to call more than once.
+// release ends the tasks and the job hold started, ends the feed and
+// lets both pools finish. Safe to call more than once.
 func (w *workload) release() {
 	w.released.Do(func() { close(w.held) })
+	if err := w.stopFeed(); err != nil {
+		panic(err) // Feed returns an error only for bad input, which the workload never gives
+	}
 	w.dash.StopWait()
 	w.spare.StopWait()
 }
@@ -455,4 +564,11 @@ func TestDashboardSeesTheWorkload(t *testing.T) {
 	slices.Sort(tasks)
 	assert.Equal(t, []string{"mail", "none", "resize"}, tasks, "task labels of the finished runs")
 	assert.Equal(t, 2.0, value(`workerpool_task_wait_seconds_count{pool="dash",task="import"}`), "runs of import started, none finished")
+	// Between the scrapes, a round's two jobs and the held one.
+	assert.Equal(t, 3.0, grown(`workerpool_feed_messages_taken_total{feed="workers"}`), "jobs taken")
+	assert.Equal(t, 1.0, grown(`workerpool_feed_messages_acked_total{feed="workers"}`), "jobs acked")
+	assert.Equal(t, 1.0, grown(`workerpool_feed_messages_terminated_total{feed="workers"}`), "jobs terminated")
+	assert.Equal(t, 1.0, value(`workerpool_feed_in_flight_messages{feed="workers"}`), "jobs in flight while held")
+	assert.Equal(t, 0.0, value(`workerpool_feed_in_flight_messages{feed="workers"} offset 30s`), "jobs in flight after a round")
+	assert.Equal(t, 1.0, value(`workerpool_feed_max_in_flight_messages{feed="workers"}`), "most jobs in flight: spare's size")
 }

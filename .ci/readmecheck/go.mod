@@ -1,0 +1,3 @@
+module readmecheck
+
+go 1.25

@@ -1,0 +1,146 @@
+package workerpool_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+
+	"github.com/e86d9661/workerpool"
+)
+
+// Hooks see which task each call is about: they count runs and failures
+// by label, and report every task that will never run, with its label and
+// why: here one a full queue refused and one a Shutdown abandoned.
+func ExampleWithHooks() {
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var failed, lost []string
+	p := workerpool.New(1, workerpool.WithName("files"), workerpool.WithMaxWaiting(1, workerpool.Reject), workerpool.WithHooks(workerpool.Hooks{
+		TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[t.Label]++
+			return ctx // the ctx the task runs with: here unchanged
+		},
+		TaskFinished: func(_ context.Context, t workerpool.TaskInfo) {
+			if t.Err != nil {
+				mu.Lock()
+				defer mu.Unlock()
+				failed = append(failed, fmt.Sprintf("%s/%s attempt %d: %v", t.Pool, t.Label, t.Attempt, t.Err))
+			}
+		},
+		TaskDropped: func(t workerpool.TaskInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			lost = append(lost, fmt.Sprintf("%s: %v", t.Label, t.Err))
+		},
+	}))
+	ctx := context.Background()
+	fmt.Println(p.Go(ctx, func(context.Context) error { return errors.New("no such file") }, workerpool.Label("open")).Wait())
+	running := make(chan struct{})
+	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() }, workerpool.Label("watch"))
+	<-running
+	p.Do(func() {}, workerpool.Label("index"))                  // waits in the queue, which is now full
+	fmt.Println(p.Do(func() {}, workerpool.Label("thumbnail"))) // refused: TaskDropped runs before Do returns
+	now, cancel := context.WithCancel(ctx)
+	cancel()
+	fmt.Println(p.Shutdown(now)) // abandons the queued task and cancels the running one
+	fmt.Println(runs)
+	fmt.Println(strings.Join(failed, "\n"))
+	fmt.Println(lost)
+	// Output:
+	// no such file
+	// workerpool: waiting queue full
+	// context canceled
+	// map[open:1 watch:1]
+	// files/open attempt 1: no such file
+	// files/watch attempt 1: context canceled
+	// [thumbnail: workerpool: waiting queue full index: workerpool: pool stopped]
+}
+
+// The logger gets one record per Resize and a summary when the pool stops,
+// never a record per task.
+func ExampleWithLogger() {
+	noTime := func(_ []string, a slog.Attr) slog.Attr {
+		if a.Key == slog.TimeKey {
+			return slog.Attr{}
+		}
+		return a
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
+	p := workerpool.New(2, workerpool.WithName("thumbnails"), workerpool.WithLogger(logger))
+	for range 100 {
+		p.Submit(func() {})
+	}
+	p.Resize(4)
+	p.StopWait()
+	// Output:
+	// level=INFO msg="pool resized" pool=thumbnails from=2 to=4
+	// level=INFO msg="pool stopped" pool=thumbnails submitted=100 completed=100 panicked=0 abandoned=0 canceled=0 dropped=0 expired=0 retried=0 rejected=0
+}
+
+// Label names the kind of a task for hooks, logs and metrics; it changes
+// nothing in how the task runs.
+func ExampleLabel() {
+	var mu sync.Mutex
+	runs := map[string]int{}
+	p := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{
+		TaskFinished: func(_ context.Context, t workerpool.TaskInfo) {
+			mu.Lock()
+			defer mu.Unlock()
+			runs[t.Label]++
+		},
+	}))
+	for range 3 {
+		p.Do(func() {}, workerpool.Label("resize"))
+	}
+	p.Do(func() {}, workerpool.Label("send-mail"))
+	p.Do(func() {}) // no label
+	p.StopWait()
+	fmt.Println(runs)
+	// Output: map[:1 resize:3 send-mail:1]
+}
+
+// WithName names the pool in its log records and in the metrics and
+// tracing modules' pool label.
+func ExampleWithName() {
+	p := workerpool.New(2, workerpool.WithName("mailer"))
+	defer p.Stop()
+	fmt.Printf("%q\n", p.Name())
+	// Output: "mailer"
+}
+
+// With a panic handler a panicking task is recovered, the handler gets the
+// value on the panicking goroutine (debug.Stack there shows the task), and
+// the worker goes on. Without one, the panic crashes the program, as in a
+// plain goroutine.
+func ExampleWithPanicHandler() {
+	p := workerpool.New(1, workerpool.WithPanicHandler(func(recovered any) {
+		fmt.Println("recovered:", recovered)
+		fmt.Println("stack shows the task:", strings.Contains(string(debug.Stack()), "ExampleWithPanicHandler"))
+	}))
+	p.Submit(func() { panic("bad image") })
+	p.Submit(func() { fmt.Println("the worker goes on") })
+	p.StopWait()
+	s := p.Status()
+	fmt.Println("completed:", s.Completed, "panicked:", s.Panicked)
+	// Output:
+	// recovered: bad image
+	// stack shows the task: true
+	// the worker goes on
+	// completed: 2 panicked: 1
+}
+
+// Name is "" unless WithName gave one.
+func ExampleWorkerPool_Name() {
+	anonymous, named := workerpool.New(1), workerpool.New(1, workerpool.WithName("mailer"))
+	defer anonymous.Stop()
+	defer named.Stop()
+	fmt.Printf("%q %q\n", anonymous.Name(), named.Name())
+	// Output: "" "mailer"
+}

@@ -1,0 +1,42 @@
+package workerpool
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// A setting is a number that callers change and dispatch reads: the pool's
+// size and its floor of workers. Each write makes a new cell, so a caller
+// whose change the pool refused takes back its own write only, never one
+// that came after it, whatever its value.
+type setting struct {
+	cur atomic.Pointer[int64] // written by New, by callers through change, and by dispatch at size boundaries
+}
+
+func (s *setting) Load() int64 { return *s.cur.Load() }
+
+func (s *setting) Store(v int64) { s.cur.Store(&v) }
+
+// Swap writes v and returns the value it replaced.
+func (s *setting) Swap(v int64) int64 { return *s.cur.Swap(&v) }
+
+// settings serializes the callers of change, so that of two calls the
+// stop refused, the second restores what was there before the first.
+type settings struct{ mu sync.Mutex }
+
+// change writes v to s and tells dispatch to re-read its settings. It
+// returns the value it replaced, or false if stopping had begun: then the
+// pool refused the change, and s holds what it held before, unless a
+// size boundary wrote to it meanwhile. It blocks until dispatch takes the
+// message, as Resize does.
+func (p *WorkerPool) change(s *setting, v int64) (from int64, ok bool) {
+	p.settings.mu.Lock()
+	defer p.settings.mu.Unlock()
+	to := &v
+	old := s.cur.Swap(to)
+	if sendControl(p, message{req: &resizeTick}) != nil {
+		s.cur.CompareAndSwap(to, old)
+		return 0, false
+	}
+	return *old, true
+}
