@@ -127,7 +127,8 @@ const (
 // (WithErrorHandler) and retried.
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
-// pool, consumer or handler, a stopped pool, a bad option, or a consumer
+// pool, consumer or handler, a pool not made by [workerpool.New] (the zero
+// WorkerPool), a stopped pool, a bad option, or a consumer
 // it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
@@ -208,6 +209,8 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		return nil, errors.New("natsfeed: Feed called with a nil consumer")
 	case h == nil:
 		return nil, errors.New("natsfeed: Feed called with a nil handler")
+	case !madeByNew(pool):
+		return nil, errors.New("natsfeed: Feed called with a pool not made by workerpool.New (the zero WorkerPool is not usable)")
 	case pool.Stopped():
 		return nil, errPoolStopped
 	}
@@ -252,6 +255,18 @@ func consumerName(cons jetstream.Consumer) string {
 		return info.Name
 	}
 	return ""
+}
+
+// madeByNew reports whether pool was made by workerpool.New: the zero
+// WorkerPool, which is not usable, has no size (its Size is 0, or
+// panics).
+func madeByNew(pool *workerpool.WorkerPool) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return pool.Size() >= 1
 }
 
 // isNilPointer reports whether v is a nil pointer of some type.
