@@ -2,6 +2,7 @@ package natsfeed_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -56,21 +57,26 @@ func first(errs []error) error {
 // MaxWaiting"), reported, and its places stay taken for the fetch wait.
 func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
 	const n = 200
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxRequestBatch: 1, MaxWaiting: 2,
-	}, n)
-	pool := workerpool.New(4) // default bound 8: 8 requests of 1
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	stats := new(natsfeed.Stats)
-	var errs edgeErrors
-	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
-		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
-	eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	assert.Zero(t, errs.count("Exceeded MaxWaiting"), "pull requests refused for MaxWaiting; the first error %v", first(errs.all()))
+	// Feed keeps two requests out at most: MaxWaiting 1 is below that.
+	for _, maxWaiting := range []int{1, 2} {
+		t.Run(fmt.Sprint("MaxWaiting ", maxWaiting), func(t *testing.T) {
+			_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxRequestBatch: 1, MaxWaiting: maxWaiting,
+			}, n)
+			pool := workerpool.New(4) // default bound 8: 8 requests of 1
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stats := new(natsfeed.Stats)
+			var errs edgeErrors
+			wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+				natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+			eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
+			cancel()
+			require.NoError(t, wait(), "Feed")
+			assert.Zero(t, errs.count("Exceeded MaxWaiting"), "pull requests refused for MaxWaiting; the first error %v", first(errs.all()))
+		})
+	}
 }
 
 // TestFeedAckWaitLongerThanAHandlerSuffices: the package doc tells the

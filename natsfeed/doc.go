@@ -70,7 +70,10 @@
 // MaxAckPending (1,000 by default) must be at least the sum of the
 // processes' bounds, or the server holds back what they ask for, plus the
 // nak'd messages waiting for their redelivery, which the server counts
-// there too.
+// there too. Its MaxWaiting (512 by default) bounds the pull requests the
+// server keeps waiting, from all processes together, and refuses one
+// beyond it: a Feed keeps at most two out, so give it at least twice the
+// number of Feeds on the consumer.
 //
 // # Stopping
 //

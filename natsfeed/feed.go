@@ -64,7 +64,7 @@ const (
 // theirs. Within the bound Feed fetches ahead: whenever it holds fewer
 // than the bound it keeps a pull request out for the difference (a second
 // request goes out while one is out once a quarter of the bound is free;
-// never more than two),
+// never more than two, nor more than the consumer's MaxWaiting),
 // and the messages that come wait in the pool's queue, so that a worker that
 // finishes a message finds the next one there instead of waiting a round
 // trip to the server (see WithMaxInFlight to size the bound). Feed counts
@@ -162,6 +162,7 @@ type feed struct {
 	handlerCtx context.Context
 	ackWait    time.Duration         // the consumer's: how long an acknowledgement is worth trying
 	maxBatch   int                   // the most messages one pull request asks for
+	maxPulls   int                   // the most pull requests out at once: maxPulls, or the consumer's MaxWaiting if lower
 	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
 
 	// held counts the messages the feed holds or has asked for, against
@@ -225,6 +226,7 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		handlerCtx: context.WithoutCancel(ctx),
 		ackWait:    defaultAckWait,
 		maxBatch:   defaultMaxBatch,
+		maxPulls:   maxPulls,
 		freed:      make(chan struct{}, 1),
 		drained:    make(chan struct{}),
 	}
@@ -289,6 +291,9 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	}
 	if c.MaxRequestBatch > 0 {
 		f.maxBatch = min(f.maxBatch, c.MaxRequestBatch)
+	}
+	if c.MaxWaiting > 0 { // the server refuses a request beyond it
+		f.maxPulls = min(f.maxPulls, c.MaxWaiting)
 	}
 	if c.MaxRequestExpires > 0 {
 		f.cfg.fetchWait = min(f.cfg.fetchWait, c.MaxRequestExpires)
@@ -381,7 +386,7 @@ func (f *feed) bound() int {
 // or has asked for, when no request is out; when one is, only once that
 // difference is a quarter of the bound, so that a place freed while a
 // request is out waits for a few others rather than costing a request of
-// its own; when maxPulls are out, none.
+// its own; when f.maxPulls are out, none.
 func (f *feed) room(ctx context.Context) int {
 	for ctx.Err() == nil && !f.pool.Stopped() {
 		bound, pulls := f.bound(), f.pullsOut()
@@ -389,7 +394,7 @@ func (f *feed) room(ctx context.Context) int {
 		if pulls > 0 {
 			least = max(1, bound/4)
 		}
-		if k := bound - int(f.held.Load()); pulls < maxPulls && k >= least {
+		if k := bound - int(f.held.Load()); pulls < f.maxPulls && k >= least {
 			return min(k, f.maxBatch)
 		}
 		// A settle or a finished request wakes the loop; the fetch wait
