@@ -94,8 +94,9 @@ const (
 //   - panics or calls runtime.Goexit: nak'd with the policy's delay (never
 //     terminated), and then the pool's panic policy applies: its panic
 //     handler, or a crash without one ([workerpool.WithPanicHandler]). So
-//     does a panic in the backoff policy, whose message is nak'd with the
-//     fetch wait as the delay, and reported.
+//     does a panic or runtime.Goexit in the backoff policy, whose message
+//     is nak'd with the fetch wait as the delay (the policy is not asked
+//     again), and reported.
 //   - never runs, because the pool refused it or gave it up: reported, and
 //     given back if the pool stopped (as a drain does, below; this also
 //     ends Feed),
@@ -590,6 +591,7 @@ type delivery struct {
 	attempt int  // the server's delivery count, 1 on the first
 	handled bool // the handler returned nil: acknowledge
 	settled bool // nak'd or terminated
+	asked   bool // the backoff policy was called for it: never twice
 
 	linked     bool // on the feed's holding: beaten, and not settling yet
 	running    bool // a worker took it: the drain leaves it to its handler
@@ -660,11 +662,21 @@ func permanent(err error) bool {
 
 // settleAbandoned settles a message whose handler (or settlement) did not
 // return: a nak with the backoff delay, or with the fetch wait if the
-// policy panics (perhaps it is what panicked first).
+// policy does not return (it panics or calls runtime.Goexit). A policy
+// asked already, for the handler's error, is not asked again: it is what
+// did not return.
 func (d *delivery) settleAbandoned() {
-	if !d.handled && !d.settled {
-		d.nak(d.abandonedDelay())
+	if d.handled || d.settled {
+		return
 	}
+	if d.asked {
+		d.f.report(fmt.Errorf("natsfeed: backoff policy did not return for %v (it panicked or called runtime.Goexit); nak'd with the fetch wait as delay", d))
+		d.nak(d.f.cfg.fetchWait)
+		return
+	}
+	delay := d.f.cfg.fetchWait
+	defer func() { d.nak(delay) }() // also when the policy calls runtime.Goexit
+	delay = d.abandonedDelay()
 }
 
 // abandonedDelay is the policy's delay for an abandoned run, whether or not
@@ -677,6 +689,7 @@ func (d *delivery) abandonedDelay() (delay time.Duration) {
 			delay = d.f.cfg.fetchWait
 		}
 	}()
+	d.asked = true
 	delay, _ = d.f.cfg.backoff(d.attempt, errAbandoned)
 	return delay
 }
@@ -702,6 +715,7 @@ func (d *delivery) notRun(err error) {
 // retryLater naks the message with the backoff delay, or terminates it if
 // the policy gives up.
 func (d *delivery) retryLater(err error) {
+	d.asked = true // if the policy does not return, settleAbandoned naks without it
 	delay, retry := d.f.cfg.backoff(d.attempt, err)
 	if !retry {
 		d.term(err)
