@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,4 +61,32 @@ func TestFeedSettlesWhenThePolicyCallsGoexit(t *testing.T) {
 		edgeBalanced(t, stats.Counts())
 	}
 	t.Logf("counts %+v", stats.Counts())
+}
+
+// TestFeedSettlesWhenThePolicyCallsGoexitAfterAPanic: a handler panics,
+// and the backoff policy asked for the panicked run's delay calls
+// runtime.Goexit: each message is still nak'd (with the fetch wait as
+// delay) and counted, the policy asked once for each delivery.
+func TestFeedSettlesWhenThePolicyCallsGoexitAfterAPanic(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 3)
+	pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) {}))
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var asked atomic.Int64
+	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { panic("handler bug") },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}), natsfeed.WithFetchWait(time.Second),
+		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { asked.Add(1); runtime.Goexit(); return 0, true }))
+	ok := assert.Eventually(t, func() bool { return stats.Counts().Nacked >= 3 && stats.Counts().InFlight == 0 }, 5*time.Second, 5*time.Millisecond,
+		"every message nak'd")
+	cancel()
+	_, returned := wait(10 * time.Second)
+	assert.True(t, returned, "Feed returned")
+	c := stats.Counts()
+	if ok && returned {
+		edgeBalanced(t, c)
+		assert.Equal(t, c.Taken, c.Nacked, "every delivery nak'd: %+v", c)
+	}
+	assert.Equal(t, c.Taken, asked.Load(), "policy calls: one per delivery")
 }
