@@ -65,7 +65,9 @@
 // (jetstream.AckExplicitPolicy; Feed refuses any other), shared by every
 // process. Its AckWait is how
 // long a message held by a dead process waits before another takes it:
-// make it longer than a handler runs, or use WithProgress. Its MaxDeliver,
+// make it longer than a handler runs, by a tenth, or use WithProgress
+// (a message that waits in the pool's queue is kept alive there: see
+// [Feed]). Its MaxDeliver,
 // if set, ends the redeliveries of a message that always fails; its
 // MaxAckPending (1,000 by default) must be at least the sum of the
 // processes' bounds, or the server holds back what they ask for, plus the

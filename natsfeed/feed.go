@@ -80,7 +80,8 @@ const (
 //     confirmation is on its way, and the message counts against the bound
 //     until it comes. A failed acknowledgement is reported and tried again
 //     until it succeeds or the consumer's AckWait since the message arrived
-//     (since the first try, under WithProgress) has passed; then the
+//     or was last beaten (since the first try, under WithProgress) has
+//     passed; then the
 //     message counts as Unsettled and the server redelivers it.
 //   - returns an error wrapping ErrPermanent, or marked with
 //     [workerpool.Permanent]: terminated, with the error's text (its first
@@ -105,9 +106,16 @@ const (
 //     fetch wait, so that Feed does not take message after message for a
 //     pool that refuses them all.
 //
-// Under WithProgress, a message's beats stop, and the beat in flight is
-// sent, before its acknowledgement, nak or term: the server never sees a
-// beat after the settlement.
+// A message fetched ahead waits in the pool's queue while the consumer's
+// AckWait runs. So that the queue does not eat its handler's time, Feed
+// beats it (InProgress, which restarts AckWait) once it has waited half
+// of AckWait, and again when a worker takes it if it has waited a tenth
+// of AckWait since: its handler has at least nine tenths of AckWait, and
+// normally all of it (a message that waits less than a tenth of AckWait
+// is not beaten). Under WithProgress every message is beaten every period
+// instead. A message's beats stop, and the beat in flight is sent, before
+// its acknowledgement, nak or term: the server never sees a beat after
+// the settlement.
 //
 // When ctx is done, Feed sends no more pull requests and drains: it gives
 // back every message that waits in the pool's queue, and every message
@@ -452,7 +460,7 @@ func (f *feed) report(err error) {
 // deliver starts settling msg: its goroutine waits for the pool to run it.
 // A message that arrives once the feed is stopping is given back.
 func (f *feed) deliver(msg jetstream.Msg) {
-	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
+	d := &delivery{f: f, msg: msg, beaten: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
 	f.mu.Lock()
 	stopping := f.stopping
@@ -495,17 +503,20 @@ func (f *feed) drain() {
 	}
 }
 
-// beat sends InProgress, every progress period, for each message the feed
-// holds and has not begun to settle, until the returned stop is called;
-// stop returns once the beats have ended.
+// beat sends InProgress, until the returned stop is called, for the
+// messages the feed holds and has not begun to settle: under WithProgress
+// for each, every progress period; without it every tenth of AckWait for
+// each that waits in the pool's queue and has not been beaten (or
+// delivered) for half of AckWait. stop returns once the beats have ended.
 func (f *feed) beat() (stop func()) {
-	if f.cfg.progress <= 0 {
-		return func() {}
+	period := f.cfg.progress
+	if period <= 0 {
+		period = max(f.ackWait/10, time.Millisecond)
 	}
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
-		t := time.NewTicker(f.cfg.progress)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
@@ -522,16 +533,29 @@ func (f *feed) beat() (stop func()) {
 	}
 }
 
-// beatAll sends one beat for each message on holding, holding mu: a
-// settlement waits for the round to end before it takes its message off.
+// beatAll sends one beat for each message on holding (without
+// WithProgress, for each waiting in the pool's queue for half of AckWait
+// since its last beat), holding mu: a settlement waits for the round to
+// end before it takes its message off.
 func (f *feed) beatAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := time.Now()
 	for d := f.holding.next; d != &f.holding.delivery; d = d.next {
-		if err := d.msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-			f.report(fmt.Errorf("natsfeed: progress %v: %w", d, err))
+		if f.cfg.progress > 0 || !d.running && now.Sub(d.beaten) >= f.ackWait/2 {
+			d.beatLocked(now)
 		}
 	}
+}
+
+// beatLocked sends a beat for a message on holding, with the feed's mu
+// held: the server restarts its AckWait.
+func (d *delivery) beatLocked(now time.Time) {
+	if err := d.msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		d.f.report(fmt.Errorf("natsfeed: progress %v: %w", d, err))
+		return
+	}
+	d.beaten = now
 }
 
 // deliveryCount is the server's count of msg's deliveries, this one
@@ -585,9 +609,12 @@ func (r *ring) remove(d *delivery) {
 // settled are written by the worker, then read by the goroutine after
 // DoWait; linked, running, prev and next are guarded by the feed's mu.
 type delivery struct {
-	f       *feed
-	msg     jetstream.Msg
-	arrived time.Time
+	f   *feed
+	msg jetstream.Msg
+	// beaten is when the server last restarted the message's AckWait: its
+	// arrival, or its last beat. Written under the feed's mu while it is on
+	// holding; read by ack once it is off.
+	beaten  time.Time
 	attempt int  // the server's delivery count, 1 on the first
 	handled bool // the handler returned nil: acknowledge
 	settled bool // nak'd or terminated
@@ -613,11 +640,16 @@ func (d *delivery) run() {
 }
 
 // start marks the message taken by a worker, and reports false if the
-// drain gave it back first.
+// drain gave it back first. Without WithProgress, a message that waited in
+// the pool's queue for a tenth of AckWait since its last beat is beaten
+// now, so that its handler has the whole AckWait.
 func (d *delivery) start() bool {
 	d.f.mu.Lock()
 	defer d.f.mu.Unlock()
 	d.running = d.linked
+	if now := time.Now(); d.running && d.f.cfg.progress <= 0 && now.Sub(d.beaten) >= d.f.ackWait/10 {
+		d.beatLocked(now)
+	}
 	return d.running
 }
 
@@ -726,13 +758,13 @@ func (d *delivery) retryLater(err error) {
 
 // ack acknowledges the message and waits for the server to confirm it,
 // trying again while that may still help: until the consumer's AckWait
-// since the message arrived (since the first try, under WithProgress) has
-// passed, when the server redelivers it.
+// since the message arrived or was last beaten (since the first try, under
+// WithProgress) has passed, when the server redelivers it.
 // Each try waits at most ackTryTimeout for the confirmation (a server
 // restarted from an older state does not answer), and no try waits past
 // that point but the first.
 func (d *delivery) ack() {
-	from := d.arrived
+	from := d.beaten
 	if d.f.cfg.progress > 0 {
 		from = time.Now() // the beats have kept the message alive until now
 	}
