@@ -100,6 +100,22 @@
 // restart the server's AckWait for a nak'd message and delay its
 // redelivery past its backoff.
 //
+// # Performance
+//
+// Throughput against a nats-server in its own process, one process with 8
+// workers, tasks of time.Sleep(time.Millisecond) or none, three
+// interleaved passes of BenchmarkThroughput (see it for how to run it),
+// medians; an Intel(R) Xeon(R) Processor, 2 cores, shared with other work:
+//
+//	task                      Feed (bound 16)   Consume+Ack          Consume+DoubleAck
+//	1 ms                      4,608 msgs/s      6,348 (Feed 0.73x)   5,238 (Feed 0.88x)
+//	no-op                     21,783 msgs/s     163,723 (0.13x)      33,093 (0.66x)
+//	1 ms, +1 ms each way      2,069 msgs/s      -                    1,889 (1.07x)
+//
+// The Consume loops let the server count 500 to 800 messages as taken by
+// the process; Feed holds its bound. Compare Feed with the DoubleAck loop:
+// both wait for the server to confirm each acknowledgement.
+//
 // # Observability
 //
 // Each message's handler runs in the pool as a task with a

@@ -175,6 +175,7 @@ func edgeConsumer(t *testing.T, cfg jetstream.ConsumerConfig, n int) (jetstream.
 	}
 	cons, err := st.CreateOrUpdateConsumer(context.Background(), cfg)
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	publish(t, js, n)
 	return js, cons
 }
@@ -488,8 +489,7 @@ func TestEdgePauseHoldsTheDrain(t *testing.T) {
 			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }, opts...)
 			eventually(t, func() bool { return stats.Counts().InFlight == 4 }, "4 messages held by the paused pool: the default bound")
 			cancel()
-			require.Eventually(t, func() bool { return stats.Counts().Nacked == 4 }, 20*time.Second, 5*time.Millisecond,
-				"the 4 messages given back while the pool is paused; counts %+v", stats.Counts())
+			eventually(t, func() bool { return stats.Counts().Nacked == 4 }, "the 4 messages given back while the pool is paused")
 			_, returned := wait(200 * time.Millisecond)
 			assert.False(t, returned, "Feed returned while the paused pool held its tasks")
 			endPause()

@@ -141,7 +141,10 @@ const (
 // it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
-// and one consumer. Feed must not run on a worker of pool: it would hold
+// and one consumer. Feed reads cons's cached info (CachedInfo) as it
+// starts, which nats.go does not synchronize with that handle's Info
+// (nats-io/nats.go#2151): ask for the consumer's state through another
+// handle (JetStream.Consumer) while Feed starts. Feed must not run on a worker of pool: it would hold
 // that worker for as long as it runs (with one worker, the messages it
 // takes never run).
 func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h Handler, opts ...Option) error {
@@ -150,10 +153,14 @@ func Feed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consu
 		return err
 	}
 	stopBeats := f.beat()
-	stopDrain := context.AfterFunc(ctx, f.drain)
+	drain := sync.OnceFunc(f.drain)
+	stopDrain := context.AfterFunc(ctx, drain)
 	err = f.fetchUntil(ctx)
-	if !stopDrain() {
-		<-f.drained // ctx ended: the drain has begun, and naks what waits
+	// ctx may be done while its AfterFunc has not begun yet, and then
+	// stopDrain stops it: the drain runs here, or waits for the run begun.
+	stopDrain()
+	if ctx.Err() != nil {
+		drain()
 	}
 	f.outstanding.Wait()
 	stopBeats()
@@ -203,8 +210,7 @@ type feed struct {
 	// back holds the messages given back while a pull request is out:
 	// nak'd at once, the request could take them again. The last request
 	// to end naks them.
-	back    []*delivery
-	drained chan struct{} // closed by the drain once it has given back what waited
+	back []*delivery
 }
 
 var errPoolStopped = fmt.Errorf("natsfeed: %w", workerpool.ErrStopped)
@@ -237,7 +243,6 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		maxBatch:   defaultMaxBatch,
 		maxPulls:   maxPulls,
 		freed:      make(chan struct{}, 1),
-		drained:    make(chan struct{}),
 	}
 	f.holding.init()
 	if f.stats == nil {
@@ -481,7 +486,6 @@ func (f *feed) deliver(msg jetstream.Msg) {
 // every message that waits in the pool's queue, and makes deliver give
 // back those still to come.
 func (f *feed) drain() {
-	defer close(f.drained)
 	var now []*delivery
 	f.mu.Lock()
 	f.stopping = true

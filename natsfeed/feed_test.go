@@ -46,12 +46,27 @@ func run(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consum
 	}
 }
 
-// info returns the consumer's state on the server.
+// consumerJS maps each consumer the tests create to its JetStream
+// context, for info.
+var consumerJS sync.Map // jetstream.Consumer → jetstream.JetStream
+
+// registerConsumer records cons's JetStream context for info.
+func registerConsumer(js jetstream.JetStream, cons jetstream.Consumer) {
+	consumerJS.Store(cons, js)
+}
+
+// info returns the consumer's state on the server, asked through a handle
+// of its own: nats.go's Consumer.Info writes the handle's cached info,
+// which Feed reads, with no synchronization (nats-io/nats.go#2151), so a
+// test must not call Info on the handle a running Feed was given.
 func info(t *testing.T, cons jetstream.Consumer) *jetstream.ConsumerInfo {
 	t.Helper()
-	i, err := cons.Info(context.Background())
+	js, ok := consumerJS.Load(cons)
+	require.True(t, ok, "consumer created without registerConsumer")
+	cached := cons.CachedInfo()
+	h, err := js.(jetstream.JetStream).Consumer(context.Background(), cached.Stream, cached.Name)
 	require.NoError(t, err, "consumer info")
-	return i
+	return h.CachedInfo()
 }
 
 // eventually waits for cond, failing the test with what after a minute.
@@ -516,6 +531,7 @@ func TestFeedAsksNoMoreThanMaxRequestBatch(t *testing.T) {
 		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2,
 	})
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	publish(t, js, 100)
 	pool := workerpool.New(8)
 	defer pool.Stop()

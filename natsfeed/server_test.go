@@ -59,6 +59,7 @@ func newConsumer(t testing.TB, js jetstream.JetStream, ackWait time.Duration) je
 		Durable: "workers", AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait,
 	})
 	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
 	return cons
 }
 
