@@ -414,3 +414,40 @@ func TestGivenBackOnceThePullRequestsEnd(t *testing.T) {
 		assert.Equal(t, natsfeed.Counts{Taken: 2, Acked: 1, Nacked: 1, MaxInFlight: 2}, stats.Counts(), "counts")
 	})
 }
+
+// TestQueuedMessagesBeatenAtHalfAckWait: without WithProgress, a message
+// that waits in the pool's queue is beaten once it has waited half of
+// AckWait (10s here; the beater looks every tenth, 1s), and again when a
+// worker takes it if it has waited a tenth of AckWait since; a running
+// message is not beaten. One worker, three messages, handlers of 5.5s,
+// 5.5s and 1s in the order they run: the first is never beaten, the
+// second is beaten at 5s and starts at 5.5s (less than a tenth later:
+// no beat), the third is beaten at 5s and 10s in the queue and at 11s
+// when it starts.
+func TestQueuedMessagesBeatenAtHalfAckWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		msgs := make([]*fakeMsg, 3)
+		for i := range msgs {
+			msgs[i] = &fakeMsg{log: newClockLog()}
+		}
+		cons := &fakeConsumer{log: newClockLog(), ackWait: 10 * time.Second, msgs: []jetstream.Msg{msgs[0], msgs[1], msgs[2]}}
+		var calls atomic.Int64
+		work := func(context.Context, jetstream.Msg) error {
+			time.Sleep([]time.Duration{5500 * time.Millisecond, 5500 * time.Millisecond, time.Second}[calls.Add(1)-1])
+			return nil
+		}
+		stats := new(natsfeed.Stats)
+		feedFor(t, cons, work, 12500*time.Millisecond, natsfeed.WithMaxInFlight(3), natsfeed.WithStats(stats))
+		var logs []string
+		for _, m := range msgs {
+			logs = append(logs, fmt.Sprint(m.log.all()))
+		}
+		assert.ElementsMatch(t, []string{
+			"[ack at 5.5s]",
+			"[progress at 5s ack at 11s]",
+			"[progress at 5s progress at 10s progress at 11s ack at 12s]",
+		}, logs, "each message's beats and ack, in the order they ran")
+		assert.Zero(t, msgs[0].late.Load()+msgs[1].late.Load()+msgs[2].late.Load(), "beats after a settlement")
+		assert.Equal(t, natsfeed.Counts{Taken: 3, Acked: 3, MaxInFlight: 3}, stats.Counts(), "counts")
+	})
+}

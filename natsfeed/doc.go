@@ -65,12 +65,17 @@
 // (jetstream.AckExplicitPolicy; Feed refuses any other), shared by every
 // process. Its AckWait is how
 // long a message held by a dead process waits before another takes it:
-// make it longer than a handler runs, or use WithProgress. Its MaxDeliver,
+// make it longer than a handler runs, by a tenth, or use WithProgress
+// (a message that waits in the pool's queue is kept alive there: see
+// [Feed]). Its MaxDeliver,
 // if set, ends the redeliveries of a message that always fails; its
 // MaxAckPending (1,000 by default) must be at least the sum of the
 // processes' bounds, or the server holds back what they ask for, plus the
 // nak'd messages waiting for their redelivery, which the server counts
-// there too.
+// there too. Its MaxWaiting (512 by default) bounds the pull requests the
+// server keeps waiting, from all processes together, and refuses one
+// beyond it: a Feed keeps at most two out, so give it at least twice the
+// number of Feeds on the consumer.
 //
 // # Stopping
 //

@@ -64,7 +64,7 @@ const (
 // theirs. Within the bound Feed fetches ahead: whenever it holds fewer
 // than the bound it keeps a pull request out for the difference (a second
 // request goes out while one is out once a quarter of the bound is free;
-// never more than two),
+// never more than two, nor more than the consumer's MaxWaiting),
 // and the messages that come wait in the pool's queue, so that a worker that
 // finishes a message finds the next one there instead of waiting a round
 // trip to the server (see WithMaxInFlight to size the bound). Feed counts
@@ -83,7 +83,8 @@ const (
 //     confirmation is on its way, and the message counts against the bound
 //     until it comes. A failed acknowledgement is reported and tried again
 //     until it succeeds or the consumer's AckWait since the message arrived
-//     (since the first try, under WithProgress) has passed; then the
+//     or was last beaten (since the first try, under WithProgress) has
+//     passed; then the
 //     message counts as Unsettled and the server redelivers it.
 //   - returns an error wrapping ErrPermanent, or marked with
 //     [workerpool.Permanent]: terminated, with the error's text (its first
@@ -97,8 +98,9 @@ const (
 //   - panics or calls runtime.Goexit: nak'd with the policy's delay (never
 //     terminated), and then the pool's panic policy applies: its panic
 //     handler, or a crash without one ([workerpool.WithPanicHandler]). So
-//     does a panic in the backoff policy, whose message is nak'd with the
-//     fetch wait as the delay, and reported.
+//     does a panic or runtime.Goexit in the backoff policy, whose message
+//     is nak'd with the fetch wait as the delay (the policy is not asked
+//     again), and reported.
 //   - never runs, because the pool refused it or gave it up: reported, and
 //     given back if the pool stopped (as a drain does, below; this also
 //     ends Feed),
@@ -107,9 +109,16 @@ const (
 //     fetch wait, so that Feed does not take message after message for a
 //     pool that refuses them all.
 //
-// Under WithProgress, a message's beats stop, and the beat in flight is
-// sent, before its acknowledgement, nak or term: the server never sees a
-// beat after the settlement.
+// A message fetched ahead waits in the pool's queue while the consumer's
+// AckWait runs. So that the queue does not eat its handler's time, Feed
+// beats it (InProgress, which restarts AckWait) once it has waited half
+// of AckWait, and again when a worker takes it if it has waited a tenth
+// of AckWait since: its handler has at least nine tenths of AckWait, and
+// normally all of it (a message that waits less than a tenth of AckWait
+// is not beaten). Under WithProgress every message is beaten every period
+// instead. A message's beats stop, and the beat in flight is sent, before
+// its acknowledgement, nak or term: the server never sees a beat after
+// the settlement.
 //
 // When ctx is done, Feed sends no more pull requests and drains: it gives
 // back every message that waits in the pool's queue, and every message
@@ -130,7 +139,8 @@ const (
 // (WithErrorHandler) and retried.
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
-// pool, consumer or handler, a stopped pool, a bad option, or a consumer
+// pool, consumer or handler, a pool not made by [workerpool.New] (the zero
+// WorkerPool), a stopped pool, a bad option, or a consumer
 // it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
@@ -171,6 +181,7 @@ type feed struct {
 	handlerCtx context.Context
 	ackWait    time.Duration         // the consumer's: how long an acknowledgement is worth trying
 	maxBatch   int                   // the most messages one pull request asks for
+	maxPulls   int                   // the most pull requests out at once: maxPulls, or the consumer's MaxWaiting if lower
 	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
 
 	// held counts the messages the feed holds or has asked for, against
@@ -217,6 +228,8 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		return nil, errors.New("natsfeed: Feed called with a nil consumer")
 	case h == nil:
 		return nil, errors.New("natsfeed: Feed called with a nil handler")
+	case !madeByNew(pool):
+		return nil, errors.New("natsfeed: Feed called with a pool not made by workerpool.New (the zero WorkerPool is not usable)")
 	case pool.Stopped():
 		return nil, errPoolStopped
 	}
@@ -231,6 +244,7 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 		handlerCtx: context.WithoutCancel(ctx),
 		ackWait:    defaultAckWait,
 		maxBatch:   defaultMaxBatch,
+		maxPulls:   maxPulls,
 		freed:      make(chan struct{}, 1),
 	}
 	f.holding.init()
@@ -262,6 +276,18 @@ func consumerName(cons jetstream.Consumer) string {
 	return ""
 }
 
+// madeByNew reports whether pool was made by workerpool.New: the zero
+// WorkerPool, which is not usable, has no size (its Size is 0, or
+// panics).
+func madeByNew(pool *workerpool.WorkerPool) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	return pool.Size() >= 1
+}
+
 // isNilPointer reports whether v is a nil pointer of some type.
 func isNilPointer(v any) bool {
 	rv := reflect.ValueOf(v)
@@ -282,6 +308,9 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	}
 	if c.MaxRequestBatch > 0 {
 		f.maxBatch = min(f.maxBatch, c.MaxRequestBatch)
+	}
+	if c.MaxWaiting > 0 { // the server refuses a request beyond it
+		f.maxPulls = min(f.maxPulls, c.MaxWaiting)
 	}
 	if c.MaxRequestExpires > 0 {
 		f.cfg.fetchWait = min(f.cfg.fetchWait, c.MaxRequestExpires)
@@ -374,7 +403,7 @@ func (f *feed) bound() int {
 // or has asked for, when no request is out; when one is, only once that
 // difference is a quarter of the bound, so that a place freed while a
 // request is out waits for a few others rather than costing a request of
-// its own; when maxPulls are out, none.
+// its own; when f.maxPulls are out, none.
 func (f *feed) room(ctx context.Context) int {
 	for ctx.Err() == nil && !f.pool.Stopped() {
 		bound, pulls := f.bound(), f.pullsOut()
@@ -382,7 +411,7 @@ func (f *feed) room(ctx context.Context) int {
 		if pulls > 0 {
 			least = max(1, bound/4)
 		}
-		if k := bound - int(f.held.Load()); pulls < maxPulls && k >= least {
+		if k := bound - int(f.held.Load()); pulls < f.maxPulls && k >= least {
 			return min(k, f.maxBatch)
 		}
 		// A settle or a finished request wakes the loop; the fetch wait
@@ -439,7 +468,7 @@ func (f *feed) report(err error) {
 // deliver starts settling msg: its goroutine waits for the pool to run it.
 // A message that arrives once the feed is stopping is given back.
 func (f *feed) deliver(msg jetstream.Msg) {
-	d := &delivery{f: f, msg: msg, arrived: time.Now(), attempt: deliveryCount(msg)}
+	d := &delivery{f: f, msg: msg, beaten: time.Now(), attempt: deliveryCount(msg)}
 	f.stats.took(uint64(d.attempt))
 	f.mu.Lock()
 	stopping := f.stopping
@@ -481,17 +510,20 @@ func (f *feed) drain() {
 	}
 }
 
-// beat sends InProgress, every progress period, for each message the feed
-// holds and has not begun to settle, until the returned stop is called;
-// stop returns once the beats have ended.
+// beat sends InProgress, until the returned stop is called, for the
+// messages the feed holds and has not begun to settle: under WithProgress
+// for each, every progress period; without it every tenth of AckWait for
+// each that waits in the pool's queue and has not been beaten (or
+// delivered) for half of AckWait. stop returns once the beats have ended.
 func (f *feed) beat() (stop func()) {
-	if f.cfg.progress <= 0 {
-		return func() {}
+	period := f.cfg.progress
+	if period <= 0 {
+		period = max(f.ackWait/10, time.Millisecond)
 	}
 	done, ended := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ended)
-		t := time.NewTicker(f.cfg.progress)
+		t := time.NewTicker(period)
 		defer t.Stop()
 		for {
 			select {
@@ -508,16 +540,29 @@ func (f *feed) beat() (stop func()) {
 	}
 }
 
-// beatAll sends one beat for each message on holding, holding mu: a
-// settlement waits for the round to end before it takes its message off.
+// beatAll sends one beat for each message on holding (without
+// WithProgress, for each waiting in the pool's queue for half of AckWait
+// since its last beat), holding mu: a settlement waits for the round to
+// end before it takes its message off.
 func (f *feed) beatAll() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := time.Now()
 	for d := f.holding.next; d != &f.holding.delivery; d = d.next {
-		if err := d.msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-			f.report(fmt.Errorf("natsfeed: progress %v: %w", d, err))
+		if f.cfg.progress > 0 || !d.running && now.Sub(d.beaten) >= f.ackWait/2 {
+			d.beatLocked(now)
 		}
 	}
+}
+
+// beatLocked sends a beat for a message on holding, with the feed's mu
+// held: the server restarts its AckWait.
+func (d *delivery) beatLocked(now time.Time) {
+	if err := d.msg.InProgress(); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+		d.f.report(fmt.Errorf("natsfeed: progress %v: %w", d, err))
+		return
+	}
+	d.beaten = now
 }
 
 // deliveryCount is the server's count of msg's deliveries, this one
@@ -571,12 +616,16 @@ func (r *ring) remove(d *delivery) {
 // settled are written by the worker, then read by the goroutine after
 // DoWait; linked, running, prev and next are guarded by the feed's mu.
 type delivery struct {
-	f       *feed
-	msg     jetstream.Msg
-	arrived time.Time
+	f   *feed
+	msg jetstream.Msg
+	// beaten is when the server last restarted the message's AckWait: its
+	// arrival, or its last beat. Written under the feed's mu while it is on
+	// holding; read by ack once it is off.
+	beaten  time.Time
 	attempt int  // the server's delivery count, 1 on the first
 	handled bool // the handler returned nil: acknowledge
 	settled bool // nak'd or terminated
+	asked   bool // the backoff policy was called for it: never twice
 
 	linked     bool // on the feed's holding: beaten, and not settling yet
 	running    bool // a worker took it: the drain leaves it to its handler
@@ -598,11 +647,16 @@ func (d *delivery) run() {
 }
 
 // start marks the message taken by a worker, and reports false if the
-// drain gave it back first.
+// drain gave it back first. Without WithProgress, a message that waited in
+// the pool's queue for a tenth of AckWait since its last beat is beaten
+// now, so that its handler has the whole AckWait.
 func (d *delivery) start() bool {
 	d.f.mu.Lock()
 	defer d.f.mu.Unlock()
 	d.running = d.linked
+	if now := time.Now(); d.running && d.f.cfg.progress <= 0 && now.Sub(d.beaten) >= d.f.ackWait/10 {
+		d.beatLocked(now)
+	}
 	return d.running
 }
 
@@ -647,11 +701,21 @@ func permanent(err error) bool {
 
 // settleAbandoned settles a message whose handler (or settlement) did not
 // return: a nak with the backoff delay, or with the fetch wait if the
-// policy panics (perhaps it is what panicked first).
+// policy does not return (it panics or calls runtime.Goexit). A policy
+// asked already, for the handler's error, is not asked again: it is what
+// did not return.
 func (d *delivery) settleAbandoned() {
-	if !d.handled && !d.settled {
-		d.nak(d.abandonedDelay())
+	if d.handled || d.settled {
+		return
 	}
+	if d.asked {
+		d.f.report(fmt.Errorf("natsfeed: backoff policy did not return for %v (it panicked or called runtime.Goexit); nak'd with the fetch wait as delay", d))
+		d.nak(d.f.cfg.fetchWait)
+		return
+	}
+	delay := d.f.cfg.fetchWait
+	defer func() { d.nak(delay) }() // also when the policy calls runtime.Goexit
+	delay = d.abandonedDelay()
 }
 
 // abandonedDelay is the policy's delay for an abandoned run, whether or not
@@ -664,6 +728,7 @@ func (d *delivery) abandonedDelay() (delay time.Duration) {
 			delay = d.f.cfg.fetchWait
 		}
 	}()
+	d.asked = true
 	delay, _ = d.f.cfg.backoff(d.attempt, errAbandoned)
 	return delay
 }
@@ -689,6 +754,7 @@ func (d *delivery) notRun(err error) {
 // retryLater naks the message with the backoff delay, or terminates it if
 // the policy gives up.
 func (d *delivery) retryLater(err error) {
+	d.asked = true // if the policy does not return, settleAbandoned naks without it
 	delay, retry := d.f.cfg.backoff(d.attempt, err)
 	if !retry {
 		d.term(err)
@@ -699,13 +765,13 @@ func (d *delivery) retryLater(err error) {
 
 // ack acknowledges the message and waits for the server to confirm it,
 // trying again while that may still help: until the consumer's AckWait
-// since the message arrived (since the first try, under WithProgress) has
-// passed, when the server redelivers it.
+// since the message arrived or was last beaten (since the first try, under
+// WithProgress) has passed, when the server redelivers it.
 // Each try waits at most ackTryTimeout for the confirmation (a server
 // restarted from an older state does not answer), and no try waits past
 // that point but the first.
 func (d *delivery) ack() {
-	from := d.arrived
+	from := d.beaten
 	if d.f.cfg.progress > 0 {
 		from = time.Now() // the beats have kept the message alive until now
 	}

@@ -141,7 +141,9 @@ func WithBackoff(p workerpool.RetryPolicy) Option {
 // does not get its message redelivered elsewhere. Choose every well below
 // AckWait. every must be positive.
 //
-// Default: no progress beats.
+// Default: no progress beats for a running message; one that waits in
+// the pool's queue is beaten once it has waited half of AckWait, and when
+// a worker takes it (see Feed).
 func WithProgress(every time.Duration) Option {
 	return func(c *config) {
 		if every <= 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -119,4 +120,62 @@ func TestProgressNeverFollowsSettlement(t *testing.T) {
 	assert.Equal(t, n/4, kinds["-NAK"], "naks on the wire")
 	assert.Equal(t, n/4, kinds["+TERM"], "terms on the wire")
 	assert.Positive(t, kinds["+WPI"], "beats on the wire")
+}
+
+// TestProgressNeverFollowsTheDrainsNaks: as
+// TestProgressNeverFollowsSettlement, with the settlements the other test
+// does not reach: handlers that panic or call runtime.Goexit (nak'd on the
+// way out), messages fetched ahead and given back by the drain when Feed's
+// ctx ends or the pool stops (nak'd from the drain or from the pool's
+// refusal), under WithProgress(1ms) and a bound of four times the pool.
+func TestProgressNeverFollowsTheDrainsNaks(t *testing.T) {
+	for _, how := range []string{"ctx", "pool Stop"} {
+		t.Run(how, func(t *testing.T) {
+			const n = 400
+			s := startServer(t, "")
+			js := connect(t, s.ClientURL())
+			cons := newConsumer(t, js, 30*time.Second)
+			wire, flush := listenAcks(t, s.ClientURL())
+			publish(t, js, n)
+			pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) {}))
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stats := new(natsfeed.Stats)
+			wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+				time.Sleep(2 * time.Millisecond)
+				if delivered(msg) == 1 {
+					switch job(msg) % 4 {
+					case 1:
+						panic("panics once")
+					case 2:
+						runtime.Goexit()
+					case 3:
+						return fmt.Errorf("job %d fails once", job(msg))
+					}
+				}
+				return nil
+			}, natsfeed.WithStats(stats), natsfeed.WithProgress(time.Millisecond), natsfeed.WithMaxInFlight(8),
+				natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }),
+				natsfeed.WithErrorHandler(func(error) {}))
+			eventually(t, func() bool { return stats.Counts().Acked >= 60 }, "some jobs acked")
+			if how == "ctx" {
+				cancel()
+			} else {
+				pool.Stop()
+			}
+			err := wait()
+			if how == "ctx" {
+				require.NoError(t, err, "Feed")
+			} else {
+				require.ErrorIs(t, err, workerpool.ErrStopped, "Feed")
+			}
+			c := stats.Counts()
+			flush(js.Conn())
+			late, kinds := wire.late()
+			assert.Zero(t, len(late), "beats published after their delivery was settled; the first: %q", late[:min(5, len(late))])
+			assert.Equal(t, int(c.Nacked), kinds["-NAK"], "naks on the wire: %+v", c)
+			assert.Positive(t, kinds["+WPI"], "beats on the wire")
+		})
+	}
 }

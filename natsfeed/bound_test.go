@@ -1,0 +1,148 @@
+package natsfeed_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// watchAckPending polls the consumer's NumAckPending on the server, on a
+// connection of its own, until the returned stop is called; stop returns
+// the highest value seen and how many polls were made.
+func watchAckPending(t *testing.T, url string) (stop func() (high, polls int)) {
+	t.Helper()
+	js := connect(t, url)
+	cons, err := js.Consumer(context.Background(), "JOBS", "workers")
+	require.NoError(t, err, "the watcher's consumer")
+	done := make(chan struct{})
+	var high, polls int
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			ci, err := cons.Info(context.Background())
+			if err != nil {
+				continue
+			}
+			polls++
+			high = max(high, ci.NumAckPending)
+		}
+	})
+	return func() (int, int) {
+		close(done)
+		wg.Wait()
+		return high, polls
+	}
+}
+
+// TestBoundHoldsAgainstUnconfirmedSettlements: under WithMaxInFlight(1),
+// the server must never count more than one message pending for the feed.
+// An acknowledgement is confirmed before its place is given back, but a
+// term (ErrPermanent, workerpool.Permanent, a policy that gives up) is
+// only published: the next pull request can reach the consumer before the
+// term does (the server queues acks and pull requests apart), and the
+// server then counts two.
+func TestBoundHoldsAgainstUnconfirmedSettlements(t *testing.T) {
+	const n = 1500
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, 30*time.Second)
+	publish(t, js, n)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	stop := watchAckPending(t, s.ClientURL())
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		return fmt.Errorf("job %d: %w", job(msg), natsfeed.ErrPermanent)
+	}, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
+	eventually(t, func() bool { return stats.Counts().Terminated == n }, "every job terminated")
+	high, polls := stop()
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.LessOrEqual(t, high, 1, "NumAckPending seen by the server under WithMaxInFlight(1) (%d polls)", polls)
+	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(1), "MaxInFlight")
+}
+
+// TestBoundHoldsForTwoFeedsOnOnePool: two Feeds on one pool and one
+// consumer, bounds 2 and 3, handlers that succeed (every settlement an
+// acknowledgement the server confirms): the server never counts more than
+// 5 pending.
+func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
+	const n = 1500
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, 30*time.Second)
+	publish(t, js, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	h := func(_ context.Context, msg jetstream.Msg) error {
+		if job(msg)%7 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		return nil
+	}
+	stop := watchAckPending(t, s.ClientURL())
+	wait1 := run(ctx, pool, cons, h, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(2))
+	wait2 := run(ctx, pool, cons, h, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(3))
+	eventually(t, func() bool { return stats.Counts().Acked == n }, "every job acked")
+	high, polls := stop()
+	cancel()
+	require.NoError(t, wait1(), "Feed 1")
+	require.NoError(t, wait2(), "Feed 2")
+	edgeBalanced(t, stats.Counts())
+	assert.LessOrEqual(t, high, 5, "NumAckPending seen by the server for bounds 2+3 (%d polls)", polls)
+	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(5), "MaxInFlight")
+}
+
+// TestBoundFollowsResize: under the default bound (twice the pool's size),
+// the pool is resized up and down while Feed runs handlers that succeed;
+// once the messages taken under a larger bound have settled, the server
+// never counts more pending than twice the size of the moment (plus what
+// was asked for before the resize: the watcher waits for those to settle).
+func TestBoundFollowsResize(t *testing.T) {
+	const n = 20000
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, 30*time.Second)
+	publish(t, js, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		time.Sleep(200 * time.Microsecond)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithFetchWait(100*time.Millisecond))
+	for _, size := range []int{1, 6, 2} {
+		pool.Resize(size)
+		// What was asked for under the old size settles, and the fetch
+		// wait ends any request sent before the resize.
+		time.Sleep(500 * time.Millisecond)
+		stop := watchAckPending(t, s.ClientURL())
+		time.Sleep(300 * time.Millisecond)
+		high, polls := stop()
+		assert.LessOrEqual(t, high, 2*size, "NumAckPending at size %d (%d polls)", size, polls)
+	}
+	require.Less(t, stats.Counts().Acked, int64(n), "the stream kept the feed busy through every size")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	edgeBalanced(t, stats.Counts())
+}

@@ -1,0 +1,122 @@
+package natsfeed_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFeedRefusesAnOrderedConsumer: Feed's doc names ordered consumers as
+// ones it refuses at once (their acknowledgement is AckNone). An ordered
+// consumer knows no info before its first fetch (CachedInfo is nil), so
+// Feed must find out otherwise, and return an error before taking any
+// message.
+func TestFeedRefusesAnOrderedConsumer(t *testing.T) {
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	_, err := js.CreateOrUpdateStream(context.Background(), jobsConfig)
+	require.NoError(t, err, "stream")
+	publish(t, js, 5)
+	cons, err := js.OrderedConsumer(context.Background(), "JOBS", jetstream.OrderedConsumerConfig{})
+	require.NoError(t, err, "ordered consumer")
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
+	err, returned := wait(time.Minute)
+	require.True(t, returned, "Feed returned")
+	assert.Error(t, err, "Feed on an ordered consumer (AckNone); counts %+v, %d errors reported, the first %v",
+		stats.Counts(), len(errs.all()), first(errs.all()))
+	assert.Zero(t, stats.Counts().Taken, "messages taken from an ordered consumer")
+}
+
+// first returns the first of errs, or nil.
+func first(errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return errs[0]
+}
+
+// TestFeedFitsTheConsumersMaxWaiting: Feed caps a pull request at the
+// consumer's MaxRequestBatch, so a bound above it takes several requests
+// out at once; the consumer's MaxWaiting caps how many the server keeps.
+// Feed must keep within it: a request beyond it is refused ("Exceeded
+// MaxWaiting"), reported, and its places stay taken for the fetch wait.
+func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
+	const n = 200
+	// Feed keeps two requests out at most: MaxWaiting 1 is below that.
+	for _, maxWaiting := range []int{1, 2} {
+		t.Run(fmt.Sprint("MaxWaiting ", maxWaiting), func(t *testing.T) {
+			_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxRequestBatch: 1, MaxWaiting: maxWaiting,
+			}, n)
+			pool := workerpool.New(4) // default bound 8: 8 requests of 1
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stats := new(natsfeed.Stats)
+			var errs edgeErrors
+			wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+				natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+			eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
+			cancel()
+			require.NoError(t, wait(), "Feed")
+			assert.Zero(t, errs.count("Exceeded MaxWaiting"), "pull requests refused for MaxWaiting; the first error %v", first(errs.all()))
+		})
+	}
+}
+
+// TestFeedAckWaitLongerThanAHandlerSuffices: the package doc tells the
+// user to make the consumer's AckWait "longer than a handler runs, or use
+// WithProgress". With fetching ahead, a message also waits in the pool's
+// queue for the one before it, unbeaten, and its AckWait runs from its
+// arrival: at the default bound (twice the pool) a handler of 0.6 of
+// AckWait makes the server redeliver the queued message while it runs,
+// and it is handled twice. Either Feed keeps the queued messages alive, or
+// the doc states the real rule (AckWait longer than the queue wait and the
+// run together).
+func TestFeedAckWaitLongerThanAHandlerSuffices(t *testing.T) {
+	const n = 8
+	_, cons := setup(t, time.Second, n)
+	pool := workerpool.New(2) // default bound 4: two running, two waiting
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var mu sync.Mutex
+	runs := map[int]int{}
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		mu.Lock()
+		runs[job(msg)]++
+		mu.Unlock()
+		time.Sleep(600 * time.Millisecond) // well within AckWait (1s)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
+	eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(runs) == n && stats.Counts().InFlight == 0 }, "every job handled")
+	time.Sleep(1500 * time.Millisecond) // any redelivery comes within AckWait
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, k := range runs {
+		if k > 1 {
+			twice++
+		}
+	}
+	assert.Zero(t, twice, "jobs handled more than once with handlers of 0.6 AckWait; counts %+v", stats.Counts())
+	assert.Zero(t, stats.Counts().Redelivered, "redeliveries")
+}
