@@ -13,7 +13,12 @@
 // bound ([WithMaxInFlight], by default twice the pool's size) counts every
 // message from the pull request that asks for it to its settlement, so it
 // is exact: it is what the server counts pending for the process, and a
-// cluster holds at most the sum of its processes' bounds.
+// cluster holds at most the sum of its processes' bounds. One margin: an
+// acknowledgement is confirmed by the server before its place is given
+// back, but a nak or a term is only sent (nats.go's jetstream API has no
+// confirmed nak or term), so the server's count can pass the bound by the
+// naks and terms it has received and not yet processed, for the moment it
+// takes to process them.
 //
 // # Fetching ahead
 //
