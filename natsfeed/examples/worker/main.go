@@ -11,7 +11,7 @@
 //
 //	published 1000 jobs to JOBS
 //	handled 1000 messages (0 redelivered, 0 duplicates) in 280ms
-//	max in flight 8 (bound 8)
+//	max in flight 16 (bound 16)
 //
 // Each job is a message on the stream JOBS (subjects jobs.>), taken from
 // the durable pull consumer workers; a job's work is a sleep of -work. The
@@ -20,7 +20,8 @@
 // "redelivered" those the server had delivered before (to any process),
 // "duplicates" the jobs this process ran more than once. "max in flight"
 // is the most messages the process held at once, received and not yet
-// settled; Feed keeps it within the bound, the number of workers.
+// settled; Feed keeps it within the bound, by default twice the number of
+// workers (the messages beyond the running ones are fetched ahead).
 //
 // With -serve, the embedded server also listens on the given address for
 // other processes; with -url, the program joins an existing server or
@@ -51,7 +52,7 @@
 //	-url URLs      NATS server or cluster to join (comma-separated); empty: embedded server
 //	-serve ADDR    with no -url, the embedded server also listens on ADDR (host:port)
 //	-n N           demo jobs to publish before working (default 1000)
-//	-workers N     pool size, and so the bound on messages in flight (default 8)
+//	-workers N     pool size; the bound on messages in flight is twice it (default 8)
 //	-work D        simulated duration of one job (default 1ms)
 //	-stream NAME   stream of the jobs (default JOBS)
 //	-consumer NAME durable consumer the workers share (default workers)
@@ -95,7 +96,7 @@ func main() {
 	flag.StringVar(&c.url, "url", "", "NATS server or cluster to join (comma-separated URLs); empty: start an embedded server")
 	flag.StringVar(&c.serve, "serve", "", "with no -url, the embedded server also listens on this host:port for other processes")
 	flag.IntVar(&c.jobs, "n", 1000, "demo jobs to publish before working")
-	flag.IntVar(&c.workers, "workers", 8, "pool size, and so the bound on messages in flight")
+	flag.IntVar(&c.workers, "workers", 8, "pool size; the bound on messages in flight is twice it")
 	flag.DurationVar(&c.work, "work", time.Millisecond, "simulated duration of one job")
 	flag.StringVar(&c.stream, "stream", "JOBS", "stream of the jobs, on subjects <lowercase name>.>")
 	flag.StringVar(&c.consumer, "consumer", "workers", "durable pull consumer the workers share")
@@ -302,7 +303,7 @@ func work(ctx context.Context, cons jetstream.Consumer, c config) error {
 	s := stats.Counts()
 	fmt.Printf("handled %d messages (%d redelivered, %d duplicates) in %v\n",
 		s.Acked, s.Redelivered, j.duplicates(), took.Round(time.Millisecond))
-	fmt.Printf("max in flight %d (bound %d)\n", s.MaxInFlight, c.workers)
+	fmt.Printf("max in flight %d (bound %d)\n", s.MaxInFlight, 2*c.workers) // Feed's default bound
 	return nil
 }
 

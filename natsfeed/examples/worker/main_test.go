@@ -35,13 +35,14 @@ func TestHandlesDemoJobsAndExits(t *testing.T) {
 	assert.Equal(t, 200, s.handled, "handled")
 	assert.Equal(t, 0, s.redelivered, "redelivered")
 	assert.Equal(t, 0, s.duplicates, "duplicates")
-	assert.Equal(t, 8, s.bound, "bound: the default -workers")
+	assert.Equal(t, 16, s.bound, "bound: twice the default -workers")
 	assert.GreaterOrEqual(t, s.maxInFlight, 1, "max in flight")
 	assert.LessOrEqual(t, s.maxInFlight, s.bound, "max in flight within the bound")
 }
 
 // With -url the program works until SIGINT, then drains: every message it
-// took is acknowledged before it exits, and the rest stay in the stream.
+// ran is acknowledged before it exits, what it fetched ahead is given
+// back, and the rest stay in the stream.
 func TestDrainsOnInterrupt(t *testing.T) {
 	const jobs = 1000
 	url := testServer(t)
@@ -60,11 +61,14 @@ func TestDrainsOnInterrupt(t *testing.T) {
 	assert.Equal(t, 0, s.duplicates, "duplicates")
 	assert.LessOrEqual(t, s.maxInFlight, s.bound, "max in flight within the bound")
 
+	// What the process fetched ahead and did not run it gave back with a
+	// nak as it drained: those wait for redelivery (counted pending
+	// acknowledgement until the server hands them out again), the rest
+	// were never delivered. Nothing is left to AckWait.
 	info, err := cons.Info(context.Background())
 	require.NoError(t, err, "consumer info after the exit")
-	assert.Equal(t, 0, info.NumAckPending, "messages taken and not settled")
-	assert.Equal(t, uint64(s.handled), info.AckFloor.Stream, "ack floor: every message up to the last taken acknowledged")
-	assert.Equal(t, uint64(jobs-s.handled), info.NumPending, "messages left for other workers")
+	assert.LessOrEqual(t, info.NumAckPending, s.bound, "messages given back at the drain, at most the bound")
+	assert.Equal(t, jobs-s.handled, info.NumAckPending+int(info.NumPending), "messages left for other workers: given back or never delivered")
 }
 
 // The README's recipe in small: one process serves the stream and works,
