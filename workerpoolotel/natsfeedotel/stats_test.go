@@ -10,6 +10,7 @@ import (
 
 	"github.com/e86d9661/workerpool"
 	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/e86d9661/workerpool/natsfeed/natsfeedtest"
 	"github.com/e86d9661/workerpool/workerpoolotel"
 	"github.com/e86d9661/workerpool/workerpoolotel/natsfeedotel"
 	"github.com/nats-io/nats.go/jetstream"
@@ -93,7 +94,7 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string
 // while it holds 4 and after it returned, the instruments report its
 // counts, and the final ones add up.
 func TestRegisterStatsReportsAFeed(t *testing.T) {
-	cons := jobs(t, 20)
+	_, cons := natsfeedtest.Jobs(t, 20)
 	mp, reader := newMetered(t)
 	stats := new(natsfeed.Stats)
 	reg, err := natsfeedotel.RegisterStats(stats, "workers", natsfeedotel.WithMeterProvider(mp))
@@ -118,7 +119,7 @@ func TestRegisterStatsReportsAFeed(t *testing.T) {
 		return nil
 	}
 	soon := func(int, error) (time.Duration, bool) { return time.Millisecond, true }
-	stop := runFeed(t, func(ctx context.Context) error {
+	stop := natsfeedtest.Run(t, func(ctx context.Context) error {
 		return natsfeed.Feed(ctx, pool, cons, handle,
 			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(4), natsfeed.WithBackoff(soon))
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/e86d9661/workerpool"
 	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/e86d9661/workerpool/natsfeed/natsfeedtest"
 	"github.com/e86d9661/workerpool/workerpoolprom/natsfeedprom"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -84,7 +85,7 @@ func serve(t *testing.T, reg *prometheus.Registry) *httptest.Server {
 // over HTTP while it holds 4 and after it returned, the Collector shows
 // its counts, and the final ones add up.
 func TestCollectorScrapedOverHTTP(t *testing.T) {
-	cons := jobs(t, 20)
+	_, cons := natsfeedtest.Jobs(t, 20)
 	stats := new(natsfeed.Stats)
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(natsfeedprom.NewCollector(stats, "workers")), "register")
@@ -108,7 +109,7 @@ func TestCollectorScrapedOverHTTP(t *testing.T) {
 		return nil
 	}
 	soon := func(int, error) (time.Duration, bool) { return time.Millisecond, true }
-	stop := runFeed(t, func(ctx context.Context) error {
+	stop := natsfeedtest.Run(t, func(ctx context.Context) error {
 		return natsfeed.Feed(ctx, pool, cons, handle,
 			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(4), natsfeed.WithBackoff(soon))
 	})
