@@ -75,6 +75,14 @@ func TestResizeAfterStopDoesNothing(t *testing.T) {
 	})
 }
 
+// The zero WorkerPool is not usable, but reading its size does not panic:
+// it is 0.
+func TestZeroWorkerPoolSizeIsZero(t *testing.T) {
+	var p WorkerPool
+	assert.Equal(t, 0, p.Size(), "Size of the zero WorkerPool")
+	assert.Equal(t, int64(0), p.minWorkers.Load(), "floor of the zero WorkerPool")
+}
+
 // TestAChangeTheStopRefusedKeepsTheSettings calls change itself, past the
 // stopBegun checks that Resize and SetMinWorkers make first, as a call
 // does that lost the race with a stop: the pool refuses it, and both

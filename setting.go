@@ -13,7 +13,14 @@ type setting struct {
 	cur atomic.Pointer[int64] // written by New, by callers through change, and by dispatch at size boundaries
 }
 
-func (s *setting) Load() int64 { return *s.cur.Load() }
+// Load returns the value, 0 before the first write (a WorkerPool not made
+// by New: its Size is 0, as it was when the value was a plain integer).
+func (s *setting) Load() int64 {
+	if v := s.cur.Load(); v != nil {
+		return *v
+	}
+	return 0
+}
 
 func (s *setting) Store(v int64) { s.cur.Store(&v) }
 
