@@ -31,7 +31,7 @@
 // shell blocks under that heading instead, for a script to run
 // (.ci/first-commands).
 //
-// .ci/readme runs it (the tool is a module of its own, outside go.work; it
+// .ci/readme runs it (the tool is a module of its own, which go.work joins; it
 // needs only the standard library).
 package main
 
