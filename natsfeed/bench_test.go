@@ -33,11 +33,21 @@ const benchLatency = time.Millisecond
 // timed part, and one iteration is not one call.)
 //
 // The rows, named key=value for benchstat: task= is what the handler does
-// with a message (1ms: time.Sleep(time.Millisecond); noop: nothing);
+// with a message:
+//
+//   - call1ms: a call to a service in a process of its own that answers
+//     after 1 ms (see benchservice_test.go), the shape of most handlers:
+//     the worker waits on the network;
+//   - sleep1ms: time.Sleep(time.Millisecond), which wakes up to 1 ms late
+//     in a process whose threads wait in the netpoller, by how much
+//     depending on how the process's wake-ups fall (golang/go#44343): the
+//     row measures that as much as the feeding;
+//   - noop: nothing.
+//
 // latency= is the delay added in each direction between the process and
 // the server (0: straight to the server on 127.0.0.1; 1ms: through a
-// latencyProxy, only for 1 ms tasks, Feed against the loop that waits for
-// its acknowledgements); loop= is the consumer:
+// latencyProxy, only for call1ms tasks, Feed against the loop that waits
+// for its acknowledgements); loop= is the consumer:
 //
 //   - feed: Feed at its default bound
 //   - feed+bound16: Feed with WithMaxInFlight(16)
@@ -91,16 +101,18 @@ func BenchmarkThroughput(b *testing.B) {
 	feed := benchLoop{"feed", false, runFeed()}
 	feed16 := benchLoop{"feed+bound16", false, runFeed(natsfeed.WithMaxInFlight(2 * benchWorkers))}
 	all := []benchLoop{consumeAck, consumeDoubleAck, feed, feed16}
+	service := startService(b, 2*benchWorkers)
 	rows := []struct {
 		task    string
-		work    time.Duration // how long the handler sleeps; 0: not at all
+		work    func() error // what the handler does; nil: nothing
 		latency string
 		url     string // where the consuming process connects
 		loops   []benchLoop
 	}{
-		{"1ms", time.Millisecond, "0", direct, all},
-		{"noop", 0, "0", direct, all},
-		{"1ms", time.Millisecond, "1ms", delayed, []benchLoop{consumeDoubleAck, feed, feed16}},
+		{"call1ms", service.call, "0", direct, all},
+		{"sleep1ms", sleepFor(time.Millisecond), "0", direct, all},
+		{"noop", nil, "0", direct, all},
+		{"call1ms", service.call, "1ms", delayed, []benchLoop{consumeDoubleAck, feed, feed16}},
 	}
 	for _, row := range rows {
 		// last holds the msgs/s of each Consume loop's latest run in this
@@ -125,7 +137,7 @@ func BenchmarkThroughput(b *testing.B) {
 type benchLoop struct {
 	name  string
 	peer  bool // a Consume loop: Feed's rows report their ratio to it
-	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun
+	start func(b *testing.B, cons jetstream.Consumer, work func() error) benchRun
 }
 
 // A benchRun consumes cons with benchWorkers workers each working on a
@@ -142,8 +154,8 @@ type benchRun struct {
 // at url, times start consuming them from a connection to consumeURL (url
 // itself, or the proxy in front of it), reports the metrics and returns
 // the msgs/s.
-func benchThroughput(b *testing.B, url, consumeURL string, work time.Duration,
-	start func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun) float64 {
+func benchThroughput(b *testing.B, url, consumeURL string, work func() error,
+	start func(b *testing.B, cons jetstream.Consumer, work func() error) benchRun) float64 {
 	ctx := context.Background()
 	js := connect(b, url) // publishes and samples NumAckPending, beside the process measured
 	deleteJobs := func() error {
@@ -182,29 +194,40 @@ func benchThroughput(b *testing.B, url, consumeURL string, work time.Duration,
 	return msgs
 }
 
-// benchWork is the handler's work on a message: sleeping for work, if
-// it is not zero.
-func benchWork(work time.Duration) {
-	if work > 0 {
-		time.Sleep(work)
+// benchWork does the handler's work on a message, if there is any, and
+// fails b if it fails.
+func benchWork(b *testing.B, work func() error) {
+	if work == nil {
+		return
+	}
+	if err := work(); err != nil {
+		b.Error(err)
+	}
+}
+
+// sleep is the work of the task=sleep1ms rows.
+func sleepFor(d time.Duration) func() error {
+	return func() error {
+		time.Sleep(d)
+		return nil
 	}
 }
 
 // runFeed runs Feed on a pool of benchWorkers, with opts.
-func runFeed(opts ...natsfeed.Option) func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
-	return func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
+func runFeed(opts ...natsfeed.Option) func(b *testing.B, cons jetstream.Consumer, work func() error) benchRun {
+	return func(b *testing.B, cons jetstream.Consumer, work func() error) benchRun {
 		return feedRun(b, cons, work, opts)
 	}
 }
 
-func feedRun(b *testing.B, cons jetstream.Consumer, work time.Duration, opts []natsfeed.Option) benchRun {
+func feedRun(b *testing.B, cons jetstream.Consumer, work func() error, opts []natsfeed.Option) benchRun {
 	pool := workerpool.New(benchWorkers)
 	stats := new(natsfeed.Stats)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- natsfeed.Feed(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-			benchWork(work)
+			benchWork(b, work)
 			return nil
 		}, append(opts, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(err error) { b.Error(err) }))...)
 	}()
@@ -229,8 +252,8 @@ func feedRun(b *testing.B, cons jetstream.Consumer, work time.Duration, opts []n
 // taken, and runs the message on a goroutine that acknowledges it (with
 // Ack, or DoubleAck to wait for the server's confirmation as Feed does)
 // and gives the slot back.
-func consumeLoop(doubleAck bool) func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
-	return func(b *testing.B, cons jetstream.Consumer, work time.Duration) benchRun {
+func consumeLoop(doubleAck bool) func(b *testing.B, cons jetstream.Consumer, work func() error) benchRun {
+	return func(b *testing.B, cons jetstream.Consumer, work func() error) benchRun {
 		var acked atomic.Int64
 		var inFlight gauge
 		var running sync.WaitGroup
@@ -242,7 +265,7 @@ func consumeLoop(doubleAck bool) func(b *testing.B, cons jetstream.Consumer, wor
 			go func() {
 				defer running.Done()
 				defer func() { <-sem }()
-				benchWork(work)
+				benchWork(b, work)
 				var err error
 				if doubleAck {
 					err = msg.DoubleAck(context.Background())

@@ -10,6 +10,8 @@ package natsfeed_test
 //     stop (SIGINT, SIGTERM or its stdin closing).
 //   - server: runs a JetStream server on 127.0.0.1:NATSFEED_PORT storing in
 //     NATSFEED_STORE, writes a "ready" line, and runs until killed.
+//   - service: answers requests on 127.0.0.1:NATSFEED_PORT after 1 ms, for
+//     BenchmarkThroughput (see benchservice_test.go).
 //
 // So processes can be killed for real (SIGKILL) in the middle of the work.
 
@@ -44,13 +46,13 @@ import (
 
 // The environment of a child process.
 const (
-	envRole      = "NATSFEED_CHILD"      // "worker" or "server"
+	envRole      = "NATSFEED_CHILD"      // "worker", "server" or "service"
 	envURL       = "NATSFEED_URL"        // worker: the server to connect to
 	envPool      = "NATSFEED_POOL"       // worker: the pool's size
 	envBound     = "NATSFEED_BOUND"      // worker: WithMaxInFlight
 	envWork      = "NATSFEED_WORK"       // worker: how long the handler works on a job
 	envFetchWait = "NATSFEED_FETCH_WAIT" // worker: WithFetchWait
-	envPort      = "NATSFEED_PORT"       // server: the port to listen on
+	envPort      = "NATSFEED_PORT"       // server, service: the port to listen on
 	envStore     = "NATSFEED_STORE"      // server: the JetStream store directory
 )
 
@@ -65,6 +67,8 @@ func TestMain(m *testing.M) {
 		os.Exit(runWorker())
 	case "server":
 		os.Exit(runServer())
+	case "service":
+		os.Exit(runService())
 	default:
 		fmt.Fprintf(os.Stderr, "%s=%q: unknown role\n", envRole, role)
 		os.Exit(2)
