@@ -245,22 +245,22 @@ func (f *flows) takeMailIfAny() {
 // queued or holding its key's slots, was settled since it last reported
 // true (see job.countKeySettle).
 func (f *flows) keySettled() bool {
-	n := f.p.keySettles.Load()
-	if n == f.keySettlesSeen {
-		return false
-	}
-	f.keySettlesSeen = n
-	return true
+	return advanced(&f.p.keySettles, &f.keySettlesSeen)
 }
 
 // holderSettled is keySettled for the jobs that held their keys' slots,
 // which may wait in the timer heap.
 func (f *flows) holderSettled() bool {
-	n := f.p.holderSettles.Load()
-	if n == f.holderSettlesSeen {
+	return advanced(&f.p.holderSettles, &f.holderSettlesSeen)
+}
+
+// advanced reports whether count moved since seen, and records it in seen.
+func advanced(count *atomic.Uint64, seen *uint64) bool {
+	n := count.Load()
+	if n == *seen {
 		return false
 	}
-	f.holderSettlesSeen = n
+	*seen = n
 	return true
 }
 
