@@ -113,11 +113,12 @@ func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
 	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(5), "MaxInFlight")
 }
 
-// TestBoundFollowsResize: under the default bound (twice the pool's size),
-// the pool is resized up and down while Feed runs handlers that succeed;
-// once the messages taken under a larger bound have settled, the server
-// never counts more pending than twice the size of the moment (plus what
-// was asked for before the resize: the watcher waits for those to settle).
+// TestBoundFollowsResize: under the default bound (for tasks this short,
+// up to eight times the pool's size), the pool is resized up and down
+// while Feed runs handlers that succeed; once the messages taken under a
+// larger bound have settled, the server never counts more pending than
+// eight times the size of the moment (plus what was asked for before the
+// resize: the watcher waits for those to settle).
 func TestBoundFollowsResize(t *testing.T) {
 	const n = 20000
 	s := startServer(t, "")
@@ -141,10 +142,38 @@ func TestBoundFollowsResize(t *testing.T) {
 		stop := watchAckPending(t, s.ClientURL())
 		time.Sleep(300 * time.Millisecond)
 		high, polls := stop()
-		assert.LessOrEqual(t, high, 2*size, "NumAckPending at size %d (%d polls)", size, polls)
+		assert.LessOrEqual(t, high, 8*size, "NumAckPending at size %d (%d polls)", size, polls)
 	}
 	require.Less(t, stats.Counts().Acked, int64(n), "the stream kept the feed busy through every size")
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	edgeBalanced(t, stats.Counts())
+}
+
+// TestDefaultBoundGrowsForShortTasks: with handlers far shorter than a
+// round trip to the server, the default bound fetches further ahead than
+// twice the pool's size (the bound before anything is measured), up to
+// eight times it and never beyond, as Feed and the server count.
+func TestDefaultBoundGrowsForShortTasks(t *testing.T) {
+	const n, size = 3000, 4
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	cons := newConsumer(t, js, 30*time.Second)
+	publish(t, js, n)
+	pool := workerpool.New(size)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	watch := watchAckPending(t, s.ClientURL())
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))
+	eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	high, polls := watch()
+	c := stats.Counts()
+	edgeBalanced(t, c)
+	assert.Greater(t, c.MaxInFlight, int64(2*size), "held beyond twice the pool's size")
+	assert.LessOrEqual(t, c.MaxInFlight, int64(8*size), "held at most eight times the pool's size")
+	assert.LessOrEqual(t, high, 8*size, "NumAckPending on the server (%d polls)", polls)
 }

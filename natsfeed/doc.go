@@ -10,7 +10,8 @@
 // acknowledges it (confirmed by the server, off the worker), an error naks
 // it with a backoff delay by its delivery count, an error wrapping
 // [ErrPermanent] or marked with [workerpool.Permanent] terminates it. The
-// bound ([WithMaxInFlight], by default twice the pool's size) counts every
+// bound ([WithMaxInFlight], by default 2 to 8 times the pool's size, as
+// the round trip to the server and the handlers' time ask) counts every
 // message from the pull request that asks for it to its settlement, so it
 // is exact: it is what the server counts pending for the process, and a
 // cluster holds at most the sum of its processes' bounds. One margin: an
@@ -25,10 +26,11 @@
 // Within the bound Feed keeps a pull request out whenever it holds fewer
 // messages than the bound, so the messages beyond the running ones wait in
 // the pool's queue and a worker that finishes one finds the next there,
-// instead of waiting a round trip to the server. The default, twice the
-// pool's size, keeps the workers busy while a round trip takes less than
-// half a task; see [WithMaxInFlight] to size it for slower networks or
-// shorter tasks. Messages that wait in the queue when Feed stops (its ctx
+// instead of waiting a round trip to the server. The default bound sizes
+// itself for that: w × (1 + 2r/t) for w workers, the round trip r it
+// measures on the acknowledgements the server confirms and the handlers'
+// time t, from twice to eight times the pool's size (twice until both are
+// measured); see [WithMaxInFlight]. Messages that wait in the queue when Feed stops (its ctx
 // ends, or the pool stops) are given back with a nak of no delay, for the
 // server to redeliver without waiting for AckWait, as soon as Feed's last
 // pull request has ended (so that it cannot take them back itself). Feed

@@ -53,8 +53,10 @@ const (
 // explicit acknowledgement, until ctx is done.
 //
 // Feed holds at most a bound of messages at once: that of WithMaxInFlight,
-// by default twice the pool's size (read before each pull request, so that
-// a Resize takes effect). A message counts from the moment Feed asks for
+// or by default what keeps the pool's workers busy, from twice to eight
+// times the pool's size, by the ratio of the round trip to the server to
+// the handlers' time, as Feed measures them (see WithMaxInFlight; read
+// before each pull request, so that a Resize takes effect). A message counts from the moment Feed asks for
 // it until it is settled: while the pull request is on its way, while the
 // message waits in the pool's queue, while its handler runs and while its
 // acknowledgement waits for the server's confirmation (off the worker,
@@ -183,6 +185,7 @@ type feed struct {
 	maxBatch   int                   // the most messages one pull request asks for
 	maxPulls   int                   // the most pull requests out at once: maxPulls, or the consumer's MaxWaiting if lower
 	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
+	pace       pace                  // measured for the default bound: not under WithMaxInFlight
 
 	// held counts the messages the feed holds or has asked for, against
 	// the bound. The fetch loop adds a pull request's batch before sending
@@ -384,17 +387,14 @@ func (f *feed) pullsOut() int {
 	return f.pulls
 }
 
-// bound is the most messages the feed may hold: WithMaxInFlight's, or
-// twice the pool's size.
+// bound is the most messages the feed may hold: WithMaxInFlight's, or the
+// default that keeps the pool's workers busy (see defaultBound), for the
+// pool's size of the moment.
 func (f *feed) bound() int {
 	if f.cfg.maxInFlight > 0 {
 		return f.cfg.maxInFlight
 	}
-	size := f.pool.Size()
-	if size > math.MaxInt/2 {
-		return math.MaxInt
-	}
-	return 2 * size
+	return defaultBound(f.pool.Size(), time.Duration(f.pace.roundTrip.Load()), time.Duration(f.pace.task.Load()))
 }
 
 // room waits until the feed may send a pull request, and returns how many
@@ -681,7 +681,10 @@ func (d *delivery) handle() {
 		return
 	}
 	defer d.settleAbandoned()
-	switch err := d.f.h(d.f.handlerCtx, d.msg); {
+	began := time.Now()
+	err := d.f.h(d.f.handlerCtx, d.msg)
+	d.f.measure(&d.f.pace.task, began)
+	switch {
 	case err == nil:
 		d.handled = true
 	case permanent(err):
@@ -802,7 +805,20 @@ func (d *delivery) tryAck(expiry time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return d.msg.DoubleAck(ctx)
+	sent := time.Now()
+	err := d.msg.DoubleAck(ctx)
+	if err == nil {
+		d.f.measure(&d.f.pace.roundTrip, sent)
+	}
+	return err
+}
+
+// measure adds the time since began to avg, one of the feed's pace, if the
+// default bound needs it.
+func (f *feed) measure(avg *atomic.Int64, began time.Time) {
+	if f.cfg.maxInFlight == 0 {
+		observe(avg, time.Since(began))
+	}
 }
 
 // final reports whether trying a settlement again cannot help.

@@ -123,7 +123,7 @@ func FuzzFeed(f *testing.F) {
 		if c.Taken != c.Acked+c.Nacked+c.Terminated+c.Unsettled || c.InFlight != 0 {
 			t.Fatalf("counts do not add up: %+v", c)
 		}
-		limit := 2 * maxSize // the default bound: twice the pool's size
+		limit := 8 * maxSize // the most the default bound takes: eight times the pool's size
 		if bound > 0 {
 			limit = bound
 		}

@@ -11,7 +11,7 @@
 //
 //	published 1000 jobs to JOBS
 //	handled 1000 messages (0 redelivered, 0 duplicates) in 280ms
-//	max in flight 16 (bound 16)
+//	max in flight 16 (bound at most 64)
 //
 // Each job is a message on the stream JOBS (subjects jobs.>), taken from
 // the durable pull consumer workers; a job's work is a sleep of -work. The
@@ -20,8 +20,10 @@
 // "redelivered" those the server had delivered before (to any process),
 // "duplicates" the jobs this process ran more than once. "max in flight"
 // is the most messages the process held at once, received and not yet
-// settled; Feed keeps it within the bound, by default twice the number of
-// workers (the messages beyond the running ones are fetched ahead).
+// settled; Feed keeps it within the bound, which by default follows the
+// ratio of the round trip to the server to the job's time, from twice to
+// eight times the number of workers (the messages beyond the running ones
+// are fetched ahead).
 //
 // With -serve, the embedded server also listens on the given address for
 // other processes; with -url, the program joins an existing server or
@@ -52,7 +54,7 @@
 //	-url URLs      NATS server or cluster to join (comma-separated); empty: embedded server
 //	-serve ADDR    with no -url, the embedded server also listens on ADDR (host:port)
 //	-n N           demo jobs to publish before working (default 1000)
-//	-workers N     pool size; the bound on messages in flight is twice it (default 8)
+//	-workers N     pool size; the bound on messages in flight is 2 to 8 times it (default 8)
 //	-work D        simulated duration of one job (default 1ms)
 //	-stream NAME   stream of the jobs (default JOBS)
 //	-consumer NAME durable consumer the workers share (default workers)
@@ -96,7 +98,7 @@ func main() {
 	flag.StringVar(&c.url, "url", "", "NATS server or cluster to join (comma-separated URLs); empty: start an embedded server")
 	flag.StringVar(&c.serve, "serve", "", "with no -url, the embedded server also listens on this host:port for other processes")
 	flag.IntVar(&c.jobs, "n", 1000, "demo jobs to publish before working")
-	flag.IntVar(&c.workers, "workers", 8, "pool size; the bound on messages in flight is twice it")
+	flag.IntVar(&c.workers, "workers", 8, "pool size; the bound on messages in flight is 2 to 8 times it")
 	flag.DurationVar(&c.work, "work", time.Millisecond, "simulated duration of one job")
 	flag.StringVar(&c.stream, "stream", "JOBS", "stream of the jobs, on subjects <lowercase name>.>")
 	flag.StringVar(&c.consumer, "consumer", "workers", "durable pull consumer the workers share")
@@ -303,7 +305,7 @@ func work(ctx context.Context, cons jetstream.Consumer, c config) error {
 	s := stats.Counts()
 	fmt.Printf("handled %d messages (%d redelivered, %d duplicates) in %v\n",
 		s.Acked, s.Redelivered, j.duplicates(), took.Round(time.Millisecond))
-	fmt.Printf("max in flight %d (bound %d)\n", s.MaxInFlight, 2*c.workers) // Feed's default bound
+	fmt.Printf("max in flight %d (bound at most %d)\n", s.MaxInFlight, 8*c.workers) // the most Feed's default bound takes
 	return nil
 }
 

@@ -35,7 +35,7 @@ func TestHandlesDemoJobsAndExits(t *testing.T) {
 	assert.Equal(t, 200, s.handled, "handled")
 	assert.Equal(t, 0, s.redelivered, "redelivered")
 	assert.Equal(t, 0, s.duplicates, "duplicates")
-	assert.Equal(t, 16, s.bound, "bound: twice the default -workers")
+	assert.Equal(t, 64, s.bound, "bound: at most eight times the default -workers")
 	assert.GreaterOrEqual(t, s.maxInFlight, 1, "max in flight")
 	assert.LessOrEqual(t, s.maxInFlight, s.bound, "max in flight within the bound")
 }
@@ -116,7 +116,7 @@ type summary struct {
 
 var (
 	handledLine  = regexp.MustCompile(`^handled (\d+) messages \((\d+) redelivered, (\d+) duplicates\) in \S+$`)
-	inFlightLine = regexp.MustCompile(`^max in flight (\d+) \(bound (\d+)\)$`)
+	inFlightLine = regexp.MustCompile(`^max in flight (\d+) \(bound at most (\d+)\)$`)
 )
 
 // summaryOf reads the summary from the program's stdout.

@@ -1,0 +1,61 @@
+package natsfeed
+
+import (
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestDefaultBound: the default bound is size × (1 + 2r/t), rounded up,
+// never below twice size (also before r and t are measured) nor above
+// eight times size, and never overflows.
+func TestDefaultBound(t *testing.T) {
+	ms := time.Millisecond
+	for _, c := range []struct {
+		name      string
+		size      int
+		rtt, task time.Duration
+		want      int
+	}{
+		{"nothing measured", 8, 0, 0, 16},
+		{"no round trip measured", 8, 0, ms, 16},
+		{"no task measured", 8, ms, 0, 16},
+		{"tasks of twice the round trip", 8, ms, 2 * ms, 16},
+		{"tasks of a second, loopback", 8, 100 * time.Microsecond, time.Second, 16},
+		{"tasks as long as the round trip", 8, ms, ms, 24},
+		{"1 ms tasks, 2 ms round trip", 8, 2 * ms, ms, 40},
+		{"rounded up", 3, ms, 4 * ms, 6},                      // 3 × 1.5 = 4.5: below 2 × 3
+		{"rounded up above the least", 4, 3 * ms, 4 * ms, 10}, // 4 × 2.5
+		{"no-op tasks", 8, 100 * time.Microsecond, time.Microsecond, 64},
+		{"a pool of one, no-op tasks", 1, ms, time.Nanosecond, 8},
+		{"a huge pool", math.MaxInt / 4, ms, time.Nanosecond, math.MaxInt},
+		{"the largest size not saturated", math.MaxInt / 8, ms, time.Nanosecond, math.MaxInt / 8 * 8},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.want, defaultBound(c.size, c.rtt, c.task))
+		})
+	}
+}
+
+// TestObserve: the first sample is the average; each next one moves it by
+// an eighth of the difference; a zero sample counts as 1 ns (0 means no
+// sample).
+func TestObserve(t *testing.T) {
+	var avg atomic.Int64
+	observe(&avg, 800)
+	assert.Equal(t, int64(800), avg.Load(), "first sample")
+	observe(&avg, 1600)
+	assert.Equal(t, int64(900), avg.Load(), "800 + (1600-800)/8")
+	observe(&avg, 100)
+	assert.Equal(t, int64(800), avg.Load(), "900 + (100-900)/8")
+	var zero atomic.Int64
+	observe(&zero, 0)
+	assert.Equal(t, int64(1), zero.Load(), "a zero sample")
+	for range 100 {
+		observe(&zero, 0)
+	}
+	assert.Equal(t, int64(1), zero.Load(), "never back to 0")
+}
