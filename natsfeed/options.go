@@ -101,7 +101,7 @@ func logError(err error) {
 // that a process never takes far more than it runs at once. Tasks far
 // shorter than a round trip (a few microseconds against a tenth of a
 // millisecond on a loopback) meet that ceiling: 8 workers doing nothing
-// took 1.1x the messages per second of a Consume loop that waits for each
+// took 1.3x the messages per second of a Consume loop that waits for each
 // DoubleAck, where twice the pool's size took 0.6x of it (see the package
 // doc); give such a feed a larger bound if its round trips are longer.
 func WithMaxInFlight(n int) Option {
