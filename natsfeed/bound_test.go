@@ -57,16 +57,13 @@ func watchAckPending(t *testing.T, url string) (stop func() (high, polls int)) {
 // it back at 0 once every term is processed.
 func TestBoundAndUnconfirmedTerms(t *testing.T) {
 	const n = 1500
-	s := startServer(t, "")
-	js := connect(t, s.ClientURL())
-	cons := newConsumer(t, js, 30*time.Second)
-	publish(t, js, n)
+	url, _, cons := setupAt(t, 30*time.Second, n)
 	pool := workerpool.New(1)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	stop := watchAckPending(t, s.ClientURL())
+	stop := watchAckPending(t, url)
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		return fmt.Errorf("job %d: %w", job(msg), natsfeed.ErrPermanent)
 	}, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
@@ -85,10 +82,7 @@ func TestBoundAndUnconfirmedTerms(t *testing.T) {
 // 5 pending.
 func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
 	const n = 1500
-	s := startServer(t, "")
-	js := connect(t, s.ClientURL())
-	cons := newConsumer(t, js, 30*time.Second)
-	publish(t, js, n)
+	url, _, cons := setupAt(t, 30*time.Second, n)
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +94,7 @@ func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
 		}
 		return nil
 	}
-	stop := watchAckPending(t, s.ClientURL())
+	stop := watchAckPending(t, url)
 	wait1 := run(ctx, pool, cons, h, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(2))
 	wait2 := run(ctx, pool, cons, h, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(3))
 	eventually(t, func() bool { return stats.Counts().Acked == n }, "every job acked")
@@ -121,10 +115,7 @@ func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
 // resize: the watcher waits for those to settle).
 func TestBoundFollowsResize(t *testing.T) {
 	const n = 20000
-	s := startServer(t, "")
-	js := connect(t, s.ClientURL())
-	cons := newConsumer(t, js, 30*time.Second)
-	publish(t, js, n)
+	url, _, cons := setupAt(t, 30*time.Second, n)
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -139,7 +130,7 @@ func TestBoundFollowsResize(t *testing.T) {
 		// What was asked for under the old size settles, and the fetch
 		// wait ends any request sent before the resize.
 		time.Sleep(500 * time.Millisecond)
-		stop := watchAckPending(t, s.ClientURL())
+		stop := watchAckPending(t, url)
 		time.Sleep(300 * time.Millisecond)
 		high, polls := stop()
 		assert.LessOrEqual(t, high, 8*size, "NumAckPending at size %d (%d polls)", size, polls)
@@ -156,16 +147,13 @@ func TestBoundFollowsResize(t *testing.T) {
 // eight times it and never beyond, as Feed and the server count.
 func TestDefaultBoundGrowsForShortTasks(t *testing.T) {
 	const n, size = 3000, 4
-	s := startServer(t, "")
-	js := connect(t, s.ClientURL())
-	cons := newConsumer(t, js, 30*time.Second)
-	publish(t, js, n)
+	url, _, cons := setupAt(t, 30*time.Second, n)
 	pool := workerpool.New(size)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	watch := watchAckPending(t, s.ClientURL())
+	watch := watchAckPending(t, url)
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))
 	eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
 	cancel()

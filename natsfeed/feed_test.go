@@ -25,11 +25,19 @@ import (
 // and publishes n jobs.
 func setup(t *testing.T, ackWait time.Duration, n int) (jetstream.JetStream, jetstream.Consumer) {
 	t.Helper()
+	_, js, cons := setupAt(t, ackWait, n)
+	return js, cons
+}
+
+// setupAt is setup that also returns the server's URL, for connections of
+// the test's own.
+func setupAt(t *testing.T, ackWait time.Duration, n int) (string, jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
 	s := startServer(t, "")
 	js := connect(t, s.ClientURL())
 	cons := newConsumer(t, js, ackWait)
 	publish(t, js, n)
-	return js, cons
+	return s.ClientURL(), js, cons
 }
 
 // run starts Feed on a goroutine; wait returns its error.
