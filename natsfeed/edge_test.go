@@ -525,23 +525,53 @@ func TestEdgeCanceledCtxTakesNothing(t *testing.T) {
 }
 
 // TestEdgeCtxDeadline: a ctx with a deadline ends Feed like a cancel:
-// nil, everything taken settled.
+// nil, and everything taken settled: the handlers running at the deadline
+// (each waits for it) acknowledge their messages, and what was fetched
+// ahead is given back, so that a second feed handles every other job,
+// each once.
 func TestEdgeCtxDeadline(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 100)
+	const n = 100
+	_, cons := setup(t, 30*time.Second, n)
 	pool := workerpool.New(4)
 	defer pool.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
+	var mu sync.Mutex
+	handled := map[int]int{}
+	handle := func(msg jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		handled[job(msg)]++
+	}
 	stats := new(natsfeed.Stats)
-	err, ok := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-		time.Sleep(10 * time.Millisecond)
+	err, ok := edgeRun(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		<-ctx.Done() // the handler runs past the deadline
+		handle(msg)
 		return nil
 	}, natsfeed.WithStats(stats))(time.Minute)
 	require.True(t, ok, "Feed returned")
 	require.NoError(t, err, "Feed")
 	c := stats.Counts()
 	edgeBalanced(t, c)
-	assert.Equal(t, c.Taken, c.Acked, "all taken acked: %+v", c)
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked, "each taken acked or given back: %+v", c)
+	assert.Equal(t, int64(len(handled)), c.Acked, "acked: the messages whose handlers ran")
+
+	rest, stop := context.WithCancel(context.Background())
+	defer stop()
+	wait := run(rest, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		handle(msg)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(handled) == n {
+			stop()
+		}
+		return nil
+	})
+	require.NoError(t, wait(), "second Feed")
+	assert.Len(t, handled, n, "jobs handled")
+	for id, k := range handled {
+		assert.Equal(t, 1, k, "handlings of job %d", id)
+	}
 	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
 }
 
