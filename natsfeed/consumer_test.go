@@ -120,3 +120,32 @@ func TestFeedAckWaitLongerThanAHandlerSuffices(t *testing.T) {
 	assert.Zero(t, twice, "jobs handled more than once with handlers of 0.6 AckWait; counts %+v", stats.Counts())
 	assert.Zero(t, stats.Counts().Redelivered, "redeliveries")
 }
+
+// TestFeedRefusesProgressNotBelowTheConsumersAckWait: beats every period
+// of AckWait or longer come after the server has redelivered the message
+// (its AckWait restarts only at a beat), and WithProgress replaces the
+// beats that keep a message alive while it waits in the pool's queue: with
+// AckWait 1s, WithProgress(time.Hour), one worker, a bound of 8 and
+// handlers of 300ms, the server redelivers the queued messages and a
+// third of the jobs run twice, where without WithProgress none does. Feed
+// refuses such a period, as it refuses other bad options, before taking
+// any message; a period below AckWait is taken.
+func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second}, 5)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	for _, every := range []time.Duration{time.Second, time.Hour} {
+		err, returned := edgeRun(context.Background(), pool, cons, h, natsfeed.WithProgress(every))(10 * time.Second)
+		require.True(t, returned, "Feed with WithProgress(%v) returned", every)
+		assert.EqualError(t, err, fmt.Sprintf("natsfeed: WithProgress(%v): every must be below the AckWait of consumer workers (1s)", every), "WithProgress(%v)", every)
+	}
+	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "messages delivered")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, h, natsfeed.WithStats(stats), natsfeed.WithProgress(999*time.Millisecond))
+	eventually(t, func() bool { return stats.Counts().Acked == 5 }, "every job acked under WithProgress(999ms)")
+	cancel()
+	require.NoError(t, wait(), "Feed with WithProgress(999ms)")
+}

@@ -140,8 +140,8 @@ const (
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
 // pool, consumer or handler, a pool not made by [workerpool.New] (the zero
-// WorkerPool), a stopped pool, a bad option, or a consumer
-// it cannot serve: one whose acknowledgement is not explicit (AckNone, as
+// WorkerPool), a stopped pool, a bad option (WithProgress's period must
+// also be below the consumer's AckWait), or a consumer it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
 // and one consumer. Feed reads cons's cached info (CachedInfo) as it
@@ -295,7 +295,7 @@ func isNilPointer(v any) bool {
 }
 
 // fit takes the consumer's settings that bound the feed's, and refuses a
-// consumer Feed cannot serve.
+// consumer Feed cannot serve, or a progress period it makes useless.
 func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	switch {
 	case c.AckPolicy != jetstream.AckExplicitPolicy:
@@ -305,6 +305,9 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	}
 	if c.AckWait > 0 {
 		f.ackWait = c.AckWait
+		if f.cfg.progress >= c.AckWait { // every beat would come after the redelivery
+			return fmt.Errorf("natsfeed: WithProgress(%v): every must be below the AckWait of consumer %s (%v)", f.cfg.progress, c.Name, c.AckWait)
+		}
 	}
 	if c.MaxRequestBatch > 0 {
 		f.maxBatch = min(f.maxBatch, c.MaxRequestBatch)

@@ -141,7 +141,10 @@ func WithBackoff(p workerpool.RetryPolicy) Option {
 // holds is still being worked on (InProgress), from the moment it arrives
 // until it is settled, so that a handler longer than the consumer's AckWait
 // does not get its message redelivered elsewhere. Choose every well below
-// AckWait. every must be positive.
+// AckWait. every must be positive, and below the consumer's AckWait (as
+// Feed reads it when it starts): a beat any later comes after the server
+// has redelivered the message, and the beats of WithProgress replace
+// those that keep a message waiting in the pool's queue alive.
 //
 // Default: no progress beats for a running message; one that waits in
 // the pool's queue is beaten once it has waited half of AckWait, and when
