@@ -149,3 +149,49 @@ func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed with WithProgress(999ms)")
 }
+
+// TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound: a consumer
+// whose MaxAckPending (2) is below the feed's bound (8, twice a pool of
+// 4) holds back what the pull requests ask for beyond it: the server
+// never counts more than 2 pending, the pull requests wait for the
+// acknowledgements instead of failing (no error reported), every job is
+// handled once, and Feed returns once its ctx ends.
+func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
+	const n = 200
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 2}, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	var mu sync.Mutex
+	runs := map[int]int{}
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		mu.Lock()
+		runs[job(msg)]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	maxPending := 0
+	eventually(t, func() bool {
+		maxPending = max(maxPending, info(t, cons).NumAckPending)
+		return stats.Counts().Acked == n
+	}, "every job acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	edgeBalanced(t, stats.Counts())
+	assert.LessOrEqual(t, maxPending, 2, "NumAckPending sampled on the server")
+	// The feed may count a few more than the server: a confirmed
+	// acknowledgement leaves InFlight when its goroutine has read the
+	// confirmation, and the message the server sends on it can come first.
+	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(8), "MaxInFlight: within the feed's bound")
+	assert.Empty(t, errs.all(), "errors reported")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, runs, n, "jobs handled")
+	for id, k := range runs {
+		require.Equal(t, 1, k, "runs of job %d", id)
+	}
+}
