@@ -24,14 +24,15 @@ import (
 // against Resizes of the pool, messages arriving, waiting in the queue,
 // running and being settled, and a second Feed on the same pool and
 // consumer, with handlers that succeed, fail, fail for good, panic, call
-// runtime.Goexit and wait for their ctx, under random bounds, fetch waits
-// and options (one pseudo-random case per seed). Whatever the
+// runtime.Goexit and wait for their ctx, under random bounds, fetch waits,
+// AckWaits and options (one pseudo-random case per seed). Whatever the
 // interleaving, on the wire ($JS.ACK.>) each delivery a feed took is
 // settled exactly once (acknowledged, nak'd or terminated; none left to
 // AckWait, none settled twice) and no beat follows its settlement; the
 // counts add up and stay within the bounds; no pull request goes out
-// once the Feeds have returned; and what they gave back reaches a later
-// feed at once, not after AckWait (a minute here).
+// once the Feeds have returned; and the rest of the stream, what they gave
+// back included, reaches a later feed at once (under an AckWait of a
+// minute, a message given back late would wait that long).
 func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 	const seeds, n = 16, 200
 	s := startServer(t, "")
@@ -50,8 +51,12 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(uint64(seed), 26))
 		name := fmt.Sprint("races", seed)
+		// A short AckWait has the messages that wait in the queue beaten
+		// without WithProgress: when a worker takes them, and after half
+		// of it.
+		ackWait := []time.Duration{time.Minute, 100 * time.Millisecond}[rng.IntN(2)]
 		_, err := st.CreateOrUpdateConsumer(context.Background(), jetstream.ConsumerConfig{
-			Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Minute, FilterSubject: "jobs." + name,
+			Durable: name, AckPolicy: jetstream.AckExplicitPolicy, AckWait: ackWait, FilterSubject: "jobs." + name,
 		})
 		require.NoError(t, err, "consumer")
 		for i := range n {
@@ -94,7 +99,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 		stats := make([]*natsfeed.Stats, feeds)
 		bounds := make([]int, feeds)
 		waits := make([]func(time.Duration) (error, bool), feeds)
-		desc := fmt.Sprintf("seed %d: pool %d, end %s", seed, size, end)
+		desc := fmt.Sprintf("seed %d: AckWait %v, pool %d, end %s", seed, ackWait, size, end)
 		for i := range feeds {
 			stats[i] = new(natsfeed.Stats)
 			opts := []natsfeed.Option{natsfeed.WithStats(stats[i]), natsfeed.WithErrorHandler(func(error) {}),
@@ -104,13 +109,15 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 				bounds[i] = 1 + rng.IntN(10)
 				opts = append(opts, natsfeed.WithMaxInFlight(bounds[i]))
 			}
+			desc += fmt.Sprintf(", feed %d: bound %d", i, bounds[i])
 			if rng.IntN(2) == 0 {
 				opts = append(opts, natsfeed.WithCancelOnStop())
+				desc += ", WithCancelOnStop"
 			}
 			if rng.IntN(2) == 0 {
 				opts = append(opts, natsfeed.WithProgress(time.Millisecond))
+				desc += ", WithProgress(1ms)"
 			}
-			desc += fmt.Sprintf(", feed %d: %d options, bound %d", i, len(opts), bounds[i])
 			waits[i] = edgeRun(ctx, pool, cons, h, opts...)
 		}
 		maxSize := size
