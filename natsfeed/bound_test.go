@@ -165,3 +165,29 @@ func TestDefaultBoundGrowsForShortTasks(t *testing.T) {
 	assert.LessOrEqual(t, c.MaxInFlight, int64(8*size), "held at most eight times the pool's size")
 	assert.LessOrEqual(t, high, 8*size, "NumAckPending on the server (%d polls)", polls)
 }
+
+// TestBoundServerCountsNakedMessagesUntilRedelivered: a message nak'd with
+// a delay is settled for the feed, whose place it gives back, but the
+// server keeps it pending (NumAckPending, and against the consumer's
+// MaxAckPending) until it redelivers it: with every handler failing and a
+// backoff of an hour, a feed of bound 2 takes all 20 jobs, never holding
+// more than 2, and the server counts all 20 pending, as the package doc
+// says.
+func TestBoundServerCountsNakedMessagesUntilRedelivered(t *testing.T) {
+	const n, bound = 20, 2
+	_, cons := setup(t, 30*time.Second, n)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return fmt.Errorf("fails") },
+		natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(bound),
+		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return time.Hour, true }))
+	eventually(t, func() bool { return stats.Counts().Nacked == n }, "every job nak'd")
+	eventually(t, func() bool { return info(t, cons).NumAckPending == n }, "the naks processed by the server")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	assert.Equal(t, natsfeed.Counts{Taken: n, Nacked: n, MaxInFlight: bound}, c, "counts")
+}

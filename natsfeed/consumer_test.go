@@ -120,3 +120,78 @@ func TestFeedAckWaitLongerThanAHandlerSuffices(t *testing.T) {
 	assert.Zero(t, twice, "jobs handled more than once with handlers of 0.6 AckWait; counts %+v", stats.Counts())
 	assert.Zero(t, stats.Counts().Redelivered, "redeliveries")
 }
+
+// TestFeedRefusesProgressNotBelowTheConsumersAckWait: beats every period
+// of AckWait or longer come after the server has redelivered the message
+// (its AckWait restarts only at a beat), and WithProgress replaces the
+// beats that keep a message alive while it waits in the pool's queue: with
+// AckWait 1s, WithProgress(time.Hour), one worker, a bound of 8 and
+// handlers of 300ms, the server redelivers the queued messages and a
+// third of the jobs run twice, where without WithProgress none does. Feed
+// refuses such a period, as it refuses other bad options, before taking
+// any message; a period below AckWait is taken.
+func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second}, 5)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	for _, every := range []time.Duration{time.Second, time.Hour} {
+		err, returned := edgeRun(context.Background(), pool, cons, h, natsfeed.WithProgress(every))(10 * time.Second)
+		require.True(t, returned, "Feed with WithProgress(%v) returned", every)
+		assert.EqualError(t, err, fmt.Sprintf("natsfeed: WithProgress(%v): every must be below the AckWait of consumer workers (1s)", every), "WithProgress(%v)", every)
+	}
+	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "messages delivered")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, h, natsfeed.WithStats(stats), natsfeed.WithProgress(999*time.Millisecond))
+	eventually(t, func() bool { return stats.Counts().Acked == 5 }, "every job acked under WithProgress(999ms)")
+	cancel()
+	require.NoError(t, wait(), "Feed with WithProgress(999ms)")
+}
+
+// TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound: a consumer
+// whose MaxAckPending (2) is below the feed's bound (8, twice a pool of
+// 4) holds back what the pull requests ask for beyond it: the server
+// never counts more than 2 pending, the pull requests wait for the
+// acknowledgements instead of failing (no error reported), every job is
+// handled once, and Feed returns once its ctx ends.
+func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
+	const n = 200
+	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 2}, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stats := new(natsfeed.Stats)
+	var errs edgeErrors
+	var mu sync.Mutex
+	runs := map[int]int{}
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		mu.Lock()
+		runs[job(msg)]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	maxPending := 0
+	eventually(t, func() bool {
+		maxPending = max(maxPending, info(t, cons).NumAckPending)
+		return stats.Counts().Acked == n
+	}, "every job acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	edgeBalanced(t, stats.Counts())
+	assert.LessOrEqual(t, maxPending, 2, "NumAckPending sampled on the server")
+	// The feed may count a few more than the server: a confirmed
+	// acknowledgement leaves InFlight when its goroutine has read the
+	// confirmation, and the message the server sends on it can come first.
+	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(8), "MaxInFlight: within the feed's bound")
+	assert.Empty(t, errs.all(), "errors reported")
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, runs, n, "jobs handled")
+	for id, k := range runs {
+		require.Equal(t, 1, k, "runs of job %d", id)
+	}
+}

@@ -19,7 +19,12 @@
 // back, but a nak or a term is only sent (nats.go's jetstream API has no
 // confirmed nak or term), so the server's count can pass the bound by the
 // naks and terms it has received and not yet processed, for the moment it
-// takes to process them.
+// takes to process them. And the server counts a message nak'd with a
+// delay (the backoff after a failure) as pending until it redelivers it,
+// though the feed has given its place back: with handlers failing, the
+// server's count for the consumer grows past the bounds by the messages
+// waiting out their delay, up to the consumer's MaxAckPending (see The
+// consumer below).
 //
 // # Fetching ahead
 //

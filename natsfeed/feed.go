@@ -56,15 +56,17 @@ const (
 // or by default what keeps the pool's workers busy, from twice to eight
 // times the pool's size, by the ratio of the round trip to the server to
 // the handlers' time, as Feed measures them (see WithMaxInFlight; read
-// before each pull request, so that a Resize takes effect). A message counts from the moment Feed asks for
-// it until it is settled: while the pull request is on its way, while the
-// message waits in the pool's queue, while its handler runs and while its
-// acknowledgement waits for the server's confirmation (off the worker,
-// which takes the next message). So the process never holds more
-// unsettled messages than the bound, the server never counts more as
-// pending for it, and a cluster of processes holds no more than the sum of
-// theirs. Within the bound Feed fetches ahead: whenever it holds fewer
-// than the bound it keeps a pull request out for the difference (a second
+// before each pull request, so that a Resize takes effect). A message
+// counts from the moment Feed asks for it until it is settled: while the
+// pull request is on its way, while the message waits in the pool's queue,
+// while its handler runs and while its acknowledgement waits for the
+// server's confirmation (off the worker, which takes the next message).
+// So the process never holds more unsettled messages than the bound, the
+// server never counts more as pending for it but for the naks it has not
+// processed yet and those that wait out their delay (see the package
+// doc), and a cluster of processes holds no more than the sum of theirs.
+// Within the bound Feed fetches ahead: whenever it holds fewer than the
+// bound it keeps a pull request out for the difference (a second
 // request goes out while one is out once a quarter of the bound is free;
 // never more than two, nor more than the consumer's MaxWaiting),
 // and the messages that come wait in the pool's queue, so that a worker that
@@ -142,8 +144,8 @@ const (
 //
 // Feed returns an error at once, before taking any message, for a nil ctx,
 // pool, consumer or handler, a pool not made by [workerpool.New] (the zero
-// WorkerPool), a stopped pool, a bad option, or a consumer
-// it cannot serve: one whose acknowledgement is not explicit (AckNone, as
+// WorkerPool), a stopped pool, a bad option (WithProgress's period must
+// also be below the consumer's AckWait), or a consumer it cannot serve: one whose acknowledgement is not explicit (AckNone, as
 // ordered consumers have, or AckAll, where one ack settles every earlier
 // message), or one with priority groups. Several Feeds may share one pool
 // and one consumer. Feed reads cons's cached info (CachedInfo) as it
@@ -298,7 +300,7 @@ func isNilPointer(v any) bool {
 }
 
 // fit takes the consumer's settings that bound the feed's, and refuses a
-// consumer Feed cannot serve.
+// consumer Feed cannot serve, or a progress period it makes useless.
 func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	switch {
 	case c.AckPolicy != jetstream.AckExplicitPolicy:
@@ -308,6 +310,9 @@ func (f *feed) fit(c jetstream.ConsumerConfig) error {
 	}
 	if c.AckWait > 0 {
 		f.ackWait = c.AckWait
+		if f.cfg.progress >= c.AckWait { // every beat would come after the redelivery
+			return fmt.Errorf("natsfeed: WithProgress(%v): every must be below the AckWait of consumer %s (%v)", f.cfg.progress, c.Name, c.AckWait)
+		}
 	}
 	if c.MaxRequestBatch > 0 {
 		f.maxBatch = min(f.maxBatch, c.MaxRequestBatch)

@@ -12,8 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// FuzzFeed races Feed against the pool's Stop, Resize and Pause and its
-// own ctx ending (which gives back what waits in the queue), with
+// FuzzFeed races Feed against the pool's Stop, StopWait, Shutdown, Resize
+// and Pause and its own ctx ending (which gives back what waits in the
+// queue), on a pool whose queue may refuse, drop or expire what the feed
+// fetched ahead (Reject, DropOldest, WithQueueTimeout), with
 // progress beats or without, with handlers that return, fail, fail for good, panic
 // and call runtime.Goexit, on fake messages (a fuzzer cannot wait for a
 // real server). Whatever happens, Feed returns, every message it took is
@@ -22,7 +24,8 @@ import (
 // its pull requests may still bring count too.
 //
 // data[0] picks the pool's size (1-4), data[1] the bound (0: the
-// default), data[2] the options; each further byte is one message: its
+// default), data[2] the options (bits 0-2) and the pool's queue policy
+// (bits 3-4); each further byte is one message: its
 // low 3 bits what its handler does, its high bits what the fuzz body does
 // to the pool or the feed once the handler has started.
 func FuzzFeed(f *testing.F) {
@@ -31,6 +34,9 @@ func FuzzFeed(f *testing.F) {
 	f.Add([]byte{4, 2, 3, 3, 4, 0x28, 0, 0, 0x30, 0x38, 1, 1})
 	f.Add([]byte{2, 0, 4, 5, 5, 5, 5, 0x20, 5, 5, 5, 0})
 	f.Add([]byte{3, 0, 5, 5, 0x0d, 5, 5, 1, 2, 5})
+	f.Add([]byte{1, 0, 0x08, 5, 5, 5, 0x2d, 5, 5, 5})
+	f.Add([]byte{2, 4, 0x11, 5, 5, 0x35, 5, 5, 1, 5})
+	f.Add([]byte{1, 3, 0x1c, 5, 5, 5, 0x3d, 5, 5, 5})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 || len(data) > 64 {
 			return
@@ -45,7 +51,16 @@ func FuzzFeed(f *testing.F) {
 		for _, m := range msgs {
 			m.(*fakeMsg).cons = cons
 		}
-		pool := workerpool.New(size, workerpool.WithPanicHandler(func(any) {}))
+		poolOpts := []workerpool.Option{workerpool.WithPanicHandler(func(any) {})}
+		switch flags >> 3 & 3 { // a queue that refuses, drops or expires what the feed fetched ahead
+		case 1:
+			poolOpts = append(poolOpts, workerpool.WithMaxWaiting(1, workerpool.Reject))
+		case 2:
+			poolOpts = append(poolOpts, workerpool.WithMaxWaiting(1, workerpool.DropOldest))
+		case 3:
+			poolOpts = append(poolOpts, workerpool.WithQueueTimeout(100*time.Microsecond))
+		}
+		pool := workerpool.New(size, poolOpts...)
 		defer pool.Stop()
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
@@ -105,6 +120,15 @@ func FuzzFeed(f *testing.F) {
 					go func() { pool.Pause(pctx); unpause() }()
 				case 4:
 					cancel()
+				case 5:
+					go pool.StopWait()
+				case 6:
+					sctx, giveUp := context.WithCancel(context.Background())
+					giveUp()
+					go func() { _ = pool.Shutdown(sctx) }() // abandons the queue at once
+				case 7:
+					go cancel()
+					go pool.Stop()
 				}
 			case err = <-done:
 				break loop

@@ -76,8 +76,9 @@ func logError(err error) {
 // and not yet settled, whether on their way from the server, waiting in
 // the pool's queue, running or being acknowledged. The server never counts
 // more of this process's messages as pending, but for the naks and terms
-// it has received and not yet processed (see the package doc). n must be
-// at least 1.
+// it has received and not yet processed, and the nak'd messages waiting
+// out their delay before the server redelivers them (see the package
+// doc). n must be at least 1.
 //
 // Within the bound Feed fetches ahead, so n above the pool's size keeps
 // the workers busy: the messages beyond the running ones cover the pull
@@ -153,7 +154,10 @@ func WithBackoff(p workerpool.RetryPolicy) Option {
 // holds is still being worked on (InProgress), from the moment it arrives
 // until it is settled, so that a handler longer than the consumer's AckWait
 // does not get its message redelivered elsewhere. Choose every well below
-// AckWait. every must be positive.
+// AckWait. every must be positive, and below the consumer's AckWait (as
+// Feed reads it when it starts): a beat any later comes after the server
+// has redelivered the message, and the beats of WithProgress replace
+// those that keep a message waiting in the pool's queue alive.
 //
 // Default: no progress beats for a running message; one that waits in
 // the pool's queue is beaten once it has waited half of AckWait, and when

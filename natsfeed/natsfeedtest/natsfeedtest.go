@@ -49,13 +49,27 @@ func Jobs(t testing.TB, n int) (jetstream.JetStream, jetstream.Consumer) {
 
 // Run runs feed (a call of natsfeed.Feed) on a goroutine until stop is
 // called, or the test ends; stop then returns feed's error, or an error
-// if it did not return within a minute.
+// if it did not return within a minute. A test that ends without calling
+// stop (one that failed on the way) has feed's ctx canceled as it ends,
+// and waits for feed to return, up to a minute, before its server stops
+// (the test fails if feed does not return), so that no feed outlives it.
 func Run(t testing.TB, feed func(ctx context.Context) error) (stop func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- feed(ctx) }()
-	t.Cleanup(cancel)
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		done <- feed(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-returned:
+		case <-time.After(time.Minute):
+			t.Errorf("natsfeedtest: Feed did not return within a minute of the test's end")
+		}
+	})
 	return func() error {
 		cancel()
 		select {

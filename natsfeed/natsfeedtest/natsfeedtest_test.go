@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,4 +55,23 @@ func TestRunStopReportsFeedsError(t *testing.T) {
 		return failed
 	})
 	assert.ErrorIs(t, stop(), failed)
+}
+
+// TestRunWaitsForFeedAtTheTestsEnd: a test that ends without calling
+// Run's stop (as one that fails on the way does) cancels the feed's ctx
+// and waits for the feed to return, drain included, before it ends: no
+// feed outlives its test, to run on against a server being stopped.
+func TestRunWaitsForFeedAtTheTestsEnd(t *testing.T) {
+	var returned atomic.Bool
+	t.Run("stop never called", func(t *testing.T) {
+		natsfeedtest.Run(t, func(ctx context.Context) error {
+			<-ctx.Done()
+			time.Sleep(50 * time.Millisecond) // the drain
+			returned.Store(true)
+			return nil
+		})
+	})
+	if !returned.Load() {
+		t.Fatal("the feed was still running when its test ended")
+	}
 }
