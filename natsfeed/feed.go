@@ -499,13 +499,8 @@ func (f *feed) drain() {
 	f.stopping = true
 	for d := f.holding.next; d != &f.holding.delivery; {
 		next := d.next
-		if !d.running {
-			f.holding.remove(d)
-			if f.pulls > 0 {
-				f.back = append(f.back, d)
-			} else {
-				now = append(now, d)
-			}
+		if !d.running && f.giveBackLocked(d) {
+			now = append(now, d)
 		}
 		d = next
 	}
@@ -851,17 +846,25 @@ func (d *delivery) giveBack() {
 	d.settled = true
 	f.mu.Lock()
 	f.stopping = true
+	now := f.giveBackLocked(d)
+	f.mu.Unlock()
+	if now {
+		d.sendNak(0)
+	}
+}
+
+// giveBackLocked takes d off holding, with the feed's mu held, and leaves
+// its nak of no delay to the last pull request out, if one is: it reports
+// whether none is, and the caller must send the nak once mu is released.
+func (f *feed) giveBackLocked(d *delivery) (now bool) {
 	if d.linked {
 		f.holding.remove(d)
 	}
-	later := f.pulls > 0
-	if later {
+	if f.pulls > 0 {
 		f.back = append(f.back, d)
+		return false
 	}
-	f.mu.Unlock()
-	if !later {
-		d.sendNak(0)
-	}
+	return true
 }
 
 // sendNak sends the nak of a message off holding, and counts it.
