@@ -606,7 +606,9 @@ func TestEdgeOddOptions(t *testing.T) {
 	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(0), natsfeed.WithMaxInFlight(3)),
 		"natsfeed: WithMaxInFlight(0): n must be at least 1", "a bad option then a good one of its kind")
 	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(0)),
-		"natsfeed: WithProgress(0s): every must be positive", "WithProgress(0)")
+		"natsfeed: WithProgress(0s): every must be at least 1ms", "WithProgress(0)")
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(natsfeed.MinProgress-1)),
+		"natsfeed: WithProgress(999.999µs): every must be at least 1ms", "WithProgress below MinProgress")
 	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(math.MinInt)),
 		fmt.Sprintf("natsfeed: WithMaxInFlight(%d): n must be at least 1", math.MinInt), "WithMaxInFlight(MinInt)")
 }

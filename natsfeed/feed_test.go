@@ -482,7 +482,7 @@ func TestFeedRefusesBadInput(t *testing.T) {
 		{"WithFetchWait(0)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(0)), "natsfeed: WithFetchWait(0s): d must be from 1ms to 1h0m0s"},
 		{"WithFetchWait(2h)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(2*time.Hour)), "natsfeed: WithFetchWait(2h0m0s): d must be from 1ms to 1h0m0s"},
 		{"WithBackoff(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithBackoff(nil)), "natsfeed: WithBackoff(nil)"},
-		{"WithProgress(-1s)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(-time.Second)), "natsfeed: WithProgress(-1s): every must be positive"},
+		{"WithProgress(-1s)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(-time.Second)), "natsfeed: WithProgress(-1s): every must be at least 1ms"},
 		{"WithErrorHandler(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithErrorHandler(nil)), "natsfeed: WithErrorHandler(nil)"},
 		{"WithStats(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithStats(nil)), "natsfeed: WithStats(nil)"},
 		{"first bad option", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(-1), natsfeed.WithMaxInFlight(-2)), "natsfeed: WithFetchWait(-1ns): d must be from 1ms to 1h0m0s"},

@@ -74,7 +74,7 @@ func FuzzFeed(f *testing.F) {
 			opts = append(opts, natsfeed.WithCancelOnStop())
 		}
 		if flags&4 != 0 {
-			opts = append(opts, natsfeed.WithProgress(100*time.Microsecond))
+			opts = append(opts, natsfeed.WithProgress(natsfeed.MinProgress))
 		}
 		stats := new(natsfeed.Stats)
 		opts = append(opts, natsfeed.WithStats(stats))

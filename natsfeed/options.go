@@ -36,6 +36,9 @@ const (
 	// for a longer one would overflow.
 	MinFetchWait = time.Millisecond
 	MaxFetchWait = time.Hour
+	// MinProgress bounds WithProgress: a beat per message more often than
+	// that floods the server and tells it nothing more.
+	MinProgress = time.Millisecond
 	// DefaultBackoffBase and DefaultBackoffMax shape DefaultBackoff.
 	DefaultBackoffBase = time.Second
 	DefaultBackoffMax  = time.Minute
@@ -154,18 +157,18 @@ func WithBackoff(p workerpool.RetryPolicy) Option {
 // holds is still being worked on (InProgress), from the moment it arrives
 // until it is settled, so that a handler longer than the consumer's AckWait
 // does not get its message redelivered elsewhere. Choose every well below
-// AckWait. every must be positive, and below the consumer's AckWait (as
-// Feed reads it when it starts): a beat any later comes after the server
-// has redelivered the message, and the beats of WithProgress replace
-// those that keep a message waiting in the pool's queue alive.
+// AckWait. every must be at least MinProgress, and below the consumer's
+// AckWait (as Feed reads it when it starts): a beat any later comes after
+// the server has redelivered the message, and the beats of WithProgress
+// replace those that keep a message waiting in the pool's queue alive.
 //
 // Default: no progress beats for a running message; one that waits in
 // the pool's queue is beaten once it has waited half of AckWait, and when
 // a worker takes it (see Feed).
 func WithProgress(every time.Duration) Option {
 	return func(c *config) {
-		if every <= 0 {
-			c.refuse("WithProgress(%v): every must be positive", every)
+		if every < MinProgress {
+			c.refuse("WithProgress(%v): every must be at least %v", every, MinProgress)
 		}
 		c.progress = every
 	}
