@@ -2,6 +2,7 @@ package natsfeed
 
 import (
 	"math"
+	"math/bits"
 	"sync/atomic"
 	"time"
 )
@@ -48,9 +49,20 @@ func defaultBound(size int, roundTrip, task time.Duration) int {
 	if roundTrip <= 0 || task <= 0 {
 		return least * size
 	}
-	ahead := math.Ceil(float64(size) * (1 + 2*float64(roundTrip)/float64(task)))
-	if ahead >= float64(most*size) { // compared as floats: ahead may not fit an int
+	// The messages beyond size, ⌈size × 2r / t⌉, in integers of 128 bits:
+	// exact where floats would round a whole product up, or lose the
+	// units of a large size.
+	hi, lo := bits.Mul64(uint64(size), 2*uint64(roundTrip))
+	if hi >= uint64(task) { // the quotient does not fit 64 bits
 		return most * size
 	}
-	return max(least*size, int(ahead))
+	beyond, rem := bits.Div64(hi, lo, uint64(task))
+	extra := uint64((most - 1) * size)
+	if rem > 0 && beyond < extra { // rounded up, short of the most: no overflow
+		beyond++
+	}
+	if beyond >= extra {
+		return most * size
+	}
+	return max(least*size, size+int(beyond))
 }
