@@ -101,7 +101,7 @@ func logError(err error) {
 // moment ([workerpool.WorkerPool.Size]); the bound is read before each
 // pull request, so a Resize takes effect. It is never below twice the
 // pool's size, which is the bound until both are measured and what tasks
-// longer than half a round trip get, and never above eight times it, so
+// of at least twice a round trip get, and never above eight times it, so
 // that a process never takes far more than it runs at once. Tasks far
 // shorter than a round trip (a few microseconds against a tenth of a
 // millisecond on a loopback) meet that ceiling: 8 workers doing nothing

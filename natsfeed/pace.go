@@ -38,7 +38,7 @@ func observe(avg *atomic.Int64, d time.Duration) {
 // time t, so that the messages beyond the running ones cover the pull
 // request that brings the next and the acknowledgement that waits for
 // the server. It is never below twice size, which is the bound until both
-// are measured and what tasks longer than half a round trip get, and
+// are measured and what tasks of at least twice a round trip get, and
 // never above eight times size, so that a process does not take far more
 // than it runs when tasks are far shorter than a round trip.
 func defaultBound(size int, roundTrip, task time.Duration) int {

@@ -24,6 +24,8 @@ func TestDefaultBound(t *testing.T) {
 		{"no round trip measured", 8, 0, ms, 16},
 		{"no task measured", 8, ms, 0, 16},
 		{"tasks of twice the round trip", 8, ms, 2 * ms, 16},
+		{"tasks just under twice the round trip", 8, ms, 2*ms - 1, 17}, // the least is for tasks of at least twice it
+		{"tasks of half the round trip", 8, ms, ms / 2, 40},
 		{"tasks of a second, loopback", 8, 100 * time.Microsecond, time.Second, 16},
 		{"tasks as long as the round trip", 8, ms, ms, 24},
 		{"1 ms tasks, 2 ms round trip", 8, 2 * ms, ms, 40},
