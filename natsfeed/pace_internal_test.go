@@ -2,6 +2,7 @@ package natsfeed
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -69,4 +70,45 @@ func TestObserve(t *testing.T) {
 		observe(&zero, 0)
 	}
 	assert.Equal(t, int64(1), zero.Load(), "never back to 0")
+}
+
+// TestObserveConcurrentLosesNone: samples observed by many goroutines at
+// once are each counted: n equal samples move the average as n in turn
+// do, whatever their order, so a lost update would leave it higher. The
+// average stays between the samples, never 0 nor negative, however large
+// they are.
+func TestObserveConcurrentLosesNone(t *testing.T) {
+	const goroutines, each = 8, 50
+	var want atomic.Int64
+	want.Store(math.MaxInt64)
+	for range goroutines * each {
+		observe(&want, time.Nanosecond)
+	}
+	var avg atomic.Int64
+	avg.Store(math.MaxInt64)
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Go(func() {
+			for range each {
+				observe(&avg, time.Nanosecond)
+				if v := avg.Load(); v < 1 {
+					t.Errorf("average %d below 1 ns", v)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, want.Load(), avg.Load(), "the average after %d samples", goroutines*each)
+	assert.Greater(t, want.Load(), int64(1), "the samples do not all reach 1 ns: a lost one shows")
+
+	var mixed atomic.Int64
+	for i := range goroutines {
+		wg.Go(func() {
+			for j := range each {
+				observe(&mixed, []time.Duration{0, math.MaxInt64, -time.Hour, time.Millisecond}[(i+j)%4])
+			}
+		})
+	}
+	wg.Wait()
+	assert.Positive(t, mixed.Load(), "extreme samples at once")
 }
