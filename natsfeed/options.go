@@ -96,13 +96,21 @@ func logError(err error) {
 // workers idle for this feed.
 //
 // Default: that rule, measured as Feed runs. r is the time the server
-// takes to confirm an acknowledgement, t the time a handler takes, each a
-// moving average over the recent messages, and w the pool's size of the
+// takes to confirm an acknowledgement (none confirmed, none measured), t
+// the time a handler takes to return, whatever it returns (one that
+// panics or calls runtime.Goexit is not timed), each a moving average in
+// which a message counts for an eighth, and w the pool's size of the
 // moment ([workerpool.WorkerPool.Size]); the bound is read before each
 // pull request, so a Resize takes effect. It is never below twice the
 // pool's size, which is the bound until both are measured and what tasks
 // of at least twice a round trip get, and never above eight times it, so
-// that a process never takes far more than it runs at once. Tasks far
+// that a process never takes far more than it runs at once. A bound that
+// falls (a Resize down, tasks that turn slower) takes effect as what the
+// feed holds settles: what it took under the higher bound stays with it
+// until its workers have run it, so tasks that turn long after a phase of
+// short ones are held up to eight per worker meanwhile, though a single
+// long task of sixteen round trips or more brings the bound back to twice
+// the pool's size. Tasks far
 // shorter than a round trip (a few microseconds against a tenth of a
 // millisecond on a loopback) meet that ceiling: 8 workers doing nothing
 // took 1.3x the messages per second of a Consume loop that waits for each
