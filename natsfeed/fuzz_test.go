@@ -24,8 +24,12 @@ import (
 // its pull requests may still bring count too.
 //
 // data[0] picks the pool's size (1-4), data[1] the bound (0: the
-// default), data[2] the options (bits 0-2) and the pool's queue policy
-// (bits 3-4); each further byte is one message: its
+// default), data[2] the options (bits 0-2), the pool's queue policy
+// (bits 3-4) and the acknowledgements (bit 5: each takes 1ms, longer than
+// the instant handlers, so that the measured default bound swings between
+// twice and eight times the pool's size as handlers of 1ms and instant
+// ones alternate; bit 6: each message's first try fails and is retried,
+// unmeasured); each further byte is one message: its
 // low 3 bits what its handler does, its high bits what the fuzz body does
 // to the pool or the feed once the handler has started.
 func FuzzFeed(f *testing.F) {
@@ -37,6 +41,8 @@ func FuzzFeed(f *testing.F) {
 	f.Add([]byte{1, 0, 0x08, 5, 5, 5, 0x2d, 5, 5, 5})
 	f.Add([]byte{2, 4, 0x11, 5, 5, 0x35, 5, 5, 1, 5})
 	f.Add([]byte{1, 3, 0x1c, 5, 5, 5, 0x3d, 5, 5, 5})
+	f.Add([]byte{2, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0xd0, 0, 0, 0, 0, 0, 0, 0, 0, 0x15, 5, 5, 5, 5, 0, 0, 0, 0}) // resized to 4, then 1
+	f.Add([]byte{1, 0, 0x60, 0, 0xd0, 0, 0, 0, 0, 5, 0, 0, 0x15, 0, 0, 3, 0, 4, 0, 1, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 || len(data) > 64 {
 			return
@@ -45,7 +51,14 @@ func FuzzFeed(f *testing.F) {
 		log := newClockLog()
 		var msgs []jetstream.Msg
 		for _, b := range data[3:] {
-			msgs = append(msgs, &fakeMsg{log: log, action: b})
+			m := &fakeMsg{log: log, action: b}
+			if flags&0x20 != 0 {
+				m.ackTakes = time.Millisecond
+			}
+			if flags&0x40 != 0 {
+				m.ackErrs = []error{errors.New("ack failed")}
+			}
+			msgs = append(msgs, m)
 		}
 		cons := &fakeConsumer{log: log, ackWait: time.Minute, wait: time.Millisecond, msgs: msgs}
 		for _, m := range msgs {
