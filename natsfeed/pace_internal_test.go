@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/e86d9661/workerpool"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -111,4 +112,32 @@ func TestObserveConcurrentLosesNone(t *testing.T) {
 	}
 	wg.Wait()
 	assert.Positive(t, mixed.Load(), "extreme samples at once")
+}
+
+// TestMeasureOnlyForTheDefaultBound: under WithMaxInFlight nothing is
+// measured and the bound is n whatever the pool's size; by default the
+// samples make the bound, for the pool's size of the moment.
+func TestMeasureOnlyForTheDefaultBound(t *testing.T) {
+	pool := workerpool.New(3)
+	defer pool.Stop()
+	now := time.Now()
+
+	fixed := &feed{pool: pool, cfg: newConfig([]Option{WithMaxInFlight(5)})}
+	fixed.measure(&fixed.pace.roundTrip, now.Add(-time.Hour))
+	fixed.measure(&fixed.pace.task, now)
+	assert.Zero(t, fixed.pace.roundTrip.Load(), "round trip measured under WithMaxInFlight")
+	assert.Zero(t, fixed.pace.task.Load(), "task measured under WithMaxInFlight")
+	assert.Equal(t, 5, fixed.bound(), "WithMaxInFlight's bound")
+
+	measured := &feed{pool: pool, cfg: newConfig(nil)}
+	assert.Equal(t, 6, measured.bound(), "nothing measured: twice the pool's size")
+	measured.measure(&measured.pace.roundTrip, now.Add(-time.Hour))
+	assert.Equal(t, 6, measured.bound(), "no task measured")
+	measured.measure(&measured.pace.task, time.Now())
+	assert.Positive(t, measured.pace.task.Load(), "task measured")
+	assert.Equal(t, 24, measured.bound(), "an hour's round trip, an instant's task: eight times the pool's size")
+	pool.Resize(5)
+	assert.Equal(t, 40, measured.bound(), "the pool's size of the moment")
+	pool.Resize(math.MaxInt / 4)
+	assert.Equal(t, math.MaxInt, measured.bound(), "a size whose eightfold does not fit an int")
 }
