@@ -39,9 +39,9 @@ func TestDefaultBound(t *testing.T) {
 		{"the largest size not saturated", math.MaxInt / 8, ms, time.Nanosecond, math.MaxInt / 8 * 8},
 		// 45 × (1 + 2×585/351) is 195 exactly, which floats make 195.00000000000003.
 		{"a whole product not rounded up", 45, 585, 351, 195},
-		{"a whole product not rounded up, twice", 30, 3 * ms, 4 * ms, 75}, // 30 × 2.5
-		{"a large pool, exactly", 1 << 40, 3, 4, 5 << 39},                 // 2^40 × 2.5
-		{"a large pool, rounded up", 1<<40 + 1, 3, 4, 5<<39 + 3},          // (2^40+1) × 2.5 = 2^40×2.5 + 2.5
+		{"a whole product not rounded up, twice", 30, 3 * ms, 4 * ms, 75},                  // 30 × 2.5
+		{"a large pool, exactly", math.MaxInt/16 + 1, 3, 4, 5 * (math.MaxInt/16 + 1) / 2},  // an even size × 2.5
+		{"a large pool, rounded up", math.MaxInt / 16, 3, 4, (5*(math.MaxInt/16) + 1) / 2}, // an odd size × 2.5, rounded up
 		{"the largest size, one below the most", math.MaxInt / 8, 7*(math.MaxInt/8) - 1, 2 * (math.MaxInt / 8), math.MaxInt/8*8 - 1},
 		{"an hour's round trip, 1 ns tasks, a pool of one", 1, time.Hour, time.Nanosecond, 8},
 		{"1 ns round trips, hour-long tasks", 7, time.Nanosecond, time.Hour, 14},
