@@ -24,7 +24,9 @@
 // though the feed has given its place back: with handlers failing, the
 // server's count for the consumer grows past the bounds by the messages
 // waiting out their delay, up to the consumer's MaxAckPending (see The
-// consumer below).
+// consumer below). So does a message Feed failed to settle (counted
+// Unsettled: an acknowledgement given up after its tries, or a nak or term
+// that could not be sent), until its AckWait ends.
 //
 // # Fetching ahead
 //

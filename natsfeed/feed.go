@@ -63,8 +63,8 @@ const (
 // server's confirmation (off the worker, which takes the next message).
 // So the process never holds more unsettled messages than the bound, the
 // server never counts more as pending for it but for the naks it has not
-// processed yet and those that wait out their delay (see the package
-// doc), and a cluster of processes holds no more than the sum of theirs.
+// processed yet, those that wait out their delay, and the messages Feed
+// failed to settle (see the package doc), and a cluster of processes holds no more than the sum of theirs.
 // Within the bound Feed fetches ahead: whenever it holds fewer than the
 // bound it keeps a pull request out for the difference (a second
 // request goes out while one is out once a quarter of the bound is free;

@@ -79,9 +79,10 @@ func logError(err error) {
 // and not yet settled, whether on their way from the server, waiting in
 // the pool's queue, running or being acknowledged. The server never counts
 // more of this process's messages as pending, but for the naks and terms
-// it has received and not yet processed, and the nak'd messages waiting
-// out their delay before the server redelivers them (see the package
-// doc). n must be at least 1.
+// it has received and not yet processed, the nak'd messages waiting out
+// their delay before the server redelivers them, and the messages Feed
+// failed to settle, until their AckWait ends (see the package doc). n must
+// be at least 1.
 //
 // Within the bound Feed fetches ahead, so n above the pool's size keeps
 // the workers busy: the messages beyond the running ones cover the pull
