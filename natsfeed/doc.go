@@ -117,20 +117,20 @@
 // # Performance
 //
 // Throughput against a nats-server in its own process, one process with 8
-// workers, three interleaved passes of BenchmarkThroughput (see it for how
+// workers, five interleaved passes of BenchmarkThroughput (see it for how
 // to run it), medians; an Intel(R) Xeon(R) Processor, 2 cores under KVM,
-// shared with other work. The 1 ms call is a call to a service in a
+// go1.26.8. The 1 ms call is a call to a service in a
 // process of its own that answers after 1 ms; the 1 ms sleep is
 // time.Sleep(time.Millisecond):
 //
 //	task                      Feed (default)    Consume+Ack          Consume+DoubleAck
-//	1 ms call                 5,850 msgs/s      6,140 (Feed 0.99x)   4,903 (Feed 1.19x)
-//	1 ms sleep                4,734 msgs/s      6,266 (0.76x)        5,157 (0.92x)
-//	no-op                     40,830 msgs/s     173,600 (0.24x)      31,380 (1.30x)
-//	1 ms call, +1 ms each way 4,421 msgs/s      -                    1,845 (2.40x)
+//	1 ms call                 6,183 msgs/s      6,344 (Feed 0.97x)   5,174 (Feed 1.19x)
+//	1 ms sleep                4,631 msgs/s      6,319 (0.73x)        5,400 (0.87x)
+//	no-op                     46,400 msgs/s     186,640 (0.25x)      35,330 (1.29x)
+//	1 ms call, +1 ms each way 4,562 msgs/s      -                    1,878 (2.45x)
 //
-// The Consume loops let the server count 500 to 970 messages as taken by
-// the process; Feed holds its bound (16 to 64 here). Compare Feed with the
+// The Consume loops let the server count 500 to 1,000 messages as taken
+// by the process; Feed holds its bound (24 to 64 here). Compare Feed with the
 // DoubleAck loop: both wait for the server to confirm each
 // acknowledgement. The sleep row trails because a 1 ms time.Sleep wakes up
 // to 1 ms late when the process's threads wait in Go's netpoller, which
