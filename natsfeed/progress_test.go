@@ -108,11 +108,8 @@ func (w *ackWire) late() (late []string, kinds map[string]int) {
 // message's redelivery past its backoff).
 func TestProgressNeverFollowsSettlement(t *testing.T) {
 	const n = 300
-	s := startServer(t, "")
-	js := connect(t, s.ClientURL())
-	cons := newConsumer(t, js, 30*time.Second)
-	wire, flush := listenAcks(t, s.ClientURL())
-	publish(t, js, n)
+	url, js, cons := setupAt(t, 30*time.Second, n)
+	wire, flush := listenAcks(t, url)
 	pool := workerpool.New(8)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -155,11 +152,8 @@ func TestProgressNeverFollowsTheDrainsNaks(t *testing.T) {
 	for _, how := range []string{"ctx", "pool Stop"} {
 		t.Run(how, func(t *testing.T) {
 			const n = 400
-			s := startServer(t, "")
-			js := connect(t, s.ClientURL())
-			cons := newConsumer(t, js, 30*time.Second)
-			wire, flush := listenAcks(t, s.ClientURL())
-			publish(t, js, n)
+			url, js, cons := setupAt(t, 30*time.Second, n)
+			wire, flush := listenAcks(t, url)
 			pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) {}))
 			defer pool.Stop()
 			ctx, cancel := context.WithCancel(context.Background())
