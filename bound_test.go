@@ -868,7 +868,7 @@ func TestUnderDropOldestDelayedSubmitsRacingStopWaitEndIt(t *testing.T) {
 		for i := range 8 {
 			submitters.Go(func() {
 				if i%2 == 0 {
-					for p.Do(func() {}, Delay(time.Nanosecond)) == nil {
+					for p.DoContext(context.Background(), func() {}, Delay(time.Nanosecond)) == nil {
 					}
 					return
 				}

@@ -78,7 +78,8 @@
 //	call                Block                          Reject                                   DropOldest
 //	Submit              waits for room                 not queued: Rejected, dead letter         accepted; oldest dropped
 //	Do, DoWait          waits                          ErrQueueFull                             accepted; oldest dropped
-//	DoContext           waits until room or ctx done   ErrQueueFull                             accepted; oldest dropped
+//	DoContext,          waits until room or ctx done   ErrQueueFull                             accepted; oldest dropped
+//	DoWaitContext
 //	TrySubmit           false at once                  false                                    true; oldest dropped
 //	SubmitWait          waits                          panics (wraps ErrQueueFull)              accepted; oldest dropped
 //	Go, Call            wait until room or ctx done    handle reports ErrQueueFull              accepted; oldest dropped
@@ -182,31 +183,34 @@
 //
 // # Scheduling
 //
-// [WorkerPool.Go], [Call], [Group.Go], [WorkerPool.Do] and
-// [WorkerPool.DoContext] take options ([TaskOption]) that make the pool a
+// [WorkerPool.Go], [Call], [Group.Go], [WorkerPool.DoContext] and
+// [WorkerPool.DoWaitContext] take options ([TaskOption]) that make the pool a
 // scheduler, not just a queue; the pool options [WithPriorityAging],
 // [WithQueueTimeout] and [WithRateLimit] set its policies. Each is state
 // the dispatcher owns: waiting never costs a goroutine, a worker or a
 // time.Timer per task (the dispatcher keeps one timer for the earliest
-// moment it waits for). Tasks given no option (Submit, SubmitWait, DoBatch,
-// Do and DoContext without opts) keep the defaults (priority 0, no delay,
+// moment it waits for). Tasks given no option (Submit, Do, DoWait,
+// SubmitWait, TrySubmit, DoBatch, and DoContext without opts) keep the defaults (priority 0, no delay,
 // no retry, weight 1), and their path takes no lock and makes no
 // allocation.
 //
-// Plain tasks with options. Do, DoContext and DoWait accept a func() with
-// Delay, At, Priority, Weight and Label, under the same rules and with the
-// same errors as a handle's; Do and DoContext return once the task is
-// accepted (DoWait once it ran), and a task of theirs that never runs
-// (abandoned by a stop, also while it waits for its due time; dropped;
-// expired; too heavy after a Resize) goes to the dead-letter handler once,
-// with why, as any plain task does. Retry needs an error to act on, which
-// a func() cannot return: Do, DoContext and DoWait panic when given it. A
+// Plain tasks with options. gammazero's calls (Submit, Do, DoWait,
+// SubmitWait) keep its signatures and take no option; DoContext and
+// DoWaitContext accept a func() with Delay, At, Priority, Weight, Key and
+// Label, under the same rules and with the same errors as a handle's.
+// DoContext returns once the task is accepted, and its task that never
+// runs (abandoned by a stop, also while it waits for its due time;
+// dropped; expired; too heavy after a Resize) goes to the dead-letter
+// handler once, with why, as any plain task does; DoWaitContext returns
+// once the task ran, and returns why if it never does, as DoWait. Retry
+// needs an error to act on, which
+// a func() cannot return: DoContext and DoWaitContext panic when given it. A
 // plain task with only a delay waits in the timer heap as it is; one with
 // a priority, a weight or a label rides a carrier the pool reuses (so does
 // every DoContext task in a pool with TaskStarted or TaskFinished hooks,
 // with its ctx's values: see Observability). Neither allocates once the
 // pool is warm (but for those values), and neither holds a goroutine:
-// at 10,000 tasks a delayed Do costs the CPU of a
+// at 10,000 tasks a delayed DoContext costs the CPU of a
 // time.AfterFunc(d, func() { p.Submit(f) }) per task and a quarter of its
 // memory, and at a million pending tasks under a third of both (see the
 // benchmarks' README).
@@ -227,8 +231,8 @@
 // level. Tasks due at the same moment keep their submission order. A
 // handle's Cancel, or its context ending, removes a scheduled task at once:
 // it leaves Scheduled and joins Canceled before Wait returns. A plain task
-// (Do, DoContext) has no context: once accepted it runs when due, or a
-// stop abandons it.
+// of DoContext has no context: once accepted it runs when due, or a
+// stop abandons it (DoWaitContext's ctx, like a handle's, removes it).
 //
 // Retries. With [Retry](policy), a run that returns an error (a
 // *PanicError included) asks the [RetryPolicy] with attempt 1, 2, ...;
@@ -485,7 +489,8 @@
 // task's own context (the caller's ctx, or the group's, which Cancel and a
 // Shutdown that gives up still cancel through whatever TaskStarted derived
 // from it); for DoContext its ctx's values without its cancellation
-// (context.WithoutCancel: the task may run after ctx is done); for Submit,
+// (context.WithoutCancel: the task may run after ctx is done); for
+// DoWaitContext its ctx; for Submit,
 // Do, DoWait and the other plain calls context.Background(). So a span
 // started in TaskStarted is a child of the submitter's span and the parent
 // of everything the task does (a plain func() cannot see it, but its span
@@ -515,7 +520,7 @@
 //
 // A Label costs a task what any option costs (see Scheduling): a Go with a
 // Label allocates its options beside its Task; a plain task with a Label
-// rides a carrier the pool reuses, so Do, DoContext and DoWait with a Label
+// rides a carrier the pool reuses, so DoContext and DoWaitContext with a Label
 // allocate nothing once the pool is warm. In a pool with TaskStarted or
 // TaskFinished, every DoContext task rides such a carrier, with its ctx's
 // values (one allocation, context.WithoutCancel's).

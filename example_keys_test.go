@@ -53,7 +53,7 @@ func ExampleWithKeyWeights() {
 
 	var order []string
 	for _, tenant := range []string{"big", "big", "big", "big", "big", "big", "small", "small"} {
-		p.Do(func() { order = append(order, tenant) }, workerpool.Key(tenant))
+		p.DoContext(context.Background(), func() { order = append(order, tenant) }, workerpool.Key(tenant))
 	}
 	close(release)
 	p.StopWait()

@@ -45,8 +45,8 @@ func ExampleWithHooks() {
 	running := make(chan struct{})
 	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() }, workerpool.Label("watch"))
 	<-running
-	p.Do(func() {}, workerpool.Label("index"))                  // waits in the queue, which is now full
-	fmt.Println(p.Do(func() {}, workerpool.Label("thumbnail"))) // refused: TaskDropped runs before Do returns
+	p.DoContext(context.Background(), func() {}, workerpool.Label("index"))                  // waits in the queue, which is now full
+	fmt.Println(p.DoContext(context.Background(), func() {}, workerpool.Label("thumbnail"))) // refused: TaskDropped runs before Do returns
 	now, cancel := context.WithCancel(ctx)
 	cancel()
 	fmt.Println(p.Shutdown(now)) // abandons the queued task and cancels the running one
@@ -97,9 +97,9 @@ func ExampleLabel() {
 		},
 	}))
 	for range 3 {
-		p.Do(func() {}, workerpool.Label("resize"))
+		p.DoContext(context.Background(), func() {}, workerpool.Label("resize"))
 	}
-	p.Do(func() {}, workerpool.Label("send-mail"))
+	p.DoContext(context.Background(), func() {}, workerpool.Label("send-mail"))
 	p.Do(func() {}) // no label
 	p.StopWait()
 	fmt.Println(runs)

@@ -163,8 +163,8 @@ func ExampleWorkerPool_Do() {
 		fmt.Println("dead letter:", err)
 	}))
 	ran := make(chan struct{})
-	_ = p.Do(func() { fmt.Println("10ms later"); close(ran) }, workerpool.Delay(10*time.Millisecond))
-	_ = p.Do(func() { fmt.Println("an hour later") }, workerpool.Delay(time.Hour))
+	_ = p.DoContext(context.Background(), func() { fmt.Println("10ms later"); close(ran) }, workerpool.Delay(10*time.Millisecond))
+	_ = p.DoContext(context.Background(), func() { fmt.Println("an hour later") }, workerpool.Delay(time.Hour))
 	<-ran
 	fmt.Println("scheduled:", p.Status().Scheduled)
 	p.Stop() // abandons the task due in an hour

@@ -633,7 +633,9 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.maybe.Add(1)
 		t := r.newTask(0, 1, !(r.bounded && r.policy == Block))
 		opts := r.keyOptions(t, true)
-		r.pending.Go(func() { r.checkHandleErr(p.DoWait(r.body(r.keyRun(t, func() {})), opts...), false, "DoWait") })
+		r.pending.Go(func() {
+			r.checkHandleErr(p.DoWaitContext(context.Background(), r.body(r.keyRun(t, func() {})), opts...), false, "DoWait")
+		})
 		synctest.Wait()
 	case 3: // Pause until a later cancel (or a stop), registered before the next op
 		r.pause()
@@ -1237,7 +1239,7 @@ func (r *fuzzRun) plainOptionTask(arg int) {
 	stopped := r.p.Stopped()
 	var err error
 	if arg%2 == 0 {
-		err = r.p.Do(pt.fn, opts...)
+		err = r.p.DoContext(context.Background(), pt.fn, opts...)
 	} else {
 		err = r.p.DoContext(context.Background(), pt.fn, opts...)
 	}

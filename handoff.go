@@ -10,7 +10,7 @@ import "sync/atomic"
 // A message is what travels on taskQueue: a plain task, a job, or a
 // request for something else; exactly one of task, job and req is set. All
 // nil is the stop signal. due is when a plain task may start, on the pool's
-// clock (Do with Delay or At alone, see WorkerPool.doWithOptions), or 0.
+// clock (DoContext with Delay or At alone, see WorkerPool.doWithOptions), or 0.
 type message struct {
 	task func()
 	job  *job

@@ -739,7 +739,8 @@ func benchmarkSubmit(b *testing.B, workers int, options ...Option) {
 // --- task options over every call that takes them ---
 
 // An optionCall is one way to give a task TaskOptions: a handle (Go, Call,
-// Group.Go) or a plain task (Do, DoContext). give gives body to p with
+// Group.Go), a plain task with a waiter (DoWaitContext) or a plain task
+// without one (DoContext). give gives body to p with
 // opts and returns what to wait on: a handle's outcome, or, for a plain
 // task, the call's error (nil once it was accepted; a plain task that
 // never runs goes to the dead-letter handler).
@@ -764,9 +765,11 @@ var optionCalls = []optionCall{
 		g.Go(body, opts...)
 		return g.Wait
 	}},
-	{"Do", true, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
-		err := p.Do(func() { _ = body(ctx) }, opts...)
-		return func() error { return err }
+	{"DoWaitContext", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
+		outcome := make(chan error, 1)
+		go func() { outcome <- p.DoWaitContext(ctx, func() { _ = body(ctx) }, opts...) }()
+		synctest.Wait() // the call was answered, or waits for the task: the next call comes after it
+		return sync.OnceValue(func() error { return <-outcome })
 	}},
 	{"DoContext", true, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
 		err := p.DoContext(ctx, func() { _ = body(ctx) }, opts...)
@@ -780,7 +783,8 @@ func forEachOptionCall(t *testing.T, test func(t *testing.T, c optionCall)) {
 }
 
 // forEachPlainOptionCall is forEachOptionCall for the calls of plain
-// tasks (Do and DoContext), whose lost tasks go to the dead-letter handler.
+// tasks without a waiter (DoContext), whose lost tasks go to the
+// dead-letter handler.
 func forEachPlainOptionCall(t *testing.T, test func(t *testing.T, c optionCall)) {
 	var plain []optionCall
 	for _, c := range optionCalls {

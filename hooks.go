@@ -28,7 +28,7 @@ type Hooks struct {
 	// the one TaskFinished gets; a nil ctx means ctx. ctx is, for Go and Call, the
 	// Task's context (the caller's ctx, also canceled by Cancel); for Group.Go the
 	// group's; for DoContext its ctx's values without its cancellation
-	// (context.WithoutCancel); for Submit, Do, DoWait and the other plain calls
+	// (context.WithoutCancel); for DoWaitContext its ctx; for Submit, Do, DoWait and the other plain calls
 	// context.Background(). So a span started here is a child of the submitter's
 	// span and the parent of everything the task does. t.Waited is set, t.Ran and
 	// t.Err are not.

@@ -509,7 +509,7 @@ func TestKeyLimitStopWaitRunsHeldBackTasksInOrder(t *testing.T) {
 			p.Go(ctx, r.fn(name, time.Second), Key("a"))
 		}
 		for _, name := range []string{"b1", "b2"} {
-			require.NoError(t, p.Do(r.task(name, time.Second), Key("b")))
+			require.NoError(t, p.DoContext(context.Background(), r.task(name, time.Second), Key("b")))
 		}
 		p.StopWait()
 		assert.Equal(t, 3*time.Second, r.since(), "StopWait returned")
@@ -531,7 +531,7 @@ func TestKeyLimitStopAbandonsHeldBackTasks(t *testing.T) {
 		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
 		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		require.NoError(t, p.Do(r.task("a3", time.Second), Key("a")))
+		require.NoError(t, p.DoContext(context.Background(), r.task("a3", time.Second), Key("a")))
 		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
 		b2 := p.Go(ctx, r.fn("b2", time.Second), Key("b"))
 		synctest.Wait()
@@ -717,8 +717,8 @@ func TestKeyLimitDeadLettersAndHooksSeeTheKey(t *testing.T) {
 		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithHooks(h.hooks()), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		require.NoError(t, p.Do(r.task("a1", 2*time.Second), Key("a")))
-		require.NoError(t, p.Do(r.task("a2", time.Second), Key("a")))
+		require.NoError(t, p.DoContext(context.Background(), r.task("a1", 2*time.Second), Key("a")))
+		require.NoError(t, p.DoContext(context.Background(), r.task("a2", time.Second), Key("a")))
 		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
 
 		r.sleepUntil(1500 * time.Millisecond)

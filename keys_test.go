@@ -99,7 +99,7 @@ func sequence(t *testing.T, p *WorkerPool, n int, keys ...string) string {
 	g := blockOneWorker(t, p)
 	for _, k := range keys {
 		for range n {
-			p.Do(func() {
+			p.DoContext(context.Background(), func() {
 				mu.Lock()
 				got.WriteString(k)
 				mu.Unlock()
@@ -146,7 +146,7 @@ func TestTasksWithoutKeyShareAsOneKey(t *testing.T) {
 			p.Submit(rec("u"))
 		}
 		for range 3 {
-			p.Do(rec("a"), Key("a"))
+			p.DoContext(context.Background(), rec("a"), Key("a"))
 		}
 		g.open()
 		require.NoError(t, p.WaitIdle(context.Background()))
@@ -204,7 +204,7 @@ func TestKeyWeightIsAskedAgainAsTheKeyBecomesActiveAgain(t *testing.T) {
 		var got strings.Builder
 		for range 4 {
 			for _, k := range []string{"a", "b"} {
-				require.NoError(t, p.Do(func() { mu.Lock(); got.WriteString(k); mu.Unlock() }, Key(k)))
+				require.NoError(t, p.DoContext(context.Background(), func() { mu.Lock(); got.WriteString(k); mu.Unlock() }, Key(k)))
 			}
 		}
 		g.open()
@@ -283,7 +283,7 @@ func TestKeysPriorityBeforeFairness(t *testing.T) {
 				if k == "b" {
 					prio = 1
 				}
-				p.Do(func() { mu.Lock(); got = append(got, name); mu.Unlock() }, Key(k), Priority(prio))
+				p.DoContext(context.Background(), func() { mu.Lock(); got = append(got, name); mu.Unlock() }, Key(k), Priority(prio))
 			}
 		}
 		g.open()
@@ -341,10 +341,10 @@ func TestKeyOnEveryCall(t *testing.T) {
 		Call(ctx, p, func(context.Context) (int, error) { return 1, nil }, k, Label("Call"))
 		g := p.Group(ctx)
 		g.Go(noopFn, k, Label("Group.Go"))
-		p.Do(func() {}, k, Label("Do"))
+		p.DoContext(context.Background(), func() {}, k, Label("Do"))
 		require.NoError(t, p.DoContext(ctx, func() {}, k, Label("DoContext")))
 		done := make(chan error)
-		go func() { done <- p.DoWait(func() {}, k, Label("DoWait")) }()
+		go func() { done <- p.DoWaitContext(context.Background(), func() {}, k, Label("DoWait")) }()
 		synctest.Wait()
 		assert.Equal(t, 1, p.Status().Busy, "the key's first task holds its only slot; the others wait")
 		assert.Equal(t, 6, p.Status().Waiting)
@@ -382,7 +382,7 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 		for i := 0; i < n; {
 			for range min(batch, n-i) {
 				gate := gate
-				p.Do(gate.wait, Key("key-"+strconv.Itoa(i)), Label("x"))
+				p.DoContext(context.Background(), gate.wait, Key("key-"+strconv.Itoa(i)), Label("x"))
 				i++
 			}
 			gate.open()

@@ -136,7 +136,7 @@ const maxBound = math.MaxInt32
 // that a Resize made heavier than the pool (ErrTooHeavy), a task abandoned
 // by Stop or a Shutdown that gave up, queued or waiting for its due time
 // (ErrStopped). Tasks with
-// a waiter (DoWait, Go, Call, groups) report the reason to it instead, and a
+// a waiter (DoWait, DoWaitContext, Go, Call, groups) report the reason to it instead, and a
 // call that returns an error (Do, DoContext, TrySubmit, DoBatch refused) is
 // the caller's to handle.
 //
@@ -375,7 +375,7 @@ func WithName(name string) Option {
 //
 // TaskDropped runs in the goroutine of the submitting call that refuses
 // the task before handing it to the dispatcher, before that call returns
-// (Do, DoWait, DoContext, TrySubmit, DoBatch, Go, Call and Group.Go, when
+// (Do, DoWait, DoContext, DoWaitContext, TrySubmit, DoBatch, Go, Call and Group.Go, when
 // they find the queue full under Block or Reject, or the task heavier than
 // the pool); for every other task that will never run, on the pool's
 // delivery goroutine, the dead-letter handler's (see WithDeadLetter), one

@@ -2,8 +2,8 @@ package workerpool
 
 import "context"
 
-// A plainJob carries a plain task given a priority, a weight or a label (Do
-// or DoContext with such a TaskOption, a delay or not), and every
+// A plainJob carries a plain task given a priority, a weight, a key or a
+// label (DoContext with such a TaskOption, a delay or not), and every
 // DoContext task in a pool with TaskStarted or TaskFinished hooks, which
 // see its ctx's values: a job with a func() and its options, owned by no
 // one but the pool. (A plain task given only a delay needs no carrier: see
@@ -19,22 +19,22 @@ type plainJob struct {
 	ctx  context.Context // DoContext's ctx without its cancellation, in a timed pool; else nil
 }
 
-// parseDoOptions reads the options of a task given to Do, DoContext or
-// DoWait, and panics if they hold a Retry, which a func() cannot use.
+// parseDoOptions reads the options of a func() task given to DoContext or
+// DoWaitContext, and panics if they hold a Retry, which a func() cannot use.
 func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 	o := p.parseOptions(opts)
 	if o.retry != nil {
-		panic("workerpool: Retry given to Do, DoContext or DoWait: a func() fails only by panicking; use Go with a func that returns its error")
+		panic("workerpool: Retry given to DoContext or DoWaitContext: a func() fails only by panicking; use Go with a func that returns its error")
 	}
 	return o
 }
 
-// doWithOptions is DoContext, and Do for a task given options o: a plain
+// doWithOptions is DoContext for a task given options o: a plain
 // task when the options change nothing (a delay alone: in the timer heap
 // as it is), else a plainJob, which a DoContext task in a timed pool
 // always rides, so that the hooks see its ctx's values. It returns why the
-// pool refused the task, uncounted; ctx (nil for Do) bounds a wait for
-// room under Block.
+// pool refused the task, uncounted; ctx bounds a wait for room under
+// Block.
 func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Context) error {
 	if task == nil {
 		return nil

@@ -12,14 +12,15 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests for plain tasks given TaskOptions (Do and DoContext with options,
-// carried by a plainJob): the option rules themselves run over every call
-// in the option tests (see optionCalls); here is what is particular to a
-// task with no handle: its losses go to the dead-letter handler, Retry is
-// refused, and its carrier is reused and never touched once released.
+// Tests for plain tasks given TaskOptions (DoContext, carried by a
+// plainJob, and DoWaitContext): the option rules themselves run over every
+// call in the option tests (see optionCalls); here is what is particular
+// to a task with no handle: its losses go to the dead-letter handler, or
+// to DoWaitContext's caller, Retry is refused, and its carrier is reused
+// and never touched once released.
 
-// Do and DoContext panic when given Retry, with a message that says to use
-// Go: a func() cannot fail but by panicking. Nothing is queued or counted.
+// DoContext panics when given Retry, with a message that says to use Go: a
+// func() cannot fail but by panicking. Nothing is queued or counted.
 func TestDoWithRetryPanicsSayingToUseGo(t *testing.T) {
 	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
 		p := New(1)
@@ -120,7 +121,7 @@ func TestPlainTaskWithOptionsPanicGoesToThePanicHandler(t *testing.T) {
 	})
 }
 
-// Do with options reuses its carriers: once the pool is warm, a delayed or
+// DoContext with options reuses its carriers: once the pool is warm, a delayed or
 // prioritized plain task makes no allocation.
 func TestDoWithOptionsReusesItsCarriers(t *testing.T) {
 	if raceDetectorOn {
@@ -137,7 +138,7 @@ func TestDoWithOptionsReusesItsCarriers(t *testing.T) {
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
 			wg.Add(1)
-			if err := p.Do(done, opts...); err != nil {
+			if err := p.DoContext(context.Background(), done, opts...); err != nil {
 				t.Fatal(err)
 			}
 			wg.Wait()
@@ -181,7 +182,7 @@ func TestReleasedCarriersAreNeverTouched(t *testing.T) {
 			for i := range 30 {
 				opts := []TaskOption{Priority(i % 3), Delay(time.Duration(i%4) * 10 * time.Millisecond), Weight(1 + i%2)}
 				go func() {
-					_ = p.Do(func() { time.Sleep(time.Duration(i%3) * 10 * time.Millisecond) }, opts...)
+					_ = p.DoContext(context.Background(), func() { time.Sleep(time.Duration(i%3) * 10 * time.Millisecond) }, opts...)
 				}()
 			}
 			synctest.Wait()
@@ -303,8 +304,127 @@ func BenchmarkDoOptions(b *testing.B) {
 			defer p.StopWait()
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = p.Do(task, c.opts...)
+				_ = p.DoContext(context.Background(), task, c.opts...)
 			}
 		})
 	}
+}
+
+// DoWaitContext panics when given Retry, as DoContext does, and when given
+// a nil context; nothing is queued or counted.
+func TestDoWaitContextRefusesRetryAndANilContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		ran := false
+		err, panicked := recovered(func() {
+			_ = p.DoWaitContext(t.Context(), func() { ran = true }, Retry(Backoff(time.Second, time.Second, 3)))
+		})
+		require.True(t, panicked, "DoWaitContext with Retry panics")
+		assert.Contains(t, err.Error(), "use Go", "the panic's message")
+		err, panicked = recovered(func() { _ = p.DoWaitContext(nil, func() { ran = true }) }) //nolint:staticcheck // the nil context is the test
+		require.True(t, panicked, "DoWaitContext with a nil ctx panics")
+		assert.Contains(t, err.Error(), "nil context", "the panic's message")
+		synctest.Wait()
+		assert.False(t, ran, "the task ran")
+		assert.Zero(t, p.Status().Submitted, "submitted")
+		assert.NoError(t, p.DoWaitContext(t.Context(), nil), "a nil task is ignored")
+	})
+}
+
+// A DoWaitContext task whose ctx ends before it starts never runs: the
+// call returns ctx's error at once, and the task has left Waiting (or
+// Scheduled) and joined Canceled by then, queued or delayed.
+func TestDoWaitContextWithdrawsATaskWhoseCtxEndsBeforeItStarts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []TaskOption
+	}{{"queued", []TaskOption{Label("queued")}}, {"scheduled", []TaskOption{Delay(time.Hour)}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1)
+				defer p.Stop()
+				running := blockOneWorker(t, p)
+				defer running.release()
+				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				defer cancel()
+				start := time.Now()
+				ran := false
+				err := p.DoWaitContext(ctx, func() { ran = true }, tc.opts...)
+				assert.ErrorIs(t, err, context.DeadlineExceeded, "DoWaitContext's error")
+				assert.Equal(t, time.Second, time.Since(start), "returned at the deadline")
+				s := p.Status()
+				assert.Zero(t, s.Waiting+s.Scheduled, "waiting and scheduled when it returned")
+				assert.Equal(t, uint64(1), s.Canceled, "canceled when it returned")
+				running.open()
+				p.StopWait()
+				assert.False(t, ran, "the task ran")
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// Once its task has started, DoWaitContext waits for it to finish,
+// whatever its ctx does: a func() cannot be told to stop. A panic in the
+// task meets the pool's panic policy, as in DoWait.
+func TestDoWaitContextWaitsForAStartedTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var handled atomic.Int64
+		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
+		defer p.Stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		task := newGate()
+		outcome := make(chan error, 1)
+		go func() { outcome <- p.DoWaitContext(ctx, func() { task.wait(); panic("boom") }, Label("l")) }()
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Busy, "the task runs")
+		cancel()
+		synctest.Wait()
+		assert.Empty(t, outcome, "DoWaitContext returned while its task runs")
+		task.open()
+		assert.NoError(t, <-outcome, "DoWaitContext's error once its task panicked")
+		assert.Equal(t, int64(1), handled.Load(), "panics handled")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Panicked, "panicked")
+		assert.Zero(t, s.Canceled, "canceled")
+	})
+}
+
+// Under Block, DoWaitContext waits for room only until its ctx is done:
+// it then returns ctx's error, and the task was never accepted.
+func TestDoWaitContextGivesUpWaitingForRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(1, Block))
+		defer p.Stop()
+		running := blockOneWorker(t, p)
+		defer running.release()
+		p.Submit(func() {}) // the one place
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		ran := false
+		assert.ErrorIs(t, p.DoWaitContext(ctx, func() { ran = true }), context.DeadlineExceeded, "DoWaitContext's error")
+		s := p.Status()
+		assert.Equal(t, uint64(2), s.Submitted, "submitted")
+		assert.Zero(t, s.Rejected+s.Canceled, "rejected and canceled")
+		running.open()
+		p.StopWait()
+		assert.False(t, ran, "the task ran")
+	})
+}
+
+// The hooks see DoWaitContext's ctx as the task's context.
+func TestDoWaitContextHooksSeeItsContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		type key struct{}
+		seen := make(chan any, 1)
+		p := New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
+			seen <- ctx.Value(key{})
+			return ctx
+		}}))
+		defer p.Stop()
+		require.NoError(t, p.DoWaitContext(context.WithValue(t.Context(), key{}, "v"), func() {}))
+		assert.Equal(t, "v", <-seen, "the ctx's value TaskStarted saw")
+	})
 }

@@ -246,7 +246,7 @@ func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
 		// The dispatcher's timer fires for a delayed task inside the window:
 		// no boundary, the calls' sizes hold.
 		var ran atomic.Bool
-		require.NoError(t, p.Do(func() { ran.Store(true) }, Delay(10*time.Minute)), "Do with Delay")
+		require.NoError(t, p.DoContext(context.Background(), func() { ran.Store(true) }, Delay(10*time.Minute)), "Do with Delay")
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		require.True(t, ran.Load(), "the delayed task ran")
@@ -798,7 +798,7 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 		heldBack := p.Go(ctx, noopFn, Key("k"), Weight(3))               // behind waiting
 		scheduled := p.Go(ctx, noopFn, Weight(3), Delay(90*time.Minute)) // due inside the window
 		plain := func() {}
-		require.NoError(t, p.Do(plain, Weight(3)), "Do with Weight(3) before the window")
+		require.NoError(t, p.DoContext(context.Background(), plain, Weight(3)), "Do with Weight(3) before the window")
 		light := p.Go(ctx, noopFn, Weight(2))
 		synctest.Wait()
 		require.Equal(t, 1, p.Status().Busy, "busy before the window")
@@ -818,7 +818,7 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 		assert.Equal(t, 1, s.Busy, "busy at 01:00: the running task finishes")
 		assert.Equal(t, 1, s.Waiting, "waiting at 01:00: the light task, for slots")
 		assert.ErrorIs(t, p.Go(ctx, noopFn, Weight(3)).Wait(), ErrTooHeavy, "Weight(3) inside the window")
-		assert.ErrorIs(t, p.Do(plain, Weight(3)), ErrTooHeavy, "Do with Weight(3) inside the window")
+		assert.ErrorIs(t, p.DoContext(context.Background(), plain, Weight(3)), ErrTooHeavy, "Do with Weight(3) inside the window")
 
 		g.open()
 		assert.NoError(t, light.Wait(), "the light task")
@@ -910,7 +910,7 @@ func TestSizeScheduleBoundaryKeepsPausesAndKeyLimits(t *testing.T) {
 		// Four tasks of one key under a limit of 1, and three without: four
 		// start, the key's others wait for it.
 		for range 4 {
-			require.NoError(t, p.Do(sleeper(40*time.Minute), Key("k")))
+			require.NoError(t, p.DoContext(context.Background(), sleeper(40*time.Minute), Key("k")))
 		}
 		for range 3 {
 			p.Submit(sleeper(2 * time.Hour))

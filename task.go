@@ -216,15 +216,19 @@ func (t *Task) call(ctx context.Context) (panicked bool, err error) {
 // runContext is the Task's context (see taskContext).
 func (t *Task) runContext() context.Context { return &t.ctx }
 
-// canceled returns the caller's ctx's error once it is done; if its cause
-// is the pool stopping (the ctx of another task, cut by a Shutdown that gave
-// up), the cause, so that the task counts as abandoned.
-func (t *Task) canceled() error {
-	err := t.ctx.parent.Err()
+// canceled returns the caller's ctx's error once it is done (see
+// canceledBy).
+func (t *Task) canceled() error { return canceledBy(t.ctx.parent) }
+
+// canceledBy returns ctx's error once it is done; if its cause is the pool
+// stopping (the ctx of another task, cut by a Shutdown that gave up), the
+// cause, so that the task counts as abandoned.
+func canceledBy(ctx context.Context) error {
+	err := ctx.Err()
 	if err == nil {
 		return nil // before context.Cause, which looks the cause up through every parent
 	}
-	if cause := context.Cause(t.ctx.parent); errors.Is(cause, ErrStopped) {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrStopped) {
 		return cause
 	}
 	return err

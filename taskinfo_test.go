@@ -38,12 +38,17 @@ func infoCalls() []infoCall {
 			p.StopWait()
 		}},
 		{"Do", plain, func(t *testing.T, p *WorkerPool, task func()) { require.NoError(t, p.Do(task)); p.StopWait() }},
-		{"Do with options", labeled, func(t *testing.T, p *WorkerPool, task func()) { require.NoError(t, p.Do(task, opts...)); p.StopWait() }},
+		{"Do with options", labeled, func(t *testing.T, p *WorkerPool, task func()) {
+			require.NoError(t, p.DoContext(context.Background(), task, opts...))
+			p.StopWait()
+		}},
 		{"DoContext with options", labeled, func(t *testing.T, p *WorkerPool, task func()) {
 			require.NoError(t, p.DoContext(t.Context(), task, opts...))
 			p.StopWait()
 		}},
-		{"DoWait with options", labeled, func(t *testing.T, p *WorkerPool, task func()) { require.NoError(t, p.DoWait(task, opts...)) }},
+		{"DoWait with options", labeled, func(t *testing.T, p *WorkerPool, task func()) {
+			require.NoError(t, p.DoWaitContext(context.Background(), task, opts...))
+		}},
 		{"Go", labeled, func(t *testing.T, p *WorkerPool, task func()) {
 			require.NoError(t, p.Go(t.Context(), fn(task), opts...).Wait())
 		}},
@@ -240,8 +245,8 @@ func TestTaskDroppedKnowsWhichTask(t *testing.T) {
 		l := new(hookLog)
 		p := New(1, WithName("mail"), WithMaxWaiting(1, DropOldest), WithQueueTimeout(time.Minute), WithHooks(l.hooks()))
 		gate := blockOneWorker(t, p)
-		require.NoError(t, p.Do(func() {}, Label("dropped"), Priority(1)))
-		require.NoError(t, p.Do(func() {}, Label("expired"), Weight(1))) // drops "dropped"
+		require.NoError(t, p.DoContext(context.Background(), func() {}, Label("dropped"), Priority(1)))
+		require.NoError(t, p.DoContext(context.Background(), func() {}, Label("expired"), Weight(1))) // drops "dropped"
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		groupCtx, cancel := context.WithCancel(t.Context())
@@ -282,8 +287,8 @@ func TestRefusedDoTellsTaskDroppedItsLabel(t *testing.T) {
 		defer p.Stop()
 		gate := blockOneWorker(t, p)
 		defer gate.open()
-		require.ErrorIs(t, p.Do(func() {}, Label("thumb"), Priority(4)), ErrQueueFull)
-		require.ErrorIs(t, p.DoWait(func() {}, Label("wait")), ErrQueueFull)
+		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, Label("thumb"), Priority(4)), ErrQueueFull)
+		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, Label("wait")), ErrQueueFull)
 		calls := l.callsNow()
 		var dropped []TaskInfo
 		for _, c := range calls {
@@ -307,8 +312,8 @@ func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 		l := new(hookLog)
 		p := New(1, WithMaxWaiting(0, Reject), WithHooks(l.hooks()))
 		gate := blockOneWorker(t, p)
-		require.ErrorIs(t, p.Do(func() {}, Key("full"), Label("do")), ErrQueueFull)
-		require.ErrorIs(t, p.DoWait(func() {}, Key("full"), Label("wait")), ErrQueueFull)
+		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, Key("full"), Label("do")), ErrQueueFull)
+		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, Key("full"), Label("wait")), ErrQueueFull)
 		require.ErrorIs(t, p.Go(t.Context(), noopFn, Key("heavy"), Label("go"), Weight(2)).Wait(), ErrTooHeavy)
 		g := p.Group(t.Context())
 		g.Go(noopFn, Key("heavy"), Label("group"), Weight(2))
@@ -335,10 +340,12 @@ func TestDoWaitWithOptions(t *testing.T) {
 		defer p.Stop()
 		t0 := time.Now()
 		var ranAt time.Duration
-		require.NoError(t, p.DoWait(func() { ranAt = time.Since(t0) }, Delay(3*time.Second), Label("later")))
+		require.NoError(t, p.DoWaitContext(context.Background(), func() { ranAt = time.Since(t0) }, Delay(3*time.Second), Label("later")))
 		assert.Equal(t, 3*time.Second, ranAt, "ran when due")
 		assert.Equal(t, 3*time.Second, time.Since(t0), "DoWait returned once it ran")
-		err, panicked := recovered(func() { _ = p.DoWait(func() {}, Retry(Backoff(time.Second, time.Second, 1))) })
+		err, panicked := recovered(func() {
+			_ = p.DoWaitContext(context.Background(), func() {}, Retry(Backoff(time.Second, time.Second, 1)))
+		})
 		assert.True(t, panicked, "Retry panics")
 		assert.Contains(t, errString(err), "use Go")
 	})

@@ -5,8 +5,8 @@ import (
 )
 
 // A TaskOption changes how the pool schedules one task given to Go, Call,
-// Group.Go, Do, DoContext or DoWait, or what the hooks learn of it. Make
-// one with Priority, Delay, At, Retry, Weight or Label; the zero
+// Group.Go, DoContext or DoWaitContext, or what the hooks learn of it. Make
+// one with Priority, Delay, At, Retry, Weight, Key or Label; the zero
 // TaskOption changes nothing. Options apply in the order given: when two
 // set the same thing, the last one wins (Delay and At both set the due
 // time). A TaskOption holds no pointer but Retry's policy and Label's
@@ -47,7 +47,7 @@ func Priority(level int) TaskOption {
 }
 
 // Delay makes a task due d after the call that submits it (Go, Call,
-// Group.Go, Do or DoContext), measured on the clock of that moment: it does not start before
+// Group.Go, DoContext or DoWaitContext), measured on the clock of that moment: it does not start before
 // then. Until it is due it waits in the dispatcher's timer heap, holding no
 // worker and no goroutine, and counts in Status.Scheduled. A d of zero or
 // less means no delay.
@@ -78,9 +78,9 @@ func Weight(n int) TaskOption {
 
 // Retry makes the pool run a task again when a run returns an error, as
 // policy says (see RetryPolicy). A nil policy means no retries. Only a
-// task that returns its error can be retried: Do and DoContext, whose
-// func() fails only by panicking, panic when given Retry, as a programming
-// error.
+// task that returns its error can be retried: DoContext and DoWaitContext,
+// whose func() fails only by panicking, panic when given Retry, as a
+// programming error.
 func Retry(policy RetryPolicy) TaskOption {
 	return TaskOption{kind: optionRetry, retry: policy}
 }

@@ -59,7 +59,7 @@ type WorkerPool struct {
 	retryMail  retryMailbox // jobs whose run is to be retried, on their way from their workers to dispatch
 	flowMail   flowMailbox  // what keyed jobs give back as the pool lets go of them, on its way to dispatch
 	waiters    sync.Pool    // idle *waiter values for DoWait
-	plainJobs  sync.Pool    // idle *plainJob values for Do and DoContext with options
+	plainJobs  sync.Pool    // idle *plainJob values for DoContext with options
 	groupTasks sync.Pool    // idle *groupTask values for Group.Go
 	tickets    sync.Pool    // idle *ticket values for submits that wait for an answer
 	live       liveTasks    // running Tasks' contexts and the groups, for a Shutdown that gives up
@@ -71,7 +71,8 @@ type WorkerPool struct {
 	_ cacheLinePad
 	// taskSends and controlSends count the sends that passed, or are
 	// about to make, their stopping check: taskSends those that carry one
-	// task each (Submit, Do, DoWait, Go, Call, Group.Go), controlSends the
+	// task each (Submit, Do, DoWait, DoContext, DoWaitContext, Go, Call,
+	// Group.Go), controlSends the
 	// others (Pause, Resize, WaitIdle, tickets). Each only grows, but for
 	// refused sends, which take themselves out. Dispatch reads their sum
 	// while stopping (see dispatcher.admitStragglers); Status counts
@@ -195,23 +196,9 @@ func (p *WorkerPool) submitRest(task func()) {
 // or the stop abandons it, or returns ErrStopped. A nil task is ignored and
 // Do returns nil. Safe for concurrent use.
 //
-// opts schedule task as for Go (see TaskOption): Delay and At, Priority,
-// Weight and Label, with the same rules and the same errors (ErrTooHeavy for a
-// task heavier than the pool, counted in Status.Rejected). Once accepted,
-// a task with options that never runs goes to the dead-letter handler with
-// why, as a plain task does: ErrStopped if a stop abandons it (while it
-// waits for its due time, too), ErrDropped, ErrExpired, ErrTooHeavy after a
-// Resize. A plain task has no error to retry on, so Do panics if opts hold
-// a Retry: give Go a func that returns its error instead. With options
-// that change nothing (Delay(0), Priority(0), Weight(1), Label("")) the
-// task is a plain task; with a delay alone it waits in the timer heap as
-// it is; with a priority, a weight or a label the pool carries it in a
-// carrier it reuses. None of these allocates once the pool is warm.
-func (p *WorkerPool) Do(task func(), opts ...TaskOption) error {
-	if len(opts) > 0 {
-		o := p.parseDoOptions(opts)
-		return p.countRejected(p.doWithOptions(task, o, nil), 1, &o)
-	}
+// Do has gammazero/workerpool's signature; DoContext queues a task with
+// options (see TaskOption).
+func (p *WorkerPool) Do(task func()) error {
 	return p.countRejected(p.doPlain(task, true, nil), 1, nil)
 }
 
@@ -272,29 +259,58 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 // returns ErrStopped at once when the pool is stopped, and as soon as Stop
 // or a Shutdown that gives up abandons task before it starts; with
 // StopWait, task runs first. Under the queue policies it returns why task
-// never ran: ErrQueueFull (Reject), ErrDropped (DropOldest), ErrExpired
-// (WithQueueTimeout), and ErrTooHeavy for a Weight above the pool's size,
-// at once or after a Resize. A nil task is ignored and DoWait returns nil.
-//
-// opts schedule task as Do's do (Delay, At, Priority, Weight, Label),
-// with the same rules; DoWait then also waits for the due time. It panics
-// if opts hold a Retry, as Do does. The waiter, options included, is
-// reused: DoWait allocates nothing once the pool is warm.
+// never ran: ErrQueueFull (Reject), ErrDropped (DropOldest) and ErrExpired
+// (WithQueueTimeout). A nil task is ignored and DoWait returns nil. The
+// waiter is reused: DoWait allocates nothing once the pool is warm.
 //
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
 // Safe for concurrent use.
-func (p *WorkerPool) DoWait(task func(), opts ...TaskOption) error {
-	o := p.parseDoOptions(opts)
+//
+// DoWait has gammazero/workerpool's signature; DoWaitContext waits for a
+// task with options, and can give up before it starts.
+func (p *WorkerPool) DoWait(task func()) error {
+	return p.doWait(nil, task, taskOptions{weight: 1})
+}
+
+// DoWaitContext is DoWait with a context and options. ctx bounds the wait
+// for room under Block, and the wait for task to start: if ctx is done
+// before task starts, task never runs, is counted in Status.Canceled, and
+// DoWaitContext returns ctx's error at once. Once task has started,
+// DoWaitContext waits for it to finish, whatever ctx does: a func() cannot
+// be told to stop. opts schedule task as for Go (see TaskOption): Delay
+// and At, Priority, Weight, Key and Label, with the same rules and errors
+// (ErrTooHeavy for a task heavier than the pool, at once or after a
+// Resize); DoWaitContext then also waits for the due time. A panic in task
+// meets the pool's panic policy (see WithPanicHandler), as in DoWait. The
+// hooks see ctx as the task's context. A nil task is ignored and
+// DoWaitContext returns nil. It panics if ctx is nil, and if opts hold a
+// Retry: a func() fails only by panicking; give Go a func that returns its
+// error instead. The same deadlock as DoWait's applies to calls from inside
+// a task. Safe for concurrent use.
+func (p *WorkerPool) DoWaitContext(ctx context.Context, task func(), opts ...TaskOption) error {
+	if ctx == nil {
+		panic("workerpool: DoWaitContext called with a nil context")
+	}
+	return p.doWait(ctx, task, p.parseDoOptions(opts))
+}
+
+// doWait is DoWait and DoWaitContext: ctx is nil for DoWait.
+func (p *WorkerPool) doWait(ctx context.Context, task func(), o taskOptions) error {
 	if task == nil {
 		return nil
 	}
-	w := p.newWaiter(task, o)
-	if err := p.sendJob(&w.job, nil); err != nil {
+	w := p.newWaiter(ctx, task, o)
+	switch err := p.sendJob(&w.job, ctx); err {
+	case nil:
+		return w.wait()
+	case errWithdrawn:
 		w.recycle() // it never reached the pool
+		return ctx.Err()
+	default:
+		w.recycle()
 		return p.countRejected(err, 1, &o)
 	}
-	return w.wait()
 }
 
 // sendJob gives a job to dispatch (see sendOne), waiting for room under
@@ -351,19 +367,20 @@ func (p *WorkerPool) SubmitWait(task func()) {
 type waiter struct {
 	job  job
 	task func()
-	opts jobOptions    // the job's options, if the task has any; pooled with it
-	err  error         // written before done is sent: nil, or ErrStopped if abandoned
-	done chan struct{} // buffered (1)
-	refs atomic.Int32  // 2 from newWaiter: DoWait's and the pool's
+	ctx  context.Context // DoWaitContext's ctx; nil for DoWait
+	opts jobOptions      // the job's options, if the task has any; pooled with it
+	err  error           // written before done is sent: nil, or ErrStopped if abandoned
+	done chan struct{}   // buffered (1)
+	refs atomic.Int32    // 2 from newWaiter: DoWait's and the pool's
 }
 
-func (p *WorkerPool) newWaiter(task func(), o taskOptions) *waiter {
+func (p *WorkerPool) newWaiter(ctx context.Context, task func(), o taskOptions) *waiter {
 	w, _ := p.waiters.Get().(*waiter)
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
 		w.job.init(p, w)
 	}
-	w.task = task
+	w.task, w.ctx = task, ctx
 	w.refs.Store(2)
 	w.job.reset(o, &w.opts)
 	return w
@@ -376,13 +393,24 @@ func (w *waiter) call(context.Context) (panicked bool, err error) {
 	return w.job.pool.callPlain(w.task, &w.job)
 }
 
-// runContext is context.Background(): DoWait takes no ctx.
-func (w *waiter) runContext() context.Context { return context.Background() }
+// runContext is DoWaitContext's ctx, or context.Background() for DoWait.
+func (w *waiter) runContext() context.Context {
+	if w.ctx != nil {
+		return w.ctx
+	}
+	return context.Background()
+}
 
-// canceled is always nil: a DoWait call cannot be canceled.
-func (w *waiter) canceled() error { return nil }
+// canceled returns DoWaitContext's ctx's error once it is done (see
+// canceledBy); always nil for DoWait.
+func (w *waiter) canceled() error {
+	if w.ctx == nil {
+		return nil
+	}
+	return canceledBy(w.ctx)
+}
 
-// ctxDone is always false: a DoWait task has no context.
+// ctxDone is always false: a func() is never retried.
 func (w *waiter) ctxDone() bool { return false }
 
 // conclude reports the outcome: DoWait returns nil once the task ran,
@@ -397,9 +425,25 @@ func (w *waiter) conclude(err error, ran bool) {
 // released drops the pool's reference.
 func (w *waiter) released() { w.unref() }
 
-// wait blocks until the job settled, then drops DoWait's reference.
+// wait blocks until the job settled, then drops DoWait's reference. If
+// DoWaitContext's ctx is done first, it settles the job as canceled unless
+// it has started (see job.settleIfBlocked), and waits for its outcome.
 func (w *waiter) wait() error {
+	if w.ctx != nil {
+		select {
+		case <-w.done:
+			return w.concluded()
+		case <-w.ctx.Done():
+			w.job.settleIfBlocked()
+		}
+	}
 	<-w.done
+	return w.concluded()
+}
+
+// concluded reads the outcome once done was received, and drops DoWait's
+// reference.
+func (w *waiter) concluded() error {
 	err := w.err
 	w.unref()
 	return err
@@ -413,7 +457,7 @@ func (w *waiter) unref() {
 
 // recycle returns w to the cache; no one refers to it any more.
 func (w *waiter) recycle() {
-	w.task, w.err = nil, nil
+	w.task, w.ctx, w.err = nil, nil, nil
 	w.opts, w.job.opts = jobOptions{}, nil
 	w.job.pool.waiters.Put(w)
 }

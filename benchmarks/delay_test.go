@@ -18,7 +18,7 @@ import (
 //
 //   - afterfunc: time.AfterFunc(delay, func() { p.Submit(task) }), a runtime
 //     timer and a closure per task, as users do it without Delay;
-//   - do: p.Do(task, workerpool.Delay(delay)), a plain task waiting as it
+//   - do: p.DoContext(ctx, task, workerpool.Delay(delay)), a plain task waiting as it
 //     is in the pool's own timer heap: one heap entry, no carrier;
 //   - go: p.Go(ctx, fn, workerpool.Delay(delay)), the same with a Task
 //     handle per task;
@@ -87,7 +87,7 @@ func benchDelayed(b *testing.B, delays []time.Duration, way string) {
 			for _, d := range delays {
 				switch way {
 				case "do":
-					if err := p.Do(task, workerpool.Delay(d)); err != nil {
+					if err := p.DoContext(context.Background(), task, workerpool.Delay(d)); err != nil {
 						b.Fatal(err)
 					}
 				case "go":

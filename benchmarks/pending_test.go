@@ -18,7 +18,7 @@ import (
 //
 //   - queued/submit and queued/pond: a plain task, here and in pond;
 //   - queued/go: a Task handle;
-//   - scheduled/do: p.Do(task, workerpool.Delay(time.Hour)), a plain task in
+//   - scheduled/do: p.DoContext(ctx, task, workerpool.Delay(time.Hour)), a plain task in
 //     the pool's timer heap;
 //   - scheduled/go: p.Go(ctx, fn, workerpool.Delay(time.Hour)), with a handle;
 //   - scheduled/afterfunc: time.AfterFunc(time.Hour, func() { p.Submit(task) }),
@@ -71,7 +71,7 @@ func pendingHeap(b *testing.B, way string, n int) float64 {
 				case "queued/go":
 					p.Go(ctx, fn)
 				case "scheduled/do":
-					if err := p.Do(task, workerpool.Delay(time.Hour)); err != nil {
+					if err := p.DoContext(context.Background(), task, workerpool.Delay(time.Hour)); err != nil {
 						b.Fatal(err)
 					}
 				case "scheduled/go":

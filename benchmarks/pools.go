@@ -120,7 +120,7 @@ func blocksAtWorkers(open func(int) pool) func(workers, bound int) pool {
 
 var libraries = []library{
 	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
-		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; Do(task, Delay(d)) in the delayed scenarios", open: openOurs,
+		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, Delay(d)) in the delayed scenarios", open: openOurs,
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
 		delayed: openOurs, byHand: "SubmitWait"},
 	{name: "ours+afterfunc",
@@ -130,7 +130,7 @@ var libraries = []library{
 		note: "this library with all three Hooks set to funcs that do nothing: what the hooks cost the pool (two clock reads and two calls per task, a third read for a task that waits in the queue); run where the plain pool runs",
 		open: openOursHooked},
 	{name: "ours+key",
-		note:  "this library with keys: New(8, WithKeyLimit(1)) and Do(task, Key(k)) in n, New(8) and Do(task, Key(tenant)) in o; run in the keyed scenarios only",
+		note:  "this library with keys: New(8, WithKeyLimit(1)) and DoContext(ctx, task, Key(k)) in n, New(8) and DoContext(ctx, task, Key(tenant)) in o; run in the keyed scenarios only",
 		keyed: openOursKeyed},
 	{name: floor, queues: true, batches: true,
 		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter; a heap and one timer in the delayed scenarios", open: openRelay,
@@ -207,7 +207,7 @@ func (a oursPool) Close()             { a.wp.StopWait() }
 func (a oursPool) Resize(workers int) { a.wp.Resize(workers) }
 
 func (a oursPool) SubmitAfter(d time.Duration, t *task) {
-	if err := a.wp.Do(t.fn, workerpool.Delay(d)); err != nil {
+	if err := a.wp.DoContext(context.Background(), t.fn, workerpool.Delay(d)); err != nil {
 		panic(err)
 	}
 }
@@ -236,7 +236,7 @@ func openOursKeyed(workers, limit int) pool {
 }
 
 func (a oursKeyed) SubmitKey(key string, t *task) {
-	if err := a.wp.Do(t.fn, workerpool.Key(key)); err != nil {
+	if err := a.wp.DoContext(context.Background(), t.fn, workerpool.Key(key)); err != nil {
 		panic(err)
 	}
 }

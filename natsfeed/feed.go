@@ -636,7 +636,7 @@ type delivery struct {
 // it if the pool never ran it.
 func (d *delivery) run() {
 	defer d.f.outstanding.Done()
-	switch err := d.f.pool.DoWait(d.handle, d.f.label); {
+	switch err := d.f.pool.DoWaitContext(context.Background(), d.handle, d.f.label); {
 	case err != nil:
 		d.notRun(err)
 	case d.handled:

@@ -5,8 +5,8 @@
 //
 //   - [NewHooks] returns [workerpool.Hooks], for workerpool.WithHooks,
 //     that give each run of each task a span and measure it: whatever
-//     call queued the task (Submit, Do, DoContext, DoWait, TrySubmit,
-//     DoBatch, Go, Call, Group.Go), in any number of pools.
+//     call queued the task (Submit, Do, DoContext, DoWait, DoWaitContext,
+//     TrySubmit, DoBatch, Go, Call, Group.Go), in any number of pools.
 //   - [RegisterStatus] reads [workerpool.WorkerPool.Status] once per
 //     collection, with one callback for all its instruments: nothing per
 //     task.
@@ -41,7 +41,8 @@
 //     task without one. Kind: internal.
 //   - Parent: the span in the ctx the pool gives TaskStarted. For Go and
 //     Call that is the caller's ctx, for Group.Go the group's, for
-//     DoContext its ctx (its values, not its cancellation): the span is a
+//     DoContext its ctx (its values, not its cancellation), for
+//     DoWaitContext its ctx: the span is a
 //     child of the submitter's span. Submit, Do, DoWait and the other calls
 //     without a ctx give context.Background(): the span is a root.
 //   - Retries: each attempt starts from that same ctx, not from the

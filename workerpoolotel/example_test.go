@@ -172,8 +172,8 @@ func ExampleNewHooks() {
 		<-release
 	})
 	<-running
-	_ = pool.Do(func() {}, workerpool.Label("send")) // waits: the queue is now full
-	err = pool.Do(func() {}, workerpool.Label("retry"))
+	_ = pool.DoContext(context.Background(), func() {}, workerpool.Label("send")) // waits: the queue is now full
+	err = pool.DoContext(context.Background(), func() {}, workerpool.Label("retry"))
 	fmt.Println("refused:", err)
 	close(release)
 	pool.StopWait()
@@ -204,7 +204,7 @@ func Example_prometheus() {
 		log.Fatal(err)
 	}
 	defer reg.Unregister()
-	_ = pool.DoWait(func() {}, workerpool.Label("resize"))
+	_ = pool.DoWaitContext(context.Background(), func() {}, workerpool.Label("resize"))
 	pool.StopWait()
 
 	families, err := registry.Gather()
@@ -273,7 +273,7 @@ func ExampleWithMaxLabels() {
 	}
 	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
 	for _, label := range []string{"welcome", "digest", "receipt", "welcome"} {
-		_ = pool.DoWait(func() {}, workerpool.Label(label)) // one after the other: "welcome" comes first
+		_ = pool.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)) // one after the other: "welcome" comes first
 	}
 	pool.StopWait()
 
@@ -363,7 +363,7 @@ func ExampleWithMeterProvider() {
 	}
 	pool := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
 	for range 3 {
-		pool.Do(func() {}, workerpool.Label("welcome"))
+		pool.DoContext(context.Background(), func() {}, workerpool.Label("welcome"))
 	}
 	pool.StopWait()
 	printInts(reader, "workerpool.task_failures")

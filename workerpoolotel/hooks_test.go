@@ -48,7 +48,7 @@ func TestHooksRecordExactMetrics(t *testing.T) {
 		// No label: waits 0s, runs 2s. resize: waits 2s, runs 1s; waits
 		// 3s, runs 0.5s and fails.
 		p.Submit(func() { time.Sleep(2 * time.Second) })
-		require.NoError(t, p.Do(func() { time.Sleep(time.Second) }, resize), "Do")
+		require.NoError(t, p.DoContext(context.Background(), func() { time.Sleep(time.Second) }, resize), "Do")
 		failed := p.Go(ctx, func(context.Context) error {
 			time.Sleep(time.Second / 2)
 			return errFail
@@ -204,10 +204,10 @@ func TestHooksCapLabels(t *testing.T) {
 		defer p2.Stop()
 
 		for _, label := range []string{"a", "b", ""} {
-			require.NoError(t, p1.DoWait(func() {}, workerpool.Label(label)), "DoWait on p1")
+			require.NoError(t, p1.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)), "DoWait on p1")
 		}
 		for _, label := range []string{"b", "c", "d", "c", ""} {
-			require.NoError(t, p2.DoWait(func() {}, workerpool.Label(label)), "DoWait on p2")
+			require.NoError(t, p2.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)), "DoWait on p2")
 		}
 		runs := make(map[point]uint64)
 		for name, h := range collectHooks(t, reader).Histograms {
@@ -282,7 +282,7 @@ func TestHooksCombine(t *testing.T) {
 			return nil
 		}, workerpool.Label("first"))
 		synctest.Wait() // first runs
-		require.NoError(t, p.Do(func() {}, workerpool.Label("second")), "Do")
+		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.Label("second")), "Do")
 		p.Stop()
 
 		assert.Equal(t, []string{"dropped second: workerpool: pool stopped", "finished first: 1s"}, log,

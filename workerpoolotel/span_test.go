@@ -46,11 +46,11 @@ func TestSpansOnEveryPath(t *testing.T) {
 		second := func() { time.Sleep(time.Second) }
 
 		p.Submit(second)
-		require.NoError(t, p.Do(second, workerpool.Label("do")), "Do")
+		require.NoError(t, p.DoContext(context.Background(), second, workerpool.Label("do")), "Do")
 		require.NoError(t, p.DoContext(ctx, second, workerpool.Label("docontext")), "DoContext")
 		require.True(t, p.TrySubmit(second), "TrySubmit")
 		require.NoError(t, p.DoBatch([]func(){second}), "DoBatch")
-		require.NoError(t, p.DoWait(second, workerpool.Label("dowait")), "DoWait")
+		require.NoError(t, p.DoWaitContext(context.Background(), second, workerpool.Label("dowait")), "DoWait")
 
 		var inGo trace.SpanContext
 		task := p.Go(ctx, func(ctx context.Context) error {
@@ -157,7 +157,7 @@ func TestSpansRecordFailures(t *testing.T) {
 		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { runtime.Goexit(); return nil }, label("exits")).Wait(), workerpool.ErrGoexit, "Go's Goexit")
 		_, err := workerpool.Call(ctx, p, func(context.Context) (int, error) { panic(errFail) }, label("call panics")).Wait()
 		assert.ErrorIs(t, err, errFail, "Call's panic, unwrapped")
-		assert.NoError(t, p.DoWait(func() { panic(42) }, label("plain panics")), "DoWait of a func whose panic the handler took")
+		assert.NoError(t, p.DoWaitContext(context.Background(), func() { panic(42) }, label("plain panics")), "DoWait of a func whose panic the handler took")
 
 		const errType = "*errors.errorString"
 		stackEvent := func(typ, message string) []map[attribute.Key]any {
@@ -222,8 +222,8 @@ func TestSpanOfAKeyedTaskCarriesItsKey(t *testing.T) {
 		t0 := time.Now()
 		key := workerpool.Key("account-7")
 		require.NoError(t, p.Go(t.Context(), func(context.Context) error { return nil }, key, workerpool.Label("go")).Wait(), "Go")
-		require.NoError(t, p.DoWait(func() {}, key, workerpool.Label("dowait")), "DoWait")
-		require.NoError(t, p.DoWait(func() {}, workerpool.Label("none")), "DoWait without a key")
+		require.NoError(t, p.DoWaitContext(context.Background(), func() {}, key, workerpool.Label("dowait")), "DoWait")
+		require.NoError(t, p.DoWaitContext(context.Background(), func() {}, workerpool.Label("none")), "DoWait without a key")
 		keyed := func(label string) map[attribute.Key]any {
 			a := attrs("keys", label, 1, 0, 0)
 			a["workerpool.task.key"] = "account-7"

@@ -170,7 +170,7 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 		// each (Keys 6).
 		hold := make(chan struct{})
 		for range 2 {
-			require.NoError(t, p.Do(func() { <-hold }, workerpool.Key("held")), "Do")
+			require.NoError(t, p.DoContext(context.Background(), func() { <-hold }, workerpool.Key("held")), "Do")
 		}
 		heavy := p.Go(ctx, noop, workerpool.Weight(3))
 		var delayed []*workerpool.Task

@@ -20,7 +20,7 @@ func BenchmarkCollect(b *testing.B) {
 	p := workerpool.New(4, workerpool.WithName("bench"), workerpool.WithHooks(h.Hooks()))
 	defer p.StopWait()
 	for i := range 1000 {
-		p.Do(func() {}, workerpool.Label([]string{"", "resize", "mail"}[i%3]))
+		p.DoContext(context.Background(), func() {}, workerpool.Label([]string{"", "resize", "mail"}[i%3]))
 	}
 	b.Run("collector=status", func(b *testing.B) {
 		benchmarkCollect(b, workerpoolprom.NewCollector(p))

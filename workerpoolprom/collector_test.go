@@ -153,7 +153,7 @@ func TestCollectorGaugesFollowThePool(t *testing.T) {
 		release := make(chan struct{})
 		p.Submit(func() { <-release })
 		for _, key := range []string{"a", "b", "a"} {
-			require.NoError(t, p.Do(func() { <-release }, workerpool.Key(key)), "Do with key %s", key)
+			require.NoError(t, p.DoContext(context.Background(), func() { <-release }, workerpool.Key(key)), "Do with key %s", key)
 		}
 		p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.Delay(time.Minute), workerpool.Key("c"))
 		synctest.Wait()

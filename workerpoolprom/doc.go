@@ -102,7 +102,7 @@
 // TaskStarted returns. For a plain task (Submit, Do, DoWait: the pool
 // passes context.Background(), and the task never sees the ctx) it is
 // reused from a sync.Pool and costs no allocation; for a task with a ctx
-// (Go, Call, Group.Go, DoContext) it is the task's ctx, which the task may
+// (Go, Call, Group.Go, DoContext, DoWaitContext) it is the task's ctx, which the task may
 // keep after it returns, so it is allocated for each run: 48 bytes. The
 // run of a label past the cap also takes a lock shared by all pools to
 // find its series.
@@ -142,7 +142,7 @@
 //	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-//	pool.Do(resize, workerpool.Label("resize-image"))
+//	pool.DoContext(ctx, resize, workerpool.Label("resize-image"))
 //
 // Several pools can share a registry if their names differ; a second
 // pool with a name already registered makes Register fail with a

@@ -71,11 +71,11 @@ func ExampleWithMaxLabels() {
 	reg.MustRegister(hists)
 
 	for _, label := range []string{"welcome", "digest", "welcome", "receipt"} {
-		if err := mail.DoWait(func() {}, workerpool.Label(label)); err != nil {
+		if err := mail.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)); err != nil {
 			log.Fatal(err)
 		}
 	}
-	if err := images.DoWait(func() {}, workerpool.Label("resize")); err != nil {
+	if err := images.DoWaitContext(context.Background(), func() {}, workerpool.Label("resize")); err != nil {
 		log.Fatal(err)
 	}
 	mail.StopWait()
@@ -152,8 +152,8 @@ func printSeries(reg *prometheus.Registry, names ...string) {
 func ExampleWithWaitBuckets() {
 	hists := workerpoolprom.NewHistograms(workerpoolprom.WithWaitBuckets([]float64{0.01, 60}))
 	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
-	pool.Do(func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("first"))
-	pool.Do(func() {}, workerpool.Label("behind"))
+	pool.DoContext(context.Background(), func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("first"))
+	pool.DoContext(context.Background(), func() {}, workerpool.Label("behind"))
 	pool.StopWait()
 
 	reg := prometheus.NewRegistry()
@@ -169,7 +169,7 @@ func ExampleWithWaitBuckets() {
 func ExampleWithRunBuckets() {
 	hists := workerpoolprom.NewHistograms(workerpoolprom.WithRunBuckets([]float64{0.01, 1, 60}))
 	pool := workerpool.New(2, workerpool.WithName("reports"), workerpool.WithHooks(hists.Hooks()))
-	pool.Do(func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("render"))
+	pool.DoContext(context.Background(), func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("render"))
 	pool.StopWait()
 
 	reg := prometheus.NewRegistry()
@@ -234,9 +234,9 @@ func ExampleNewHistograms() {
 	mail := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
 	images := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
 	for range 3 {
-		mail.Do(func() {}, workerpool.Label("welcome"))
+		mail.DoContext(context.Background(), func() {}, workerpool.Label("welcome"))
 	}
-	images.Do(func() {}, workerpool.Label("resize"))
+	images.DoContext(context.Background(), func() {}, workerpool.Label("resize"))
 	mail.StopWait()
 	images.StopWait()
 

@@ -255,9 +255,9 @@ func TestStuckWorkStress(t *testing.T) {
 					case 0:
 						p.Go(context.Background(), func(context.Context) error { return errors.New("fails") }, label)
 					case 1:
-						assert.NoError(t, p.Do(func() { panic("boom") }, label), "Do")
+						assert.NoError(t, p.DoContext(context.Background(), func() { panic("boom") }, label), "Do")
 					default:
-						assert.NoError(t, p.Do(func() {}, label), "Do")
+						assert.NoError(t, p.DoContext(context.Background(), func() {}, label), "Do")
 					}
 				}
 			})
@@ -303,7 +303,7 @@ func TestStuckWorkCtxReadAfterFinish(t *testing.T) {
 	defer p.Stop()
 	for i := range 2000 {
 		if i%2 == 0 {
-			assert.NoError(t, p.Do(func() {}, workerpool.Label("plain")), "Do")
+			assert.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.Label("plain")), "Do")
 		} else {
 			p.Go(context.WithValue(context.Background(), key{}, nil), func(context.Context) error { return nil }, workerpool.Label("go"))
 		}

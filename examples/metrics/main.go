@@ -125,7 +125,7 @@ func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 		var err error
 		switch {
 		case n%200 == 0:
-			err = pool.Do(func() { panic(demoPanic(fmt.Sprintf("demo task %d panics on purpose", n))) }, render)
+			err = pool.DoContext(context.Background(), func() { panic(demoPanic(fmt.Sprintf("demo task %d panics on purpose", n))) }, render)
 		case n%25 == 0:
 			pool.Go(work, func(context.Context) error { time.Sleep(d); return nil }, workerpool.Delay(time.Second), digest)
 		case n%7 == 0:
@@ -134,7 +134,7 @@ func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 				return fmt.Errorf("demo task %d failed", n)
 			}, export)
 		default:
-			err = pool.Do(func() { time.Sleep(d) }, render)
+			err = pool.DoContext(context.Background(), func() { time.Sleep(d) }, render)
 		}
 		if err != nil { // ErrStopped, which Do returns only once the pool stops: after produce
 			return

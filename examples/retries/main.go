@@ -101,7 +101,7 @@ func run(w io.Writer) {
 
 	// Daily digests, due in an hour: this run exits long before.
 	for range 2 {
-		if err := pool.Do(func() { fmt.Fprintln(w, "digest sent") }, workerpool.Delay(time.Hour)); err != nil {
+		if err := pool.DoContext(context.Background(), func() { fmt.Fprintln(w, "digest sent") }, workerpool.Delay(time.Hour)); err != nil {
 			fmt.Fprintln(w, "digest:", err)
 		}
 	}

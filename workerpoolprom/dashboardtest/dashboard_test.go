@@ -430,9 +430,9 @@ func (w *workload) round(t *testing.T) {
 		case 0:
 			w.dash.Go(ctx, func(context.Context) error { return errors.New("fails") }, label)
 		case 1:
-			require.NoError(t, w.dash.Do(func() { panic("boom") }, label), "Do")
+			require.NoError(t, w.dash.DoContext(context.Background(), func() { panic("boom") }, label), "Do")
 		default:
-			require.NoError(t, w.dash.DoWait(func() {}, label), "DoWait")
+			require.NoError(t, w.dash.DoWaitContext(context.Background(), func() {}, label), "DoWait")
 		}
 	}
 	runs := 0
@@ -443,7 +443,7 @@ func (w *workload) round(t *testing.T) {
 		return nil
 	}, workerpool.Label("resize"), workerpool.Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 }))
 	require.NoError(t, retried.Wait(), "retried task")
-	assert.ErrorIs(t, w.dash.Do(func() {}, workerpool.Weight(3)), workerpool.ErrTooHeavy, "a task heavier than the pool")
+	assert.ErrorIs(t, w.dash.DoContext(context.Background(), func() {}, workerpool.Weight(3)), workerpool.ErrTooHeavy, "a task heavier than the pool")
 	require.NoError(t, w.spare.DoWait(func() {}), "spare")
 	require.NoError(t, w.dash.WaitIdle(ctx), "dash idle")
 	w.publish(t, "ok")
@@ -464,7 +464,7 @@ func (w *workload) hold(t *testing.T) {
 	t.Helper()
 	started := make(chan struct{}, 2)
 	for _, key := range []string{"account-1", "account-2"} {
-		require.NoError(t, w.dash.Do(func() {
+		require.NoError(t, w.dash.DoContext(context.Background(), func() {
 			started <- struct{}{}
 			<-w.held
 		}, workerpool.Label("import"), workerpool.Key(key)), "Do")
@@ -472,7 +472,7 @@ func (w *workload) hold(t *testing.T) {
 	<-started
 	<-started
 	for _, key := range []string{"account-1", "account-3", ""} {
-		require.NoError(t, w.dash.Do(func() {}, workerpool.Label("import"), workerpool.Key(key)), "Do")
+		require.NoError(t, w.dash.DoContext(context.Background(), func() {}, workerpool.Label("import"), workerpool.Key(key)), "Do")
 	}
 	// Do returns once dispatch has the task; it counts it as waiting a
 	// moment later.
