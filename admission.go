@@ -500,15 +500,17 @@ func (p *WorkerPool) unreserve(j *job) {
 	}
 }
 
-// sendDropOldest sends one task under DropOldest. A task that finds the
-// bound filled by scheduled tasks, which are never dropped, is refused with
-// ErrQueueFull (see scheduledFill); a job that is not due yet takes its
-// place among them before it is sent (see reserveScheduled).
+// sendDropOldest sends one task under DropOldest. A task due at once that
+// finds the bound filled by scheduled tasks, which are never dropped (see
+// scheduledFill), can only start at once on a free worker, which needs no
+// place: the dispatcher starts it so, or refuses it with ErrQueueFull (see
+// submitWithoutRoom). A job that is not due yet takes its place among the
+// scheduled tasks before it is sent (see reserveScheduled).
 func (p *WorkerPool) sendDropOldest(m message) error {
 	j := m.job
 	if m.due == 0 && (j == nil || j.due() == 0) {
 		if p.scheduledFill(1) {
-			return ErrQueueFull
+			return p.submitWithoutRoom(m, false, nil)
 		}
 		return send(p, m)
 	}

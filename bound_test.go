@@ -29,7 +29,7 @@ import (
 // --- each call meets the policy with a full queue ---
 
 // boundCalls are the calls of the table in doc.go.
-var boundCalls = []boundCall{submitCall, doCall, doWaitCall, doContextCall, trySubmitCall, submitWaitCall, goCall, callCall, groupGoCall, doBatchCall}
+var boundCalls = []boundCall{submitCall, doCall, doWaitCall, doContextCall, doWaitContextCall, trySubmitCall, submitWaitCall, goCall, callCall, groupGoCall, doBatchCall}
 
 // requireAccepted checks that the call pc has returned, accepted: no error,
 // no panic, and, for a call with a handle, a handle that reports success.
@@ -1134,4 +1134,206 @@ func BenchmarkSubmitBlock(b *testing.B) {
 		}
 	})
 	wg.Wait()
+}
+
+// --- room is held only while a task waits in the queue ---
+
+// A task handed to a free worker never waits in the queue, so it holds no
+// room, also in the moment before its worker starts it: a new worker that
+// is starting, or a ready one not scheduled yet. Each case has one worker
+// busy and stalls the worker that took a job, before it starts it: the next
+// task takes the queue's one place, and only the one after it is refused.
+func TestATaskOnItsWayToAWorkerHoldsNoRoom(t *testing.T) {
+	type give func(p *WorkerPool, ctx context.Context) (wait func() error)
+	goWith := func(opts ...TaskOption) give {
+		return func(p *WorkerPool, ctx context.Context) func() error { return p.Go(ctx, noopFn, opts...).Wait }
+	}
+	doWaitContext := func(p *WorkerPool, ctx context.Context) func() error {
+		outcome := make(chan error, 1)
+		go func() { outcome <- p.DoWaitContext(ctx, func() {}, Label("handed")) }()
+		return func() error { return <-outcome }
+	}
+	for _, tc := range []struct {
+		name    string
+		warm    bool // the worker that takes the job exists and waits; else it starts for it
+		options []Option
+		handed  give // the job that its worker holds before it starts it
+		next    give // the tasks that follow it
+	}{
+		{"Go, a worker that starts", false, nil, goWith(), goWith()},
+		{"Go, a ready worker", true, nil, goWith(), goWith()},
+		{"Go with a label", true, nil, goWith(Label("handed")), goWith()},
+		{"DoWaitContext", true, nil, doWaitContext, goWith()},
+		{"a key under its limit", false, []Option{WithKeyLimit(1)}, goWith(Key("k")), goWith(Key("k"))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(2, append([]Option{WithMaxWaiting(1, Reject)}, tc.options...)...)
+				defer p.Stop()
+				if tc.warm {
+					warm := newGate()
+					p.Submit(warm.wait)
+					p.Submit(warm.wait)
+					synctest.Wait()
+					warm.open()
+					synctest.Wait()
+					require.Equal(t, 2, p.Status().Workers, "workers ready")
+				}
+				running := blockOneWorker(t, p)
+				defer running.release()
+				stalling := newFrameStallingContext(t.Context(), "(*job).work(") // stalls the worker that took the job, before it starts it
+				defer stalling.resume()
+				handed := tc.handed(p, stalling)
+				<-stalling.stalled
+				synctest.Wait()
+
+				queued := tc.next(p, t.Context())
+				synctest.Wait()
+				s := p.Status()
+				assert.Equal(t, 1, s.Waiting, "waiting: the next task took the one place")
+				assert.Zero(t, s.Rejected, "rejected")
+				refused := tc.next(p, t.Context())
+				assert.ErrorIs(t, refused(), ErrQueueFull, "the task after it")
+				stalling.resume()
+				running.open()
+				assert.NoError(t, handed(), "the handed job")
+				assert.NoError(t, queued(), "the queued task")
+				p.StopWait()
+				requireStoppedClean(t, p)
+			})
+		})
+	}
+}
+
+// The same with real scheduling and tasks without a handle: a fresh pool
+// of 2 with one place, four tasks at once, the first two holding their
+// workers: the third takes the place and only the fourth is refused. And
+// on warm workers, a task with a label that starts on the second worker
+// leaves the place to the next. Before the fix the third was refused in
+// most rounds: the tasks on their way to their workers held the place.
+func TestTasksOnTheirWayToWorkersLeaveThePlaceToTheNext(t *testing.T) {
+	const rounds = 200
+	for _, warm := range []bool{false, true} {
+		t.Run(fmt.Sprintf("warm=%t", warm), func(t *testing.T) {
+			refusedTooSoon, fourthAccepted := 0, 0
+			ctx := context.Background()
+			for range rounds {
+				p := New(2, WithMaxWaiting(1, Reject), WithIdleTimeout(-1))
+				if warm {
+					var started sync.WaitGroup
+					started.Add(2)
+					warm := newGate()
+					p.Submit(func() { started.Done(); warm.wait() })
+					p.Submit(func() { started.Done(); warm.wait() })
+					started.Wait()
+					warm.open()
+					require.NoError(t, p.WaitIdle(ctx), "both workers ready")
+				}
+				g := newGate()
+				require.NoError(t, p.DoContext(ctx, g.wait, Label("a")))
+				require.NoError(t, p.DoContext(ctx, g.wait, Label("b")))
+				third := p.DoContext(ctx, g.wait, Label("c"))
+				fourth := p.DoContext(ctx, g.wait, Label("d"))
+				g.open()
+				p.StopWait()
+				if third != nil {
+					require.ErrorIs(t, third, ErrQueueFull, "the third task's error")
+					refusedTooSoon++
+				} else if fourth == nil {
+					fourthAccepted++
+				}
+			}
+			assert.Zero(t, refusedTooSoon, "rounds whose third task was refused")
+			assert.Zero(t, fourthAccepted, "rounds whose fourth task was accepted beside the third")
+		})
+	}
+}
+
+// Under DropOldest, a task that can start on a free worker at once needs
+// no place either, also while scheduled tasks, which are never dropped,
+// fill the bound: it starts, whatever the call. With the worker busy, the
+// same call is refused with ErrQueueFull, as nothing can be dropped.
+func TestUnderDropOldestATaskThatCanStartAtOnceNeedsNoPlace(t *testing.T) {
+	for _, call := range boundCalls {
+		if call.name == "DoBatch" {
+			continue // a batch is one admission and needs room for all its tasks (see DoBatch)
+		}
+		t.Run(call.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				letters := new(letterBox)
+				p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle))
+				defer p.Stop()
+				scheduled := p.Go(t.Context(), noopFn, Delay(time.Hour))
+				synctest.Wait()
+				require.Equal(t, 1, p.Status().Scheduled, "the bound is full of a scheduled task")
+				ran := make(chan struct{}, 2)
+				free := startCall(p, call, t.Context(), func() { ran <- struct{}{} }, time.Now())
+				synctest.Wait()
+				requireAccepted(t, free, call.name+" on a free worker")
+				require.Len(t, ran, 1, "the task ran")
+
+				running := blockOneWorker(t, p)
+				defer running.release()
+				pc := startCall(p, call, t.Context(), func() { ran <- struct{}{} }, time.Now())
+				synctest.Wait()
+				require.True(t, pc.returned(), "%s returned", call.name)
+				if call.name == "Submit" {
+					assert.Len(t, letters.got(), 1, "Submit's refused task is a dead letter")
+				} else {
+					assert.True(t, errors.Is(pc.res.err, ErrQueueFull) || errors.Is(pc.res.err, errTryFalse) || pc.res.outcome != nil && errors.Is(pc.res.outcome(), ErrQueueFull), "%s refused with ErrQueueFull: %v", call.name, pc.res.err)
+				}
+				assert.Equal(t, uint64(1), p.Status().Rejected, "rejected")
+				running.open()
+				scheduled.Cancel()
+				p.StopWait()
+				assert.Len(t, ran, 1, "the refused task ran")
+			})
+		})
+	}
+}
+
+// A program that submits one task after another, each after the last
+// one's Wait returned, never meets a full pool: when Wait (or DoWait,
+// SubmitWait, a Future's Wait) returns, the worker is free, and so are
+// the task's weight and its key's slot. A queue with no room makes every
+// submit need a free worker. Real scheduling, many rounds: before the fix
+// the worker counted itself free only after the waiter had been told.
+func TestAWaitedTaskLeavesItsWorkerFreeForTheNext(t *testing.T) {
+	const rounds = 3000
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		size    int
+		options []Option
+		submit  func(p *WorkerPool) error // submits one task and waits for it
+	}{
+		{"Go", 1, nil, func(p *WorkerPool) error { return p.Go(ctx, noopFn).Wait() }},
+		{"Call", 1, nil, func(p *WorkerPool) error {
+			_, err := Call(ctx, p, func(context.Context) (int, error) { return 1, nil }).Wait()
+			return err
+		}},
+		{"DoWait", 1, nil, func(p *WorkerPool) error { return p.DoWait(func() {}) }},
+		{"DoWaitContext", 1, nil, func(p *WorkerPool) error { return p.DoWaitContext(ctx, func() {}, Label("l")) }},
+		{"SubmitWait", 1, nil, func(p *WorkerPool) error {
+			err, _ := recovered(func() { p.SubmitWait(func() {}) })
+			return err
+		}},
+		{"Weight(2)", 2, nil, func(p *WorkerPool) error { return p.Go(ctx, noopFn, Weight(2)).Wait() }},
+		{"a key under WithKeyLimit(1)", 2, []Option{WithKeyLimit(1)}, func(p *WorkerPool) error {
+			return p.Go(ctx, noopFn, Key("k")).Wait()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := New(tc.size, append([]Option{WithMaxWaiting(0, Reject), WithIdleTimeout(-1)}, tc.options...)...)
+			defer p.Stop()
+			refused := 0
+			for range rounds {
+				if err := tc.submit(p); err != nil {
+					require.ErrorIs(t, err, ErrQueueFull, "the only error")
+					refused++
+				}
+			}
+			assert.Zero(t, refused, "tasks refused after the last one's Wait returned")
+		})
+	}
 }

@@ -26,24 +26,36 @@ type deadLetters struct {
 type deadLetter struct {
 	task func()
 	info TaskInfo
+	// started says the task's run began, and its func was never called
+	// (see giveUpStarted): TaskDropped, which tells of the tasks that
+	// never start, is not told.
+	started bool
 }
 
 // giveUp queues a letter for task (nil for a job) with info, whose Err is
-// why the task was given up, and starts a deliverer if none is running. It reports false, and takes nothing, once
-// the pool has stopped (see seal): the caller then treats a plain task as
-// refused because the pool stopped. The deliverer starts under d.mu, so
-// that it is in p.goroutines before seal returns and a stop waits for it.
+// why the task was given up (see post). It reports false, and takes
+// nothing, once the pool has stopped (see seal): the caller then treats a
+// plain task as refused because the pool stopped.
 func (p *WorkerPool) giveUp(task func(), info TaskInfo) bool {
+	told := p.cfg.hooks.TaskDropped != nil || task != nil && p.cfg.deadLetter != nil
+	return p.post(deadLetter{task: task, info: info}, told)
+}
+
+// post queues l, if anyone is told of it, and starts a deliverer if none
+// is running. It reports false, and takes nothing, once the pool has
+// stopped. The deliverer starts under d.mu, so that it is in p.goroutines
+// before seal returns and a stop waits for it.
+func (p *WorkerPool) post(l deadLetter, told bool) bool {
 	d := &p.dead
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.sealed {
 		return false
 	}
-	if p.cfg.hooks.TaskDropped == nil && (task == nil || p.cfg.deadLetter == nil) {
+	if !told {
 		return true // no one to tell: Status counts it
 	}
-	d.letters.PushBack(deadLetter{task, info})
+	d.letters.PushBack(l)
 	if !d.delivering {
 		d.delivering = true
 		p.goroutines.Go(p.deliverDeadLetters)
@@ -92,9 +104,19 @@ func (p *WorkerPool) deliver(l deadLetter) {
 	if l.task != nil && p.cfg.deadLetter != nil {
 		defer p.callDeadLetter(l) // also if TaskDropped calls runtime.Goexit
 	}
-	if p.cfg.hooks.TaskDropped != nil {
+	if p.cfg.hooks.TaskDropped != nil && !l.started {
 		p.callTaskDropped(l.info)
 	}
+}
+
+// giveUpStarted gives a plain task whose run began, but whose func was
+// never called, to the dead-letter handler with why: its TaskStarted hook
+// ended the worker's goroutine with runtime.Goexit (see
+// errTaskStartedGoexit). The task counts in Completed, as a run that ended
+// in runtime.Goexit does, so TaskDropped is not told. (A worker stops only
+// after the letters are sealed.)
+func (p *WorkerPool) giveUpStarted(task func(), why error) {
+	p.post(deadLetter{task: task, info: p.infoOf(nil, 1, why), started: true}, p.cfg.deadLetter != nil)
 }
 
 // callDeadLetter calls the dead-letter handler. A panic in it is treated as

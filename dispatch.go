@@ -1,5 +1,7 @@
 package workerpool
 
+import "github.com/gammazero/deque"
+
 // The dispatcher is the pool's one coordinating goroutine. It takes
 // messages from taskQueue (plain tasks, jobs, tickets, Pause, Resize and
 // WaitIdle calls, idle ticks) and hands work to workers over workerQueue:
@@ -70,6 +72,11 @@ type dispatcher struct {
 	offered   offer // what offerFront last offered
 	plainFast bool  // no bound: a plain task on an empty queue is handled inline in step
 
+	// stashed holds the messages dispatch received while it waited to
+	// hand a task to a free worker (see sendToFreeWorker), oldest first:
+	// it handles them before it receives again.
+	stashed deque.Deque[message]
+
 	// received counts the messages that came through a send; at stop it
 	// is compared with p.sendsBegun. submitted counts the tasks among
 	// them; it is published once, as p.counts.submittedAtStop.
@@ -107,6 +114,13 @@ func (d *dispatcher) run() {
 // dispatch mostly avoids a select over several channels. It returns false
 // once dispatch has taken the stop message.
 func (d *dispatcher) step() bool {
+	if d.stashed.Len() > 0 {
+		if !d.receive(d.stashed.PopFront()) {
+			return false
+		}
+		d.advance()
+		return true
+	}
 	sent := d.queue.len() > 0 && d.sendFront()
 	select {
 	case m := <-d.p.taskQueue:
@@ -202,8 +216,8 @@ func (d *dispatcher) await() bool {
 		d.queue.publish()
 	}
 	d.advance()
-	if d.queue.len() > 0 && d.sendFront() {
-		return true // the waiters' advance (a pause ended, a ticket admitted) let the front task go
+	if d.stashed.Len() > 0 || d.queue.len() > 0 && d.sendFront() {
+		return true // the waiters' advance (a pause ended, a ticket admitted) stashed messages, or let the front task go
 	}
 	switch {
 	case len(d.barriers.pauses) > 0:
@@ -516,6 +530,9 @@ func (d *dispatcher) stop() {
 // pause; their WaitIdle calls and tickets that wait for room are answered
 // ErrStopped.
 func (d *dispatcher) admitStragglers() {
+	for d.stashed.Len() > 0 {
+		d.admitStraggler(d.stashed.PopFront())
+	}
 	for d.received < d.p.sendsBegun() {
 		d.queue.publish()
 		select {

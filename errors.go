@@ -47,3 +47,17 @@ var (
 	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", ErrExpired)
 	errTasksAbandoned      = fmt.Errorf("%w: queued tasks were abandoned", ErrStopped)
 )
+
+// errTaskStartedGoexit reports a task whose run began but whose func was
+// never called: its TaskStarted hook called runtime.Goexit, which ended
+// the worker's goroutine. It wraps ErrGoexit.
+var errTaskStartedGoexit error = &wrapError{"workerpool: TaskStarted hook called runtime.Goexit: task not run", ErrGoexit}
+
+// A wrapError is an error with its own text that wraps another.
+type wrapError struct {
+	msg   string
+	inner error
+}
+
+func (e *wrapError) Error() string { return e.msg }
+func (e *wrapError) Unwrap() error { return e.inner }

@@ -66,8 +66,8 @@ func TestGroupTaskHandedOutAfterCancelIsSkippedByTheWorker(t *testing.T) {
 		task := g.add(heldTask{fn: func(context.Context) error { ran.Store(true); return nil }})
 		g.mu.Unlock()
 		cancel()
-		synctest.Wait()             // the group's cancel has run and left the pending task alone
-		task.job.work(0, new(bool)) // as the worker that took it would
+		synctest.Wait()         // the group's cancel has run and left the pending task alone
+		workAsWorker(&task.job) // as the worker that took it would
 		assert.Same(t, context.Canceled, g.Wait(), "Wait")
 		assert.False(t, ran.Load(), "fn ran")
 	})
@@ -1003,4 +1003,41 @@ func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
 	g.Go(noopFn, Label("skipped"))
 	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, Label("skipped")) })
 	assert.Zero(t, allocs)
+}
+
+// A group task that ends releases a held one from its worker, after the
+// worker counted itself free (so that the group's Wait, and any task's
+// Wait, returns only once the worker is free). The dispatcher may then be
+// handing that worker a task that starts at once without room; it takes
+// the release meanwhile instead of waiting for the worker forever. A queue
+// with no room and a TrySubmit beside each group make that hand-off meet
+// the release; real scheduling, many rounds (a deadlock fails the round's
+// bubble at once).
+func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *testing.T) {
+	const rounds = 300
+	for range rounds {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, WithMaxWaiting(0, Reject))
+			defer p.Stop()
+			var ran, tried atomic.Int64
+			g := p.Group(t.Context())
+			g.SetLimit(1)
+			for range 3 {
+				g.Go(func(context.Context) error { ran.Add(1); return nil })
+			}
+			var trying sync.WaitGroup
+			trying.Go(func() {
+				for range 3 {
+					if p.TrySubmit(func() { ran.Add(1) }) {
+						tried.Add(1)
+					}
+				}
+			})
+			assert.NoError(t, g.Wait(), "the group's Wait")
+			trying.Wait()
+			p.StopWait()
+			assert.Equal(t, 3+tried.Load(), ran.Load(), "the tasks that ran")
+			requireStoppedClean(t, p)
+		})
+	}
 }

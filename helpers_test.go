@@ -61,6 +61,15 @@ func sleeper(d time.Duration) func() {
 	return func() { time.Sleep(d) }
 }
 
+// workAsWorker does with j what the worker that took it does, and returns
+// the count its return goes to.
+func workAsWorker(j *job) *atomic.Uint64 {
+	var e ending
+	count, _ := j.work(0, &e)
+	e.end()
+	return count
+}
+
 // noopFn is a task body that does nothing.
 func noopFn(context.Context) error { return nil }
 
@@ -303,7 +312,7 @@ type callResult struct {
 type boundCall struct {
 	name  string
 	tasks int  // tasks the call submits, each running body
-	waits bool // the call returns only once its task has run (DoWait, SubmitWait)
+	waits bool // the call returns only once its task has run (DoWait, DoWaitContext, SubmitWait)
 	call  func(p *WorkerPool, ctx context.Context, body func()) callResult
 }
 
@@ -320,6 +329,9 @@ var (
 	}}
 	doContextCall = boundCall{"DoContext", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
 		return callResult{err: p.DoContext(ctx, body)}
+	}}
+	doWaitContextCall = boundCall{"DoWaitContext", 1, true, func(p *WorkerPool, ctx context.Context, body func()) callResult {
+		return callResult{err: p.DoWaitContext(ctx, body)}
 	}}
 	trySubmitCall = boundCall{"TrySubmit", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
 		if !p.TrySubmit(body) {

@@ -180,11 +180,19 @@ func (p *WorkerPool) refused(reason error, n int, o *taskOptions) {
 
 // runTimed runs a plain task between TaskStarted and TaskFinished, and
 // reports whether it panicked (see callPlain); it became ready at readyAt.
+// A task whose TaskStarted ended the goroutine never ran: it goes to the
+// dead-letter handler (see giveUpStarted).
 func (p *WorkerPool) runTimed(task func(), readyAt int64) (panicked bool) {
-	err := ErrGoexit
+	err, called := ErrGoexit, false
+	defer func() {
+		if !called {
+			p.giveUpStarted(task, errTaskStartedGoexit)
+		}
+	}()
 	r := p.startRun(readyAt, p.infoOf(nil, 1, nil), context.Background())
 	defer p.finishRun(&r, &err)
 	p.taskStarted(&r)
+	called = true
 	panicked, err = p.callPlain(task, nil)
 	return panicked
 }

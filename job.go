@@ -384,16 +384,32 @@ func (j *job) tellLost(why error) {
 	j.pool.tellDropped(j.info(why))
 }
 
+// tellNotRun tells of a job whose run began but whose func was never
+// called (see finish): a plain task, which no caller waits for, goes to the
+// dead-letter handler with why (see giveUpStarted); an owner that waits
+// learns why as the worker ends the job.
+func (j *job) tellNotRun(why error) {
+	if pj, ok := j.owner.(*plainJob); ok {
+		j.pool.giveUpStarted(pj.fn, why)
+	}
+}
+
 // letGo drops the pool's reference to the job, exactly once for every job
 // the pool took: whoever takes it off the queue, the timer heap or the
 // retry mailbox without handing it to a worker does it (the dispatcher),
-// and the worker that ran or skipped it does it as it is done. It tells
-// the owner, which may then reuse the job.
+// and the worker that ran or skipped it does it as it is done, in two
+// steps (see ending). It tells the owner, which may then reuse the job.
 func (j *job) letGo() {
+	j.leaveFlowIfKeyed()
+	j.owner.released()
+}
+
+// leaveFlowIfKeyed is letGo's first step: the job leaves its key's flow, if
+// it has one.
+func (j *job) leaveFlowIfKeyed() {
 	if j.flow() != nil {
 		j.leaveFlow()
 	}
-	j.owner.released()
 }
 
 // leaveFlow takes the job out of its key's flow as the pool lets go of
@@ -416,6 +432,17 @@ func (j *job) leaveFlow() {
 		if p.wakeOnRelease.Load() {
 			p.wakeDispatch()
 		}
+	}
+}
+
+// keepPlace gives j back the place of room that dispatch took from it
+// for a hand-off that failed: j joins the queue holding it. A settle in
+// between found no place to give back, so if j settled, its place goes
+// back now (once, whoever of the two sees it).
+func (j *job) keepPlace() {
+	j.place.Store(true)
+	if j.settled() {
+		j.pool.givePlaceOf(j)
 	}
 }
 
@@ -464,11 +491,12 @@ func (j *job) abandon() {
 // posted for a retry (then the pool keeps its reference to the job); and,
 // if completed, whether the run that ended the task for good panicked
 // (see WorkerPool.returned), which earlier runs, retried, do not decide.
-func (j *job) work(readyAt int64, posted *bool) (count *atomic.Uint64, panicked bool) {
+func (j *job) work(readyAt int64, e *ending) (count *atomic.Uint64, panicked bool) {
 	p, weight, retriable := j.pool, j.weight(), j.retriable()
 	defer func() {
-		if !*posted {
-			j.letGo()
+		if !e.posted {
+			j.leaveFlowIfKeyed() // its key's slots, before the work is counted returned
+			e.job = j            // the owner learns the outcome, and the pool lets go, after that (see ending)
 		}
 		if weight > 1 {
 			p.heavyDone.Add(uint64(weight - 1)) // before the worker counts the work returned
@@ -484,7 +512,7 @@ func (j *job) work(readyAt int64, posted *bool) (count *atomic.Uint64, panicked 
 	if j.settled() || j.settleIfBlocked() || !j.start() {
 		return &p.counts.skipped, false
 	}
-	if panicked = j.run(readyAt, posted); *posted {
+	if panicked = j.run(readyAt, e); e.posted {
 		return &p.counts.posted, false
 	}
 	return &p.counts.completed, panicked
@@ -516,16 +544,16 @@ func (j *job) start() bool {
 // inside it (see finishRun), with the run's wait counted from readyAt. It
 // sets *posted before it posts the job, so that a TaskFinished hook that
 // then ends the goroutine leaves the worker knowing the pool keeps it.
-func (j *job) run(readyAt int64, posted *bool) (panicked bool) {
+func (j *job) run(readyAt int64, e *ending) (panicked bool) {
 	p := j.pool
 	err := ErrGoexit
 	defer func() {
-		if err != ErrGoexit {
-			if err = j.retryLater(err, posted); *posted {
+		if e.started && err != ErrGoexit {
+			if err = j.retryLater(err, e); e.posted {
 				return
 			}
 		}
-		j.finish(err)
+		j.finish(err, e)
 	}()
 	ctx := j.owner.runContext()
 	if p.cfg.timed {
@@ -533,15 +561,23 @@ func (j *job) run(readyAt int64, posted *bool) (panicked bool) {
 		defer p.finishRun(&r, &err)
 		ctx = p.taskStarted(&r)
 	}
+	e.started = true
 	panicked, err = j.owner.call(ctx)
 	return panicked
 }
 
-// finish moves the started job to finished and gives its owner the
-// outcome of its last run.
-func (j *job) finish(err error) {
+// finish moves the started job to finished, and leaves its owner the
+// outcome of its last run in e, to learn once the worker is free (see
+// ending): err, or errTaskStartedGoexit if its func was never called (its
+// TaskStarted hook ended the goroutine), which a plain task with no one
+// waiting for it takes to the dead-letter handler.
+func (j *job) finish(err error, e *ending) {
 	j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
-	j.owner.conclude(err, true)
+	e.tell, e.ran, e.err = true, e.started, err
+	if !e.started {
+		e.err = errTaskStartedGoexit
+		j.tellNotRun(errTaskStartedGoexit)
+	}
 }
 
 // postForRetry moves a started job whose run is to be retried to

@@ -98,15 +98,15 @@ func withLastRun(err, last error) error {
 
 // retryLater, called on the worker as a run of j ends with err (not a
 // Goexit), decides whether j runs again (see RetryPolicy). If so it moves j
-// to scheduled, due after the policy's delay, sets *posted, and posts it
+// to scheduled, due after the policy's delay, sets e.posted, and posts it
 // to dispatch (see retries): the pool keeps its reference to the job.
 // Otherwise it returns the task's outcome: err, or, if the policy
 // panicked, a *PanicError with its value joined with err.
-func (j *job) retryLater(err error, posted *bool) error {
+func (j *job) retryLater(err error, e *ending) error {
 	if !j.retriable() || err == nil || IsPermanent(err) || j.owner.ctxDone() {
 		return err
 	}
-	delay, again, panicked := j.askPolicy(err)
+	delay, again, panicked := j.askPolicy(err, e)
 	switch {
 	case panicked != nil:
 		return withLastRun(panicked, err)
@@ -114,7 +114,7 @@ func (j *job) retryLater(err error, posted *bool) error {
 		return err
 	}
 	j.opts.attempt++
-	*posted = true
+	e.posted = true
 	p := j.pool
 	j.opts.lastErr = err
 	j.opts.due = later(p.now(), max(int64(delay), 0))
@@ -129,7 +129,7 @@ func (j *job) retryLater(err error, posted *bool) error {
 // and returns what it panicked with, as a *PanicError, if it did. A
 // policy that calls runtime.Goexit ends the task with ErrGoexit joined
 // with err, as the goroutine ends.
-func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked error) {
+func (j *job) askPolicy(err error, e *ending) (delay time.Duration, again bool, panicked error) {
 	asked := false
 	defer func() {
 		if r := recover(); r != nil {
@@ -137,7 +137,7 @@ func (j *job) askPolicy(err error) (delay time.Duration, again bool, panicked er
 			j.pool.logTaskPanic("retry policy", e, j)
 			panicked = e
 		} else if !asked { // runtime.Goexit: the run's deferred settle will not go on
-			j.finish(withLastRun(ErrGoexit, err))
+			j.finish(withLastRun(ErrGoexit, err), e)
 		}
 	}()
 	delay, again = j.opts.retry(j.opts.attempt+1, err)

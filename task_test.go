@@ -245,13 +245,13 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		canceled := &Task{fn: fn}
 		canceled.init(p, t.Context(), canceled)
 		canceled.Cancel()
-		count, _ := canceled.job.work(0, new(bool)) // as the worker would
+		count := workAsWorker(&canceled.job) // as the worker would
 		assert.Same(t, &p.counts.skipped, count, "the canceled task's return counts as")
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		late := &Task{fn: fn}
 		late.init(p, ctx, late)
-		count, _ = late.job.work(0, new(bool)) // its ctx ended after dispatch checked it
+		count = workAsWorker(&late.job) // its ctx ended after dispatch checked it
 		assert.Same(t, &p.counts.skipped, count, "the late task's return counts as")
 		assert.False(t, ran.Load(), "fn ran")
 		assert.Same(t, context.Canceled, canceled.Wait(), "Wait of the canceled task")

@@ -35,34 +35,65 @@ func (w work) stops() bool { return w.fn == nil && w.job == nil }
 // in p.goroutines.
 func (p *WorkerPool) worker(w work) {
 	retired := false // by the zero work, rather than ended by runtime.Goexit
-	// posted says the work in hand was posted for a retry before its run
-	// ended (a TaskFinished hook may then end the goroutine): the pool
+	// e is what is left to do with the work in hand once it is counted
+	// returned: tell a job's owner its outcome and let go of it (see
+	// ending). e.posted says the job was posted for a retry before its
+	// run ended (a TaskFinished hook may then end the goroutine): the pool
 	// keeps it, and it counts as posted, not completed.
-	posted := false
+	var e ending
 	defer func() {
 		if !retired {
 			// The task, or a hook around it, ended this goroutine with
 			// runtime.Goexit (or panicked with no handler, and the
 			// program is going down). Count it as returned, ended for
-			// good unless posted, and let a fresh goroutine take this
-			// worker's place, so the worker count dispatch keeps stays
-			// true.
-			if posted {
+			// good unless posted, end it, and let a fresh goroutine take
+			// this worker's place, so the worker count dispatch keeps
+			// stays true.
+			if e.posted {
 				p.returned(&p.counts.posted, false)
 			} else {
 				p.returned(&p.counts.completed, false)
 			}
+			e.end()
 			p.goroutines.Go(p.idleWorker)
 		}
 	}()
-	// While the worker waits in the receive, w holds nothing of the last
-	// task (the deferred func does not capture it), so what that task
-	// captured can be collected.
+	// While the worker waits in the receive, w and e hold nothing of the
+	// last task, so what that task captured can be collected.
 	for ; !w.stops(); w = <-p.workerQueue {
-		posted = false
-		p.returned(p.do(w, &posted))
+		p.returned(p.do(w, &e))
+		e.end()
 	}
 	retired = true
+}
+
+// An ending is what a worker has left to do with the job it ran, once it
+// has counted the work returned: tell the owner the outcome of its last
+// run, then let go of it (see job.letGo). So by the time a task's Wait
+// returns, its worker is free and the slots of its weight and of its key
+// are given back: a task submitted next never finds the pool fuller than
+// the one before left it.
+type ending struct {
+	job     *job  // the job the worker is done with; nil for a plain task or a job posted for a retry
+	tell    bool  // the job's owner is yet to learn its outcome: err, of a run that ran if ran
+	ran     bool  //
+	err     error //
+	posted  bool  // the job was posted for a retry: the pool keeps it, and the worker leaves it alone
+	started bool  // its task's func was called: a Goexit before that (in TaskStarted) means it never ran
+}
+
+// end tells the owner and lets go of the job, if the worker has one, and
+// readies e for the next work.
+func (e *ending) end() {
+	j, tell, ran, err := e.job, e.tell, e.ran, e.err
+	*e = ending{}
+	if j == nil {
+		return
+	}
+	if tell {
+		j.owner.conclude(err, ran)
+	}
+	j.owner.released()
 }
 
 // idleWorker is a worker that starts by waiting for work: one that takes
@@ -74,11 +105,12 @@ func (p *WorkerPool) idleWorker() {
 
 // do runs one work, a job or a plain task, and returns the count of
 // p.counts its return goes to, and whether it completed with a run
-// that panicked (see returned). A plain task completes with its one run.
-func (p *WorkerPool) do(w work, posted *bool) (count *atomic.Uint64, panicked bool) {
+// that panicked (see returned). A plain task completes with its one run;
+// what is left to do with a job is in e.
+func (p *WorkerPool) do(w work, e *ending) (count *atomic.Uint64, panicked bool) {
 	switch {
 	case w.job != nil:
-		return w.job.work(w.readyAt, posted)
+		return w.job.work(w.readyAt, e)
 	case w.offered && p.abandonBegun.Load():
 		p.abandonTaken(w.fn)
 		return &p.counts.skipped, false
@@ -446,8 +478,27 @@ func (d *dispatcher) canStartAtOnce(weight int, key string) bool {
 // now (see slots.mayStart). It reports false, without blocking, if it may
 // not or no worker can take it, and once abandoning has begun: from then
 // on no task goes to a worker.
+//
+// A job handed out so gives back the room it took on its way (see
+// job.place) as it is handed, not as its worker starts it: it never waited
+// in the queue, and the next task must find its room free whether or not
+// the worker's goroutine has run yet. (A plain task's caller gives its
+// room back, see place.)
 func (d *dispatcher) offer(w work) bool {
-	return !d.p.abandonBegun.Load() && d.slots.mayStart(d, outOf(w).weight) && d.crew.hand(d, d.queue.atOnce(w))
+	if d.p.abandonBegun.Load() || !d.slots.mayStart(d, outOf(w).weight) {
+		return false
+	}
+	held := w.job != nil && d.p.cfg.roomed && w.job.place.Swap(false) // before the hand-off: then the job is the worker's
+	if !d.crew.hand(d, d.queue.atOnce(w)) {
+		if held {
+			w.job.keepPlace()
+		}
+		return false
+	}
+	if held {
+		d.p.giveRoom(1)
+	}
+	return true
 }
 
 // startAtOnce gives w to a free worker, which canStartAtOnce said there
@@ -468,8 +519,24 @@ func (d *dispatcher) startAtOnce(w work) {
 	default:
 		w = d.queue.atOnce(w)
 		out := outOf(w)
-		d.p.workerQueue <- w
+		d.sendToFreeWorker(w)
 		d.crew.handed(d, out)
+	}
+}
+
+// sendToFreeWorker sends w to the worker that crew.freeWorker says is on
+// its way to its receive. That worker may have a message to send to
+// dispatch first (a group task that ended releases a held one, see
+// ending): dispatch keeps what it receives meanwhile, and handles it next
+// (see dispatcher.stashed).
+func (d *dispatcher) sendToFreeWorker(w work) {
+	for {
+		select {
+		case d.p.workerQueue <- w:
+			return
+		case m := <-d.p.taskQueue:
+			d.stashed.PushBack(m)
+		}
 	}
 }
 

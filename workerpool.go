@@ -138,7 +138,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	}
 	p.size.Store(int64(max(maxWorkers, 1)))
 	p.minWorkers.Store(int64(p.cfg.minWorkers))
-	if p.cfg.bounded {
+	if p.cfg.roomed {
 		p.room.init(p.cfg.bound)
 	}
 	d := newDispatcher(p)
@@ -347,6 +347,8 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 func (p *WorkerPool) SubmitWait(task func()) {
 	switch err := p.DoWait(task); err {
 	case nil:
+	case errTaskStartedGoexit:
+		panic(err)
 	case ErrQueueFull:
 		panic(errSubmitWaitQueueFull)
 	case ErrDropped:
