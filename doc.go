@@ -515,7 +515,11 @@
 // once per run, and TaskFinished once per run whose TaskStarted returned. Status.Dropped counts only the
 // tasks dropped from a full queue (DropOldest) or heavier than the pool
 // after a Resize; the TaskDropped hook is told of every task that never
-// runs, whatever the reason. A panicking hook is treated like a task's
+// runs, whatever the reason. A TaskStarted that calls runtime.Goexit ends
+// the run before the task's func is called: the task never runs, its
+// waiter learns an error wrapping ErrGoexit that says so (a plain task
+// goes to the dead-letter handler with it), and it counts in Completed,
+// as a run that ended in runtime.Goexit. A panicking hook is treated like a task's
 // panic (see Panics), but not counted as one.
 //
 // A Label costs a task what any option costs (see Scheduling): a Go with a

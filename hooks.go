@@ -31,7 +31,10 @@ type Hooks struct {
 	// (context.WithoutCancel); for DoWaitContext its ctx; for Submit, Do, DoWait and the other plain calls
 	// context.Background(). So a span started here is a child of the submitter's
 	// span and the parent of everything the task does. t.Waited is set, t.Ran and
-	// t.Err are not.
+	// t.Err are not. A TaskStarted that calls runtime.Goexit ends the run
+	// before the task's func is called: the task never runs, whoever waits
+	// for it learns an error wrapping ErrGoexit that says so, and a plain
+	// task no one waits for goes to the dead-letter handler with it.
 	TaskStarted func(ctx context.Context, t TaskInfo) context.Context
 	// TaskFinished runs on the worker after each run: its func returned, panicked or
 	// called runtime.Goexit. ctx is what TaskStarted returned (without TaskStarted,

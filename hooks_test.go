@@ -1039,6 +1039,68 @@ func TestObserveHookGoexitDoesNotHangWait(t *testing.T) {
 	}
 }
 
+// A TaskStarted hook that calls runtime.Goexit ends the worker's goroutine
+// before the task's func is called: the task never runs, and whoever
+// waits for it learns so, with an error wrapping ErrGoexit (DoWait and
+// DoWaitContext return it, SubmitWait panics with it, a Task's or a
+// group's Wait reports it); a plain task that no one waits for goes to the
+// dead-letter handler with it. TaskDropped, which tells of the tasks that
+// never start, is not told: the run began, and counts in Completed.
+func TestATaskStartedHookThatCallsGoexitLeavesTheTaskNotRunAndSaysSo(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		plain bool // the task goes to the dead-letter handler
+		give  func(p *WorkerPool, f func()) error
+	}{
+		{"DoWait", false, func(p *WorkerPool, f func()) error { return p.DoWait(f) }},
+		{"DoWaitContext", false, func(p *WorkerPool, f func()) error { return p.DoWaitContext(ctx, f, Label("l")) }},
+		{"SubmitWait", false, func(p *WorkerPool, f func()) error {
+			err, _ := recovered(func() { p.SubmitWait(f) })
+			return err
+		}},
+		{"Go", false, func(p *WorkerPool, f func()) error {
+			return p.Go(ctx, func(context.Context) error { f(); return nil }).Wait()
+		}},
+		{"Group.Go", false, func(p *WorkerPool, f func()) error {
+			g := p.Group(ctx)
+			g.Go(func(context.Context) error { f(); return nil })
+			return g.Wait()
+		}},
+		{"Submit", true, func(p *WorkerPool, f func()) error { p.Submit(f); return nil }},
+		{"DoContext with a label", true, func(p *WorkerPool, f func()) error { return p.DoContext(ctx, f, Label("l")) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				letters := new(letterBox)
+				var dropped atomic.Int64
+				p := New(1, WithDeadLetter(letters.handle), WithHooks(Hooks{
+					TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { runtime.Goexit(); return ctx },
+					TaskDropped: func(TaskInfo) { dropped.Add(1) },
+				}))
+				ran := false
+				err := c.give(p, func() { ran = true })
+				p.StopWait()
+				assert.False(t, ran, "the task ran")
+				if c.plain {
+					require.NoError(t, err, "the call")
+					got := letters.got()
+					require.Len(t, got, 1, "dead letters")
+					assert.ErrorIs(t, got[0].reason, ErrGoexit, "the letter's reason")
+					assert.ErrorContains(t, got[0].reason, "TaskStarted", "the letter's reason")
+				} else {
+					assert.ErrorIs(t, err, ErrGoexit, "what the waiter learns")
+					assert.ErrorContains(t, err, "TaskStarted", "what the waiter learns")
+					assert.Empty(t, letters.got(), "dead letters")
+				}
+				assert.Zero(t, dropped.Load(), "TaskDropped calls")
+				s := requireStoppedClean(t, p)
+				assert.Equal(t, uint64(1), s.Completed, "completed")
+			})
+		})
+	}
+}
+
 // Regression. Hooks: "A hook that panics ...
 // without [a panic handler] it
 // crashes the program." A TaskDropped that runs in the refusing call's

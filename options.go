@@ -135,7 +135,9 @@ const maxBound = math.MaxInt32
 // expired in the queue (ErrExpired, see WithQueueTimeout), a weighted one
 // that a Resize made heavier than the pool (ErrTooHeavy), a task abandoned
 // by Stop or a Shutdown that gave up, queued or waiting for its due time
-// (ErrStopped). Tasks with
+// (ErrStopped), and one whose TaskStarted hook ended the worker's goroutine
+// with runtime.Goexit before the task's func was called (wraps ErrGoexit;
+// counted in Completed, and not told to TaskDropped, as its run began). Tasks with
 // a waiter (DoWait, DoWaitContext, Go, Call, groups) report the reason to it instead, and a
 // call that returns an error (Do, DoContext, TrySubmit, DoBatch refused) is
 // the caller's to handle.

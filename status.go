@@ -66,7 +66,7 @@ type Status struct {
 	Keys       int   // keys (see Key) with tasks waiting, scheduled or running
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait and DoWaitContext calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
-	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried
+	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried; and those whose run a TaskStarted hook ended with runtime.Goexit before their func was called
 	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the panic handler, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up; any stop for group tasks held back by SetLimit)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
