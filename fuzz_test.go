@@ -23,20 +23,29 @@ import (
 // Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
 // another goroutine while the operations go on), runs them in a synctest
 // bubble, ends with a stop, and checks the contract: bounded concurrency,
-// FIFO starts, a bounded queue, after every stop the Status invariant, no
-// pool goroutine left and no dead-letter handler running, every Wait
-// answered truthfully, every accepted plain task run or given to the
-// dead-letter handler exactly once with a true reason, every refused one
-// neither, every Group.Go call that cannot have been refused counted in
-// Submitted (held back by SetLimit, skipped or dropped as it may be), and
-// no goroutine left at all (the bubble's check). For every other length/4
-// the pool also has all three hooks and a logger, checked once the stop
-// returned (see checkObserved).
+// FIFO starts, a bounded queue, Status.Busy equal to the tasks running in
+// the quiet moments it waits for (see checkQuiet), after every stop the
+// Status invariant, no pool goroutine left and no dead-letter handler
+// running, every Wait answered truthfully, every accepted plain task run or
+// given to the dead-letter handler exactly once with a true reason, every
+// refused one neither, every Group.Go call that cannot have been refused
+// counted in Submitted (held back by SetLimit, skipped or dropped as it may
+// be), and no goroutine left at all (the bubble's check). For every other
+// length/4 the pool also has all three hooks and a logger, checked once the
+// stop returned (see checkObserved).
 //
 // data[0] holds the options: bits 0-1 the size (1 to 4), bits 2-3 the idle
 // timeout, bits 4-5 the overflow policy (0: no bound, then Block, Reject,
 // DropOldest), bits 6-7 the bound less one and the minimum workers. The
 // last byte picks the final stop; the bytes between are the operations.
+//
+// A first operation that cancels a handle made earlier (op 11), which would
+// cancel none, is the policy byte instead: its arg picks queue policies
+// that come after those the length picked, and win: arg/2 0
+// WithRateLimit(100, 5), WithPriorityAging(9ms) and WithQueueTimeout(17ms),
+// 1 the first two, 2 the first and the last, 3 the last two, 4 none; an odd
+// arg makes the dead-letter handler resubmit (see deadLetter). The key
+// byte below is then the first operation after it.
 //
 // A first operation that ends the oldest pause (op 4), which would end
 // none, is the key byte instead: the run is keyed (see fuzzRun.keyed).
@@ -77,6 +86,8 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0x00, 24, 24, 250, 230, 232, 88, 254, 186, 33, 126, 255, 1})           // size 1, key limit 1, 4 workers from 1s: a StopWait from another goroutine, then the boundary passes
 	f.Add([]byte{0x41, 4, 44, 17, 97, 117, 250, 251, 186, 186, 37, 117, 18, 255, 2})    // size 2, floor 1, 3 workers until 1s: Resize and SetMinWorkers inside the window and after it, then Shutdown
 	f.Add([]byte{0x12, 4, 64, 19, 19, 19, 250, 3, 251, 186, 186, 4, 17, 0, 19, 210, 0}) // Block, bound 1, size 3, 2 workers from 1s: a pause across the boundary, then Stop
+	// Runs with the policy byte (see above):
+	f.Add([]byte{0x01, 31, 7, 20, 20, 26, 149, 19, 19, 19, 19, 19, 19, 5, 26, 5, 1}) // size 2, rate limit, aging, queue timeout, resubmits: a panic, two workers, a group of three limited to one, six Submits, then StopWait
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 || len(data) > 256 {
 			return
@@ -163,6 +174,8 @@ type fuzzRun struct {
 	handlerPanics atomic.Int64 // dead-letter handler panics
 	handled       atomic.Int64 // panics the panic handler took
 	inHandler     atomic.Int64 // dead-letter handler calls in progress
+	running       atomic.Int64 // task funcs running (see track): in a quiet moment, Status.Busy
+	resubmits     atomic.Int64 // dead letters the handler may still resubmit (see deadLetter); 0 unless the policy byte asks for it
 
 	cancels  []context.CancelFunc // of the pauses in effect, oldest first
 	handles  []interface{ Cancel() }
@@ -562,10 +575,14 @@ func runOps(t *testing.T, data []byte) {
 		options = append(options, WithRateLimit(20, 2))
 	}
 	ops := data[1 : len(data)-1]
-	if op, arg := decodeOp(data[1]); op == 4 && len(ops) > 0 { // the key byte
+	if op, arg := firstOp(ops); op == 11 { // the policy byte
+		ops = ops[1:]
+		options = append(options, r.policiesOf(arg)...)
+	}
+	if op, arg := firstOp(ops); op == 4 { // the key byte
 		ops = ops[1:]
 		options = append(options, r.keyOptionsOf(arg)...)
-		if op, arg := decodeOp(data[2]); op == 4 && len(ops) > 0 { // the schedule byte
+		if op, arg := firstOp(ops); op == 4 { // the schedule byte
 			ops = ops[1:]
 			options = append(options, r.sizeSchedule(arg%2 == 1))
 		}
@@ -580,6 +597,44 @@ func runOps(t *testing.T, data []byte) {
 	r.pending.Wait()
 	r.check(last%3 == 1)
 }
+
+// firstOp decodes the first of ops; with no ops it is an op that no
+// special byte is (fuzzOps+3).
+func firstOp(ops []byte) (op byte, arg int) {
+	if len(ops) == 0 {
+		return fuzzOps + 3, 0
+	}
+	return decodeOp(ops[0])
+}
+
+// policiesOf returns the queue policies that the policy byte's arg picks
+// (see FuzzPool), and makes the dead-letter handler resubmit if it says
+// so. They come after the ones the input's length picks, and win.
+func (r *fuzzRun) policiesOf(arg int) []Option {
+	if arg%2 == 1 {
+		r.resubmits.Store(maxResubmits)
+	}
+	picks := [...]struct{ rate, aging, timeout bool }{
+		{true, true, true}, {true, true, false}, {true, false, true}, {false, true, true}, {},
+	}[arg/2]
+	var options []Option
+	if picks.rate {
+		options = append(options, WithRateLimit(100, 5))
+	}
+	if picks.aging {
+		options = append(options, WithPriorityAging(9*time.Millisecond))
+	}
+	if picks.timeout {
+		options = append(options, WithQueueTimeout(17*time.Millisecond))
+		r.expires = true
+	}
+	return options
+}
+
+// maxResubmits bounds the dead letters a run's handler resubmits: under
+// DropOldest each resubmit may drop another task, whose letter is
+// resubmitted in turn.
+const maxResubmits = 20
 
 // sizeSchedule is a size schedule whose one window has the pool's size
 // turned around (1 for 4, 4 for 1) as its Max, and half that as its Min.
@@ -634,7 +689,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		t := r.newTask(0, 1, !(r.bounded && r.policy == Block))
 		opts := r.keyOptions(t, true)
 		r.pending.Go(func() {
-			r.checkHandleErr(p.DoWaitContext(context.Background(), r.body(r.keyRun(t, func() {})), opts...), false, "DoWait")
+			r.checkHandleErr(p.DoWaitContext(context.Background(), r.track(r.body(r.keyRun(t, func() {}))), opts...), false, "DoWait")
 		})
 		synctest.Wait()
 	case 3: // Pause until a later cancel (or a stop), registered before the next op
@@ -644,13 +699,15 @@ func (r *fuzzRun) do(op byte, arg int) {
 			r.cancels[0]()
 			r.cancels = r.cancels[1:]
 		}
-	case 5: // observe; in a keyed run an arg from 1 up picks the key of the tasks that follow
+	case 5: // observe, then check a quiet moment; in a keyed run an arg from 1 up picks the key of the tasks that follow
 		r.observe()
+		r.checkQuiet()
 		if r.keyed && arg > 0 {
 			r.key = fuzzKeys[(arg-1)%len(fuzzKeys)]
 		}
-	case 6: // let fake time pass
+	case 6: // let fake time pass, then check a quiet moment
 		time.Sleep(time.Duration(arg) * 100 * time.Millisecond)
+		r.checkQuiet()
 	case 7: // a task that panics or calls runtime.Goexit
 		if arg%2 == 0 {
 			r.submit(func() { r.panics.Add(1); panic(arg) })
@@ -802,6 +859,16 @@ func (r *fuzzRun) observe() {
 	assert.True(r.t, r.checkKeys(0, len(r.keysUsed)), "Status.Keys %d with %d keys given", r.p.counts.keys.Load(), len(r.keysUsed))
 }
 
+// checkQuiet waits for a quiet moment, every other goroutine of the
+// bubble blocked, and checks what holds then: Status.Busy is the number of
+// task funcs running (see track). A task handed to a worker has started by
+// then, or been skipped; a send that a stop refused has been taken out.
+func (r *fuzzRun) checkQuiet() {
+	synctest.Wait()
+	s := r.p.Status()
+	assert.Equal(r.t, int(r.running.Load()), s.Busy, "Status.Busy in a quiet moment: %+v", s)
+}
+
 // group runs a Group of arg%5+1 tasks that take arg ms each, limited to
 // arg%3 at once (0: no limit); with arg%4 == 0 the first one fails. A
 // goroutine waits for it and checks what Wait says.
@@ -884,7 +951,7 @@ func (r *fuzzRun) groupGo(g *Group, fn func(context.Context) error, opts ...Task
 	r.maybe.Add(1)
 	r.groupTasks.Add(1)
 	mayRefuse := r.bounded && (r.policy == Block || r.refuses())
-	g.Go(fn, opts...)
+	g.Go(trackFn(r, fn), opts...)
 	if !mayRefuse && !r.p.Stopped() {
 		r.groupSure.Add(1)
 	}
@@ -912,14 +979,14 @@ func (r *fuzzRun) goTask(arg int) {
 	var ran atomic.Bool
 	t := r.newTask(0, 1, true)
 	stopped := r.p.Stopped()
-	task := r.p.Go(ctx, func(ctx context.Context) (err error) {
+	task := r.p.Go(ctx, trackFn(r, func(ctx context.Context) (err error) {
 		r.keyRun(t, func() {
 			ran.Store(true)
 			r.body(func() {})()
 			err = sleepOrCause(ctx, arg)
 		})()
 		return err
-	}, r.keyOptions(t, true)...)
+	}), r.keyOptions(t, true)...)
 	r.checkHandleRefusedAsStopped(stopped, task, "Go")
 	r.maybe.Add(1)
 	r.handles = append(r.handles, task)
@@ -954,21 +1021,21 @@ func (r *fuzzRun) delayedTask(arg int) {
 	t := r.newTask(0, 1, false) // ready when due: not ordered
 	stopped := r.p.Stopped()
 	if arg%2 == 0 {
-		task := r.p.Go(context.Background(), func(ctx context.Context) error {
+		task := r.p.Go(context.Background(), trackFn(r, func(ctx context.Context) error {
 			ranEarly("a delayed Task")
 			r.keyRun(t, r.body(func() {}))()
 			return nil
-		}, append(r.keyOptions(t, true), Delay(wait))...)
+		}), append(r.keyOptions(t, true), Delay(wait))...)
 		r.checkHandleRefusedAsStopped(stopped, task, "Go with Delay")
 		r.handles = append(r.handles, task)
 		r.pending.Go(func() { r.checkHandleErr(task.Wait(), true, "delayed Task.Wait") })
 		return
 	}
-	f := Call(context.Background(), r.p, func(ctx context.Context) (int, error) {
+	f := Call(context.Background(), r.p, trackCall(r, func(ctx context.Context) (int, error) {
 		ranEarly("a delayed Future")
 		r.keyRun(t, r.body(func() {}))()
 		return arg, nil
-	}, append(r.keyOptions(t, true), At(due))...)
+	}), append(r.keyOptions(t, true), At(due))...)
 	r.checkHandleRefusedAsStopped(stopped, f, "Call with At")
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
@@ -1017,7 +1084,7 @@ func (r *fuzzRun) optionTask(arg int) {
 	}
 	body := r.meter.wrapWeighted(int64(weight), func() { r.ran.Add(1) })
 	stopped := r.p.Stopped()
-	task := r.p.Go(context.Background(), func(ctx context.Context) (err error) {
+	task := r.p.Go(context.Background(), trackFn(r, func(ctx context.Context) (err error) {
 		r.keyRun(t, func() {
 			body()
 			switch n := runs.Add(1); {
@@ -1030,7 +1097,7 @@ func (r *fuzzRun) optionTask(arg int) {
 			}
 		})()
 		return err
-	}, opts...)
+	}), opts...)
 	if t.hold != nil {
 		r.keyRuns.returned(t.hold, task.Done())
 	}
@@ -1060,13 +1127,13 @@ func (r *fuzzRun) optionTask(arg int) {
 // call makes a Future whose fn returns arg, and checks what Wait returns.
 func (r *fuzzRun) call(arg int) {
 	t := r.newTask(0, 1, true)
-	f := Call(context.Background(), r.p, func(ctx context.Context) (v int, err error) {
+	f := Call(context.Background(), r.p, trackCall(r, func(ctx context.Context) (v int, err error) {
 		r.keyRun(t, func() {
 			r.body(func() {})()
 			v, err = arg, sleepOrCause(ctx, arg)
 		})()
 		return v, err
-	}, r.keyOptions(t, true)...)
+	}), r.keyOptions(t, true)...)
 	r.maybe.Add(1)
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
@@ -1126,13 +1193,41 @@ func (r *fuzzRun) body(task func()) func() {
 	})
 }
 
+// track wraps a task so that the run counts it in running while it runs,
+// until it returns, panics or calls runtime.Goexit.
+func (r *fuzzRun) track(task func()) func() {
+	return func() {
+		r.running.Add(1)
+		defer r.running.Add(-1)
+		task()
+	}
+}
+
+// trackFn is track for a Task's or a group task's fn.
+func trackFn(r *fuzzRun, fn func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		r.running.Add(1)
+		defer r.running.Add(-1)
+		return fn(ctx)
+	}
+}
+
+// trackCall is track for a Future's fn.
+func trackCall[T any](r *fuzzRun, fn func(context.Context) (T, error)) func(context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		r.running.Add(1)
+		defer r.running.Add(-1)
+		return fn(ctx)
+	}
+}
+
 // plain makes a plain task of the run around task.
 func (r *fuzzRun) plain(task func()) *plainTask {
 	pt := &plainTask{}
-	pt.fn = r.body(func() {
+	pt.fn = r.track(r.body(func() {
 		pt.runs.Add(1)
 		task()
-	})
+	}))
 	r.mu.Lock()
 	r.plains[funcKey(pt.fn)] = pt
 	r.mu.Unlock()
@@ -1140,8 +1235,10 @@ func (r *fuzzRun) plain(task func()) *plainTask {
 }
 
 // deadLetter is the run's dead-letter handler: it records the letter on
-// its task; every seventh letter it then panics, and every seventh after
-// the fifth it calls runtime.Goexit.
+// its task and, if the policy byte says so, submits a new plain task for
+// each of the first maxResubmits letters (see submitChild); every seventh
+// letter it then panics, and every seventh after the fifth it calls
+// runtime.Goexit.
 func (r *fuzzRun) deadLetter(task func(), reason error) {
 	r.inHandler.Add(1)
 	defer r.inHandler.Add(-1)
@@ -1154,6 +1251,9 @@ func (r *fuzzRun) deadLetter(task func(), reason error) {
 	n := r.letters
 	r.letters++
 	r.mu.Unlock()
+	if r.resubmits.Add(-1) >= 0 {
+		r.submitChild() // a new plain task, from the deliverer goroutine
+	}
 	switch n % 7 {
 	case 3:
 		r.handlerPanics.Add(1)

@@ -146,6 +146,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		tooHeavy = true
 	case g.limit > 0 && len(g.inPool) >= g.limit:
 		g.held.PushBack(h)
+		p.counts.groupHeld.Add(1) // before Submitted: Status reads Submitted first, so it never counts a held task as busy
 		p.counts.groupOnly.Add(1) // counted from this call; its release is not counted again
 	default:
 		t := g.add(h)
@@ -180,11 +181,11 @@ func (p *WorkerPool) endCall() { p.endSettle() }
 // applies. Held tasks have not reached the pool: once it stops taking tasks
 // (Stop, StopWait or Shutdown) they are dropped, and Wait reports
 // ErrStopped; and once the group's context is done they are dropped too.
-// Each held task counts in Status.Submitted from its Go call, and a
-// dropped one in Abandoned when the pool stopped, in Canceled when the
-// group's context was done first (see Go), with one TaskDropped call each,
-// before the stop returns. SetLimit panics if n is 0, which would never
-// run a task.
+// Each held task counts in Status.Submitted from its Go call (while held,
+// in neither Waiting nor Busy), and a dropped one in Abandoned when the
+// pool stopped, in Canceled when the group's context was done first (see
+// Go), with one TaskDropped call each, before the stop returns. SetLimit
+// panics if n is 0, which would never run a task.
 func (g *Group) SetLimit(n int) {
 	if n == 0 {
 		panic("workerpool: Group.SetLimit(0) would never run a task")
@@ -354,6 +355,7 @@ func (g *Group) takeHeld() *groupTask {
 		g.dropHeld(ErrStopped)
 		return nil
 	}
+	g.pool.counts.groupHeld.Add(-1) // on its way to the pool, which counts it where it lands
 	return g.add(g.held.PopFront())
 }
 
@@ -391,6 +393,7 @@ func (g *Group) dropHeld(why error) {
 		g.tellLater(g.held.PopFront())
 	}
 	g.pool.counts.settled.add(g.bucketFor(why), uint64(n)) // in Submitted since their Go calls
+	g.pool.counts.groupHeld.Add(-int64(n))                 // after their bucket, which Status reads after groupHeld
 }
 
 // tellLater notes h, dropped or skipped under g.mu, which unlock tells

@@ -91,6 +91,7 @@ type counts struct {
 	keys            atomic.Int64  // keys with tasks in the pool (see flows.byKey)
 	settled         settledTotals // the accepted tasks that never ran, by why
 	groupOnly       atomic.Uint64 // group tasks counted in Submitted by their Group.Go call: held back by SetLimit (released ones too: their send is not counted again), or skipped by a canceled group
+	groupHeld       atomic.Int64  // of groupOnly, the tasks their groups hold back now (see Group.SetLimit): neither in the pool nor settled
 	ticketTasks     atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
 	rejected        atomic.Uint64 // tasks refused because the queue was full, never accepted
 	submittedAtStop atomic.Uint64 // the exact number of accepted tasks, stored by dispatch before it closes stopped (see submitted)
@@ -174,11 +175,17 @@ func (p *WorkerPool) Status() Status {
 	// after that.
 	stopped := isClosed(p.stopped)
 	// Every accepted task is, at any moment, scheduled (a retry's next
-	// run included), waiting, busy (on its way to a worker or running),
-	// completed, or settled. Busy is what the other counts leave; while
-	// tasks flow they are read a moment apart, so it is clamped to [0,
-	// workers]. Completed is one counter, read once: it never goes back.
+	// run included), waiting, held back by its group (SetLimit), busy (on
+	// its way to a worker or running), completed, or settled. Busy is what
+	// the other counts leave; while tasks flow they are read a moment
+	// apart, so it is clamped to [0, workers]. Completed is one counter,
+	// read once: it never goes back. The held tasks are read after
+	// Submitted (Group.Go counts a held task there last) and before the
+	// buckets a dropped one moves to (dropHeld counts it there first), so
+	// no held task shows as busy; a released one is busy while on its way
+	// to dispatch, as any task being sent is.
 	submitted := p.submitted(stopped)
+	held := max(p.counts.groupHeld.Load(), 0)
 	completed := p.counts.completed.Load()
 	canceled := p.counts.settled.canceled.Load()
 	abandoned := p.counts.settled.abandoned.Load()
@@ -187,7 +194,7 @@ func (p *WorkerPool) Status() Status {
 	workers := int(p.counts.workers.Load())
 	dropped := p.counts.settled.dropped.Load()
 	expired := p.counts.settled.expired.Load()
-	busy := submitted - int64(waiting+scheduled) - int64(completed) - int64(canceled+abandoned+dropped+expired)
+	busy := submitted - int64(waiting+scheduled) - held - int64(completed) - int64(canceled+abandoned+dropped+expired)
 	return Status{
 		State:      p.state(stopped),
 		MaxWorkers: p.Size(),

@@ -17,9 +17,10 @@ import (
 )
 
 // Tests for Status and the read-only accessors: State names, observers that
-// never block, counters that never go back, Panicked, a Status that says
-// StateStopped being exact, and the accounting invariant (every accepted
-// task lands in exactly one bucket) with every policy at once.
+// never block, counters that never go back, Panicked, Busy in a quiet
+// moment, a Status that says StateStopped being exact, and the accounting
+// invariant (every accepted task lands in exactly one bucket) with every
+// policy at once.
 
 func TestStateString(t *testing.T) {
 	for state, want := range map[State]string{
@@ -131,6 +132,48 @@ func TestStatusSubmittedNeverGoesBack(t *testing.T) {
 	p.StopWait()
 	assert.Zero(t, stop(), "times Submitted went back")
 	assert.Equal(t, uint64(20000+2*500), p.Status().Submitted, "submitted")
+}
+
+// Tasks a Group holds back (SetLimit) count in Submitted from their Go
+// calls but wait in the group: in a quiet moment Busy is the one task
+// running, though a second worker is free, as the next one is released,
+// and once the rest are dropped.
+func TestStatusBusyLeavesOutTheTasksAGroupHoldsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithMinWorkers(2))
+		defer p.Stop()
+		ctx, cancel := context.WithCancel(t.Context())
+		g := p.Group(ctx)
+		g.SetLimit(1)
+		gates := make([]gate, 10)
+		for i := range gates {
+			gates[i] = newGate()
+			g.Go(fnOf(gates[i].wait))
+		}
+		synctest.Wait()
+		s := p.Status()
+		require.Equal(t, 2, s.Workers, "workers")
+		require.Equal(t, uint64(10), s.Submitted, "submitted: every Go call")
+		assert.Equal(t, 1, s.Busy, "busy while nine tasks are held")
+
+		gates[0].open() // the next task is released and starts
+		synctest.Wait()
+		s = p.Status()
+		require.Equal(t, uint64(1), s.Completed, "completed")
+		assert.Equal(t, 1, s.Busy, "busy once the second task runs")
+
+		cancel()
+		waited := make(chan error)
+		go func() { waited <- g.Wait() }()
+		synctest.Wait() // Wait dropped the held tasks, and waits for the one running
+		s = p.Status()
+		require.Equal(t, uint64(8), s.Canceled, "canceled: the held tasks dropped")
+		assert.Equal(t, 1, s.Busy, "busy once the held tasks are dropped")
+
+		gates[1].open()
+		assert.ErrorIs(t, <-waited, context.Canceled, "Wait")
+		assert.Equal(t, 0, p.Status().Busy, "busy once the group is done")
+	})
 }
 
 // A plain task and a DoWait task whose panic the handler took count once
