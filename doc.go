@@ -378,7 +378,8 @@
 //     (Retry); counted in Status.Scheduled.
 //
 // A settled task (canceled, abandoned, dropped or expired) has left
-// Status.Waiting and Status.Scheduled and is counted in Status.Canceled,
+// Status.Waiting and Status.Scheduled (and Status.Keys no longer counts its
+// key, if it was the key's last task) and is counted in Status.Canceled,
 // Abandoned, Dropped or Expired by the time its Wait or Done reports it.
 // Plain tasks from Submit and Do have no waiter: they are scheduled (given
 // Delay or At), queued, then started and finished, or abandoned, dropped

@@ -399,8 +399,9 @@ func (c *crew) handed(d *dispatcher, out jobOut) {
 type jobOut struct {
 	weight    int
 	retriable bool
-	flow      *flow // its key's, if it has one
-	keyHeld   bool  // it holds its key's slots already (a retry)
+	flow      *flow  // its key's, if it has one
+	flowGen   uint32 // flow.gen as the job got it (see flows.holdSlots)
+	keyHeld   bool   // it holds its key's slots already (a retry)
 }
 
 // outOf reads w's jobOut; call it before the send.
@@ -409,7 +410,11 @@ func outOf(w work) jobOut {
 		return jobOut{weight: 1}
 	}
 	j := w.job
-	return jobOut{weight: j.weight(), retriable: j.retriable(), flow: j.flow(), keyHeld: j.keyHeld()}
+	out := jobOut{weight: j.weight(), retriable: j.retriable(), flow: j.flow(), keyHeld: j.keyHeld()}
+	if out.flow != nil {
+		out.flowGen = j.opts.flowGen
+	}
+	return out
 }
 
 // Handing work out: the dispatcher picks the task to start next and gives
