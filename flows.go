@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -777,19 +778,25 @@ func keepSpare[T any](list *[]*T, v *T) {
 	}
 }
 
-// abandonAll lets go of every keyed queue's entries through fn, and
-// forgets the levels; the flows go as their jobs are let go.
-func (f *flows) abandonAll(fn func(j *job)) {
-	for _, l := range f.levels {
-		for l.cur != nil {
-			l.remove(l.cur)
-		}
+// liftLimit lifts the key limit for a stop that gives up the queue in
+// order (see waitQueue.abandonAll): as if each task ended before the next
+// were chosen, no key holds slots when its next task's turn comes. The
+// queues the limit held back join their rings again, in the order their
+// fronts joined the queue.
+func (f *flows) liftLimit() {
+	f.limit = 0
+	held := slices.DeleteFunc(f.queues(), func(fq *flowQueue) bool { return !fq.blocked })
+	slices.SortFunc(held, func(a, b *flowQueue) int {
+		return cmp.Compare(a.entries.Front().seq, b.entries.Front().seq)
+	})
+	for _, fq := range held {
+		f.enterRing(fq)
 	}
-	for _, fq := range f.queues() {
-		for fq.entries.Len() > 0 {
-			fn(f.popFront(fq).job)
-		}
-	}
+}
+
+// stopped lets go of the spares, once a stop has emptied every queue; the
+// flows go as their jobs are let go.
+func (f *flows) stopped() {
 	f.levels, f.spare, f.paused = nil, spares{}, nil
 }
 

@@ -467,20 +467,29 @@ func (p *WorkerPool) givePlaceOf(j *job) {
 }
 
 // settleIfBlocked settles a job that must not start any more, and reports
-// whether it did: canceled once its owner's context is done, abandoned once
-// the pool abandons its queue. An owner's context that the stop itself
-// ended (a group canceled by the cut of a Shutdown that gave up, or by a
-// task the stop abandoned) counts as the stop, not as a cancel.
+// whether it did: canceled once its owner's context is done (see
+// settleIfCanceled), abandoned once the pool abandons its queue. The worker
+// that took the job asks it, and so does a stop that abandons the job.
 func (j *job) settleIfBlocked() bool {
-	abandoning := j.pool.abandonBegun.Load()
-	err := j.owner.canceled()
-	switch {
-	case err != nil && !(abandoning && errors.Is(err, ErrStopped)):
-		return j.settle(jobCanceled, err)
-	case abandoning:
-		return j.settle(jobAbandoned, ErrStopped)
+	if j.settleIfCanceled() {
+		return true
 	}
-	return false
+	return j.pool.abandonBegun.Load() && j.settle(jobAbandoned, ErrStopped)
+}
+
+// settleIfCanceled settles a job as canceled once its owner's context is
+// done, and reports whether it did. An owner's context that the stop itself
+// ended (a group canceled by the cut of a Shutdown that gave up, or by a
+// task the stop abandoned) counts as the stop, not as a cancel: the job is
+// left to the stop. Dispatch asks this, not settleIfBlocked, of the jobs it
+// holds: once abandoning has begun it leaves them where they wait, and the
+// stop gives them up in queue order (see waitQueue.abandonAll).
+func (j *job) settleIfCanceled() bool {
+	err := j.owner.canceled()
+	if err == nil || errors.Is(err, ErrStopped) && j.pool.abandonBegun.Load() {
+		return false
+	}
+	return j.settle(jobCanceled, err)
 }
 
 // abandon settles a job that a stop abandons, if it is not settled yet:

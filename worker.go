@@ -495,13 +495,14 @@ func (d *dispatcher) sendFront() bool {
 
 // nextToStart returns the task to start next, and where it waits: the
 // queue's head (see waitQueue.head), if abandoning has not begun and it may
-// start now (see slots.mayStart); or none.
+// start now (see slots.mayStart); or none. Once abandoning has begun it
+// leaves the queue as it is, for the stop to give up in order.
 func (d *dispatcher) nextToStart() (source, work) {
-	if d.queue.len() == 0 {
+	if d.queue.len() == 0 || d.p.abandonBegun.Load() {
 		return none, work{}
 	}
-	src := d.queue.head(d.barriers.hold()) // first: it may abandon the front job, once abandoning began
-	if src.isNone() || d.p.abandonBegun.Load() {
+	src := d.queue.head(d.barriers.hold())
+	if src.isNone() {
 		return none, work{}
 	}
 	w := d.queue.workAt(src)
