@@ -397,7 +397,7 @@ func (a *admission) admitJob(d *dispatcher, j *job, how route) {
 		d.acceptJob(j)
 	case toWorker:
 		d.countSubmitted()
-		if j.settled() || j.settleIfBlocked() {
+		if j.settled() || j.settleIfCanceled() {
 			d.discard(j)
 			return
 		}

@@ -2,7 +2,9 @@ package workerpool
 
 import (
 	"context"
+	"errors"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -428,4 +430,147 @@ func TestNilDeadLetterHandlerMeansTheTasksAreOnlyCounted(t *testing.T) {
 			})
 		})
 	}
+}
+
+// queueOrderTasks queues, on a one-worker pool whose worker is busy, a mix
+// of plain tasks and tasks with a waiter, of three priority levels, over
+// keys of weights 2 and 1 and none, one canceled before it could start, and
+// scheduled ones whose due times come in another order than they were
+// submitted. Each task says its name to say when it runs; a Go task carries
+// it as its Label too.
+func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) {
+	t.Helper()
+	bg := context.Background()
+	do := func(name string, opts ...TaskOption) {
+		require.NoError(t, p.DoContext(bg, say(name), opts...))
+	}
+	goTask := func(name string, opts ...TaskOption) *Task {
+		return p.Go(bg, fnOf(say(name)), append(opts, Label(name))...)
+	}
+	do("a")
+	do("b", Priority(1))
+	do("c", Priority(-1))
+	goTask("g0")
+	for i := range 12 {
+		k := "k" + strconv.Itoa(i%4)
+		name := k + "-" + strconv.Itoa(i/4)
+		if i%3 == 0 {
+			goTask(name, Key(k))
+		} else {
+			do(name, Key(k))
+		}
+		if i == 5 {
+			goTask("k1-canceled", Key("k1")).Cancel()
+		}
+	}
+	goTask("g1", Key("k1"), Priority(1))
+	do("h1", Key("k2"), Priority(1))
+	do("d")
+	goTask("g2", Priority(-1), Key("k3"))
+	do("e", Priority(1))
+	for _, h := range []int{5, 2, 4, 1, 3} {
+		name := "s" + strconv.Itoa(h)
+		if h%2 == 0 {
+			goTask(name, Delay(time.Duration(h)*time.Hour))
+		} else {
+			do(name, Delay(time.Duration(h)*time.Hour))
+		}
+	}
+}
+
+// Stop, and a Shutdown that gives up, give up the queue in queue order
+// (see WithDeadLetter): the order in which the same tasks start when the
+// pool runs them, one at a time, under key weights, and with aging too.
+// The dead-letter handler gets the plain tasks, and TaskDropped learns of
+// every task, in that order; the scheduled tasks come last, in the order
+// they come due. A key limit does not change queue order: a pool that runs
+// the tasks lets a key's next task go as soon as the last one gave back its
+// slots, which may come before or after dispatch chooses the next task, so
+// the stop is compared with the same pool without the limit.
+func TestStopAbandonsInTheOrderTheTasksWouldStart(t *testing.T) {
+	weights := WithKeyWeights(func(k string) int {
+		if k == "k0" {
+			return 2
+		}
+		return 1
+	})
+	setups := []struct {
+		name  string
+		opts  []Option      // the pool's, both when it runs the tasks and when it stops
+		limit int           // the key limit of the pool that stops
+		wait  time.Duration // between queuing and opening the worker or stopping
+	}{
+		{"weights", []Option{weights}, 0, 0},
+		{"weights and a key limit", []Option{weights}, 1, 0},
+		{"weights and aging", []Option{weights, WithPriorityAging(time.Minute)}, 0, 90 * time.Second},
+	}
+	for _, setup := range setups {
+		for _, mode := range stopModes {
+			if !mode.abandons {
+				continue
+			}
+			t.Run(setup.name+"/"+mode.name, func(t *testing.T) {
+				var ran []string
+				synctest.Test(t, func(t *testing.T) {
+					var r names
+					p := New(1, append(setup.opts, WithIdleTimeout(-1))...)
+					g := blockOneWorker(t, p)
+					queueOrderTasks(t, p, r.say)
+					time.Sleep(setup.wait)
+					g.open()
+					p.StopWait()
+					ran = r.got()
+				})
+				require.Len(t, ran, 26, "tasks run")
+				synctest.Test(t, func(t *testing.T) {
+					var r names
+					dropped := 0
+					p := New(1, append(setup.opts, WithIdleTimeout(-1), WithKeyLimit(setup.limit),
+						WithDeadLetter(func(task func(), reason error) {
+							assert.ErrorIs(t, reason, ErrStopped, "dead letter's reason")
+							task()
+						}),
+						WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
+							if errors.Is(ti.Err, ErrStopped) {
+								dropped++
+								if ti.Label != "" {
+									r.say(ti.Label)() // a task with a waiter: no dead letter
+								}
+							}
+						}}))...)
+					g := blockOneWorker(t, p)
+					queueOrderTasks(t, p, r.say)
+					time.Sleep(setup.wait)
+					stopped := make(chan struct{})
+					go func() { mode.stop(p); close(stopped) }()
+					synctest.Wait()
+					g.open()
+					<-stopped
+					assert.Equal(t, ran, r.got(), "letters and TaskDropped in the order the tasks ran when let run")
+					assert.Equal(t, 26, dropped, "TaskDropped with ErrStopped")
+					requireStoppedClean(t, p)
+				})
+			})
+		}
+	}
+}
+
+// names records names in the order said.
+type names struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (n *names) say(name string) func() {
+	return func() {
+		n.mu.Lock()
+		n.list = append(n.list, name)
+		n.mu.Unlock()
+	}
+}
+
+func (n *names) got() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([]string(nil), n.list...)
 }

@@ -386,7 +386,7 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 	} else {
 		d.countSubmitted()
 	}
-	if j.settled() || j.settleIfBlocked() { // settled: canceled since its send completed
+	if j.settled() || j.settleIfCanceled() { // settled: canceled since its send completed
 		d.discard(j)
 		return
 	}
@@ -416,7 +416,7 @@ func (d *dispatcher) enqueueNew(j *job) {
 	}
 	// A group whose context ended while j was on its way cancels only its
 	// queued jobs; now that j is queued, look again.
-	j.settleIfBlocked()
+	j.settleIfCanceled()
 }
 
 // scheduleNew puts a new job that is not due yet in the timer heap; under
@@ -432,7 +432,7 @@ func (d *dispatcher) scheduleNew(j *job) {
 	d.timers.push(j)
 	// A group whose context ended while j was on its way cancels only its
 	// queued and scheduled jobs; now that j is scheduled, look again.
-	j.settleIfBlocked()
+	j.settleIfCanceled()
 }
 
 // admitDue puts a job that came due in the pool as if it were accepted
@@ -440,7 +440,7 @@ func (d *dispatcher) scheduleNew(j *job) {
 // level. A job whose context is done, or that weighs more than the pool's
 // size, is settled instead.
 func (d *dispatcher) admitDue(j *job) {
-	if j.settleIfBlocked() {
+	if j.settleIfCanceled() {
 		j.letGo()
 		return
 	}

@@ -382,7 +382,8 @@
 //     (Retry); counted in Status.Scheduled.
 //
 // A settled task (canceled, abandoned, dropped or expired) has left
-// Status.Waiting and Status.Scheduled and is counted in Status.Canceled,
+// Status.Waiting and Status.Scheduled (and Status.Keys no longer counts its
+// key, if it was the key's last task) and is counted in Status.Canceled,
 // Abandoned, Dropped or Expired by the time its Wait or Done reports it.
 // Plain tasks from Submit and Do have no waiter: they are scheduled (given
 // Delay or At), queued, then started and finished, or abandoned, dropped
@@ -403,6 +404,19 @@
 //     tasks (a plain func cannot be canceled, so Shutdown waits for it);
 //   - cut now: Shutdown with a context that is already done: no queued
 //     task starts.
+//
+// A stop that abandons the queue gives its tasks up in queue order: the
+// order in which the pool would start them were each to end before the
+// next is chosen, from the moment of the stop, with nothing holding any
+// back: the highest priority level first (under WithPriorityAging, the
+// highest level reached), the keys' turns within a level (a key that its
+// limit held back takes its turn after the keys in line, see Keys),
+// first in first out within a key and level; then the scheduled tasks, in
+// the order they come due (a retry whose worker had not handed it back to
+// the dispatcher yet comes last). The tasks with a waiter learn ErrStopped,
+// TaskDropped learns of each task, and the dead-letter handler gets each
+// plain one, in that order; only a task a worker took but had not started
+// is given up by that worker, whenever it comes to it.
 //
 // Shutdown returns nil only if the stop abandoned no accepted task (tasks
 // dropped, expired or canceled for their own reasons do not count), the

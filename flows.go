@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
@@ -27,7 +28,7 @@ type flows struct {
 	p       *WorkerPool
 	limit   int                  // WithKeyLimit's n; 0: none
 	weight  func(key string) int // WithKeyWeights's w; nil: 1 each
-	byKey   map[string]*flow     // the keys with tasks waiting, scheduled or running
+	byKey   map[string]*flow     // the keys with tasks in the pool (see flow.members), or with settled ones still queued
 	levels  []*keyedLevel        // the levels with keyed tasks queued, lowest first
 	spare   spares               // emptied flows, queues and levels kept for reuse
 	peak    int                  // the most keys byKey held since it was last made
@@ -56,13 +57,20 @@ type flow struct {
 	weight int          // its share, asked once as the key became active; at least 1
 	held   int          // slots its tasks hold: running, or waiting for a retry (counted only under a limit)
 	queues []*flowQueue // its queues with entries, one per level
-	// members counts its tasks the pool holds: waiting, scheduled,
-	// running or posted for a retry. Dispatch adds them as it accepts
-	// them; whoever lets go of one takes it out (see job.letGo), so
-	// Status.Keys, which counts the flows whose members went from 0 to 1
-	// less those that went back to 0, is exact at every moment. Dispatch
-	// forgets a flow once the move to 0 reaches it through flowMail and
-	// members are still 0.
+	// members counts its tasks the pool holds and that may still run:
+	// waiting, scheduled, running or posted for a retry. Dispatch adds
+	// them as it accepts them; the party that settles one, or else
+	// whoever lets go of it, takes it out (see job.leaveKey), before its
+	// owner learns why it will never run. So Status.Keys, which counts
+	// the flows whose members went from 0 to 1 less those that went back
+	// to 0, no longer counts a key once its last task settled, though a
+	// settled task's entry may wait in the queue until dispatch reaches
+	// it. Dispatch forgets a flow once its members are 0 and none of its
+	// queues is left: when the move to 0 reaches it through flowMail, or
+	// when its last queue empties (see forgetIfDone). A settled job that
+	// dispatch still holds elsewhere (in its timer heap, say) or that a
+	// worker took may then point to a forgotten flow: what it gives back
+	// is told by gen, and ignored.
 	members atomic.Int32
 	// gen counts the times the flow was forgotten, so that a release
 	// posted for it before (see flowRelease) finds it changed and is
@@ -173,19 +181,35 @@ func (f *flows) joinIfKeyed(j *job) {
 // whose flow dispatch has not forgotten yet, but which had no member
 // left, becomes active again: its weight is asked again, as for a new
 // flow.
+//
+// j becomes a member before it is counted, so that the party that
+// settles it from then on counts it out (see job.leaveKey); if it was
+// settled on its way here, it is never counted. A settle that comes
+// between the two counts it out before it is counted in: if the key had
+// no other task, Status.Keys shows neither; if it had one, Keys may miss
+// the key for that moment.
 func (f *flows) join(j *job) {
-	fl := f.byKey[j.opts.key]
+	o := j.opts
+	fl := f.byKey[o.key]
 	fresh := fl == nil
 	if fresh {
-		fl = f.activate(j.opts.key)
+		fl = f.activate(o.key)
 	}
-	if fl.members.Add(1) == 1 {
+	o.flow, o.flowGen = fl, fl.gen
+	o.member.Store(true)
+	if j.settled() && o.member.Swap(false) {
+		f.forgetIfDone(fl)
+		return
+	}
+	switch fl.members.Add(1) {
+	case 1:
 		f.p.counts.keys.Add(1)
 		if !fresh {
 			fl.weight = f.weightOf(fl.key)
 		}
+	case 0: // its settler counted it out first
+		f.forgetIfDone(fl)
 	}
-	j.opts.flow, j.opts.flowGen = fl, fl.gen
 }
 
 // activate makes the flow of a key that becomes active, asking its weight.
@@ -213,9 +237,10 @@ func (f *flows) weightOf(key string) (w int) {
 	return max(f.weight(key), 1)
 }
 
-// takeMail takes what was posted for keyed jobs the pool let go of (see
-// job.letGo): a flow that gave back slots may start again; one whose
-// members went to 0, and still are, is forgotten. A release for a flow
+// takeMail takes what was posted for keyed jobs that settled or that the
+// pool let go of (see job.leaveFlow): a flow that gave back slots may
+// start again; one whose members went to 0, and still are, is forgotten
+// if none of its queues is left (see forgetIfDone). A release for a flow
 // forgotten since is ignored.
 func (f *flows) takeMail() {
 	for _, r := range f.p.flowMail.take(&f.mail) {
@@ -225,12 +250,22 @@ func (f *flows) takeMail() {
 		}
 		fl.held -= r.held
 		switch {
-		case r.last && fl.members.Load() == 0:
-			f.forget(fl)
+		case r.last && f.forgetIfDone(fl):
 		case r.held > 0:
 			f.unblock(fl)
 		}
 	}
+}
+
+// forgetIfDone forgets fl, and reports true, if it has no member left
+// and no queue: its settled tasks still queued keep it until dispatch
+// drops the last of them (see drop).
+func (f *flows) forgetIfDone(fl *flow) bool {
+	if fl.members.Load() != 0 || len(fl.queues) > 0 {
+		return false
+	}
+	f.forget(fl)
+	return true
 }
 
 // takeMailIfAny takes what was posted, if anything was, so that a
@@ -264,7 +299,7 @@ func advanced(count *atomic.Uint64, seen *uint64) bool {
 	return true
 }
 
-// forget drops a flow with no tasks left in the pool.
+// forget drops a flow with no tasks left in the pool, nor queued.
 func (f *flows) forget(fl *flow) {
 	delete(f.byKey, fl.key)
 	if f.peak > mapResetPeak && len(f.byKey) <= f.peak/4 {
@@ -295,9 +330,11 @@ func (f *flows) shrink() {
 }
 
 // holdSlots counts the slots a keyed task takes as a worker takes it,
-// under a limit, unless it holds them already (a retry).
+// under a limit, unless it holds them already (a retry), or its flow was
+// forgotten (it settled, and was its key's last task: the worker skips
+// it, and what it gives back is ignored).
 func (f *flows) holdSlots(out jobOut) {
-	if out.flow != nil && f.limit > 0 && !out.keyHeld {
+	if out.flow != nil && f.limit > 0 && !out.keyHeld && out.flow.gen == out.flowGen {
 		out.flow.held += out.weight
 	}
 }
@@ -617,7 +654,8 @@ func (f *flows) popFront(fq *flowQueue) flowEntry {
 }
 
 // drop lets go of fq, which is empty: out of its ring, its flow and, if it
-// was the last queue of its level, the level too.
+// was the last queue of its level, the level too; and its flow, if that
+// has no member left nor another queue (its last tasks settled).
 func (f *flows) drop(fq *flowQueue) {
 	l, fl := fq.level, fq.flow
 	if fq.prev != nil {
@@ -634,6 +672,7 @@ func (f *flows) drop(fq *flowQueue) {
 		f.levels = slices.Delete(f.levels, i, i+1)
 		f.spare.putLevel(l)
 	}
+	f.forgetIfDone(fl)
 }
 
 // each calls fn for every keyed queue, stopping when fn returns false.
@@ -739,19 +778,25 @@ func keepSpare[T any](list *[]*T, v *T) {
 	}
 }
 
-// abandonAll lets go of every keyed queue's entries through fn, and
-// forgets the levels; the flows go as their jobs are let go.
-func (f *flows) abandonAll(fn func(j *job)) {
-	for _, l := range f.levels {
-		for l.cur != nil {
-			l.remove(l.cur)
-		}
+// liftLimit lifts the key limit for a stop that gives up the queue in
+// order (see waitQueue.abandonAll): as if each task ended before the next
+// were chosen, no key holds slots when its next task's turn comes. The
+// queues the limit held back join their rings again, in the order their
+// fronts joined the queue.
+func (f *flows) liftLimit() {
+	f.limit = 0
+	held := slices.DeleteFunc(f.queues(), func(fq *flowQueue) bool { return !fq.blocked })
+	slices.SortFunc(held, func(a, b *flowQueue) int {
+		return cmp.Compare(a.entries.Front().seq, b.entries.Front().seq)
+	})
+	for _, fq := range held {
+		f.enterRing(fq)
 	}
-	for _, fq := range f.queues() {
-		for fq.entries.Len() > 0 {
-			fn(f.popFront(fq).job)
-		}
-	}
+}
+
+// stopped lets go of the spares, once a stop has emptied every queue; the
+// flows go as their jobs are let go.
+func (f *flows) stopped() {
 	f.levels, f.spare, f.paused = nil, spares{}, nil
 }
 
@@ -765,9 +810,9 @@ type flowMailbox struct {
 	posts []flowRelease
 }
 
-// A flowRelease is one keyed job leaving the pool: its flow as of gen
-// (see flow.gen), the slots it held there, and whether it was the flow's
-// last member.
+// A flowRelease is one keyed job leaving its flow, as it settles or as
+// the pool lets go of it: its flow as of gen (see flow.gen), the slots it
+// held there, and whether it was the flow's last member.
 type flowRelease struct {
 	flow *flow
 	gen  uint32

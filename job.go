@@ -45,9 +45,10 @@ import (
 // settled after a run that was to be retried tells its owner why joined
 // with that run's error (see withLastRun). The party that
 // settles a job as canceled, abandoned or dropped counts it in Status,
-// takes it out of Waiting if it was queued, and gives back its room before
-// it tells the owner, so a canceled task has left Waiting and joined
-// Canceled before its Wait returns. A stop waits
+// takes it out of Waiting if it was queued, out of its key's members (see
+// leaveKey), and gives back its room before it tells the owner, so a
+// canceled task has left Waiting, joined Canceled and, if it was its key's
+// last task, taken the key out of Status.Keys before its Wait returns. A stop waits
 // for the settles in progress (see WorkerPool.settling), so the counts are
 // complete when it returns.
 type job struct {
@@ -93,13 +94,18 @@ type jobOptions struct {
 	readyAt int64
 
 	// For a keyed task (see Key): flow is its key's state, set by
-	// dispatch as it accepts the job. keyHeld says the job holds its
-	// weight of its key's slots: set by the worker that takes it, and
-	// kept while it waits for a retry. Both go as the pool lets go of the
-	// job (see letGo). keyHeld is atomic because a party that settles the
-	// job while it waits reads it (see settleFrom).
+	// dispatch as it accepts the job, and kept until the job is reused.
+	// member says the job counts among flow.members: set by dispatch as
+	// it gives the job its flow, and swapped off, once, by whoever takes
+	// the job out (see leaveKey): the party that settles it, or else the
+	// one that lets go of it. keyHeld says the job holds its weight of
+	// its key's slots: set by the worker that takes it, kept while it
+	// waits for a retry, and given back as the pool lets go of the job
+	// (see letGo). keyHeld is atomic because a party that settles the job
+	// while it waits reads it (see settleFrom).
 	flow    *flow
 	flowGen uint32 // flow.gen as dispatch gave the job its flow
+	member  atomic.Bool
 	keyHeld atomic.Bool
 }
 
@@ -327,6 +333,7 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	if last := j.lastErr(); last != nil { // written by the worker before it posted the job: read only once it is the settler's
 		err = withLastRun(why, last)
 	}
+	j.leaveKey() // before the wake-up: dispatch may forget the key at once
 	switch from {
 	case jobQueued:
 		p.counts.waiting.Add(-1)
@@ -412,21 +419,49 @@ func (j *job) leaveFlowIfKeyed() {
 	}
 }
 
-// leaveFlow takes the job out of its key's flow as the pool lets go of
-// it: it counts the key out of Status.Keys if the job was its last task,
-// and posts to dispatch what dispatch must learn: the slots it held, under
-// a limit, and whether it was the last (see flows.takeMail).
+// leaveFlow gives back what the job holds of its key's flow as the pool
+// lets go of it: its place among the flow's members, unless the party
+// that settled it took it out (see leaveKey), and, under a limit, its
+// slots, which it posts to dispatch (see flows.takeMail).
 func (j *job) leaveFlow() {
 	p, o := j.pool, j.opts
 	r := flowRelease{flow: o.flow, gen: o.flowGen}
 	if o.keyHeld.Swap(false) && p.cfg.keyLimit > 0 {
 		r.held = o.weight
 	}
-	o.flow = nil
-	if r.flow.members.Add(-1) == 0 {
-		p.counts.keys.Add(-1)
-		r.last = true
+	if o.member.Swap(false) {
+		r.last = p.leftFlow(r.flow)
 	}
+	p.postRelease(r)
+}
+
+// leaveKey takes a keyed job that settles out of its key's members, so
+// that Status.Keys no longer counts the key, if the job was its last
+// task, by the time the job's owner learns why it will never run. The
+// job's slots, if it holds any, go back only as the pool lets go of it
+// (see leaveFlow).
+func (j *job) leaveKey() {
+	o := j.opts
+	if o == nil || !o.member.Swap(false) {
+		return
+	}
+	j.pool.postRelease(flowRelease{flow: o.flow, gen: o.flowGen, last: j.pool.leftFlow(o.flow)})
+}
+
+// leftFlow counts one member out of fl, and reports whether it was the
+// last: the key then leaves Status.Keys. The member still counts when
+// this is called, so dispatch has not forgotten fl (see flows.forget).
+func (p *WorkerPool) leftFlow(fl *flow) bool {
+	if fl.members.Add(-1) != 0 {
+		return false
+	}
+	p.counts.keys.Add(-1)
+	return true
+}
+
+// postRelease posts r to dispatch, if it has anything to tell: slots
+// given back, or a flow whose last member left.
+func (p *WorkerPool) postRelease(r flowRelease) {
 	if r.held > 0 || r.last {
 		p.flowMail.post(r)
 		if p.wakeOnRelease.Load() {
@@ -459,20 +494,29 @@ func (p *WorkerPool) givePlaceOf(j *job) {
 }
 
 // settleIfBlocked settles a job that must not start any more, and reports
-// whether it did: canceled once its owner's context is done, abandoned once
-// the pool abandons its queue. An owner's context that the stop itself
-// ended (a group canceled by the cut of a Shutdown that gave up, or by a
-// task the stop abandoned) counts as the stop, not as a cancel.
+// whether it did: canceled once its owner's context is done (see
+// settleIfCanceled), abandoned once the pool abandons its queue. The worker
+// that took the job asks it, and so does a stop that abandons the job.
 func (j *job) settleIfBlocked() bool {
-	abandoning := j.pool.abandonBegun.Load()
-	err := j.owner.canceled()
-	switch {
-	case err != nil && !(abandoning && errors.Is(err, ErrStopped)):
-		return j.settle(jobCanceled, err)
-	case abandoning:
-		return j.settle(jobAbandoned, ErrStopped)
+	if j.settleIfCanceled() {
+		return true
 	}
-	return false
+	return j.pool.abandonBegun.Load() && j.settle(jobAbandoned, ErrStopped)
+}
+
+// settleIfCanceled settles a job as canceled once its owner's context is
+// done, and reports whether it did. An owner's context that the stop itself
+// ended (a group canceled by the cut of a Shutdown that gave up, or by a
+// task the stop abandoned) counts as the stop, not as a cancel: the job is
+// left to the stop. Dispatch asks this, not settleIfBlocked, of the jobs it
+// holds: once abandoning has begun it leaves them where they wait, and the
+// stop gives them up in queue order (see waitQueue.abandonAll).
+func (j *job) settleIfCanceled() bool {
+	err := j.owner.canceled()
+	if err == nil || errors.Is(err, ErrStopped) && j.pool.abandonBegun.Load() {
+		return false
+	}
+	return j.settle(jobCanceled, err)
 }
 
 // abandon settles a job that a stop abandons, if it is not settled yet:

@@ -600,3 +600,88 @@ func benchmarkKeysQueuedFloor(b *testing.B, keys int, keyed bool) {
 		b.Fatalf("ran %d tasks, want %d", got, b.N*keys*perKey)
 	}
 }
+
+// A key leaves Status.Keys with its last task: once the Wait of a task
+// that will never run reports it, Keys no longer counts its key, if no
+// other task of the key is in the pool, though the task's entry still
+// waits in the queue (or the timer heap) for dispatch to reach it. A new
+// task of the key counts it again, and under WithKeyLimit its slots are
+// as if the key were new: the limit holds its tasks, no more.
+func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
+	cases := []struct {
+		name   string
+		opts   []TaskOption // every task's
+		heavy  bool         // q1's task weighs 2, and a Resize(1) drops it; else Cancel does
+		settle error
+	}{
+		{"canceled while queued", nil, false, context.Canceled},
+		{"canceled while scheduled", []TaskOption{Delay(time.Hour)}, false, context.Canceled},
+		{"too heavy after a Resize, queued", nil, true, ErrTooHeavy},
+		{"too heavy after a Resize, scheduled", []TaskOption{Delay(time.Hour)}, true, ErrTooHeavy},
+	}
+	for _, c := range cases {
+		for _, limit := range []int{0, 1} {
+			t.Run(c.name+"/limit="+strconv.Itoa(limit), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					p := New(2, WithKeyLimit(limit), WithIdleTimeout(-1))
+					defer p.Stop()
+					blockers := newGate()
+					defer blockers.release()
+					p.Submit(blockers.wait)
+					p.Submit(blockers.wait)
+					ctx := context.Background()
+					var tasks []*Task
+					for i := range 3 {
+						opts := append([]TaskOption{Key("q" + strconv.Itoa(i))}, c.opts...)
+						if i == 1 && c.heavy {
+							opts = append(opts, Weight(2))
+						}
+						tasks = append(tasks, p.Go(ctx, noopFn, opts...))
+					}
+					synctest.Wait()
+					require.Equal(t, 3, p.Status().Keys, "keys before")
+
+					if c.heavy {
+						p.Resize(1)
+					} else {
+						tasks[1].Cancel()
+					}
+					require.ErrorIs(t, tasks[1].Wait(), c.settle, "q1's task")
+					s := p.Status()
+					assert.Equal(t, 2, s.Waiting+s.Scheduled, "waiting and scheduled, as Wait reports q1's task")
+					assert.Equal(t, 2, s.Keys, "keys, as Wait reports q1's task: q0 and q2")
+					time.Sleep(10 * time.Minute)
+					synctest.Wait()
+					assert.Equal(t, 2, p.Status().Keys, "keys ten minutes later")
+
+					// q1 again, two tasks that run as long as gate is closed:
+					// the key counts again, and a limit of 1 holds the second.
+					gate := newGate()
+					again := []*Task{p.Go(ctx, fnOf(gate.wait), Key("q1")), p.Go(ctx, fnOf(gate.wait), Key("q1"))}
+					synctest.Wait()
+					assert.Equal(t, 3, p.Status().Keys, "keys once q1 has tasks again")
+					p.Resize(2)
+					blockers.open()
+					synctest.Wait()
+					s = p.Status()
+					if limit == 1 {
+						assert.Equal(t, 1, s.Busy, "busy: q1's limit holds its second task")
+					} else {
+						assert.Equal(t, 2, s.Busy, "busy: both of q1's tasks")
+					}
+					gate.open()
+					for _, task := range again {
+						require.NoError(t, task.Wait())
+					}
+					for _, i := range []int{0, 2} {
+						require.NoError(t, tasks[i].Wait())
+					}
+					synctest.Wait()
+					assert.Equal(t, 0, p.Status().Keys, "keys once every task is done")
+					p.StopWait()
+					requireStoppedClean(t, p)
+				})
+			})
+		}
+	}
+}

@@ -144,7 +144,8 @@ const maxBound = math.MaxInt32
 //
 // h runs on a goroutine of the pool, never on the dispatcher's, for one task
 // at a time, in the order the tasks were given up (abandoned ones in queue
-// order). Stop, StopWait and Shutdown return only after h has returned for
+// order, which the package documentation defines under Stopping). Stop,
+// StopWait and Shutdown return only after h has returned for
 // every task given up before or during the stop, so a program can persist
 // them before it exits. A panic in h is treated as a task's: recovered and
 // passed to the panic handler if there is one, and otherwise it crashes the

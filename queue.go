@@ -626,12 +626,13 @@ func (q *waitQueue) tidyKeyedFronts() {
 
 // dropSettledFront pops the jobs at the front of level 0 that must not
 // start, so that they never take a worker: those already settled (canceled
-// by their caller) and those it settles now, whose context is done or which
-// the pool abandons. A job further back that is canceled stops counting as
-// waiting at once, and leaves the queue when it reaches the front.
+// by their caller) and those it settles now, whose context is done. A job
+// further back that is canceled stops counting as waiting at once, and
+// leaves the queue when it reaches the front. (The jobs a stop abandons
+// stay: it gives up the whole queue in order, see abandonAll.)
 func (q *waitQueue) dropSettledFront() {
 	for q.tasks.Len() > 0 && q.tasks.Front() == nil {
-		if j := q.jobs.Front(); !j.settled() && !j.settleIfBlocked() {
+		if j := q.jobs.Front(); !j.settled() && !j.settleIfCanceled() {
 			return
 		}
 		q.dropFront(level0)
@@ -651,7 +652,7 @@ func (q *waitQueue) tidyFront(src source, now int64) bool {
 	for {
 		last := q.lenAt(src) == 1
 		switch j := q.frontJob(src); {
-		case j.settled() || j.settleIfBlocked():
+		case j.settled() || j.settleIfCanceled():
 			q.dropFront(src)
 		case q.expiredAt(src, now):
 			q.giveUpFront(src, jobExpired, ErrExpired)
@@ -675,7 +676,7 @@ func (q *waitQueue) tidyHidden(fq *flowQueue, now int64) {
 	for at := 1; at < q.flows.heads(fq); at++ {
 		src := keyedAt(fq, at)
 		switch j := q.frontJob(src); {
-		case j.settled() || j.settleIfBlocked():
+		case j.settled() || j.settleIfCanceled():
 			q.dropFront(src)
 		case q.expiredAt(src, now):
 			q.giveUpFront(src, jobExpired, ErrExpired)
@@ -687,9 +688,11 @@ func (q *waitQueue) tidyHidden(fq *flowQueue, now int64) {
 }
 
 // expiredAt reports whether src's front has waited WithQueueTimeout's d at
-// now.
+// now. Once abandoning has begun none does: the stop gives up every task
+// left, in queue order (see abandonAll).
 func (q *waitQueue) expiredAt(src source, now int64) bool {
-	return q.p.cfg.queueTimeout > 0 && q.lenAt(src) > 0 && now-q.readyAtOf(src) >= int64(q.p.cfg.queueTimeout)
+	return q.p.cfg.queueTimeout > 0 && q.lenAt(src) > 0 && now-q.readyAtOf(src) >= int64(q.p.cfg.queueTimeout) &&
+		!q.p.abandonBegun.Load()
 }
 
 // giveUpFront removes src's front task, which will never run: a plain task
@@ -780,33 +783,41 @@ func (q *waitQueue) dropTooHeavy(size int) {
 	})
 }
 
-// abandonAll drops what is left in the queue, in queue order, releasing
+// abandonAll gives up what is left in the queue in queue order (see
+// WithDeadLetter): the order in which head would hand the tasks out were
+// each to end before the next is chosen, with no pause, key limit or
+// expiry holding any back (a stop ends every pause first). It releases
 // each closure as it goes: a plain task goes to the dead-letter handler
 // with ErrStopped; each job settles abandoned, and its caller learns
-// ErrStopped, or canceled if its own context ended first.
+// ErrStopped, or canceled if its own context ended first; a settled job
+// is only let go, without a turn, as head drops it.
 func (q *waitQueue) abandonAll() {
-	for q.tasks.Len() > 0 {
-		if task := q.tasks.Front(); task != nil {
-			q.pop()
-			q.p.counts.settled.count(jobAbandoned)
-			q.p.giveUpPlain(task, ErrStopped)
-			continue
+	q.flows.liftLimit()
+	for {
+		src := q.head(nil) // none only once no task is left: nothing holds one back
+		if src.isNone() {
+			break
 		}
-		q.jobs.Front().abandon()
-		q.dropFront(level0)
+		q.abandonFront(src)
 	}
-	for _, l := range q.levels {
-		for j := range l.jobs.IterPopFront() {
-			j.abandon()
-			j.letGo()
-		}
-	}
-	q.flows.abandonAll(func(j *job) {
-		j.abandon()
-		j.letGo()
-	})
+	q.flows.stopped()
 	q.levels, q.spare, q.ranked = nil, nil, 0
 	q.tasks, q.jobs, q.readyAt = deque.Deque[func()]{}, deque.Deque[*job]{}, deque.Deque[int64]{} // free the buffers too
+}
+
+// abandonFront gives up src's front, as abandonAll does, and charges its
+// weight to the ring member that chose it, as a start would (see started).
+func (q *waitQueue) abandonFront(src source) {
+	if src.fq != nil {
+		src.fq.deficit -= q.weightAt(src)
+	}
+	j := q.frontJob(src)
+	if j == nil {
+		q.giveUpFront(src, jobAbandoned, ErrStopped)
+		return
+	}
+	j.abandon()
+	q.dropFront(src)
 }
 
 // now is the pool's clock if the queue reads it (clocked), else 0.

@@ -1,7 +1,9 @@
 package workerpool
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -234,8 +236,12 @@ func (t *timers) dropTooHeavy(size int) {
 }
 
 // abandonAll settles every scheduled job as a stop that abandons its tasks
-// does (see waitQueue.abandonAll), and empties the heap.
+// does (see waitQueue.abandonAll), in the order they come due, and empties
+// the heap.
 func (t *timers) abandonAll() {
+	slices.SortFunc(t.heap, func(a, b timerEntry) int {
+		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq))
+	})
 	for _, e := range t.heap {
 		if e.job == nil {
 			t.p.counts.scheduled.Add(-1)

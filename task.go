@@ -201,11 +201,11 @@ func (t *Task) Cancel() {
 	}
 }
 
-// cancelIfCallerDone settles t if its caller's ctx is done and fn has not
-// started: canceled, or abandoned if the ctx ended because the pool
-// stopped.
+// cancelIfCallerDone settles t as canceled if its caller's ctx is done and
+// fn has not started. If the ctx ended because the pool stopped, the stop
+// abandons t, in queue order (see job.settleIfCanceled).
 func (t *Task) cancelIfCallerDone() {
-	t.job.settleIfBlocked()
+	t.job.settleIfCanceled()
 }
 
 // call runs on the worker that started t.

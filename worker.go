@@ -431,8 +431,9 @@ func (c *crew) handed(d *dispatcher, out jobOut) {
 type jobOut struct {
 	weight    int
 	retriable bool
-	flow      *flow // its key's, if it has one
-	keyHeld   bool  // it holds its key's slots already (a retry)
+	flow      *flow  // its key's, if it has one
+	flowGen   uint32 // flow.gen as the job got it (see flows.holdSlots)
+	keyHeld   bool   // it holds its key's slots already (a retry)
 }
 
 // outOf reads w's jobOut; call it before the send.
@@ -441,7 +442,11 @@ func outOf(w work) jobOut {
 		return jobOut{weight: 1}
 	}
 	j := w.job
-	return jobOut{weight: j.weight(), retriable: j.retriable(), flow: j.flow(), keyHeld: j.keyHeld()}
+	out := jobOut{weight: j.weight(), retriable: j.retriable(), flow: j.flow(), keyHeld: j.keyHeld()}
+	if out.flow != nil {
+		out.flowGen = j.opts.flowGen
+	}
+	return out
 }
 
 // Handing work out: the dispatcher picks the task to start next and gives
@@ -557,13 +562,14 @@ func (d *dispatcher) sendFront() bool {
 
 // nextToStart returns the task to start next, and where it waits: the
 // queue's head (see waitQueue.head), if abandoning has not begun and it may
-// start now (see slots.mayStart); or none.
+// start now (see slots.mayStart); or none. Once abandoning has begun it
+// leaves the queue as it is, for the stop to give up in order.
 func (d *dispatcher) nextToStart() (source, work) {
-	if d.queue.len() == 0 {
+	if d.queue.len() == 0 || d.p.abandonBegun.Load() {
 		return none, work{}
 	}
-	src := d.queue.head(d.barriers.hold()) // first: it may abandon the front job, once abandoning began
-	if src.isNone() || d.p.abandonBegun.Load() {
+	src := d.queue.head(d.barriers.hold())
+	if src.isNone() {
 		return none, work{}
 	}
 	w := d.queue.workAt(src)
