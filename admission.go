@@ -524,6 +524,7 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 // place is taken, and a send that began before the stop always completes
 // (see send), so no place is ever held for a task that was refused.
 func (p *WorkerPool) sendReserved(m message) error {
+	p.mustBeNew()
 	if !p.beginSend(&p.taskSends) {
 		return ErrStopped
 	}

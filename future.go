@@ -4,7 +4,8 @@ import "context"
 
 // A Future is the handle of one fn queued by [Call]: a [Task] that also
 // produces a value of type T. Its methods are safe for concurrent use and
-// may be called any number of times.
+// may be called any number of times. Only Call makes a usable Future: the
+// methods of a zero or nil Future panic, saying so.
 type Future[T any] struct {
 	task  Task
 	fn    func(ctx context.Context) (T, error)
@@ -70,6 +71,7 @@ func (f *Future[T]) ctxDone() bool                { return f.task.ctxDone() }
 // abandoned, dropped or expired, before its first run or, under Retry,
 // while it waited for its next one.
 func (f *Future[T]) Wait() (T, error) {
+	f.mustBeMade("Wait")
 	err := f.task.Wait()
 	if f.task.job.settled() { // no run ended the task: a value is an earlier run's
 		var zero T
@@ -80,8 +82,18 @@ func (f *Future[T]) Wait() (T, error) {
 
 // Done returns a channel that is closed when Wait would return, as
 // [Task.Done] does.
-func (f *Future[T]) Done() <-chan struct{} { return f.task.Done() }
+func (f *Future[T]) Done() <-chan struct{} { f.mustBeMade("Done"); return f.task.Done() }
 
 // Cancel skips fn if it has not started, or cancels its context if it is
 // running, as [Task.Cancel] does.
-func (f *Future[T]) Cancel() { f.task.Cancel() }
+func (f *Future[T]) Cancel() { f.mustBeMade("Cancel"); f.task.Cancel() }
+
+// mustBeMade panics, naming method, if f is nil or Call did not make it.
+func (f *Future[T]) mustBeMade(method string) {
+	switch {
+	case f == nil:
+		panic("workerpool: Future." + method + " called on a nil *Future")
+	case f.task.job.pool == nil:
+		panic("workerpool: Future." + method + " called on a Future that Call did not make")
+	}
+}

@@ -15,7 +15,8 @@ import (
 // queued are canceled at once, and running ones see the cancellation. When
 // the parent context ends instead, queued tasks are canceled by Wait, or
 // by the pool as it reaches them. Make one with [WorkerPool.Group]; it is
-// safe for concurrent use. The zero value is not usable.
+// safe for concurrent use. The zero value is not usable: the methods of a
+// zero or nil Group panic, saying so.
 //
 // Go queues like Submit (under Block it may wait for room), and tasks held
 // back by SetLimit wait in the group, not in the pool, so they never hold a
@@ -63,6 +64,17 @@ func (p *WorkerPool) Group(ctx context.Context) *Group {
 		g.watch() // queued tasks give back their room at once
 	}
 	return g
+}
+
+// mustBeMade panics, naming method, if g is nil or WorkerPool.Group did
+// not make it: a zero Group belongs to no pool.
+func (g *Group) mustBeMade(method string) {
+	switch {
+	case g == nil:
+		panic("workerpool: Group." + method + " called on a nil *Group")
+	case g.pool == nil:
+		panic("workerpool: Group." + method + " called on a Group that WorkerPool.Group did not make")
+	}
 }
 
 // A heldTask is a fn Go held back because of the group's limit, with its
@@ -121,6 +133,7 @@ func (g *Group) noteCanceled() {
 // also for a task the limit holds back, and a scheduled task is canceled as
 // soon as the group's context is done.
 func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
+	g.mustBeMade("Go")
 	if fn == nil {
 		panic("workerpool: Group.Go called with a nil func")
 	}
@@ -187,6 +200,7 @@ func (p *WorkerPool) endCall() { p.endSettle() }
 // Go), with one TaskDropped call each, before the stop returns. SetLimit
 // panics if n is 0, which would never run a task.
 func (g *Group) SetLimit(n int) {
+	g.mustBeMade("SetLimit")
 	if n == 0 {
 		panic("workerpool: Group.SetLimit(0) would never run a task")
 	}
@@ -216,6 +230,7 @@ func (g *Group) SetLimit(n int) {
 // abandoned or dropped (held tasks and skipped ones included), and none is
 // counted as waiting. Every Wait returns once the pool has stopped.
 func (g *Group) Wait() error {
+	g.mustBeMade("Wait")
 	g.mu.Lock()
 	for {
 		g.changedLocked() // also when only the context changed, as a parent's cancel does

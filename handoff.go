@@ -52,6 +52,7 @@ func sendControl(p *WorkerPool, m message) error { return sendCounted(p, &p.cont
 
 // sendCounted is send, counted in begun.
 func sendCounted(p *WorkerPool, begun *atomic.Int64, m message) error {
+	p.mustBeNew()
 	if !p.beginSend(begun) {
 		return ErrStopped
 	}
@@ -93,6 +94,14 @@ func (p *WorkerPool) endSettle() {
 	}
 }
 
+// mustBeNew panics, saying so, if New did not make p: a zero WorkerPool has
+// no dispatcher, and a send to it would wait forever.
+func (p *WorkerPool) mustBeNew() {
+	if p.taskQueue == nil {
+		panic("workerpool: WorkerPool used without New: the zero value is not usable")
+	}
+}
+
 // wakeDispatch signals wake without blocking.
 func (p *WorkerPool) wakeDispatch() {
 	select {
@@ -119,6 +128,7 @@ func (p *WorkerPool) stop() {
 // beginStop rejects new sends and tells dispatch to stop, once. Dispatch
 // always receives taskQueue while running, so the message arrives promptly.
 func (p *WorkerPool) beginStop() {
+	p.mustBeNew()
 	p.stopOnce.Do(func() {
 		p.logDebug("pool stopping", "abandon", p.abandonBegun.Load())
 		p.stopBegun.Store(true)

@@ -29,7 +29,8 @@ func (e *PanicError) Unwrap() error {
 
 // A Task is the handle of one fn queued by [WorkerPool.Go]: wait for its
 // error, watch for its end, or cancel it. Its methods are safe for
-// concurrent use and may be called any number of times.
+// concurrent use and may be called any number of times. Only Go makes a
+// usable Task: the methods of a zero or nil Task panic, saying so.
 type Task struct {
 	job job                             // carries the task through the pool; its state says whether it ended
 	fn  func(ctx context.Context) error // what Go runs; nil for a Future's task (the Future runs its own), and once the task concluded
@@ -145,6 +146,7 @@ func (p *WorkerPool) submitTask(t *Task) {
 //
 // Every Wait returns once the pool has stopped.
 func (t *Task) Wait() error {
+	t.mustBeMade("Wait")
 	if callerDone := t.ctx.parent.Done(); callerDone != nil {
 		select {
 		case <-t.doneChan(false):
@@ -160,7 +162,19 @@ func (t *Task) Wait() error {
 // blocks. The first call with a cancelable ctx makes the task watch ctx
 // while it is queued, so that the channel closes as soon as ctx is done.
 func (t *Task) Done() <-chan struct{} {
+	t.mustBeMade("Done")
 	return t.doneChan(true)
+}
+
+// mustBeMade panics, naming method, if t is nil or Go did not make it: a
+// zero Task belongs to no pool, and nothing would ever end it.
+func (t *Task) mustBeMade(method string) {
+	switch {
+	case t == nil:
+		panic("workerpool: Task." + method + " called on a nil *Task")
+	case t.job.pool == nil:
+		panic("workerpool: Task." + method + " called on a Task that WorkerPool.Go did not make")
+	}
 }
 
 // doneChan returns t's done channel, made on first use so that a caller
@@ -192,6 +206,7 @@ func (t *Task) doneChan(watch bool) <-chan struct{} {
 // joined with the last run's error.
 // Once fn has finished, Cancel does nothing. It never blocks.
 func (t *Task) Cancel() {
+	t.mustBeMade("Cancel")
 	if !t.job.settle(jobCanceled, context.Canceled) {
 		t.ctx.cancel(context.Canceled)
 		// A run that is ending may have been posted for a retry meanwhile:

@@ -8,9 +8,10 @@ import (
 )
 
 // A WorkerPool runs submitted tasks on at most maxWorkers goroutines. It is
-// safe for concurrent use. The zero value is not usable; New starts a
-// dispatcher goroutine, so call Stop, StopWait or Shutdown when the pool is
-// no longer needed.
+// safe for concurrent use. The zero value is not usable (a call that would
+// reach its dispatcher panics, saying to use New); New starts a dispatcher
+// goroutine, so call Stop, StopWait or Shutdown when the pool is no longer
+// needed.
 type WorkerPool struct {
 	size  setting     // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
 	cfg   config      // what New's options set, and what New derived from them; never changed
