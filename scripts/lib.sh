@@ -8,6 +8,12 @@ ROOT_PATH=github.com/e86d9661/workerpool
 PUBLISHED=(. natsfeed workerpoolprom workerpoolotel)
 UNPUBLISHED=(benchmarks examples/metrics workerpoolprom/dashboardtest)
 
+# The workspaces: the repository's go.work, for the oldest Go below, joins
+# every module that builds with it; the modules that need a newer Go
+# (their dependencies do) have a go.work of their own, which joins our
+# modules they require.
+WORKSPACES=(go.work benchmarks/go.work workerpoolprom/dashboardtest/go.work)
+
 # The oldest Go the published modules claim (their go lines say go 1.25.0),
 # as a pinned toolchain: CI builds and tests with it.
 OLDEST_GO=go1.25.14
@@ -31,6 +37,23 @@ own_requires() {
 			inreq && /"Path"/ { gsub(/[",]/, "", $2); p = $2 }
 			inreq && /"Version"/ { gsub(/[",]/, "", $2); if (p == root || index(p, root "/") == 1) print p, $2 }
 			/^\t\]/ { inreq = 0 }'
+}
+
+# relpath DIR MODDIR prints the path of the module directory MODDIR as a
+# go.work in DIR names it; both are relative to the top of the repository
+# and go down only (".", "natsfeed", "workerpoolprom/dashboardtest").
+relpath() {
+	local up= part parts
+	if [ "$1" != . ]; then
+		IFS=/ read -r -a parts <<<"$1"
+		for part in "${parts[@]}"; do up="../$up"; done
+	fi
+	if [ "$2" = . ]; then
+		up=${up%/}
+		echo "${up:-.}"
+	else
+		echo "${up:-./}$2"
+	fi
 }
 
 # dirof PATH prints the directory of the module with that path.
