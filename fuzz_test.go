@@ -19,7 +19,8 @@ import (
 )
 
 // FuzzPool decodes data into a pool's options and a sequence of operations
-// (Submit, Do, TrySubmit, DoContext, DoBatch, DoWait, Go, Call, Group.Go,
+// (Submit, Do, TrySubmit, DoContext, DoBatch, DoWait, DoWaitContext, Go,
+// Call, Group.Go,
 // Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
 // another goroutine while the operations go on), runs them in a synctest
 // bubble, ends with a stop, and checks the contract: bounded concurrency,
@@ -52,8 +53,8 @@ import (
 // Its arg picks the pool's key options: arg%3 the key limit (0: none,
 // then WithKeyLimit(1) and (2)), arg/3 the key weights (0: none, 1:
 // fuzzRun.keyWeight, 2: the same, which panics for "k3", 3: a nil func).
-// In a keyed run the calls that take options (DoWait, Go, Call, Group.Go,
-// Do and DoContext with options) give their task the key that op 5 last
+// In a keyed run the calls that take options (DoWaitContext, Go, Call,
+// Group.Go, DoContext with options) give their task the key that op 5 last
 // picked, and the checks add each key's limit, the start order within a
 // key, the hooks' TaskInfo.Key and Status.Keys (see checkKeyed). A second
 // op 4 right after the key byte, which would end no pause either, is the
@@ -684,12 +685,22 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.submit(r.keyRun(t, r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) })))
 	case 1: // a task that submits a child task from inside
 		r.submit(r.submitChild)
-	case 2: // DoWait from another goroutine, sent before the next op (under Block it may wait for room: not ordered)
+	case 2: // DoWait, or with an odd arg DoWaitContext with a ctx that ends after arg ms, from another goroutine, sent before the next op (under Block it may wait for room: not ordered)
 		r.maybe.Add(1)
 		t := r.newTask(0, 1, !(r.bounded && r.policy == Block))
 		opts := r.keyOptions(t, true)
+		body := r.track(r.body(r.keyRun(t, func() {})))
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if arg%2 == 1 {
+			ctx, cancel = context.WithTimeout(ctx, time.Duration(arg)*time.Millisecond)
+		}
 		r.pending.Go(func() {
-			r.checkHandleErr(p.DoWaitContext(context.Background(), r.track(r.body(r.keyRun(t, func() {}))), opts...), false, "DoWait")
+			defer cancel()
+			if arg%2 == 0 && len(opts) == 0 {
+				r.checkHandleErr(p.DoWait(body), false, "DoWait")
+				return
+			}
+			r.checkHandleErr(p.DoWaitContext(ctx, body, opts...), arg%2 == 1, "DoWaitContext")
 		})
 		synctest.Wait()
 	case 3: // Pause until a later cancel (or a stop), registered before the next op
