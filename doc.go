@@ -72,8 +72,15 @@
 // By default the waiting queue has no bound and no submit ever waits.
 // [WithMaxWaiting](n, overflow) bounds it: at most n tasks wait for a
 // worker (running tasks do not count, tasks a Pause holds do, and a task
-// that can start on a free worker at once never needs room). With a full
-// queue, each call meets the overflow policy:
+// that can start on a free worker at once never needs room: whatever room
+// it took on its way is free again by the time the pool answers the next
+// submit, whether or not its worker has started it). By the time a task's
+// Wait reports its outcome (a Task's, a Future's or a group's Wait, DoWait,
+// DoWaitContext, SubmitWait), its worker counts as free, and the slots of
+// its weight and of its key are given back: a program that submits one
+// task after another, each once the last one's Wait returned, never meets
+// a fuller pool than the last task left. With a full queue, each call
+// meets the overflow policy:
 //
 //	call                Block                          Reject                                   DropOldest
 //	Submit              waits for room                 not queued: Rejected, dead letter         accepted; oldest dropped
@@ -342,8 +349,9 @@
 // moment its call returns, so the next call sees it; only a task that
 // races with the one that fills the bound, from another goroutine, may
 // still join the queue past it (the dispatcher never refuses a task whose
-// send completed). A task that a worker has taken but not started holds no
-// place.
+// send completed). A task that a worker has taken from the queue but not
+// started holds no place under DropOldest; under Block and Reject its
+// worker gives its room back as it starts it, as the task leaves Waiting.
 //
 // # Task states
 //
