@@ -102,8 +102,15 @@
 // settled: by default their ctx does not end, so they finish and their
 // messages are acknowledged; with [WithCancelOnStop] it ends, and they are
 // settled by what they return. A drained feed leaves nothing for the
-// server to redeliver after AckWait. Feed never stops the pool; stop it
-// after Feed returns (StopWait).
+// server to redeliver after AckWait: when Feed returns, it has sent the
+// naks of what it gave back, each after the server had ended the feed's
+// pull requests (their batch full, or expired), so the next pull request
+// of any consumer brings those messages. Until one asks, the server counts
+// them as pending acknowledgement (NumAckPending), not in NumPending.
+// Naks and terms go out on cons's connection without waiting for the
+// server: close or drain that connection before the process exits, which
+// sends what is buffered. Feed never stops the pool; stop it after Feed
+// returns (StopWait).
 //
 // # Progress
 //

@@ -123,3 +123,89 @@ func TestDrainGivesBackWhileAHandlerHangs(t *testing.T) {
 		})
 	}
 }
+
+// TestDrainGivesBackToTheNextConsumerAtOnce: a feed of 4 workers, with a
+// fetch wait of 200ms and an AckWait of 30s, stopped (its ctx ends) while
+// 4 handlers run and 4 more messages wait in the pool's queue: with no
+// pull request out (its bound of 8 is full), with one out on the server
+// (a bound of 16 on a stream of 8: the request waits for 8 more), and
+// with one out into which 52 messages arrive during the drain. Once Feed
+// returns, what it gave back (Nacked) is available to the next consumer
+// at once, never left in a pull request of the stopped Feed to wait out
+// AckWait: the server counts those messages pending acknowledgement and
+// none of them redelivered yet (nobody took them since), NumPending counts
+// those never delivered, and one pull request of another consumer, on a
+// connection of its own, brings every one of them (delivered a second
+// time) with the rest of the stream, well before AckWait (it waits 5s at
+// most, AckWait is 30s). Then the server counts nothing left.
+func TestDrainGivesBackToTheNextConsumerAtOnce(t *testing.T) {
+	const n, ackWait = 60, 30 * time.Second
+	cases := []struct {
+		name           string
+		bound, first   int  // the feed's bound, the jobs published before it starts
+		duringTheDrain bool // the rest is published as the drain begins, else once Feed returned
+	}{
+		{"no pull request out", 8, n, false},
+		{"a pull request out", 16, 8, false},
+		{"messages arriving into the pull request out", 16, 8, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			url, js, cons := setupAt(t, ackWait, tc.first)
+			pool := workerpool.New(4)
+			defer pool.Stop()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			g, stats := newGate(), new(natsfeed.Stats)
+			wait := edgeRun(ctx, pool, cons, g.handler, natsfeed.WithStats(stats),
+				natsfeed.WithMaxInFlight(tc.bound), natsfeed.WithFetchWait(200*time.Millisecond))
+			eventually(t, func() bool { return g.inside.Load() == 4 && stats.Counts().Taken == 8 },
+				"4 handlers running, 4 messages waiting in the pool's queue")
+			cancel()
+			if tc.duringTheDrain {
+				publish(t, js, n-tc.first)
+			}
+			eventually(t, func() bool { return stats.Counts().Nacked >= 4 }, "the waiting messages given back, the handlers still running")
+			close(g.open)
+			err, returned := wait(time.Minute)
+			require.True(t, returned, "Feed returned")
+			require.NoError(t, err, "Feed")
+			c := stats.Counts()
+			edgeBalanced(t, c)
+			require.Equal(t, int64(4), c.Acked, "the running handlers' messages acknowledged: %+v", c)
+			require.GreaterOrEqual(t, c.Nacked, int64(4), "the waiting messages given back: %+v", c)
+
+			i := info(t, cons)
+			assert.Equal(t, int(c.Nacked), i.NumAckPending, "given back, pending on the server until redelivered")
+			assert.Zero(t, i.NumRedelivered, "given-back messages redelivered since (to a pull request of the stopped Feed)")
+			if !tc.duringTheDrain {
+				publish(t, js, n-tc.first)
+			}
+			// The consumer counts a message a moment after the stream
+			// confirmed it.
+			assert.Eventually(t, func() bool { return info(t, cons).NumPending == uint64(n-c.Taken) }, 5*time.Second, 5*time.Millisecond,
+				"messages never delivered: %d", n-c.Taken)
+
+			// The next consumer: one pull request, on a connection of its own.
+			next, err := connect(t, url).Consumer(context.Background(), "JOBS", "workers")
+			require.NoError(t, err, "the next consumer")
+			began := time.Now()
+			batch, err := next.Fetch(n-4, jetstream.FetchMaxWait(5*time.Second))
+			require.NoError(t, err, "the next consumer's pull request")
+			var got, again int64
+			for msg := range batch.Messages() {
+				got++
+				if delivered(msg) == 2 {
+					again++
+				}
+				assert.NoError(t, msg.DoubleAck(context.Background()), "ack by the next consumer")
+			}
+			assert.NoError(t, batch.Error(), "the next consumer's pull request")
+			assert.Equal(t, int64(n-4), got, "messages the next consumer got in one pull request, in %v (AckWait %v)", time.Since(began), ackWait)
+			assert.Equal(t, c.Nacked, again, "given-back messages among them, delivered a second time")
+			i = info(t, cons)
+			assert.Zero(t, i.NumAckPending, "pending acknowledgement once the next consumer acknowledged all")
+			assert.Zero(t, i.NumPending, "never delivered once the next consumer took all")
+		})
+	}
+}

@@ -364,7 +364,15 @@ func (f *feed) startPull(k int) bool {
 }
 
 // endPull ends a pull request: once the feed is stopping, the last one
-// out naks what was given back while it was out.
+// out naks what was given back while it was out. nats.go's Fetch ends on
+// the server's word: the request's batch is full (the server drops the
+// request with its last message) or it expired (the server drops it, then
+// answers 408), so no nak sent here reaches a request of the feed. (Fetch
+// also ends on its own, a second past the fetch wait with no word from
+// the server, or on a missed heartbeat under a fetch wait of 10s or more,
+// when the server may still hold the request: Fetch unsubscribes as it
+// ends, on its own goroutine, normally before these naks go out, and the
+// server drops a request nobody listens to rather than deliver to it.)
 func (f *feed) endPull() {
 	f.mu.Lock()
 	f.pulls--
