@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,46 +33,18 @@ type ackEvent struct {
 }
 
 // listenAcks subscribes a core NATS connection of its own to $JS.ACK.>
-// on url. The returned flush waits until every message published so far
-// on conns has been recorded: the connections' flush has them routed to
-// the listener before the server answers, and a marker the listener then
-// publishes to itself comes to its handler after them (a flush of the
-// listener's connection alone would return while its handler, which runs
-// on a goroutine of its own, still has some to record).
+// on url (see listen). The returned flush waits until every message
+// published so far on conns has been recorded.
 func listenAcks(t *testing.T, url string) (*ackWire, func(conns ...*nats.Conn)) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	require.NoError(t, err, "connect the listener")
-	t.Cleanup(nc.Close)
 	w := new(ackWire)
-	marks := make(chan string, 1)
-	_, err = nc.Subscribe("$JS.ACK.>", func(m *nats.Msg) {
-		if mark, ok := strings.CutPrefix(m.Subject, ackMarkPrefix); ok {
-			marks <- mark
-			return
-		}
+	flush := listen(t, url, "$JS.ACK.>", ackMarkPrefix, func(m *nats.Msg) {
 		kind, _, _ := bytes.Cut(m.Data, []byte(" "))
 		w.mu.Lock()
 		w.events = append(w.events, ackEvent{m.Subject, string(kind)})
 		w.mu.Unlock()
 	})
-	require.NoError(t, err, "subscribe to $JS.ACK.>")
-	require.NoError(t, nc.Flush(), "the subscription reached the server")
-	n := 0
-	return w, func(conns ...*nats.Conn) {
-		for _, c := range conns {
-			require.NoError(t, c.Flush(), "flush the feed's connection")
-		}
-		n++
-		mark := fmt.Sprint(n)
-		require.NoError(t, nc.Publish(ackMarkPrefix+mark, nil), "publish the marker")
-		select {
-		case got := <-marks:
-			require.Equal(t, mark, got, "the marker recorded")
-		case <-time.After(time.Minute):
-			t.Fatal("the marker did not come back to the listener")
-		}
-	}
+	return w, flush
 }
 
 // ackMarkPrefix begins the subjects of listenAcks's markers, which no

@@ -216,43 +216,15 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 }
 
 // listenPulls counts, from a core NATS connection of its own to url, the
-// pull requests published on the server ($JS.API.CONSUMER.MSG.NEXT.>).
-// The returned count flushes conns and returns how many have been
-// published so far: as listenAcks's flush does, it waits for a marker the
-// listener publishes to itself, which its handler receives after every
-// request routed before it (a flush of the listener's connection alone
-// returns while its handler, on a goroutine of its own, may still have
-// some to count).
+// pull requests published on the server ($JS.API.CONSUMER.MSG.NEXT.>; see
+// listen). The returned count flushes conns and returns how many have been
+// published so far.
 func listenPulls(t *testing.T, url string) (count func(conns ...*nats.Conn) int64) {
 	t.Helper()
-	nc, err := nats.Connect(url)
-	require.NoError(t, err, "connect the pull request listener")
-	t.Cleanup(nc.Close)
 	var pulls atomic.Int64
-	marks := make(chan string, 1)
-	_, err = nc.Subscribe("$JS.API.CONSUMER.MSG.NEXT.>", func(m *nats.Msg) {
-		if mark, ok := strings.CutPrefix(m.Subject, pullMarkPrefix); ok {
-			marks <- mark
-			return
-		}
-		pulls.Add(1)
-	})
-	require.NoError(t, err, "subscribe to the pull requests")
-	require.NoError(t, nc.Flush(), "the subscription reached the server")
-	n := 0
+	flush := listen(t, url, "$JS.API.CONSUMER.MSG.NEXT.>", pullMarkPrefix, func(*nats.Msg) { pulls.Add(1) })
 	return func(conns ...*nats.Conn) int64 {
-		for _, c := range conns {
-			require.NoError(t, c.Flush(), "flush the feed's connection")
-		}
-		n++
-		mark := fmt.Sprint(n)
-		require.NoError(t, nc.Publish(pullMarkPrefix+mark, nil), "publish the marker")
-		select {
-		case got := <-marks:
-			require.Equal(t, mark, got, "the marker counted")
-		case <-time.After(time.Minute):
-			t.Fatal("the marker did not come back to the listener")
-		}
+		flush(conns...)
 		return pulls.Load()
 	}
 }

@@ -3,6 +3,7 @@ package natsfeed_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,3 +84,44 @@ func publish(t testing.TB, js jetstream.JetStream, n int) {
 
 // publishBatch is how many jobs publish leaves unconfirmed at most.
 const publishBatch = 10_000
+
+// listen subscribes a core NATS connection of its own to subject on url,
+// and records each message with record, on the subscription's goroutine.
+// The returned flush waits until every message published so far on conns
+// has been recorded: the connections' flush has them routed to the
+// listener before the server answers, and a marker (a subject that begins
+// with markPrefix, which no message of the tests' does) the listener then
+// publishes to itself comes to its handler after them. A flush of the
+// listener's connection alone would return while its handler, which runs
+// on a goroutine of its own, still has some to record.
+func listen(t *testing.T, url, subject, markPrefix string, record func(*nats.Msg)) (flush func(conns ...*nats.Conn)) {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err, "connect the listener")
+	t.Cleanup(nc.Close)
+	marks := make(chan string, 1)
+	_, err = nc.Subscribe(subject, func(m *nats.Msg) {
+		if mark, ok := strings.CutPrefix(m.Subject, markPrefix); ok {
+			marks <- mark
+			return
+		}
+		record(m)
+	})
+	require.NoError(t, err, "subscribe to %s", subject)
+	require.NoError(t, nc.Flush(), "the subscription reached the server")
+	n := 0
+	return func(conns ...*nats.Conn) {
+		for _, c := range conns {
+			require.NoError(t, c.Flush(), "flush the feed's connection")
+		}
+		n++
+		mark := fmt.Sprint(n)
+		require.NoError(t, nc.Publish(markPrefix+mark, nil), "publish the marker")
+		select {
+		case got := <-marks:
+			require.Equal(t, mark, got, "the marker recorded")
+		case <-time.After(time.Minute):
+			t.Fatal("the marker did not come back to the listener")
+		}
+	}
+}
