@@ -614,12 +614,17 @@ func (j *job) run(readyAt int64, e *ending) (panicked bool) {
 // outcome of its last run in e, to learn once the worker is free (see
 // ending): err, or errTaskStartedGoexit if its func was never called (its
 // TaskStarted hook ended the goroutine), which a plain task with no one
-// waiting for it takes to the dead-letter handler.
+// waiting for it takes to the dead-letter handler. A retry whose func was
+// never called ran no more: its owner learns why joined with the last
+// run's error, as for a retry that never runs again (see withLastRun).
 func (j *job) finish(err error, e *ending) {
 	j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
 	e.tell, e.ran, e.err = true, e.started, err
 	if !e.started {
 		e.err = errTaskStartedGoexit
+		if last := j.lastErr(); last != nil {
+			e.err = withLastRun(errTaskStartedGoexit, last)
+		}
 		j.tellNotRun(errTaskStartedGoexit)
 	}
 }
