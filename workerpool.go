@@ -430,14 +430,17 @@ func (w *waiter) released() { w.unref() }
 
 // wait blocks until the job settled, then drops DoWait's reference. If
 // DoWaitContext's ctx is done first, it settles the job as canceled unless
-// it has started (see job.settleIfBlocked), and waits for its outcome.
+// it has started (see job.settleIfCanceled), and waits for its outcome. A
+// ctx that the stop itself ended (the ctx of a Task that a Shutdown cut)
+// leaves the job to the stop, which gives it up in queue order, as a
+// Task's Wait does (see Task.cancelIfCallerDone).
 func (w *waiter) wait() error {
 	if w.ctx != nil {
 		select {
 		case <-w.done:
 			return w.concluded()
 		case <-w.ctx.Done():
-			w.job.settleIfBlocked()
+			w.job.settleIfCanceled()
 		}
 	}
 	<-w.done
