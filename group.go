@@ -52,9 +52,10 @@ type Group struct {
 // derived from ctx; it is canceled when a task returns the first error,
 // when Wait returns, when ctx is done, and when a Shutdown of p gives up
 // waiting (at once, for a group made after that). Group panics if ctx is
-// nil.
+// nil, and on a WorkerPool that New did not make.
 func (p *WorkerPool) Group(ctx context.Context) *Group {
 	mustHave(ctx, true, "Group")
+	p.mustBeNew() // a zero WorkerPool would count the tasks of a canceled group, and call heavy ones too heavy
 	g := &Group{pool: p}
 	g.ctx, g.cancelCtx = context.WithCancelCause(ctx)
 	if !p.live.addGroup(g) {

@@ -333,6 +333,7 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 	case p.stopBegun.Load():
 		return ErrStopped
 	case p.heavierThanPool(j.weight()):
+		p.mustBeNew() // a zero WorkerPool has size 0: every weighted task would seem too heavy
 		return ErrTooHeavy
 	}
 	return nil
