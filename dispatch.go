@@ -382,7 +382,8 @@ func (d *dispatcher) acceptJob(j *job) {
 // join the queue (a straggler at stop).
 func (d *dispatcher) takeJob(j *job, atOnce bool) {
 	if j.heldByGroup() {
-		d.crew.sawTask = true // counted in Submitted by its Group.Go call (see counts.groupOnly)
+		d.crew.sawTask = true        // counted in Submitted by its Group.Go call (see counts.groupOnly)
+		d.p.counts.groupHeld.Add(-1) // held until now: counted where it lands from here on
 	} else {
 		d.countSubmitted()
 	}

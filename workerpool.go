@@ -538,7 +538,8 @@ func (p *WorkerPool) SetMinWorkers(n int) {
 }
 
 // WaitIdle waits for the first moment at which no task runs or waits (tasks
-// a Pause holds count as waiting) and returns nil; it returns ctx's error if
+// a Pause holds, and tasks a Group holds back, count as waiting) and
+// returns nil; it returns ctx's error if
 // ctx is done first, and ErrStopped if stopping began before the pool was
 // idle (at once on a stopped pool). It does not hold back new tasks, which
 // is Pause's job, and occupies no worker. WaitIdle called from inside a task
