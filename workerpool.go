@@ -271,7 +271,7 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 // DoWait has gammazero/workerpool's signature; DoWaitContext waits for a
 // task with options, and can give up before it starts.
 func (p *WorkerPool) DoWait(task func()) error {
-	return p.doWait(nil, task, taskOptions{weight: 1})
+	return p.doWait(task, taskOptions{weight: 1}, nil)
 }
 
 // DoWaitContext is DoWait with a context and options. ctx bounds the wait
@@ -293,11 +293,12 @@ func (p *WorkerPool) DoWaitContext(ctx context.Context, task func(), opts ...Tas
 	if ctx == nil {
 		panic("workerpool: DoWaitContext called with a nil context")
 	}
-	return p.doWait(ctx, task, p.parseDoOptions(opts))
+	return p.doWait(task, p.parseDoOptions(opts), ctx)
 }
 
-// doWait is DoWait and DoWaitContext: ctx is nil for DoWait.
-func (p *WorkerPool) doWait(ctx context.Context, task func(), o taskOptions) error {
+// doWait is DoWait and DoWaitContext: ctx is nil for DoWait. (ctx comes
+// last, as in doPlain and doWithOptions, which take nil for no ctx too.)
+func (p *WorkerPool) doWait(task func(), o taskOptions, ctx context.Context) error {
 	if task == nil {
 		return nil
 	}
