@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1381,6 +1382,57 @@ func TestATaskSubmittedOnceTheLastOneIsDoneStartsOnItsWorkerOnItsWay(t *testing.
 			})
 		})
 	}
+}
+
+// The same for a task that its worker takes and skips, its context done:
+// the worker counts itself free before the task's waiter learns that it
+// was canceled. Here the ctx is done only as the worker sees it, and the
+// worker is held, as it tells the outcome, by the stop function of the
+// watch that the Task's Done set (see stopStallingContext). With no room
+// in the queue, the next task needs a free worker, and gets that one.
+func TestATaskSubmittedOnceASkippedOneIsDoneStartsOnItsWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Reject), WithIdleTimeout(-1))
+		defer p.Stop()
+		ctx := &doneForItsWorkerContext{stopStallingContext: newStopStallingContext(), dispatched: make(chan struct{})}
+		defer ctx.resume()
+		skipped := p.Go(ctx, noopFn)
+		done := skipped.Done() // watches ctx; dispatch, held in its look at ctx, has not handed the task out yet
+		close(ctx.dispatched)
+		<-done
+		<-ctx.stalled // the worker counted itself free, and is held on its way to its receive
+
+		next := make(chan error, 1)
+		go func() { next <- p.Go(context.Background(), noopFn).Wait() }()
+		synctest.Wait()
+		ctx.resume()
+		assert.NoError(t, <-next, "the task submitted once the skipped one was done")
+		assert.ErrorIs(t, skipped.Wait(), context.Canceled, "the skipped task")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Zero(t, s.Rejected, "rejected")
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+	})
+}
+
+// doneForItsWorkerContext is a stopStallingContext whose Err is
+// context.Canceled as the worker that took its task looks at it, and nil
+// to everyone else; dispatch's first look, as it takes the task, waits
+// until dispatched is closed.
+type doneForItsWorkerContext struct {
+	*stopStallingContext
+	dispatched chan struct{}
+	once       sync.Once
+}
+
+func (c *doneForItsWorkerContext) Err() error {
+	switch stack := ownStack(); {
+	case strings.Contains(stack, "(*dispatcher).takeJob("):
+		c.once.Do(func() { <-c.dispatched })
+	case strings.Contains(stack, "(*job).work("):
+		return context.Canceled
+	}
+	return nil
 }
 
 // stopStallingContext is a context that is never done, whose watches
