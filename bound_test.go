@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -1335,5 +1336,137 @@ func TestAWaitedTaskLeavesItsWorkerFreeForTheNext(t *testing.T) {
 			}
 			assert.Zero(t, refused, "tasks refused after the last one's Wait returned")
 		})
+	}
+}
+
+// A worker counts itself free before its last task's waiter learns the
+// outcome, and a moment passes before it is back in its receive: here it
+// is held there by the stop function of the watch that the Task's Done set
+// on its caller's ctx (see stopStallingContext), which runs after Done is
+// closed. A task submitted then can start at once on that worker, so it
+// never needs room: it does not hold the queue's one place (under Reject,
+// the next TrySubmit is accepted), nor wait in the queue where the next
+// task drops it (DropOldest).
+func TestATaskSubmittedOnceTheLastOneIsDoneStartsOnItsWorkerOnItsWay(t *testing.T) {
+	for _, policy := range []Overflow{Reject, DropOldest} {
+		t.Run(policy.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1))
+				defer p.Stop()
+				ctx := newStopStallingContext()
+				defer ctx.resume()
+				running := newGate()
+				defer running.release()
+				last := p.Go(ctx, fnOf(running.wait))
+				done := last.Done() // watches ctx while the task runs
+				running.open()
+				<-done
+				<-ctx.stalled // its worker counted itself free, and is held on its way to its receive
+
+				next := newGate()
+				defer next.release()
+				started := p.Go(t.Context(), fnOf(next.wait))
+				tried := make(chan bool, 1)
+				go func() { tried <- p.TrySubmit(func() {}) }()
+				synctest.Wait()
+				ctx.resume()
+				synctest.Wait()
+				assert.Equal(t, 1, p.Status().Busy, "busy: the task submitted once the last one was done")
+				assert.True(t, <-tried, "TrySubmit after it: the queue's one place was free")
+				next.open()
+				assert.NoError(t, last.Wait(), "the last task")
+				assert.NoError(t, started.Wait(), "the task submitted once the last one was done")
+				p.StopWait()
+				s := requireStoppedClean(t, p)
+				assert.Zero(t, s.Dropped+s.Rejected, "dropped and rejected")
+			})
+		})
+	}
+}
+
+// The same for a task that its worker takes and skips, its context done:
+// the worker counts itself free before the task's waiter learns that it
+// was canceled. Here the ctx is done only as the worker sees it, and the
+// worker is held, as it tells the outcome, by the stop function of the
+// watch that the Task's Done set (see stopStallingContext). With no room
+// in the queue, the next task needs a free worker, and gets that one.
+func TestATaskSubmittedOnceASkippedOneIsDoneStartsOnItsWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Reject), WithIdleTimeout(-1))
+		defer p.Stop()
+		ctx := &doneForItsWorkerContext{stopStallingContext: newStopStallingContext(), dispatched: make(chan struct{})}
+		defer ctx.resume()
+		skipped := p.Go(ctx, noopFn)
+		done := skipped.Done() // watches ctx; dispatch, held in its look at ctx, has not handed the task out yet
+		close(ctx.dispatched)
+		<-done
+		<-ctx.stalled // the worker counted itself free, and is held on its way to its receive
+
+		next := make(chan error, 1)
+		go func() { next <- p.Go(context.Background(), noopFn).Wait() }()
+		synctest.Wait()
+		ctx.resume()
+		assert.NoError(t, <-next, "the task submitted once the skipped one was done")
+		assert.ErrorIs(t, skipped.Wait(), context.Canceled, "the skipped task")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Zero(t, s.Rejected, "rejected")
+		assert.Equal(t, uint64(1), s.Canceled, "canceled")
+	})
+}
+
+// doneForItsWorkerContext is a stopStallingContext whose Err is
+// context.Canceled as the worker that took its task looks at it, and nil
+// to everyone else; dispatch's first look, as it takes the task, waits
+// until dispatched is closed.
+type doneForItsWorkerContext struct {
+	*stopStallingContext
+	dispatched chan struct{}
+	once       sync.Once
+}
+
+func (c *doneForItsWorkerContext) Err() error {
+	switch stack := ownStack(); {
+	case strings.Contains(stack, "(*dispatcher).takeJob("):
+		c.once.Do(func() { <-c.dispatched })
+	case strings.Contains(stack, "(*job).work("):
+		return context.Canceled
+	}
+	return nil
+}
+
+// stopStallingContext is a context that is never done, whose watches
+// (context.AfterFunc) stall, once, the goroutine that stops one until
+// resume: a Task's worker stops the watch its Done set on the caller's ctx
+// as it tells the outcome, after it counted itself free.
+type stopStallingContext struct {
+	context.Context
+	done             chan struct{} // never closed; not Background's nil, so that the Task watches the ctx
+	once             sync.Once
+	stalled, release chan struct{}
+}
+
+func newStopStallingContext() *stopStallingContext {
+	return &stopStallingContext{Context: context.Background(), done: make(chan struct{}),
+		stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *stopStallingContext) Done() <-chan struct{} { return c.done }
+
+// AfterFunc makes context.AfterFunc(c, f) return a stop function that
+// stalls its first caller; f never runs, as c is never done.
+func (c *stopStallingContext) AfterFunc(func()) func() bool {
+	return func() bool {
+		c.once.Do(func() {
+			close(c.stalled)
+			<-c.release
+		})
+		return true
+	}
+}
+
+func (c *stopStallingContext) resume() {
+	if !isClosed(c.release) {
+		close(c.release)
 	}
 }

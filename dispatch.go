@@ -337,7 +337,7 @@ func (d *dispatcher) accept(task func()) {
 // DropOldest dropping the oldest waiting task first if makeRoom says so (a
 // scheduled task that comes due keeps the place it had).
 func (d *dispatcher) place(task func(), makeRoom bool) {
-	if d.mayStartAtOnce() && d.offer(work{fn: task}) {
+	if d.mayStartAtOnce() && d.start(work{fn: task}) {
 		if d.p.cfg.roomed {
 			d.p.giveRoom(1)
 		}
@@ -382,7 +382,8 @@ func (d *dispatcher) acceptJob(j *job) {
 // join the queue (a straggler at stop).
 func (d *dispatcher) takeJob(j *job, atOnce bool) {
 	if j.heldByGroup() {
-		d.crew.sawTask = true // counted in Submitted by its Group.Go call (see counts.groupOnly)
+		d.crew.sawTask = true        // counted in Submitted by its Group.Go call (see counts.groupOnly)
+		d.p.counts.groupHeld.Add(-1) // held until now: counted where it lands from here on
 	} else {
 		d.countSubmitted()
 	}
@@ -399,8 +400,8 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	if atOnce && d.mayStartJobAtOnce(j) && d.offer(work{job: j}) {
-		return // the worker gives back its room as it starts it
+	if atOnce && d.mayStartJobAtOnce(j) && d.start(work{job: j}) {
+		return // handed out: its room is back (see offer)
 	}
 	d.enqueueNew(j)
 }
@@ -447,7 +448,7 @@ func (d *dispatcher) admitDue(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	if d.mayStartJobAtOnce(j) && d.offer(work{job: j}) {
+	if d.mayStartJobAtOnce(j) && d.start(work{job: j}) {
 		return
 	}
 	if !d.queue.pushJob(j) {

@@ -58,11 +58,21 @@ func (f *Future[T]) run(ctx context.Context) error {
 func (f *Future[T]) call(ctx context.Context) (panicked bool, err error) {
 	return f.task.job.pool.callRecovering(&f.task.job, ctx, f.run)
 }
-func (f *Future[T]) runContext() context.Context  { return f.task.runContext() }
-func (f *Future[T]) canceled() error              { return f.task.canceled() }
-func (f *Future[T]) conclude(err error, ran bool) { f.task.conclude(err, ran) }
-func (f *Future[T]) released()                    {}
-func (f *Future[T]) ctxDone() bool                { return f.task.ctxDone() }
+func (f *Future[T]) runContext() context.Context { return f.task.runContext() }
+func (f *Future[T]) canceled() error             { return f.task.canceled() }
+func (f *Future[T]) released()                   {}
+func (f *Future[T]) ctxDone() bool               { return f.task.ctxDone() }
+
+// conclude gives the task its outcome. When fn was not called for it (the
+// task settled, or its TaskStarted hook ended the run first), the value an
+// earlier run left is not the outcome's: Wait returns T's zero value.
+func (f *Future[T]) conclude(err error, ran bool) {
+	if !ran {
+		var zero T
+		f.value = zero
+	}
+	f.task.conclude(err, ran)
+}
 
 // Wait blocks as [Task.Wait] does and returns fn's value and error: the
 // value of the run whose outcome Wait reports. The value is T's zero value

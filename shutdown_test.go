@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -389,6 +390,58 @@ func TestChildOfCutTaskIsAbandoned(t *testing.T) {
 		assert.Equal(t, uint64(1), s.Abandoned, "abandoned: the child")
 		assert.Equal(t, uint64(0), s.Canceled, "canceled")
 	})
+}
+
+// A task queued with the context of a Task that a Shutdown cut is given up
+// by the stop in queue order, whether a Task or DoWaitContext waits for
+// it: TaskDropped learns of it after the tasks queued before it, even
+// when its caller sees its ctx end before the stop message reaches the
+// dispatcher (held here by the "pool stopping" log record).
+func TestQueuedChildOfCutTaskIsGivenUpInQueueOrder(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		give func(p *WorkerPool, ctx context.Context) error
+	}{
+		{"Go", func(p *WorkerPool, ctx context.Context) error { return p.Go(ctx, noopFn, Label("child")).Wait() }},
+		{"DoWaitContext", func(p *WorkerPool, ctx context.Context) error {
+			return p.DoWaitContext(ctx, func() {}, Label("child"))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				hold := newStallingHandler("pool stopping")
+				var told names
+				p := New(1, WithLogger(slog.New(hold)), WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
+					told.say(ti.Label)()
+				}}))
+				give := make(chan struct{})
+				child := make(chan error, 1)
+				outer := p.Go(context.Background(), func(ctx context.Context) error {
+					<-give
+					child <- c.give(p, ctx)
+					return nil
+				})
+				synctest.Wait()
+				p.Go(context.Background(), noopFn, Label("q1"))
+				p.Go(context.Background(), noopFn, Label("q2"))
+				close(give)
+				synctest.Wait()
+				require.Equal(t, 3, p.WaitingQueueSize(), "queued: q1, q2 and the child")
+
+				res := make(chan error, 1)
+				go func() { res <- p.Shutdown(canceledContext()) }()
+				<-hold.stalled // the outer Task's context is cut; the stop message is not sent yet
+				synctest.Wait()
+				hold.resume()
+				assert.ErrorIs(t, <-res, context.Canceled, "Shutdown gave up")
+				assert.NoError(t, outer.Wait(), "the outer Task")
+				assert.ErrorIs(t, <-child, ErrStopped, "the child")
+				assert.Equal(t, []string{"q1", "q2", "child"}, told.got(), "TaskDropped, in queue order")
+				s := requireStoppedClean(t, p)
+				assert.Equal(t, uint64(3), s.Abandoned, "abandoned")
+			})
+		})
+	}
 }
 
 // Tasks that looked at their context, and groups, are listed for a Shutdown

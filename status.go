@@ -91,7 +91,7 @@ type counts struct {
 	keys            atomic.Int64  // keys with tasks in the pool (see flows.byKey)
 	settled         settledTotals // the accepted tasks that never ran, by why
 	groupOnly       atomic.Uint64 // group tasks counted in Submitted by their Group.Go call: held back by SetLimit (released ones too: their send is not counted again), or skipped by a canceled group
-	groupHeld       atomic.Int64  // of groupOnly, the tasks their groups hold back now (see Group.SetLimit): neither in the pool nor settled
+	groupHeld       atomic.Int64  // of groupOnly, the tasks their groups hold back now (see Group.SetLimit), and those released that dispatch has not taken yet: neither in the pool nor settled
 	ticketTasks     atomic.Uint64 // tasks admitted through tickets, published by dispatch: Status adds them to the sends
 	rejected        atomic.Uint64 // tasks refused because the queue was full, never accepted
 	submittedAtStop atomic.Uint64 // the exact number of accepted tasks, stored by dispatch before it closes stopped (see submitted)
@@ -182,8 +182,8 @@ func (p *WorkerPool) Status() Status {
 	// read once: it never goes back. The held tasks are read after
 	// Submitted (Group.Go counts a held task there last) and before the
 	// buckets a dropped one moves to (dropHeld counts it there first), so
-	// no held task shows as busy; a released one is busy while on its way
-	// to dispatch, as any task being sent is.
+	// no held task shows as busy; a released one counts as held until
+	// dispatch takes it.
 	submitted := p.submitted(stopped)
 	held := max(p.counts.groupHeld.Load(), 0)
 	completed := p.counts.completed.Load()

@@ -71,6 +71,34 @@ func TestWaitIdleReturnsWhenTheLastTaskFinishes(t *testing.T) {
 	})
 }
 
+// The tasks a Group holds back (SetLimit) are released by the group's
+// task that ends, on its worker, after that worker counted itself free:
+// WaitIdle does not take that moment for an idle one, while the group
+// still holds a task that is about to run. Real scheduling, many rounds: a
+// group of two tasks limited to one, then WaitIdle, which returns only
+// once both ran. (Since workers count themselves free before the outcome
+// is told, WaitIdle returned in between in about half the rounds.)
+func TestWaitIdleWaitsForTheTasksAGroupReleases(t *testing.T) {
+	const rounds = 2000
+	ctx := context.Background()
+	p := New(1, WithIdleTimeout(-1))
+	defer p.Stop()
+	early := 0
+	for range rounds {
+		var ran atomic.Int64
+		g := p.Group(ctx)
+		g.SetLimit(1)
+		g.Go(fnOf(func() { ran.Add(1) }))
+		g.Go(fnOf(func() { ran.Add(1) }))
+		require.NoError(t, p.WaitIdle(ctx), "WaitIdle")
+		if ran.Load() != 2 {
+			early++
+		}
+		require.NoError(t, g.Wait(), "the group")
+	}
+	assert.Zero(t, early, "rounds whose WaitIdle returned before the group's second task ran")
+}
+
 func TestWaitIdleCountsTasksHeldByPauseAsWaiting(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithIdleTimeout(-1))

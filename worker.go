@@ -506,6 +506,28 @@ func (d *dispatcher) offer(w work) bool {
 	return true
 }
 
+// start gives w, a task that has not waited in the queue, to a free
+// worker if it may start now (see slots.mayStart), and reports whether it
+// did: as offer does, or, in a pool with a bound, to a worker that has
+// returned its last work and is on its way to its receive (see
+// crew.freeWorker), for which the send waits that moment. Such a task
+// never needs room: queued, it would hold a place, or under DropOldest
+// be dropped by the next task, while a worker is free for it. Once
+// stopping has begun it only offers w: the stop receives the messages
+// sent meanwhile itself (see admitStragglers), so dispatch must not keep
+// any (see sendToFreeWorker).
+func (d *dispatcher) start(w work) bool {
+	if d.offer(w) {
+		return true
+	}
+	if !d.p.cfg.bounded || d.p.stopBegun.Load() || d.p.abandonBegun.Load() || d.crew.surplus() ||
+		!d.crew.freeWorker() || !d.slots.mayStart(d, outOf(w).weight) {
+		return false
+	}
+	d.handToFreeWorker(w)
+	return true
+}
+
 // startAtOnce gives w to a free worker, which canStartAtOnce said there
 // is: a ready or new one, or else the one on its way to its receive, for
 // which the send waits that moment. Only a stop that began in between
@@ -522,10 +544,21 @@ func (d *dispatcher) startAtOnce(w work) {
 			d.discard(w.job)
 		}
 	default:
-		w = d.queue.atOnce(w)
-		out := outOf(w)
-		d.sendToFreeWorker(w)
-		d.crew.handed(d, out)
+		d.handToFreeWorker(w)
+	}
+}
+
+// handToFreeWorker gives w to the worker on its way to its receive (see
+// sendToFreeWorker), and gives back the room a job took on its way, as
+// offer does.
+func (d *dispatcher) handToFreeWorker(w work) {
+	held := w.job != nil && d.p.cfg.roomed && w.job.place.Swap(false) // before the hand-off: then the job is the worker's
+	w = d.queue.atOnce(w)
+	out := outOf(w)
+	d.sendToFreeWorker(w)
+	d.crew.handed(d, out)
+	if held {
+		d.p.giveRoom(1)
 	}
 }
 

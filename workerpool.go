@@ -271,7 +271,7 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 // DoWait has gammazero/workerpool's signature; DoWaitContext waits for a
 // task with options, and can give up before it starts.
 func (p *WorkerPool) DoWait(task func()) error {
-	return p.doWait(nil, task, taskOptions{weight: 1})
+	return p.doWait(task, taskOptions{weight: 1}, nil)
 }
 
 // DoWaitContext is DoWait with a context and options. ctx bounds the wait
@@ -293,11 +293,12 @@ func (p *WorkerPool) DoWaitContext(ctx context.Context, task func(), opts ...Tas
 	if ctx == nil {
 		panic("workerpool: DoWaitContext called with a nil context")
 	}
-	return p.doWait(ctx, task, p.parseDoOptions(opts))
+	return p.doWait(task, p.parseDoOptions(opts), ctx)
 }
 
-// doWait is DoWait and DoWaitContext: ctx is nil for DoWait.
-func (p *WorkerPool) doWait(ctx context.Context, task func(), o taskOptions) error {
+// doWait is DoWait and DoWaitContext: ctx is nil for DoWait. (ctx comes
+// last, as in doPlain and doWithOptions, which take nil for no ctx too.)
+func (p *WorkerPool) doWait(task func(), o taskOptions, ctx context.Context) error {
 	if task == nil {
 		return nil
 	}
@@ -333,6 +334,7 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 	case p.stopBegun.Load():
 		return ErrStopped
 	case p.heavierThanPool(j.weight()):
+		p.mustBeNew() // a zero WorkerPool has size 0: every weighted task would seem too heavy
 		return ErrTooHeavy
 	}
 	return nil
@@ -430,14 +432,17 @@ func (w *waiter) released() { w.unref() }
 
 // wait blocks until the job settled, then drops DoWait's reference. If
 // DoWaitContext's ctx is done first, it settles the job as canceled unless
-// it has started (see job.settleIfBlocked), and waits for its outcome.
+// it has started (see job.settleIfCanceled), and waits for its outcome. A
+// ctx that the stop itself ended (the ctx of a Task that a Shutdown cut)
+// leaves the job to the stop, which gives it up in queue order, as a
+// Task's Wait does (see Task.cancelIfCallerDone).
 func (w *waiter) wait() error {
 	if w.ctx != nil {
 		select {
 		case <-w.done:
 			return w.concluded()
 		case <-w.ctx.Done():
-			w.job.settleIfBlocked()
+			w.job.settleIfCanceled()
 		}
 	}
 	<-w.done
@@ -534,7 +539,8 @@ func (p *WorkerPool) SetMinWorkers(n int) {
 }
 
 // WaitIdle waits for the first moment at which no task runs or waits (tasks
-// a Pause holds count as waiting) and returns nil; it returns ctx's error if
+// a Pause holds, and tasks a Group holds back, count as waiting) and
+// returns nil; it returns ctx's error if
 // ctx is done first, and ErrStopped if stopping began before the pool was
 // idle (at once on a stopped pool). It does not hold back new tasks, which
 // is Pause's job, and occupies no worker. WaitIdle called from inside a task
