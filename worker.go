@@ -62,7 +62,9 @@ func (p *WorkerPool) worker(w work) {
 	// last task, so what that task captured can be collected.
 	for ; !w.stops(); w = <-p.workerQueue {
 		p.returned(p.do(w, &e))
-		e.end()
+		if e.job != nil || e.posted { // a plain task leaves nothing to do
+			e.end()
+		}
 	}
 	retired = true
 }
