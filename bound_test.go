@@ -1365,11 +1365,18 @@ func TestATaskSubmittedOnceTheLastOneIsDoneStartsOnItsWorkerOnItsWay(t *testing.
 
 				next := newGate()
 				defer next.release()
-				started := p.Go(t.Context(), fnOf(next.wait))
+				// The Go may wait for dispatch's answer (it found the
+				// place not given back yet), which comes once dispatch
+				// has handed its task to the held worker: so it is made
+				// from a goroutine of its own, before the TrySubmit.
+				startedc := make(chan *Task, 1)
+				go func() { startedc <- p.Go(t.Context(), fnOf(next.wait)) }()
+				synctest.Wait()
 				tried := make(chan bool, 1)
 				go func() { tried <- p.TrySubmit(func() {}) }()
 				synctest.Wait()
 				ctx.resume()
+				started := <-startedc
 				synctest.Wait()
 				assert.Equal(t, 1, p.Status().Busy, "busy: the task submitted once the last one was done")
 				assert.True(t, <-tried, "TrySubmit after it: the queue's one place was free")
@@ -1394,11 +1401,11 @@ func TestATaskSubmittedOnceASkippedOneIsDoneStartsOnItsWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithMaxWaiting(0, Reject), WithIdleTimeout(-1))
 		defer p.Stop()
-		ctx := &doneForItsWorkerContext{stopStallingContext: newStopStallingContext(), dispatched: make(chan struct{})}
+		ctx := &doneForItsWorkerContext{stopStallingContext: newStopStallingContext(), watched: make(chan struct{})}
 		defer ctx.resume()
-		skipped := p.Go(ctx, noopFn)
-		done := skipped.Done() // watches ctx; dispatch, held in its look at ctx, has not handed the task out yet
-		close(ctx.dispatched)
+		skipped := p.Go(ctx, noopFn) // its worker, as it looks at ctx, waits until watched is closed
+		done := skipped.Done()       // watches ctx
+		close(ctx.watched)
 		<-done
 		<-ctx.stalled // the worker counted itself free, and is held on its way to its receive
 
@@ -1417,19 +1424,17 @@ func TestATaskSubmittedOnceASkippedOneIsDoneStartsOnItsWorker(t *testing.T) {
 
 // doneForItsWorkerContext is a stopStallingContext whose Err is
 // context.Canceled as the worker that took its task looks at it, and nil
-// to everyone else; dispatch's first look, as it takes the task, waits
-// until dispatched is closed.
+// to everyone else; the worker's first look waits until watched is
+// closed, so that the Task watches the ctx before the worker tells it.
 type doneForItsWorkerContext struct {
 	*stopStallingContext
-	dispatched chan struct{}
-	once       sync.Once
+	watched chan struct{}
+	once    sync.Once
 }
 
 func (c *doneForItsWorkerContext) Err() error {
-	switch stack := ownStack(); {
-	case strings.Contains(stack, "(*dispatcher).takeJob("):
-		c.once.Do(func() { <-c.dispatched })
-	case strings.Contains(stack, "(*job).work("):
+	if strings.Contains(ownStack(), "(*job).work(") {
+		c.once.Do(func() { <-c.watched })
 		return context.Canceled
 	}
 	return nil
