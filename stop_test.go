@@ -1311,3 +1311,27 @@ func TestStressMixed(t *testing.T) {
 func TestStressMixed2(t *testing.T) {
 	edgeStress(t, 99, time.Second)
 }
+
+// A plain task that dispatch admits to start at once on a free worker,
+// without room, as a Stop begins abandoning is given up with the queue, and
+// gives back no room it never took: after the stop every place of the
+// bound is free, and no more. (It joined the queue, and leaving it gave a
+// place back, so a pool with no room had one.) Real scheduling, many
+// rounds: a Stop races TrySubmit, Do and Submit on a queue with no room.
+func TestAPlainTaskAdmittedToAWorkerAsStopBeginsGivesBackNoRoom(t *testing.T) {
+	const rounds = 3000
+	for range rounds {
+		p := New(1, WithMaxWaiting(0, Reject), WithIdleTimeout(-1))
+		stopped := make(chan struct{})
+		go func() { p.Stop(); close(stopped) }()
+		for range 3 {
+			p.TrySubmit(func() {})
+			_ = p.Do(func() {})
+		}
+		<-stopped
+		requireStoppedClean(t, p)
+		if t.Failed() {
+			return
+		}
+	}
+}

@@ -126,11 +126,12 @@ func (p *WorkerPool) do(w work, e *ending) (count *atomic.Uint64, panicked bool)
 	return &p.counts.completed, panicked
 }
 
-// abandonTaken gives up a plain task from the queue that a worker took
-// once abandoning had begun (Stop, or a Shutdown that gave up): the
-// dispatcher offered it a moment before (see work.offered), and it must not
-// start. It is abandoned as the queue's tasks are: counted, and given to
-// the dead-letter handler with ErrStopped.
+// abandonTaken gives up a plain task that must not start, as abandoning
+// (Stop, or a Shutdown that gave up) has begun: one from the queue that a
+// worker took, which the dispatcher offered it a moment before (see
+// work.offered), or one the dispatcher was to start at once, without room
+// (see startAtOnce). It is abandoned as the queue's tasks are: counted,
+// and given to the dead-letter handler with ErrStopped.
 func (p *WorkerPool) abandonTaken(task func()) {
 	p.counts.settled.count(jobAbandoned)
 	p.giveUpPlain(task, ErrStopped)
@@ -534,14 +535,15 @@ func (d *dispatcher) start(w work) bool {
 // is: a ready or new one, or else the one on its way to its receive, for
 // which the send waits that moment. Only a stop that began in between
 // (a job's ctx, asked whether it is done, can take any time) makes offer
-// refuse: the task then joins the queue, for the stop to abandon, and no
-// worker gets it.
+// refuse, and no worker gets the task: a job joins the queue, for the stop
+// to abandon; a plain task, which holds no room (leaving the queue would
+// give a place back), is abandoned here, ahead of the queue it skipped.
 func (d *dispatcher) startAtOnce(w work) {
 	switch {
 	case d.offer(w):
 	case d.p.abandonBegun.Load():
 		if w.job == nil {
-			d.queue.push(w.fn)
+			d.p.abandonTaken(w.fn)
 		} else if !d.queue.pushJob(w.job) {
 			d.discard(w.job)
 		}
