@@ -18,13 +18,13 @@ const (
 	Block Overflow = iota
 	// Reject: the new task is refused with ErrQueueFull.
 	Reject
-	// DropOldest: the oldest waiting task is dropped with ErrDropped to make
-	// room; the new task is accepted.
+	// DropOldest: the oldest waiting task is dropped, with an error
+	// wrapping ErrQueueFull, to make room; the new task is accepted.
 	DropOldest
 )
 
-// String returns the policy's name, such as "Block".
-func (o Overflow) String() string {
+// string returns the policy's name, such as "Block", for messages.
+func (o Overflow) string() string {
 	switch o {
 	case Block:
 		return "Block"
@@ -94,37 +94,27 @@ func (r *room) admit(n int) bool {
 	}
 }
 
-// TrySubmit queues task like Submit, but never waits for room: it returns
-// false, and does not queue task, when the waiting queue is full under
-// Block or Reject and no worker is free (counted in Status.Rejected), when
-// submitters wait for room before it, or once the pool is stopping. Under
-// DropOldest it returns true and the oldest waiting task is dropped, but
-// with a bound of 0, or while scheduled tasks alone fill the bound, where
-// it refuses as under Reject; with no bound it is Do. A nil task is ignored
-// and TrySubmit returns true. Safe for concurrent use.
-func (p *WorkerPool) TrySubmit(task func()) bool {
-	return p.countRejected(p.doPlain(task, false, nil), 1, nil) == nil
-}
-
-// DoContext queues task like Do, and under Block waits for room only until
-// ctx is done: it then returns ctx's error and does not queue task. Under
-// Reject it returns ErrQueueFull when the queue is full, and so does it
-// under DropOldest with a bound of 0 or while scheduled tasks alone fill
-// the bound; under DropOldest, or with no bound, it never waits for room.
-// It returns
-// ErrStopped once the pool is stopping, also while it waited. A nil task is
-// ignored and DoContext returns nil. opts schedule task as Do's do, with
-// the same rules. ctx bounds only the wait for room: once DoContext has
-// returned nil, the task no longer looks at ctx, so a delayed task runs
-// when it is due whether or not ctx is done by then (give Go a context to
-// cancel a task that waits). DoContext panics if ctx is nil, and if opts
-// hold a Retry. Safe for concurrent use.
+// DoContext queues task like Do, with options, and returns once it is
+// accepted: no one waits for it, and if it never runs it goes to
+// Hooks.DeadLetter. Under Block it waits for room only until ctx is done,
+// and then returns ctx's error without queuing task; with a ctx that is
+// already done it never waits: it takes task if it can start or find room
+// at once, and else returns ErrQueueFull. Otherwise it returns what the
+// package documentation's table of calls gives (ErrQueueFull, ErrTooHeavy,
+// ErrStopped). ctx bounds only the wait for room: once accepted, the task
+// no longer looks at ctx (give Go a context to cancel a task that waits).
+// The hooks see ctx's values. A nil task is ignored and DoContext returns
+// nil. It panics if ctx is nil, and if opts hold a Retry. Safe for
+// concurrent use.
 func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOption) error {
 	if ctx == nil {
 		panic("workerpool: DoContext called with a nil context")
 	}
 	o := p.parseDoOptions(opts)
-	err := p.doWithOptions(task, o, ctx)
+	if ctx.Err() != nil {
+		return p.countRejected(p.doWithOptions(task, o, ctx, false), 1, &o)
+	}
+	err := p.doWithOptions(task, o, ctx, true)
 	if err == errWithdrawn {
 		return ctx.Err()
 	}
@@ -473,15 +463,15 @@ func (a *admission) makeRoomFor(d *dispatcher, j *job, counted bool) {
 }
 
 // dropOldest drops the oldest waiting task, and reports false if none was
-// left. A plain one goes to the dead-letter handler with ErrDropped; a job
-// settles with ErrDropped, which its caller learns.
+// left. A plain one goes to the dead-letter handler with errDropped; a job
+// settles with errDropped, which its caller learns.
 func (a *admission) dropOldest(q *waitQueue) bool {
 	q.tidy()
 	src := q.oldest()
 	if src.isNone() {
 		return false
 	}
-	q.giveUpFront(src, jobDropped, ErrDropped)
+	q.giveUpFront(src, jobDropped, errDropped)
 	return true
 }
 

@@ -5,37 +5,35 @@ import (
 	"fmt"
 )
 
-// The errors a call or a handle reports, each saying why a task did not run
-// (or, for ErrGoexit, how it ended). Test for them with errors.Is: the pool
-// often returns an error that wraps one, with more detail.
+// The errors a call or a handle reports, each saying why a task did not
+// run (or, for ErrGoexit, how it ended); the package documentation's table
+// of errors says which call reports which. Test for them with errors.Is:
+// the pool often returns an error that wraps one, with more detail.
 var (
-	// ErrStopped reports that work was submitted after Stop, StopWait or
-	// Shutdown began, or that a task someone waits for (with DoWait, a
-	// Task, a Future or a Group) was abandoned before it started.
+	// ErrStopped: the pool was stopping when the task was submitted, or a
+	// stop abandoned it before it started.
 	ErrStopped = errors.New("workerpool: pool stopped")
 
-	// ErrQueueFull reports a task refused because the waiting queue was
-	// full (Reject, a TrySubmit that did not wait, or a DoBatch larger than
-	// the bound).
+	// ErrQueueFull: the waiting queue had no room for the task, so it was
+	// refused, or, under DropOldest, dropped to make room for a newer one.
 	ErrQueueFull = errors.New("workerpool: waiting queue full")
 
-	// ErrDropped reports a task that was accepted and then dropped from a
-	// full queue to make room for a newer one (DropOldest).
-	ErrDropped = errors.New("workerpool: task dropped from a full queue")
-
-	// ErrExpired reports a task that waited in the queue longer than
-	// WithQueueTimeout allows, and so never ran.
+	// ErrExpired: the task waited in the queue longer than WithQueueTimeout
+	// allows, and so never ran.
 	ErrExpired = errors.New("workerpool: task expired in the queue")
 
-	// ErrTooHeavy reports a task whose Weight is more than the pool's size:
-	// it was refused at once, or dropped from the queue by a Resize that
-	// made the pool smaller than its weight.
+	// ErrTooHeavy: the task's weight is more than the pool's size: it was
+	// refused at once, or dropped by a Resize that made the pool smaller.
 	ErrTooHeavy = errors.New("workerpool: task heavier than the pool")
 
-	// ErrGoexit is the error a Task or Group reports for a fn that called
+	// ErrGoexit: the task's func, or its TaskStarted hook, called
 	// runtime.Goexit (as t.FailNow does) instead of returning.
 	ErrGoexit = errors.New("workerpool: task called runtime.Goexit")
 )
+
+// errDropped reports a task that was accepted and then dropped from a full
+// queue to make room for a newer one (DropOldest). It wraps ErrQueueFull.
+var errDropped error = &wrapError{"workerpool: task dropped from a full queue", ErrQueueFull}
 
 // The values Submit and SubmitWait panic with, and the error Shutdown
 // returns when a Stop abandoned tasks: each wraps one of the errors above.
@@ -43,7 +41,7 @@ var (
 	errSubmitStopped       = fmt.Errorf("%w: Submit called after Stop", ErrStopped)
 	errSubmitWaitStopped   = fmt.Errorf("%w: SubmitWait task not run", ErrStopped)
 	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
-	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", ErrDropped)
+	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", errDropped)
 	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", ErrExpired)
 	errTasksAbandoned      = fmt.Errorf("%w: queued tasks were abandoned", ErrStopped)
 )

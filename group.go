@@ -312,7 +312,7 @@ func (g *Group) submit(t *groupTask, held bool) {
 			err = sendControl(g.pool, message{job: &t.job}) // in Submitted since its Go call: a control send, which Status does not count
 		}
 	} else {
-		err = g.pool.sendJob(&t.job, g.ctx)
+		err = g.pool.sendJob(&t.job, true, g.ctx)
 	}
 	switch {
 	case err == nil:

@@ -5,74 +5,95 @@ import (
 	"time"
 )
 
-// Hooks are funcs the pool calls as tasks start, finish and are given up,
-// for metrics and tracing (see WithHooks). Each may be nil; a nil hook
-// costs nothing. No hook ever runs on the dispatcher goroutine:
-// TaskStarted and TaskFinished run on the workers, TaskDropped on the
-// pool's delivery goroutine or in the submitting call that refused the
-// task (see WithHooks). Several may run at once: each must be safe for
-// concurrent use, and quick, as it delays the task or the next one.
+// Hooks are funcs the pool calls at the moments of a task's life: as it
+// starts and finishes (for metrics and tracing), as it is given up
+// (TaskDropped, and DeadLetter for a plain task no one waits for), and as
+// it panics (Panic). Each may be nil; a nil hook costs nothing. No hook
+// runs on the dispatcher goroutine. Several may run at once: each must be
+// safe for concurrent use, and quick, as it delays the task or the next
+// one. A hook must not call Stop, StopWait or Shutdown, nor wait for
+// anything that needs the pool to go on: a stop waits for the hooks that
+// run. The package documentation (Observability, Dead letters, Panics)
+// gives where each runs, in which order, and what a stop waits for.
 //
-// Each hook learns which task it is about in a TaskInfo, passed by value:
-// the pool's name, the task's Label, priority, weight and attempt, and
-// the times and outcome of the run.
-//
-// A hook that panics is treated like a task's panic: with a panic handler
-// (WithPanicHandler) it is recovered and handed to the handler, logged,
-// and the pool goes on (a task whose TaskStarted panicked still runs, with
-// the ctx TaskStarted was given, and no TaskFinished for that run); without
-// one it crashes the program. It is not counted in Status.Panicked.
+// A hook that panics (Panic itself excepted) is treated like a task's
+// panic: with Panic set it is recovered and handed to Panic, logged, and
+// the pool goes on (a task whose TaskStarted panicked still runs, with the
+// ctx TaskStarted was given, and no TaskFinished for that run); without it
+// the program crashes. It is not counted in Status.Panicked.
 type Hooks struct {
-	// TaskStarted runs on the worker just before each run of a task. The ctx it returns
-	// is the one the task runs with (Go, Call, Group.Go; a plain func() ignores it) and
-	// the one TaskFinished gets; a nil ctx means ctx. ctx is, for Go and Call, the
-	// Task's context (the caller's ctx, also canceled by Cancel); for Group.Go the
-	// group's; for DoContext its ctx's values without its cancellation
-	// (context.WithoutCancel); for DoWaitContext its ctx; for Submit, Do, DoWait and the other plain calls
-	// context.Background(). So a span started here is a child of the submitter's
-	// span and the parent of everything the task does. t.Waited is set, t.Ran and
-	// t.Err are not. A TaskStarted that calls runtime.Goexit ends the run
-	// before the task's func is called: the task never runs, whoever waits
-	// for it learns an error wrapping ErrGoexit that says so, and a plain
-	// task no one waits for goes to the dead-letter handler with it.
+	// TaskStarted runs on the worker just before each run of a task. The
+	// ctx it returns is the one the task's func runs with (a plain func()
+	// ignores it) and the one TaskFinished gets; a nil ctx means ctx. ctx is
+	// the task's context as the package documentation's table of calls
+	// gives it (context.Background() for gammazero's calls), so a span
+	// started here is a child of the submitter's span. t.Waited is set,
+	// t.Ran and t.Err are not. A TaskStarted that calls runtime.Goexit ends
+	// the run before the task's func is called: the task never runs, its
+	// waiter learns an error wrapping ErrGoexit, and a plain task goes to
+	// DeadLetter with it.
 	TaskStarted func(ctx context.Context, t TaskInfo) context.Context
-	// TaskFinished runs on the worker after each run: its func returned, panicked or
-	// called runtime.Goexit. ctx is what TaskStarted returned (without TaskStarted,
-	// the ctx it would have been given). It does not run for a run whose
-	// TaskStarted did not return (it panicked, or called runtime.Goexit): what
-	// TaskStarted began for the run, it never got to hand on. t.Ran is the
-	// run's time and t.Err its outcome: the handle's error, a *PanicError for
-	// any recovered panic (plain funcs under a panic handler included),
-	// ErrGoexit for runtime.Goexit, nil for a plain func that returned. Each
-	// attempt under Retry is one start and one finish, with its own t.Attempt
-	// and t.Err.
+	// TaskFinished runs on the worker after each run whose TaskStarted
+	// returned: its func returned, panicked or called runtime.Goexit. ctx
+	// is what TaskStarted returned. t.Ran is the run's time and t.Err its
+	// outcome: the task's error, a *PanicError for a recovered panic,
+	// ErrGoexit, or nil. Each attempt under a retry is one start and one
+	// finish, with its own t.Attempt and t.Err.
 	TaskFinished func(ctx context.Context, t TaskInfo)
-	// TaskDropped runs for each task that will never run, with why in t.Err: errors
-	// wrapping ErrStopped (abandoned), ErrQueueFull (refused), ErrDropped, ErrExpired,
-	// ErrTooHeavy, or the ctx error for a canceled task: exactly once for each task
-	// counted in Rejected, Dropped, Abandoned, Canceled or Expired, whatever the call
-	// (a refused Do, Go or TrySubmit included). t.Attempt is the attempt that never
-	// ran (above 1 for a task given up while it waited for a retry); t.Waited and
-	// t.Ran are 0. Never on the dispatcher goroutine; for tasks given up before or
-	// during a stop, before Stop, StopWait or Shutdown returns. Status.Dropped counts
-	// only the tasks dropped from a full queue (DropOldest) or heavier than the pool
-	// after a Resize; TaskDropped is told of every task that never runs, whatever the
-	// reason, so its calls are Rejected + Dropped + Abandoned + Canceled + Expired.
+	// TaskDropped runs once for each task that will never run, whatever
+	// the call, with why in t.Err (see the package documentation's table of
+	// errors, or the ctx's error for a canceled task): its calls number
+	// Status's Rejected + Dropped + Abandoned + Canceled + Expired. t.Attempt
+	// is the attempt that never ran; t.Waited and t.Ran are 0.
 	TaskDropped func(t TaskInfo)
+	// DeadLetter gets each plain task (a func() no one waits for) that will
+	// never run, with the reason, so that nothing is lost silently: the
+	// program may persist it or submit it again. It runs on the pool's
+	// delivery goroutine, one task at a time, in the order the tasks were
+	// given up, just after TaskDropped; Stop, StopWait and Shutdown return
+	// only once it has run for every task given up before or during the
+	// stop. Without it such tasks are only counted in Status.
+	DeadLetter func(task func(), reason error)
+	// Panic makes the pool recover a panic of a plain task (or of a hook)
+	// and call it with the recovered value, on the panicking worker, before
+	// the stack unwinds, so debug.Stack inside it shows the task's frames.
+	// The worker then goes on with the next task. Without it a plain task's
+	// panic crashes the program, as in a goroutine of its own; tasks with a
+	// handle always recover theirs into a *PanicError. A panic inside Panic
+	// crashes the program.
+	Panic func(recovered any)
 }
 
 // TaskInfo tells a hook which task, and which run of it, a call is about
 // (see Hooks). It is passed by value: the pool allocates nothing for it.
 type TaskInfo struct {
-	Pool     string        // the pool's name (see WithName)
-	Label    string        // the task's Label, "" if none
-	Key      string        // the task's Key, "" if none
-	Priority int           // the task's Priority: 0 for a plain task
-	Weight   int           // the task's Weight: 1 for a plain task
-	Attempt  int           // 1 for the first run, 2, ... under Retry
+	Label    string        // the task's TaskOption.Label, "" if none
+	Key      string        // the task's TaskOption.Key, "" if none
+	Priority int           // the task's TaskOption.Priority: 0 for a plain task
+	Weight   int           // the task's TaskOption.Weight: 1 for a plain task
+	Attempt  int           // 1 for the first run, 2, ... under a retry
 	Waited   time.Duration // from ready (accepted, due, or retry due) to this run's start
 	Ran      time.Duration // this run's time; TaskFinished only
 	Err      error         // TaskFinished: this run's outcome; TaskDropped: why it never ran
+}
+
+// merge sets the hooks that h sets.
+func (h *Hooks) merge(with Hooks) {
+	if with.TaskStarted != nil {
+		h.TaskStarted = with.TaskStarted
+	}
+	if with.TaskFinished != nil {
+		h.TaskFinished = with.TaskFinished
+	}
+	if with.TaskDropped != nil {
+		h.TaskDropped = with.TaskDropped
+	}
+	if with.DeadLetter != nil {
+		h.DeadLetter = with.DeadLetter
+	}
+	if with.Panic != nil {
+		h.Panic = with.Panic
+	}
 }
 
 // timed reports whether the hooks need tasks' wait and run times.
@@ -83,7 +104,7 @@ func (h *Hooks) timed() bool {
 // infoOf is the TaskInfo of a task with options o (nil: a plain task's)
 // for its attempt-th run, or given up with why before it.
 func (p *WorkerPool) infoOf(o *taskOptions, attempt int, why error) TaskInfo {
-	t := TaskInfo{Pool: p.cfg.name, Weight: 1, Attempt: attempt, Err: why}
+	t := TaskInfo{Weight: 1, Attempt: attempt, Err: why}
 	if o != nil {
 		t.Label, t.Key, t.Priority, t.Weight = o.label, o.key, o.priority, o.weight
 	}

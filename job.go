@@ -24,7 +24,7 @@ import (
 //   - queued: in the waiting queue and counted in Status.Waiting, until it
 //     leaves this state; dispatch moves it here when it queues it.
 //   - scheduled: not due yet (Delay, At, or waiting for its next run under
-//     a RetryPolicy): dispatch keeps it in its timer heap and counts it in
+//     a retry policy): dispatch keeps it in its timer heap and counts it in
 //     Status.Scheduled, until it moves it back to pending when it is due
 //     (it is then handled as a job just accepted). The worker whose run
 //     is to be retried moves it from started to scheduled, and posts it to
@@ -174,7 +174,7 @@ func (j *job) due() int64 {
 	return j.opts.due
 }
 
-// retriable reports whether the job has a RetryPolicy: it may come back
+// retriable reports whether the job has a retry policy: it may come back
 // for another run.
 func (j *job) retriable() bool {
 	return j.opts != nil && j.opts.retry != nil

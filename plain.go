@@ -19,12 +19,12 @@ type plainJob struct {
 	ctx  context.Context // DoContext's ctx without its cancellation, in a timed pool; else nil
 }
 
-// parseDoOptions reads the options of a func() task given to DoContext or
-// DoWaitContext, and panics if they hold a Retry, which a func() cannot use.
+// parseDoOptions reads the options of a func() task given to DoContext, and
+// panics if they hold a Retry, which a func() cannot use.
 func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 	o := p.parseOptions(opts)
 	if o.retry != nil {
-		panic("workerpool: Retry given to DoContext or DoWaitContext: a func() fails only by panicking; use Go with a func that returns its error")
+		panic("workerpool: Retry given to DoContext: a func() fails only by panicking; use Go with a func that returns its error")
 	}
 	return o
 }
@@ -33,9 +33,9 @@ func (p *WorkerPool) parseDoOptions(opts []TaskOption) taskOptions {
 // task when the options change nothing (a delay alone: in the timer heap
 // as it is), else a plainJob, which a DoContext task in a timed pool
 // always rides, so that the hooks see its ctx's values. It returns why the
-// pool refused the task, uncounted; ctx bounds a wait for room under
-// Block.
-func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Context) error {
+// pool refused the task, uncounted; under Block it waits for room if wait
+// is set, until ctx is done.
+func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Context, wait bool) error {
 	if task == nil {
 		return nil
 	}
@@ -43,10 +43,10 @@ func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Conte
 	if !keepCtx {
 		switch {
 		case o.isDefault():
-			return p.doPlain(task, true, ctx)
+			return p.doPlain(task, wait, ctx)
 		case o.priority == 0 && o.weight <= 1 && o.label == "" && o.key == "":
 			// A delay alone: no carrier (see dispatcher.acceptDelayed).
-			return p.sendOne(message{task: task, due: o.due}, p.cfg.overflow == Block, ctx)
+			return p.sendOne(message{task: task, due: o.due}, wait && p.cfg.overflow == Block, ctx)
 		}
 	}
 	pj, _ := p.plainJobs.Get().(*plainJob)
@@ -59,7 +59,7 @@ func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Conte
 		pj.ctx = context.WithoutCancel(ctx)
 	}
 	pj.job.reset(o, &pj.opts)
-	err := p.sendJob(&pj.job, ctx)
+	err := p.sendJob(&pj.job, wait, ctx)
 	if err != nil {
 		pj.recycle() // the pool never had it
 	}

@@ -11,32 +11,25 @@ import (
 	"time"
 )
 
-// A RetryPolicy decides whether a task whose run returned err runs again:
-// attempt is the number of runs so far (1 after the first), and the policy
-// returns whether to retry and after what delay (zero or less: at once).
-// It is called on the worker that ran the task, one call at a time per
-// task, and must not block. A policy that panics ends the retries: the
-// task ends with a *PanicError carrying the panic value, joined with the
-// run's error. See Retry and Backoff.
-//
-// A task is not retried, whatever the policy says, when err is nil, when
-// err wraps a Permanent error, when its run called runtime.Goexit, or when
-// its context is done (Cancel, its ctx, the group's ctx, or a Shutdown that
-// gave up). Waiting for its next run, the task is a scheduled task in every
-// respect: it holds no worker, counts in Status.Scheduled and in the bound
-// of WithMaxWaiting (it takes a place if one is free, and never waits for
-// one), StopWait runs it when it is due, and Stop abandons it. So a policy
-// that always retries a task that always fails keeps StopWait waiting;
-// Stop, or a Shutdown with a deadline, ends it.
-type RetryPolicy func(attempt int, err error) (delay time.Duration, retry bool)
+// A retryPolicy is TaskOption.Retry's func: given the number of runs so
+// far (attempt, 1 after the first) and the last run's error, it says
+// whether to run the task again and after what delay. The package
+// documentation (Retries) gives the rules.
+type retryPolicy = func(attempt int, err error) (delay time.Duration, retry bool)
 
-// Backoff is the RetryPolicy of exponential backoff with full jitter: the
-// delay before run k+1 is random in [0, min(max, base·2^(k−1))], and a task
-// runs at most attempts times in all (attempts < 1 means 1: no retry). A
+// Backoff returns a retry policy (for TaskOption.Retry) of exponential
+// backoff with full jitter: it retries a task up to retries times after
+// its first run, so a task runs at most retries+1 times, and the delay
+// before retry k is random in [0, min(max, base·2^(k−1))]. It does not
+// retry a panic (a *PanicError: a bug, not a passing failure); a policy of
+// your own sees the *PanicError and may. retries < 1 means no retry; a
 // base or max of zero or less means no delay.
-func Backoff(base, max time.Duration, attempts int) RetryPolicy {
-	return func(attempt int, _ error) (time.Duration, bool) {
-		if attempt >= attempts {
+func Backoff(base, max time.Duration, retries int) func(attempt int, err error) (delay time.Duration, retry bool) {
+	return func(attempt int, err error) (time.Duration, bool) {
+		if attempt > retries {
+			return 0, false
+		}
+		if pe := (*PanicError)(nil); errors.As(err, &pe) {
 			return 0, false
 		}
 		ceiling := int64(backoffCeiling(base, max, attempt))
@@ -66,9 +59,12 @@ func backoffCeiling(base, max time.Duration, attempt int) time.Duration {
 }
 
 // Permanent marks err as one that must not be retried: a task whose run
-// returns it (or an error wrapping it) ends with it, whatever its
-// RetryPolicy says. errors.Is and errors.As see through it, and its message
-// is err's. Permanent(nil) is nil.
+// returns it (or an error wrapping it) ends with it, whatever its retry
+// policy says, which is not asked. errors.Is and errors.As see through it,
+// and its message is err's. Code that settles work by the same rule finds
+// the mark as it finds net.Error's Timeout: the error has a method
+// Permanent() bool that reports true, so errors.As(err, &p), with p an
+// interface{ Permanent() bool }, finds it. Permanent(nil) is nil.
 func Permanent(err error) error {
 	if err == nil {
 		return nil
@@ -78,13 +74,13 @@ func Permanent(err error) error {
 
 type permanentError struct{ err error }
 
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
+func (e *permanentError) Error() string   { return e.err.Error() }
+func (e *permanentError) Unwrap() error   { return e.err }
+func (e *permanentError) Permanent() bool { return true }
 
-// IsPermanent reports whether err is, or wraps, an error marked with
-// Permanent: the test the pool makes before it retries a task, for code
-// that settles work by the same rule (natsfeed terminates such a message).
-func IsPermanent(err error) bool {
+// isPermanent reports whether err is, or wraps, an error marked with
+// Permanent.
+func isPermanent(err error) bool {
 	var p *permanentError
 	return errors.As(err, &p)
 }
@@ -97,13 +93,13 @@ func withLastRun(err, last error) error {
 }
 
 // retryLater, called on the worker as a run of j ends with err (not a
-// Goexit), decides whether j runs again (see RetryPolicy). If so it moves j
+// Goexit), decides whether j runs again (see retryPolicy). If so it moves j
 // to scheduled, due after the policy's delay, sets e.posted, and posts it
 // to dispatch (see retries): the pool keeps its reference to the job.
 // Otherwise it returns the task's outcome: err, or, if the policy
 // panicked, a *PanicError with its value joined with err.
 func (j *job) retryLater(err error, e *ending) error {
-	if !j.retriable() || err == nil || IsPermanent(err) || j.owner.ctxDone() {
+	if !j.retriable() || err == nil || isPermanent(err) || j.owner.ctxDone() {
 		return err
 	}
 	delay, again, panicked := j.askPolicy(err, e)
@@ -155,7 +151,7 @@ func (j *job) cancelRetry() {
 
 // retryMailbox carries the jobs that wait for their next run from the
 // workers that ran them to dispatch, which puts them in its timer heap. A
-// job with a RetryPolicy that dispatch hands out is out until its worker is
+// job with a retryPolicy that dispatch hands out is out until its worker is
 // done with it: it posts the job here first if it runs again, then counts
 // it in back, then wakes dispatch. So dispatch, which counts the ones it
 // handed out (retryInbox.sent), waits on wake while some are out, and finds
@@ -185,14 +181,14 @@ func (r *retryMailbox) take() []*job {
 }
 
 // retryInbox is the dispatcher's side of retries: it counts the jobs with
-// a RetryPolicy it hands to workers, and takes those that come back through
+// a retryPolicy it hands to workers, and takes those that come back through
 // the mailbox. The dispatcher owns it.
 type retryInbox struct {
 	p    *WorkerPool
-	sent uint64 // jobs with a RetryPolicy handed to workers
+	sent uint64 // jobs with a retryPolicy handed to workers
 }
 
-// out reports whether jobs with a RetryPolicy are out with workers or
+// out reports whether jobs with a retryPolicy are out with workers or
 // posted for dispatch to take. It loads the count of those back before it
 // looks at the posted ones.
 func (r *retryInbox) out() bool {

@@ -7,18 +7,18 @@ import (
 )
 
 // A SizeWindow is a time of day during which the pool runs with other
-// sizes than its own (see WithSizeSchedule): at most Max workers, as
-// Resize(Max) sets, and at least Min kept however idle, as
-// SetMinWorkers(Min) sets.
+// sizes than its own (see WithMinWorkers): at most Max workers, as
+// Resize(Max) sets, and at least Min kept however idle.
 //
 // From and To are times of day, "HH:MM" (00:00 to 23:59), on the clock of
-// the schedule's location; the window begins when that clock reads From
-// and ends when it reads To. A To at or before From wraps past midnight:
-// "22:00" to "06:00" is the night, and a To equal to From is the whole day
-// (which then begins again, as a boundary, at From).
+// Location; the window begins when that clock reads From and ends when it
+// reads To. A To at or before From wraps past midnight: "22:00" to "06:00"
+// is the night, and a To equal to From is the whole day (which then begins
+// again, as a boundary, at From).
 type SizeWindow struct {
-	From, To string // "HH:MM" in the schedule's location; To at or before From wraps past midnight
-	Min, Max int    // the workers kept (0 <= Min <= Max) and the most workers (Max >= 1) inside the window
+	From, To string         // "HH:MM" on Location's clock; To at or before From wraps past midnight
+	Min, Max int            // the workers kept (0 <= Min <= Max) and the most workers (Max >= 1) inside the window
+	Location *time.Location // the clock From and To are read on, the same for every window of a schedule; nil: time.Local
 }
 
 // minutesPerDay is the length of the clock's day that a schedule divides.
@@ -35,14 +35,20 @@ type sizeTable struct {
 }
 
 // newSizeTable checks windows and returns their table, or nil if there are
-// none. It panics, naming the window, if one is malformed or two overlap,
-// and if loc is nil.
-func newSizeTable(loc *time.Location, windows []SizeWindow) *sizeTable {
-	if loc == nil {
-		panic("workerpool: WithSizeSchedule with a nil *time.Location")
-	}
+// none. It panics, naming the window, if one is malformed, two overlap, or
+// two name different Locations.
+func newSizeTable(windows []SizeWindow) *sizeTable {
 	if len(windows) == 0 {
 		return nil
+	}
+	loc := windows[0].Location
+	for i, w := range windows {
+		if w.Location != loc {
+			panic(fmt.Sprintf("workerpool: WithMinWorkers %s names another Location than the first window", windowName(i, w)))
+		}
+	}
+	if loc == nil {
+		loc = time.Local
 	}
 	t := &sizeTable{loc: loc, windows: slices.Clone(windows)}
 	for m := range t.owner {
@@ -57,7 +63,7 @@ func newSizeTable(loc *time.Location, windows []SizeWindow) *sizeTable {
 		for k := range length {
 			m := (from + k) % minutesPerDay
 			if o := t.owner[m]; o >= 0 {
-				panic(fmt.Sprintf("workerpool: WithSizeSchedule %s overlaps %s", windowName(i, w), windowName(int(o), t.windows[o])))
+				panic(fmt.Sprintf("workerpool: WithMinWorkers %s overlaps %s", windowName(i, w), windowName(int(o), t.windows[o])))
 			}
 			t.owner[m] = int16(i)
 		}
@@ -73,7 +79,7 @@ func newSizeTable(loc *time.Location, windows []SizeWindow) *sizeTable {
 func (t *sizeTable) check(i int) (from, to int) {
 	w := t.windows[i]
 	bad := func(format string, args ...any) {
-		panic(fmt.Sprintf("workerpool: WithSizeSchedule %s: ", windowName(i, w)) + fmt.Sprintf(format, args...))
+		panic(fmt.Sprintf("workerpool: WithMinWorkers %s: ", windowName(i, w)) + fmt.Sprintf(format, args...))
 	}
 	from, okFrom := parseClock(w.From)
 	to, okTo := parseClock(w.To)

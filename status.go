@@ -1,42 +1,8 @@
 package workerpool
 
 import (
-	"strconv"
 	"sync/atomic"
 )
-
-// State is the life-cycle stage of a WorkerPool.
-type State int
-
-const (
-	// StateRunning: the pool accepts tasks and runs them.
-	StateRunning State = iota
-	// StatePaused: at least one Pause is in effect; the pool accepts tasks
-	// and holds those submitted after the Pause until it ends.
-	StatePaused
-	// StateStopping: Stop, StopWait or Shutdown has begun; new tasks are
-	// rejected, and the accepted ones run or are abandoned.
-	StateStopping
-	// StateStopped: stopping has finished: no task runs or will start,
-	// and Status is exact. (Stop, StopWait and Shutdown return once the
-	// pool's goroutines have exited as well.)
-	StateStopped
-)
-
-// String returns the state's name in lower case, such as "running".
-func (s State) String() string {
-	switch s {
-	case StateRunning:
-		return "running"
-	case StatePaused:
-		return "paused"
-	case StateStopping:
-		return "stopping"
-	case StateStopped:
-		return "stopped"
-	}
-	return "State(" + strconv.Itoa(int(s)) + ")"
-}
 
 // Status is a snapshot of a WorkerPool, returned by [WorkerPool.Status].
 //
@@ -57,13 +23,15 @@ func (s State) String() string {
 // retried. Rejected tasks were never accepted, so they are not in
 // Submitted.
 type Status struct {
-	State      State // the life-cycle stage: running, paused, stopping or stopped
-	MaxWorkers int   // the most workers: New's maxWorkers, the last Resize's, or a size window's (at least 1)
-	Workers    int   // live worker goroutines, busy or idle
-	Busy       int   // workers running a task (or being handed one)
-	Waiting    int   // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
-	Scheduled  int   // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
-	Keys       int   // keys (see Key) with tasks waiting, scheduled or running
+	Paused     bool // a Pause is in effect (and no stop has begun): new tasks are accepted and held
+	Stopping   bool // Stop, StopWait or Shutdown has begun and not finished: new tasks are refused
+	Stopped    bool // stopping has finished: no task runs or will start, and the snapshot is exact
+	MaxWorkers int  // the most workers: New's maxWorkers, the last Resize's, or a size window's (at least 1)
+	Workers    int  // live worker goroutines, busy or idle
+	Busy       int  // workers running a task (or being handed one)
+	Waiting    int  // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
+	Scheduled  int  // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
+	Keys       int  // keys (see Key) with tasks waiting, scheduled or running
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait and DoWaitContext calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried; and those whose run a TaskStarted hook ended with runtime.Goexit before their func was called
@@ -104,7 +72,7 @@ type counts struct {
 	// WorkerPool.returnedWork).
 	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
 	skipped   atomic.Uint64 // jobs a worker found settled and did not run
-	posted    atomic.Uint64 // runs posted for a retry (see RetryPolicy): not a task's last
+	posted    atomic.Uint64 // runs posted for a retry (see retryPolicy): not a task's last
 	panicked  atomic.Uint64 // of completed, the tasks whose last run panicked (see WorkerPool.returned)
 	reruns    atomic.Uint64 // runs of a task after its first (Status.Retried)
 	_         cacheLinePad
@@ -144,12 +112,6 @@ func (p *WorkerPool) Size() int {
 	return int(p.size.Load())
 }
 
-// Name returns the name given with WithName, or "" when not set. It never
-// blocks.
-func (p *WorkerPool) Name() string {
-	return p.cfg.name
-}
-
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:
 // tasks queued because every worker was busy, or held by a Pause. It counts
 // user tasks only, never the pool's own bookkeeping; a task that was
@@ -171,9 +133,10 @@ func (p *WorkerPool) Stopped() bool {
 // and after the pool stopped. See [Status] for how consistent it is.
 func (p *WorkerPool) Status() Status {
 	// stopped is read once, first: once it is closed every count is final,
-	// and a snapshot says StateStopped only if all its counts were read
+	// and a snapshot says Stopped only if all its counts were read
 	// after that.
 	stopped := isClosed(p.stopped)
+	stopping := !stopped && p.stopBegun.Load()
 	// Every accepted task is, at any moment, scheduled (a retry's next
 	// run included), waiting, held back by its group (SetLimit), busy (on
 	// its way to a worker or running), completed, or settled. Busy is what
@@ -196,7 +159,9 @@ func (p *WorkerPool) Status() Status {
 	expired := p.counts.settled.expired.Load()
 	busy := submitted - int64(waiting+scheduled) - held - int64(completed) - int64(canceled+abandoned+dropped+expired)
 	return Status{
-		State:      p.state(stopped),
+		Paused:     !stopped && !stopping && p.counts.paused.Load(),
+		Stopping:   stopping,
+		Stopped:    stopped,
 		MaxWorkers: p.Size(),
 		Workers:    workers,
 		Busy:       int(min(max(busy, 0), int64(workers))),
@@ -224,19 +189,6 @@ func (p *WorkerPool) submitted(stopped bool) int64 {
 		return int64(p.counts.submittedAtStop.Load() + p.counts.groupOnly.Load())
 	}
 	return p.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
-}
-
-// state is the pool's State, given whether stopped was closed.
-func (p *WorkerPool) state(stopped bool) State {
-	switch {
-	case stopped:
-		return StateStopped
-	case p.stopBegun.Load():
-		return StateStopping
-	case p.counts.paused.Load():
-		return StatePaused
-	}
-	return StateRunning
 }
 
 // isClosed reports, without blocking, whether a signal channel is closed.

@@ -121,7 +121,7 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, owner jobOwner) {
 // room and leaves Scheduled then, whether or not anyone waits for it.
 func (p *WorkerPool) submitTask(t *Task) {
 	watch := (p.cfg.bounded || t.job.due() != 0 || t.job.retriable()) && t.ctx.parent.Done() != nil // before the send: then the job is the pool's
-	switch err := p.sendJob(&t.job, t.ctx.parent); err {
+	switch err := p.sendJob(&t.job, true, t.ctx.parent); err {
 	case nil:
 		if watch {
 			t.doneChan(true)
@@ -173,7 +173,7 @@ func (t *Task) mustBeMade(method string) {
 	case t == nil:
 		panic("workerpool: Task." + method + " called on a nil *Task")
 	case t.job.pool == nil:
-		panic("workerpool: Task." + method + " called on a Task that WorkerPool.Go did not make")
+		panic("workerpool: Task." + method + " called on a Task that WorkerPool.Go or GoResult did not make")
 	}
 }
 

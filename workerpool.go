@@ -260,69 +260,33 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 // returns ErrStopped at once when the pool is stopped, and as soon as Stop
 // or a Shutdown that gives up abandons task before it starts; with
 // StopWait, task runs first. Under the queue policies it returns why task
-// never ran: ErrQueueFull (Reject), ErrDropped (DropOldest) and ErrExpired
+// never ran: ErrQueueFull (Reject), errDropped (DropOldest, wrapping ErrQueueFull) and ErrExpired
 // (WithQueueTimeout). A nil task is ignored and DoWait returns nil. The
 // waiter is reused: DoWait allocates nothing once the pool is warm.
 //
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
 // Safe for concurrent use.
-//
-// DoWait has gammazero/workerpool's signature; DoWaitContext waits for a
-// task with options, and can give up before it starts.
 func (p *WorkerPool) DoWait(task func()) error {
-	return p.doWait(task, taskOptions{weight: 1}, nil)
-}
-
-// DoWaitContext is DoWait with a context and options. ctx bounds the wait
-// for room under Block, and the wait for task to start: if ctx is done
-// before task starts, task never runs, is counted in Status.Canceled, and
-// DoWaitContext returns ctx's error at once. Once task has started,
-// DoWaitContext waits for it to finish, whatever ctx does: a func() cannot
-// be told to stop. opts schedule task as for Go (see TaskOption): Delay
-// and At, Priority, Weight, Key and Label, with the same rules and errors
-// (ErrTooHeavy for a task heavier than the pool, at once or after a
-// Resize); DoWaitContext then also waits for the due time. A panic in task
-// meets the pool's panic policy (see WithPanicHandler), as in DoWait. The
-// hooks see ctx as the task's context. A nil task is ignored and
-// DoWaitContext returns nil. It panics if ctx is nil, and if opts hold a
-// Retry: a func() fails only by panicking; give Go a func that returns its
-// error instead. The same deadlock as DoWait's applies to calls from inside
-// a task. Safe for concurrent use.
-func (p *WorkerPool) DoWaitContext(ctx context.Context, task func(), opts ...TaskOption) error {
-	if ctx == nil {
-		panic("workerpool: DoWaitContext called with a nil context")
-	}
-	return p.doWait(task, p.parseDoOptions(opts), ctx)
-}
-
-// doWait is DoWait and DoWaitContext: ctx is nil for DoWait. (ctx comes
-// last, as in doPlain and doWithOptions, which take nil for no ctx too.)
-func (p *WorkerPool) doWait(task func(), o taskOptions, ctx context.Context) error {
 	if task == nil {
 		return nil
 	}
-	w := p.newWaiter(ctx, task, o)
-	switch err := p.sendJob(&w.job, ctx); err {
-	case nil:
-		return w.wait()
-	case errWithdrawn:
-		w.recycle() // it never reached the pool
-		return ctx.Err()
-	default:
+	w := p.newWaiter(task)
+	if err := p.sendJob(&w.job, true, nil); err != nil {
 		w.recycle()
-		return p.countRejected(err, 1, &o)
+		return p.countRejected(err, 1, nil)
 	}
+	return w.wait()
 }
 
 // sendJob gives a job to dispatch (see sendOne), waiting for room under
-// Block. It does not count refusals.
-func (p *WorkerPool) sendJob(j *job, ctx context.Context) error {
+// Block if wait is set. It does not count refusals.
+func (p *WorkerPool) sendJob(j *job, wait bool, ctx context.Context) error {
 	j.place.Store(false)
 	if err := p.refusesAtOnce(j); err != nil {
 		return err
 	}
-	return p.sendOne(message{job: j}, p.cfg.overflow == Block, ctx)
+	return p.sendOne(message{job: j}, wait && p.cfg.overflow == Block, ctx)
 }
 
 // refusesAtOnce returns why the pool refuses j before it is sent, or nil:
@@ -344,7 +308,7 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 // DoWait, and panics where DoWait would return an error: with an error
 // wrapping ErrStopped when the pool is stopped or a stop abandons task
 // before it starts, ErrQueueFull when a full queue refuses it (Reject),
-// ErrDropped when a full queue drops it (DropOldest), and ErrExpired when
+// ErrQueueFull when a full queue drops it (DropOldest), and ErrExpired when
 // it waited longer than WithQueueTimeout. The same deadlock as
 // DoWait's applies to calls from inside a task. Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
@@ -354,7 +318,7 @@ func (p *WorkerPool) SubmitWait(task func()) {
 		panic(err)
 	case ErrQueueFull:
 		panic(errSubmitWaitQueueFull)
-	case ErrDropped:
+	case errDropped:
 		panic(errSubmitWaitDropped)
 	case ErrExpired:
 		panic(errSubmitWaitExpired)
@@ -372,22 +336,20 @@ func (p *WorkerPool) SubmitWait(task func()) {
 type waiter struct {
 	job  job
 	task func()
-	ctx  context.Context // DoWaitContext's ctx; nil for DoWait
-	opts jobOptions      // the job's options, if the task has any; pooled with it
-	err  error           // written before done is sent: nil, or ErrStopped if abandoned
-	done chan struct{}   // buffered (1)
-	refs atomic.Int32    // 2 from newWaiter: DoWait's and the pool's
+	err  error         // written before done is sent: nil, or why the task never ran
+	done chan struct{} // buffered (1)
+	refs atomic.Int32  // 2 from newWaiter: DoWait's and the pool's
 }
 
-func (p *WorkerPool) newWaiter(ctx context.Context, task func(), o taskOptions) *waiter {
+func (p *WorkerPool) newWaiter(task func()) *waiter {
 	w, _ := p.waiters.Get().(*waiter)
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
 		w.job.init(p, w)
 	}
-	w.task, w.ctx = task, ctx
+	w.task = task
 	w.refs.Store(2)
-	w.job.reset(o, &w.opts)
+	w.job.reset(taskOptions{weight: 1}, nil)
 	return w
 }
 
@@ -398,22 +360,11 @@ func (w *waiter) call(context.Context) (panicked bool, err error) {
 	return w.job.pool.callPlain(w.task, &w.job)
 }
 
-// runContext is DoWaitContext's ctx, or context.Background() for DoWait.
-func (w *waiter) runContext() context.Context {
-	if w.ctx != nil {
-		return w.ctx
-	}
-	return context.Background()
-}
+// runContext is context.Background(): DoWait has no context.
+func (w *waiter) runContext() context.Context { return context.Background() }
 
-// canceled returns DoWaitContext's ctx's error once it is done (see
-// canceledBy); always nil for DoWait.
-func (w *waiter) canceled() error {
-	if w.ctx == nil {
-		return nil
-	}
-	return canceledBy(w.ctx)
-}
+// canceled is always nil: DoWait's task has no context.
+func (w *waiter) canceled() error { return nil }
 
 // ctxDone is always false: a func() is never retried.
 func (w *waiter) ctxDone() bool { return false }
@@ -430,21 +381,8 @@ func (w *waiter) conclude(err error, ran bool) {
 // released drops the pool's reference.
 func (w *waiter) released() { w.unref() }
 
-// wait blocks until the job settled, then drops DoWait's reference. If
-// DoWaitContext's ctx is done first, it settles the job as canceled unless
-// it has started (see job.settleIfCanceled), and waits for its outcome. A
-// ctx that the stop itself ended (the ctx of a Task that a Shutdown cut)
-// leaves the job to the stop, which gives it up in queue order, as a
-// Task's Wait does (see Task.cancelIfCallerDone).
+// wait blocks until the job settled, then drops DoWait's reference.
 func (w *waiter) wait() error {
-	if w.ctx != nil {
-		select {
-		case <-w.done:
-			return w.concluded()
-		case <-w.ctx.Done():
-			w.job.settleIfCanceled()
-		}
-	}
 	<-w.done
 	return w.concluded()
 }
@@ -465,8 +403,7 @@ func (w *waiter) unref() {
 
 // recycle returns w to the cache; no one refers to it any more.
 func (w *waiter) recycle() {
-	w.task, w.ctx, w.err = nil, nil, nil
-	w.opts, w.job.opts = jobOptions{}, nil
+	w.task, w.err = nil, nil
 	w.job.pool.waiters.Put(w)
 }
 
@@ -517,25 +454,6 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 	if from, ok := p.change(&p.size, to); ok {
 		p.logResized(from, to)
 	}
-}
-
-// SetMinWorkers sets the floor of workers kept however idle to n, as
-// WithMinWorkers does at New: n < 0 means 0, and the floor is capped at
-// the pool's size (a Resize below n lowers it to the new size, and a
-// Resize back up restores min(n, size)). Raising it starts the missing
-// workers at once; lowering it lets idle retirement (see WithIdleTimeout)
-// retire the workers above it, one per idle period. It returns once the
-// dispatcher has taken the change, without waiting for workers to start
-// or retire: Status shows them a moment later. Under a size schedule (see
-// WithSizeSchedule), a SetMinWorkers inside a window sets the floor for
-// the rest of that window only, as Resize does the size. Concurrent calls
-// are linearizable: the last one wins. After stopping has begun
-// SetMinWorkers does nothing. Safe for concurrent use.
-func (p *WorkerPool) SetMinWorkers(n int) {
-	if p.stopBegun.Load() {
-		return
-	}
-	p.change(&p.minWorkers, int64(max(n, 0)))
 }
 
 // WaitIdle waits for the first moment at which no task runs or waits (tasks
