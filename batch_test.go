@@ -222,7 +222,7 @@ func TestDoBatchUnderRejectIsAllOrNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var letters atomic.Int64
 		p := New(1, WithMaxWaiting(4, Reject), WithIdleTimeout(-1),
-			WithDeadLetter(func(func(), error) { letters.Add(1) }))
+			WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}))
 		var r recorder
 		defer p.Stop()
 		g := newGate()
@@ -285,7 +285,7 @@ func TestDoBatchUnderDropOldestDropsOnlyOlderTasks(t *testing.T) {
 			inHandler = false
 			mu.Unlock()
 		}
-		p := New(1, WithMaxWaiting(4, DropOldest), WithIdleTimeout(-1), WithDeadLetter(h))
+		p := New(1, WithMaxWaiting(4, DropOldest), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}))
 		defer p.Stop()
 		g := newGate()
 		defer g.release()
@@ -319,7 +319,7 @@ func TestDoBatchUnderDropOldestDropsOnlyOlderTasks(t *testing.T) {
 		assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, dropped, "dropped")
 		assert.Equal(t, []int{0, 10, 11, 12, 13}, ran, "ran")
 		for i, err := range reasons {
-			assert.ErrorIs(t, err, ErrDropped, "dead letter %d's reason", i)
+			assert.ErrorIs(t, err, errDropped, "dead letter %d's reason", i)
 		}
 		mu.Unlock()
 		s = requireStoppedClean(t, p)
@@ -331,12 +331,12 @@ func TestDoBatchUnderDropOldestDropsOnlyOlderTasks(t *testing.T) {
 
 func TestDoBatchLargerThanTheBoundIsRejectedAtOnceUnderEveryPolicy(t *testing.T) {
 	for _, policy := range []Overflow{Block, Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var letters atomic.Int64
 				// Idle workers could start every task at once: the batch is
 				// still larger than the bound.
-				p := New(4, WithMaxWaiting(2, policy), WithDeadLetter(func(func(), error) { letters.Add(1) }))
+				p := New(4, WithMaxWaiting(2, policy), WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}))
 				defer p.Stop()
 				var ran atomic.Int64
 				task := func() { ran.Add(1) }

@@ -19,7 +19,7 @@ import (
 // Every scenario that blocks or depends on time runs in a synctest bubble
 // with exact fake-clock values.
 
-// --- contexts, arrival order, batches, TrySubmit ---
+// --- contexts, arrival order, batches, TryDo ---
 
 // Under Block, DoContext, Go, Call and Group.Go wait for room only until
 // their context ends: at that very moment DoContext returns ctx's error, Go
@@ -121,9 +121,9 @@ func TestUnderBlockWaitingSubmittersGetRoomStrictlyInArrivalOrder(t *testing.T) 
 
 // A batch waiting for room at the head of the submitters holds back every
 // later submitter, even single tasks that would fit in the free place, and
-// TrySubmit returns false then (counted as rejected) although a place is
+// TryDo returns false then (counted as rejected) although a place is
 // free: nobody overtakes a waiting submitter.
-func TestUnderBlockAWaitingBatchHoldsBackSingleTasksThatWouldFitAndTrySubmitNeverOvertakes(t *testing.T) {
+func TestUnderBlockAWaitingBatchHoldsBackSingleTasksThatWouldFitAndTryDoNeverOvertakes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithMaxWaiting(2, Block), WithIdleTimeout(-1))
 		defer p.Stop()
@@ -145,11 +145,11 @@ func TestUnderBlockAWaitingBatchHoldsBackSingleTasksThatWouldFitAndTrySubmitNeve
 		for i, pc := range later {
 			assert.False(t, pc.returned(), "later submitter %d took the free place ahead of the batch", i)
 		}
-		assert.False(t, p.TrySubmit(func() { t.Error("a TrySubmit task overtook a waiting batch") }),
-			"TrySubmit with a free place while a batch waits")
+		assert.False(t, tryDo(p, func() { t.Error("a TryDo task overtook a waiting batch") }),
+			"TryDo with a free place while a batch waits")
 		s := p.Status()
 		assert.Equal(t, 1, s.Waiting, "waiting: the free place stays free")
-		assert.Equal(t, uint64(1), s.Rejected, "rejected: the TrySubmit")
+		assert.Equal(t, uint64(1), s.Rejected, "rejected: the TryDo")
 
 		g0.open() // task 1 starts: two places free, the batch fits
 		synctest.Wait()
@@ -200,7 +200,7 @@ func TestUnderBlockASubmitterWhoseContextEndsLeavesTheLineToTheNext(t *testing.T
 		assert.Equal(t, 2*time.Second, first.at, "DoContext returned at")
 		assert.False(t, second.returned(), "the next submitter got room that is not free")
 		assert.False(t, third.returned(), "the last submitter got room that is not free")
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit with submitters still waiting")
+		assert.False(t, tryDo(p, func() {}), "TryDo with submitters still waiting")
 		g0.open() // task 1 starts: one place frees, for the second submitter
 		synctest.Wait()
 		assert.True(t, second.returned(), "the second submitter took the freed place")
@@ -212,20 +212,20 @@ func TestUnderBlockASubmitterWhoseContextEndsLeavesTheLineToTheNext(t *testing.T
 		defer g.release()
 		p.Submit(g.task())
 		synctest.Wait()
-		assert.True(t, p.TrySubmit(func() {}), "TrySubmit with the place free and nobody waiting")
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit on a full queue")
+		assert.True(t, tryDo(p, func() {}), "TryDo with the place free and nobody waiting")
+		assert.False(t, tryDo(p, func() {}), "TryDo on a full queue")
 		g.open()
 		p.StopWait()
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(6), s.Submitted, "submitted: the withdrawn task was never accepted")
-		assert.Equal(t, uint64(2), s.Rejected, "rejected: two TrySubmit calls")
+		assert.Equal(t, uint64(2), s.Rejected, "rejected: two TryDo calls")
 	})
 }
 
 // Real scheduling: a waiting submitter whose context ends at the moment room
 // frees for it is either admitted (its task runs) or withdrawn (it never
 // runs), and in both cases the queue's room comes out exact: afterwards,
-// with the worker busy, exactly one TrySubmit fits.
+// with the worker busy, exactly one TryDo fits.
 func TestASubmitterWithdrawingAsRoomFreesNeitherLeaksNorDuplicatesRoom(t *testing.T) {
 	const rounds = 600
 	for _, c := range []boundCall{doContextCall, goCall, groupGoCall} {
@@ -270,12 +270,12 @@ func TestASubmitterWithdrawingAsRoomFreesNeitherLeaksNorDuplicatesRoom(t *testin
 				defer g2.release()
 				p.Submit(g2.task())
 				synctest.Wait()
-				require.True(t, p.TrySubmit(func() {}), "the one place is free")
-				require.False(t, p.TrySubmit(func() {}), "one place only")
+				require.True(t, tryDo(p, func() {}), "the one place is free")
+				require.False(t, tryDo(p, func() {}), "one place only")
 				g2.open()
 				p.StopWait()
 				s := requireStoppedClean(t, p)
-				assert.Equal(t, uint64(1), s.Rejected, "rejected: the second TrySubmit")
+				assert.Equal(t, uint64(1), s.Rejected, "rejected: the second TryDo")
 			})
 			t.Logf("%d of %d rounds admitted", admittedRounds, rounds)
 		})
@@ -327,7 +327,7 @@ func TestUnderBlockACanceledQueuedTaskFreesItsRoomAtOnce(t *testing.T) {
 			return queuedTask{cancel: tk.Cancel, wait: tk.Wait, wantErr: context.Canceled}
 		}},
 		{"Future.Cancel", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
-			f := Call(context.Background(), p, func(ctx context.Context) (int, error) { return 1, fn(ctx) })
+			f := GoResult(context.Background(), p, func(ctx context.Context) (int, error) { return 1, fn(ctx) })
 			return queuedTask{cancel: f.Cancel, wait: func() error { _, err := f.Wait(); return err }, wantErr: context.Canceled}
 		}},
 		{"ctx deadline with Wait", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
@@ -450,7 +450,7 @@ func TestStopsReleaseEveryWaitingSubmitterAtOnce(t *testing.T) {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				box := new(letterBox)
-				p := New(1, WithMaxWaiting(1, Block), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+				p := New(1, WithMaxWaiting(1, Block), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: box.handle}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()

@@ -30,7 +30,7 @@ import (
 // --- each call meets the policy with a full queue ---
 
 // boundCalls are the calls of the table in doc.go.
-var boundCalls = []boundCall{submitCall, doCall, doWaitCall, doContextCall, doWaitContextCall, trySubmitCall, submitWaitCall, goCall, callCall, groupGoCall, doBatchCall}
+var boundCalls = []boundCall{submitCall, doCall, doWaitCall, doContextCall, tryDoCall, submitWaitCall, goCall, callCall, groupGoCall, doBatchCall}
 
 // requireAccepted checks that the call pc has returned, accepted: no error,
 // no panic, and, for a call with a handle, a handle that reports success.
@@ -46,8 +46,8 @@ func requireAccepted(t *testing.T, pc *pendingCall, name string) {
 	}
 }
 
-// Block: every call but TrySubmit waits for room, and is admitted (its tasks
-// queued, not run) as soon as room frees; TrySubmit returns false at once and
+// Block: every call but TryDo waits for room, and is admitted (its tasks
+// queued, not run) as soon as room frees; TryDo returns false at once and
 // counts in Rejected.
 func TestUnderBlockEveryCallWaitsForRoomAndIsAdmittedWhenRoomFrees(t *testing.T) {
 	for _, c := range boundCalls {
@@ -60,10 +60,10 @@ func TestUnderBlockEveryCallWaitsForRoomAndIsAdmittedWhenRoomFrees(t *testing.T)
 				var ran atomic.Int64
 				pc := startCall(p, c, context.Background(), func() { ran.Add(1) }, time.Now())
 				synctest.Wait()
-				if c.name == "TrySubmit" {
-					require.True(t, pc.returned(), "TrySubmit on a full queue returned at once")
-					assert.ErrorIs(t, pc.res.err, errTryFalse, "TrySubmit on a full queue")
-					assert.Equal(t, uint64(1), p.Status().Rejected, "rejected: the TrySubmit that returned false")
+				if c.name == "TryDo" {
+					require.True(t, pc.returned(), "TryDo on a full queue returned at once")
+					assert.ErrorIs(t, pc.res.err, errTryFalse, "TryDo on a full queue")
+					assert.Equal(t, uint64(1), p.Status().Rejected, "rejected: the TryDo that returned false")
 					fq.release()
 					p.StopWait()
 					assert.Zero(t, ran.Load(), "the refused task ran")
@@ -167,7 +167,7 @@ func TestUnderRejectEveryCallIsRefusedWithErrQueueFullAndOnlySubmitMakesADeadLet
 // DropOldest: every call is accepted at once (DoWait and SubmitWait then
 // wait for their task to run), and for each of its tasks the oldest waiting
 // task is dropped: counted in Dropped and, as a plain task, given to the
-// dead-letter handler with ErrDropped, oldest first.
+// dead-letter handler with errDropped, oldest first.
 func TestUnderDropOldestEveryCallIsAcceptedAndTheOldestWaitingTasksAreDropped(t *testing.T) {
 	for _, c := range boundCalls {
 		t.Run(c.name, func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestUnderDropOldestEveryCallIsAcceptedAndTheOldestWaitingTasksAreDropped(t 
 				letters := fq.box.got()
 				require.Len(t, letters, c.tasks, "dead letters: the dropped fillers")
 				for i, l := range letters {
-					assert.ErrorIs(t, l.reason, ErrDropped, "letter %d's reason", i)
+					assert.ErrorIs(t, l.reason, errDropped, "letter %d's reason", i)
 				}
 
 				fq.release()
@@ -219,7 +219,7 @@ func TestUnderDropOldestEveryCallIsAcceptedAndTheOldestWaitingTasksAreDropped(t 
 }
 
 // DropOldest drops the oldest waiting task whatever call submitted it: a
-// task someone waits for reports ErrDropped to its waiter (DoWait returns
+// task someone waits for reports errDropped to its waiter (DoWait returns
 // it, a Task or Future reports it, the group's Wait reports it, SubmitWait
 // panics with it) and never reaches the dead-letter handler. SubmitWait
 // used to panic with an error wrapping ErrStopped here.
@@ -228,7 +228,7 @@ func TestUnderDropOldestADroppedTaskWithAWaiterReportsErrDropped(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				box := new(letterBox)
-				p := New(1, WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+				p := New(1, WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: box.handle}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
@@ -245,14 +245,14 @@ func TestUnderDropOldestADroppedTaskWithAWaiterReportsErrDropped(t *testing.T) {
 				switch {
 				case c.name == "SubmitWait":
 					assert.True(t, res.panicked, "SubmitWait of a dropped task panics")
-					assert.ErrorIs(t, res.err, ErrDropped, "SubmitWait's panic for a dropped task")
+					assert.ErrorIs(t, res.err, errDropped, "SubmitWait's panic for a dropped task")
 					assert.NotErrorIs(t, res.err, ErrStopped, "SubmitWait's panic: the pool did not stop")
 				case res.outcome != nil:
 					err, ok := returnsAtOnce(res.outcome)
 					require.True(t, ok, "the dropped task's Wait returned")
-					assert.ErrorIs(t, err, ErrDropped, "%s of the dropped task", c.name)
+					assert.ErrorIs(t, err, errDropped, "%s of the dropped task", c.name)
 				default:
-					assert.ErrorIs(t, res.err, ErrDropped, "%s of the dropped task", c.name)
+					assert.ErrorIs(t, res.err, errDropped, "%s of the dropped task", c.name)
 				}
 				s := p.Status()
 				assert.Equal(t, uint64(1), s.Dropped, "dropped")
@@ -270,7 +270,7 @@ func TestUnderDropOldestADroppedTaskWithAWaiterReportsErrDropped(t *testing.T) {
 }
 
 // Rejected counts every task refused because the queue was full, a
-// TrySubmit that returned false included, and nothing refused because the
+// TryDo that returned false included, and nothing refused because the
 // pool stopped or the caller's context ended.
 func TestRejectedCountsOnlyRefusalsBecauseTheQueueWasFull(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -278,9 +278,9 @@ func TestRejectedCountsOnlyRefusalsBecauseTheQueueWasFull(t *testing.T) {
 		p := fq.p
 		defer p.Stop()
 		defer fq.release()
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit on a full queue")
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit on a full queue")
-		require.Equal(t, uint64(2), p.Status().Rejected, "rejected: two TrySubmit calls that returned false")
+		assert.False(t, tryDo(p, func() {}), "TryDo on a full queue")
+		assert.False(t, tryDo(p, func() {}), "TryDo on a full queue")
+		require.Equal(t, uint64(2), p.Status().Rejected, "rejected: two TryDo calls that returned false")
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
@@ -299,7 +299,7 @@ func TestRejectedCountsOnlyRefusalsBecauseTheQueueWasFull(t *testing.T) {
 		go func() { p.Stop(); close(stopped) }()
 		synctest.Wait()
 		assert.ErrorIs(t, p.Do(func() {}), ErrStopped, "Do while stopping")
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit while stopping")
+		assert.False(t, tryDo(p, func() {}), "TryDo while stopping")
 		assert.ErrorIs(t, p.DoBatch([]func(){func() {}}), ErrStopped, "DoBatch while stopping")
 		assert.ErrorIs(t, p.Go(context.Background(), noopFn).Wait(), ErrStopped, "Go while stopping")
 		fq.release()
@@ -330,7 +330,7 @@ var roomCalls = []roomCall{
 		return p.Status().Rejected != before
 	}},
 	{"Do", func(p *WorkerPool, task func()) bool { return errors.Is(p.Do(task), ErrQueueFull) }},
-	{"TrySubmit", func(p *WorkerPool, task func()) bool { return !p.TrySubmit(task) }},
+	{"TryDo", func(p *WorkerPool, task func()) bool { return !tryDo(p, task) }},
 	{"DoContext", func(p *WorkerPool, task func()) bool {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -356,7 +356,7 @@ func TestTaskThatCanStartOnAFreeWorkerNeverNeedsRoom(t *testing.T) {
 	const workers, rounds = 8, 100
 	for _, overflow := range []Overflow{Block, Reject} {
 		for _, call := range roomCalls {
-			t.Run(overflow.String()+"/"+call.name, func(t *testing.T) {
+			t.Run(overflow.string()+"/"+call.name, func(t *testing.T) {
 				refused := 0
 				for range rounds {
 					p := New(workers, WithMaxWaiting(1, overflow), WithIdleTimeout(-1))
@@ -382,12 +382,12 @@ func TestTaskThatCanStartOnAFreeWorkerNeverNeedsRoom(t *testing.T) {
 }
 
 // With every worker busy, the task that finds the queue empty takes its
-// one place, and the next is refused (Reject, and TrySubmit under Block)
+// one place, and the next is refused (Reject, and TryDo under Block)
 // or waits for room (Block) until a task ends.
 func TestOnceEveryWorkerIsBusyTasksNeedRoom(t *testing.T) {
 	for _, overflow := range []Overflow{Block, Reject} {
 		for _, call := range roomCalls {
-			t.Run(overflow.String()+"/"+call.name, func(t *testing.T) {
+			t.Run(overflow.string()+"/"+call.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					p := New(2, WithMaxWaiting(1, overflow))
 					defer p.Stop()
@@ -400,7 +400,7 @@ func TestOnceEveryWorkerIsBusyTasksNeedRoom(t *testing.T) {
 					require.False(t, call.submit(p, func() { ran <- struct{}{} }), "the first waiting task has room")
 					synctest.Wait()
 					require.Equal(t, 1, p.Status().Waiting)
-					if overflow == Reject || call.name == "TrySubmit" {
+					if overflow == Reject || call.name == "TryDo" {
 						assert.True(t, call.submit(p, func() { t.Error("a refused task ran") }), "a full queue refuses")
 						assert.Equal(t, uint64(1), p.Status().Rejected)
 					} else {
@@ -458,7 +458,7 @@ func watchWaiting(p *WorkerPool, bound int) (stop func() int64) {
 func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 	const bound, perSubmitter = 2, 3000
 	for _, overflow := range []Overflow{Block, Reject} {
-		t.Run(overflow.String(), func(t *testing.T) {
+		t.Run(overflow.string(), func(t *testing.T) {
 			p := New(2, WithMaxWaiting(bound, overflow), WithIdleTimeout(-1))
 			over := watchWaiting(p, bound)
 			var submitters sync.WaitGroup
@@ -474,7 +474,7 @@ func TestStatusNeverShowsMoreWaitingThanTheBound(t *testing.T) {
 			})
 			submitters.Go(func() {
 				for range perSubmitter {
-					Call(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
+					GoResult(context.Background(), p, func(context.Context) (int, error) { return 1, nil })
 				}
 			})
 			submitters.Wait()
@@ -520,9 +520,9 @@ func requireFullRoom(t *testing.T, p *WorkerPool, bound int) {
 	}
 	started.Wait()
 	for i := range bound {
-		require.True(t, p.TrySubmit(func() {}), "place %d of %d is lost", i+1, bound)
+		require.True(t, tryDo(p, func() {}), "place %d of %d is lost", i+1, bound)
 	}
-	require.False(t, p.TrySubmit(func() {}), "more room than the bound")
+	require.False(t, tryDo(p, func() {}), "more room than the bound")
 }
 
 // Tasks with a handle that start at once, or leave the queue for a worker,
@@ -560,7 +560,7 @@ func TestTasksWithAHandleGiveBackTheirRoomOnceWhateverTheirSpeed(t *testing.T) {
 // that finished the group's task goes on with the queue at once.
 func TestHeldGroupTasksJoinAFullQueueWithoutRoomAndNeverBlockAWorker(t *testing.T) {
 	for _, policy := range []Overflow{Block, Reject} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1))
 				defer p.Stop()
@@ -616,7 +616,7 @@ func TestHeldGroupTasksJoinAFullQueueWithoutRoomAndNeverBlockAWorker(t *testing.
 func TestUnderDropOldestAReleasedHeldGroupTaskDropsNoWaitingTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box := new(letterBox)
-		p := New(1, WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+		p := New(1, WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: box.handle}))
 		defer p.Stop()
 		gG, gF := newGate(), newGate()
 		defer gG.release()
@@ -659,7 +659,7 @@ func TestMaxWaitingNegativeMeansNoBoundWhateverTheOverflow(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					var letters atomic.Int64
 					p := New(1, WithMaxWaiting(n, policy), WithIdleTimeout(-1),
-						WithDeadLetter(func(func(), error) { letters.Add(1) }))
+						WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}))
 					defer p.Stop()
 					running := newGate()
 					defer running.release()
@@ -673,7 +673,7 @@ func TestMaxWaitingNegativeMeansNoBoundWhateverTheOverflow(t *testing.T) {
 						for range 20 {
 							p.Submit(task)
 							assert.NoError(t, p.Do(task))
-							assert.True(t, p.TrySubmit(task))
+							assert.True(t, tryDo(p, task))
 							assert.NoError(t, p.DoContext(context.Background(), task))
 							p.Go(context.Background(), fnOf(task))
 						}
@@ -707,7 +707,7 @@ func TestInvalidOverflowPanicsInNewWithAClearMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		for _, o := range []Overflow{Overflow(7), Overflow(-1), DropOldest + 1} {
 			opt := WithMaxWaiting(1, o) // making the option does not panic
-			want := "workerpool: WithMaxWaiting with " + o.String()
+			want := "workerpool: WithMaxWaiting with " + o.string()
 			assert.PanicsWithValue(t, want, func() { New(1, opt) }, "New with %s", o)
 		}
 	})
@@ -721,7 +721,7 @@ func TestOverflowStringNamesThePolicy(t *testing.T) {
 		Overflow(7):  "Overflow(7)",
 		Overflow(-1): "Overflow(-1)",
 	} {
-		assert.Equal(t, want, o.String())
+		assert.Equal(t, want, o.string())
 	}
 }
 
@@ -743,7 +743,7 @@ func TestDoContextWithNilContextPanicsWithAClearMessage(t *testing.T) {
 // queue: none waits, is refused, drops a task, or counts anywhere.
 func TestNilTasksAreIgnoredByEveryCallEvenWithAFullQueue(t *testing.T) {
 	for _, policy := range []Overflow{Block, Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				fq := newFullQueue(t, policy)
 				p := fq.p
@@ -757,7 +757,7 @@ func TestNilTasksAreIgnoredByEveryCallEvenWithAFullQueue(t *testing.T) {
 					assert.NoError(t, p.Do(nil), "Do(nil)")
 					assert.NoError(t, p.DoWait(nil), "DoWait(nil)")
 					assert.NoError(t, p.DoContext(context.Background(), nil), "DoContext(nil)")
-					assert.True(t, p.TrySubmit(nil), "TrySubmit(nil)")
+					assert.True(t, tryDo(p, nil), "TryDo(nil)")
 					p.SubmitWait(nil)
 					assert.NoError(t, p.DoBatch(nil), "DoBatch(nil)")
 					assert.NoError(t, p.DoBatch([]func(){nil, nil}), "DoBatch of nils")
@@ -778,20 +778,20 @@ func TestNilTasksAreIgnoredByEveryCallEvenWithAFullQueue(t *testing.T) {
 // WithMaxWaiting(n, ...) documents "n < 1 means no bound"; any
 // n >= 1 is a bound of n places. A bound of 2^32 or more overflows room's
 // 32-bit free-places half into its parked-submitters half, so the pool
-// believed submitters were parked: every TrySubmit was refused on an idle
+// believed submitters were parked: every TryDo was refused on an idle
 // pool, under Reject every Submit and Do, and under Block with 1<<32 a
 // Submit behind a busy worker waited forever on an empty queue. Such a
 // bound now means math.MaxInt32.
 func TestAHugeBoundIsStillABound(t *testing.T) {
 	for _, n := range []int{1 << 32, math.MaxInt} {
 		for _, overflow := range []Overflow{Block, Reject} {
-			t.Run(overflow.String()+"/"+itoa(int64(n)), func(t *testing.T) {
+			t.Run(overflow.string()+"/"+itoa(int64(n)), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					var letters []error
 					p := New(1, WithMaxWaiting(n, overflow), WithIdleTimeout(-1),
-						WithDeadLetter(func(_ func(), r error) { letters = append(letters, r) }))
+						WithHooks(Hooks{DeadLetter: func(_ func(), r error) { letters = append(letters, r) }}))
 					ran := 0
-					assert.True(t, p.TrySubmit(func() { ran++ }), "TrySubmit on an idle pool")
+					assert.True(t, tryDo(p, func() { ran++ }), "TryDo on an idle pool")
 					synctest.Wait()
 					assert.NoError(t, p.Do(func() { ran++ }), "Do on an idle pool")
 					synctest.Wait()
@@ -829,7 +829,7 @@ func TestAHugeBoundIsStillABound(t *testing.T) {
 func TestUnderDropOldestADelayedTaskHoldsItsPlaceOnceGoReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		letters := new(letterBox)
-		p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle))
+		p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{DeadLetter: letters.handle}))
 		defer p.Stop()
 		running := newGate()
 		defer running.release()
@@ -837,7 +837,7 @@ func TestUnderDropOldestADelayedTaskHoldsItsPlaceOnceGoReturns(t *testing.T) {
 		synctest.Wait()
 		const rounds = 100
 		for round := range rounds {
-			delayed := p.Go(t.Context(), noopFn, Delay(time.Hour))
+			delayed := p.Go(t.Context(), noopFn, TaskOption{Delay: time.Hour})
 			p.Submit(func() {})
 			synctest.Wait()
 			s := p.Status()
@@ -869,12 +869,12 @@ func TestUnderDropOldestDelayedSubmitsRacingStopWaitEndIt(t *testing.T) {
 		for i := range 8 {
 			submitters.Go(func() {
 				if i%2 == 0 {
-					for p.DoContext(context.Background(), func() {}, Delay(time.Nanosecond)) == nil {
+					for p.DoContext(context.Background(), func() {}, TaskOption{Delay: time.Nanosecond}) == nil {
 					}
 					return
 				}
 				for !p.Stopped() {
-					p.Go(context.Background(), noopFn, Delay(time.Nanosecond))
+					p.Go(context.Background(), noopFn, TaskOption{Delay: time.Nanosecond})
 				}
 			})
 		}
@@ -898,13 +898,13 @@ func TestUnderDropOldestAJobHandedToAWorkerHoldsNoPlace(t *testing.T) {
 		t.Run(beside, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				letters := new(letterBox)
-				p := New(1, WithMaxWaiting(2, DropOldest), WithDeadLetter(letters.handle))
+				p := New(1, WithMaxWaiting(2, DropOldest), WithHooks(Hooks{DeadLetter: letters.handle}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
 				p.Submit(running.task())
 				if beside == "scheduled" {
-					p.Go(t.Context(), noopFn, Delay(time.Hour))
+					p.Go(t.Context(), noopFn, TaskOption{Delay: time.Hour})
 				}
 				stalling := newFrameStallingContext(t.Context(), "(*job).work(") // stalls the worker that took the job, before it starts it
 				defer stalling.resume()
@@ -945,7 +945,7 @@ func TestUnderDropOldestAJobHandedToAWorkerHoldsNoPlace(t *testing.T) {
 func TestUnderDropOldestAHandedJobBesideACanceledOneDropsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		letters := new(letterBox)
-		p := New(1, WithMaxWaiting(2, DropOldest), WithDeadLetter(letters.handle), WithIdleTimeout(-1))
+		p := New(1, WithMaxWaiting(2, DropOldest), WithHooks(Hooks{DeadLetter: letters.handle}), WithIdleTimeout(-1))
 		defer p.Stop()
 		running := newGate()
 		defer running.release()
@@ -988,16 +988,16 @@ func TestUnderDropOldestAHandedJobBesideACanceledOneDropsNothing(t *testing.T) {
 // DropOldest, which has nothing to drop. Nothing is queued or dropped.
 func TestZeroBoundRunsAtOnceOrRefusesUnderRejectAndDropOldest(t *testing.T) {
 	for _, policy := range []Overflow{Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				letters := new(letterBox)
-				p := New(1, WithMaxWaiting(0, policy), WithDeadLetter(letters.handle))
+				p := New(1, WithMaxWaiting(0, policy), WithHooks(Hooks{DeadLetter: letters.handle}))
 				defer p.Stop()
 				var ran atomic.Int64
 				task := func() { ran.Add(1) }
 				require.NoError(t, p.Do(task), "Do on a free worker")
 				synctest.Wait()
-				require.True(t, p.TrySubmit(task), "TrySubmit on a free worker")
+				require.True(t, tryDo(p, task), "TryDo on a free worker")
 				synctest.Wait()
 				require.NoError(t, p.Go(t.Context(), fnOf(task)).Wait(), "Go on a free worker")
 				synctest.Wait() // the worker is back (Wait returns as the task ends, a moment before)
@@ -1011,7 +1011,7 @@ func TestZeroBoundRunsAtOnceOrRefusesUnderRejectAndDropOldest(t *testing.T) {
 				assert.ErrorIs(t, p.Do(task), ErrQueueFull, "Do")
 				assert.ErrorIs(t, p.DoContext(t.Context(), task), ErrQueueFull, "DoContext")
 				assert.ErrorIs(t, p.DoWait(task), ErrQueueFull, "DoWait")
-				assert.False(t, p.TrySubmit(task), "TrySubmit")
+				assert.False(t, tryDo(p, task), "TryDo")
 				assert.ErrorIs(t, p.Go(t.Context(), fnOf(task)).Wait(), ErrQueueFull, "Go")
 				assert.ErrorIs(t, p.DoBatch([]func(){task}), ErrQueueFull, "DoBatch")
 				p.Submit(task)
@@ -1033,7 +1033,7 @@ func TestZeroBoundRunsAtOnceOrRefusesUnderRejectAndDropOldest(t *testing.T) {
 }
 
 // With a bound of 0 under Block, a call waits for a free worker and runs
-// its task on it; TrySubmit still refuses at once, and DoContext stops
+// its task on it; TryDo still refuses at once, and DoContext stops
 // waiting when its context ends.
 func TestZeroBoundUnderBlockWaitsForAFreeWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -1050,7 +1050,7 @@ func TestZeroBoundUnderBlockWaitsForAFreeWorker(t *testing.T) {
 		go func() { done <- p.Do(task) }()
 		synctest.Wait()
 		require.Empty(t, done, "Do waits for a free worker")
-		assert.False(t, p.TrySubmit(task), "TrySubmit")
+		assert.False(t, tryDo(p, task), "TryDo")
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		assert.ErrorIs(t, p.DoContext(ctx, task), context.DeadlineExceeded, "DoContext")
@@ -1065,7 +1065,7 @@ func TestZeroBoundUnderBlockWaitsForAFreeWorker(t *testing.T) {
 		assert.Equal(t, int64(1), ran.Load(), "ran")
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Submitted, "submitted")
-		assert.Equal(t, uint64(1), s.Rejected, "rejected: TrySubmit")
+		assert.Equal(t, uint64(1), s.Rejected, "rejected: TryDo")
 	})
 }
 
@@ -1074,13 +1074,13 @@ func TestZeroBoundUnderBlockWaitsForAFreeWorker(t *testing.T) {
 // are free at once, and otherwise meets the overflow as any task does.
 func TestZeroBoundRefusesDelayedTasksAndRunsHeavyOnesOnFreeSlots(t *testing.T) {
 	for _, policy := range []Overflow{Block, Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(2, WithMaxWaiting(0, policy))
 				defer p.Stop()
-				assert.ErrorIs(t, p.Go(t.Context(), noopFn, Delay(time.Second)).Wait(), ErrQueueFull, "Delay")
-				assert.ErrorIs(t, p.Go(t.Context(), noopFn, At(time.Now().Add(time.Second))).Wait(), ErrQueueFull, "At")
-				assert.NoError(t, p.Go(t.Context(), noopFn, Weight(2)).Wait(), "Weight(2) on two free slots")
+				assert.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Delay: time.Second}).Wait(), ErrQueueFull, "Delay")
+				assert.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Delay: time.Until(time.Now().Add(time.Second))}).Wait(), ErrQueueFull, "At")
+				assert.NoError(t, p.Go(t.Context(), noopFn, TaskOption{Weight: 2}).Wait(), "TaskOption{Weight: 2} on two free slots")
 				synctest.Wait() // its worker has given its slots back (Wait returns as the task ends, a moment before)
 
 				running := newGate()
@@ -1089,14 +1089,14 @@ func TestZeroBoundRefusesDelayedTasksAndRunsHeavyOnesOnFreeSlots(t *testing.T) {
 				synctest.Wait()
 				require.Equal(t, 1, p.Status().Busy, "the gate task holds one slot")
 				heavy := make(chan *Task, 1)
-				go func() { heavy <- p.Go(t.Context(), noopFn, Weight(2)) }() // under Block, Go waits
+				go func() { heavy <- p.Go(t.Context(), noopFn, TaskOption{Weight: 2}) }() // under Block, Go waits
 				synctest.Wait()
 				if policy == Block {
-					assert.Empty(t, heavy, "Weight(2) waits for two free slots")
+					assert.Empty(t, heavy, "TaskOption{Weight: 2} waits for two free slots")
 					running.open()
-					assert.NoError(t, (<-heavy).Wait(), "Weight(2) once two slots are free")
+					assert.NoError(t, (<-heavy).Wait(), "TaskOption{Weight: 2} once two slots are free")
 				} else {
-					assert.ErrorIs(t, (<-heavy).Wait(), ErrQueueFull, "Weight(2) with one slot free")
+					assert.ErrorIs(t, (<-heavy).Wait(), ErrQueueFull, "TaskOption{Weight: 2} with one slot free")
 				}
 			})
 		})
@@ -1149,11 +1149,6 @@ func TestATaskOnItsWayToAWorkerHoldsNoRoom(t *testing.T) {
 	goWith := func(opts ...TaskOption) give {
 		return func(p *WorkerPool, ctx context.Context) func() error { return p.Go(ctx, noopFn, opts...).Wait }
 	}
-	doWaitContext := func(p *WorkerPool, ctx context.Context) func() error {
-		outcome := make(chan error, 1)
-		go func() { outcome <- p.DoWaitContext(ctx, func() {}, Label("handed")) }()
-		return func() error { return <-outcome }
-	}
 	for _, tc := range []struct {
 		name    string
 		warm    bool // the worker that takes the job exists and waits; else it starts for it
@@ -1163,9 +1158,8 @@ func TestATaskOnItsWayToAWorkerHoldsNoRoom(t *testing.T) {
 	}{
 		{"Go, a worker that starts", false, nil, goWith(), goWith()},
 		{"Go, a ready worker", true, nil, goWith(), goWith()},
-		{"Go with a label", true, nil, goWith(Label("handed")), goWith()},
-		{"DoWaitContext", true, nil, doWaitContext, goWith()},
-		{"a key under its limit", false, []Option{WithKeyLimit(1)}, goWith(Key("k")), goWith(Key("k"))},
+		{"Go with a label", true, nil, goWith(TaskOption{Label: "handed"}), goWith()},
+		{"a key under its limit", false, []Option{WithKeys(1, nil)}, goWith(TaskOption{Key: "k"}), goWith(TaskOption{Key: "k"})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -1231,10 +1225,10 @@ func TestTasksOnTheirWayToWorkersLeaveThePlaceToTheNext(t *testing.T) {
 					require.NoError(t, p.WaitIdle(ctx), "both workers ready")
 				}
 				g := newGate()
-				require.NoError(t, p.DoContext(ctx, g.wait, Label("a")))
-				require.NoError(t, p.DoContext(ctx, g.wait, Label("b")))
-				third := p.DoContext(ctx, g.wait, Label("c"))
-				fourth := p.DoContext(ctx, g.wait, Label("d"))
+				require.NoError(t, p.DoContext(ctx, g.wait, TaskOption{Label: "a"}))
+				require.NoError(t, p.DoContext(ctx, g.wait, TaskOption{Label: "b"}))
+				third := p.DoContext(ctx, g.wait, TaskOption{Label: "c"})
+				fourth := p.DoContext(ctx, g.wait, TaskOption{Label: "d"})
 				g.open()
 				p.StopWait()
 				if third != nil {
@@ -1262,9 +1256,9 @@ func TestUnderDropOldestATaskThatCanStartAtOnceNeedsNoPlace(t *testing.T) {
 		t.Run(call.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				letters := new(letterBox)
-				p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle))
+				p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{DeadLetter: letters.handle}))
 				defer p.Stop()
-				scheduled := p.Go(t.Context(), noopFn, Delay(time.Hour))
+				scheduled := p.Go(t.Context(), noopFn, TaskOption{Delay: time.Hour})
 				synctest.Wait()
 				require.Equal(t, 1, p.Status().Scheduled, "the bound is full of a scheduled task")
 				ran := make(chan struct{}, 2)
@@ -1310,18 +1304,17 @@ func TestAWaitedTaskLeavesItsWorkerFreeForTheNext(t *testing.T) {
 	}{
 		{"Go", 1, nil, func(p *WorkerPool) error { return p.Go(ctx, noopFn).Wait() }},
 		{"Call", 1, nil, func(p *WorkerPool) error {
-			_, err := Call(ctx, p, func(context.Context) (int, error) { return 1, nil }).Wait()
+			_, err := GoResult(ctx, p, func(context.Context) (int, error) { return 1, nil }).Wait()
 			return err
 		}},
 		{"DoWait", 1, nil, func(p *WorkerPool) error { return p.DoWait(func() {}) }},
-		{"DoWaitContext", 1, nil, func(p *WorkerPool) error { return p.DoWaitContext(ctx, func() {}, Label("l")) }},
 		{"SubmitWait", 1, nil, func(p *WorkerPool) error {
 			err, _ := recovered(func() { p.SubmitWait(func() {}) })
 			return err
 		}},
-		{"Weight(2)", 2, nil, func(p *WorkerPool) error { return p.Go(ctx, noopFn, Weight(2)).Wait() }},
-		{"a key under WithKeyLimit(1)", 2, []Option{WithKeyLimit(1)}, func(p *WorkerPool) error {
-			return p.Go(ctx, noopFn, Key("k")).Wait()
+		{"TaskOption{Weight: 2}", 2, nil, func(p *WorkerPool) error { return p.Go(ctx, noopFn, TaskOption{Weight: 2}).Wait() }},
+		{"a key under WithKeys(1, nil)", 2, []Option{WithKeys(1, nil)}, func(p *WorkerPool) error {
+			return p.Go(ctx, noopFn, TaskOption{Key: "k"}).Wait()
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1345,11 +1338,11 @@ func TestAWaitedTaskLeavesItsWorkerFreeForTheNext(t *testing.T) {
 // on its caller's ctx (see stopStallingContext), which runs after Done is
 // closed. A task submitted then can start at once on that worker, so it
 // never needs room: it does not hold the queue's one place (under Reject,
-// the next TrySubmit is accepted), nor wait in the queue where the next
+// the next TryDo is accepted), nor wait in the queue where the next
 // task drops it (DropOldest).
 func TestATaskSubmittedOnceTheLastOneIsDoneStartsOnItsWorkerOnItsWay(t *testing.T) {
 	for _, policy := range []Overflow{Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1))
 				defer p.Stop()
@@ -1368,18 +1361,18 @@ func TestATaskSubmittedOnceTheLastOneIsDoneStartsOnItsWorkerOnItsWay(t *testing.
 				// The Go may wait for dispatch's answer (it found the
 				// place not given back yet), which comes once dispatch
 				// has handed its task to the held worker: so it is made
-				// from a goroutine of its own, before the TrySubmit.
+				// from a goroutine of its own, before the TryDo.
 				startedc := make(chan *Task, 1)
 				go func() { startedc <- p.Go(t.Context(), fnOf(next.wait)) }()
 				synctest.Wait()
 				tried := make(chan bool, 1)
-				go func() { tried <- p.TrySubmit(func() {}) }()
+				go func() { tried <- tryDo(p, func() {}) }()
 				synctest.Wait()
 				ctx.resume()
 				started := <-startedc
 				synctest.Wait()
 				assert.Equal(t, 1, p.Status().Busy, "busy: the task submitted once the last one was done")
-				assert.True(t, <-tried, "TrySubmit after it: the queue's one place was free")
+				assert.True(t, <-tried, "TryDo after it: the queue's one place was free")
 				next.open()
 				assert.NoError(t, last.Wait(), "the last task")
 				assert.NoError(t, started.Wait(), "the task submitted once the last one was done")

@@ -22,7 +22,7 @@ import (
 
 // Stop and a Shutdown that gives up hand each abandoned plain task to the
 // dead-letter handler with ErrStopped, in queue order, as the very func
-// submitted (Submit, Do, DoContext, TrySubmit, DoBatch); tasks with a
+// submitted (Submit, Do, DoContext, TryDo, DoBatch); tasks with a
 // waiter (DoWait, Go, Call, groups) report ErrStopped to it instead and
 // never reach the handler. Shutdown that drains gives nothing.
 func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNever(t *testing.T) {
@@ -30,7 +30,7 @@ func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNeve
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				box := new(letterBox)
-				p := New(1, WithMaxWaiting(16, Block), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+				p := New(1, WithMaxWaiting(16, Block), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: box.handle}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
@@ -44,8 +44,8 @@ func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNeve
 				dw := startCall(p, doWaitCall, bg, r.task(101, nil), time.Now())
 				synctest.Wait()
 				require.NoError(t, p.DoContext(bg, r.task(2, nil)))
-				f := Call(bg, p, func(context.Context) (int, error) { r.task(102, nil)(); return 0, nil })
-				require.True(t, p.TrySubmit(r.task(3, nil)))
+				f := GoResult(bg, p, func(context.Context) (int, error) { r.task(102, nil)(); return 0, nil })
+				require.True(t, tryDo(p, r.task(3, nil)))
 				grp := p.Group(bg)
 				grp.Go(fnOf(r.task(103, nil)))
 				require.NoError(t, p.DoBatch([]func(){r.task(4, nil), r.task(5, nil)}))
@@ -89,7 +89,7 @@ func TestAbandonedPlainTasksBecomeDeadLettersInQueueOrderAndTasksWithAWaiterNeve
 func TestShutdownThatGivesUpAtItsDeadlineGivesTheQueueToTheDeadLetterHandler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box := new(letterBox)
-		p := New(1, WithMaxWaiting(4, Block), WithIdleTimeout(-1), WithDeadLetter(box.handle))
+		p := New(1, WithMaxWaiting(4, Block), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: box.handle}))
 		defer p.Stop()
 		t0 := time.Now()
 		var r recorder
@@ -135,7 +135,7 @@ func TestDeadLetterHandlerNeverRunsOnTheDispatcherNorTheSubmitter(t *testing.T) 
 		giveUp func(p *WorkerPool, task func()) // gives task up; the queue is full
 	}{
 		{"refused by Reject", Reject, ErrQueueFull, func(p *WorkerPool, task func()) { p.Submit(task) }},
-		{"dropped", DropOldest, ErrDropped, func(p *WorkerPool, task func()) {
+		{"dropped", DropOldest, errDropped, func(p *WorkerPool, task func()) {
 			p.Submit(func() {}) // drops the filler
 		}},
 		{"abandoned by Stop", Block, ErrStopped, func(p *WorkerPool, task func()) {}},
@@ -156,7 +156,7 @@ func TestDeadLetterHandlerNeverRunsOnTheDispatcherNorTheSubmitter(t *testing.T) 
 					got = append(got, seen{string(buf[:n]), goroutineID(), reason})
 					mu.Unlock()
 				}
-				p := New(1, WithMaxWaiting(1, c.policy), WithIdleTimeout(-1), WithDeadLetter(h))
+				p := New(1, WithMaxWaiting(1, c.policy), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
@@ -207,7 +207,7 @@ func TestDeadLetterHandlerRunsForOneTaskAtATimeInTheOrderGivenUp(t *testing.T) {
 			mu.Unlock()
 			task()
 		}
-		p := New(1, WithMaxWaiting(2, Reject), WithIdleTimeout(-1), WithDeadLetter(h))
+		p := New(1, WithMaxWaiting(2, Reject), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}))
 		defer p.Stop()
 		running := newGate()
 		defer running.release()
@@ -249,7 +249,7 @@ func TestStopsReturnOnlyOnceTheHandlerHasReturnedForEveryLetter(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var handled atomic.Int64
 				h := func(func(), error) { time.Sleep(time.Second); handled.Add(1) }
-				p := New(1, WithMaxWaiting(2, Reject), WithIdleTimeout(-1), WithDeadLetter(h))
+				p := New(1, WithMaxWaiting(2, Reject), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
@@ -288,7 +288,7 @@ func TestStopWaitsForAHandlerBlockedOnAnAbandonedTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hg := newGate()
 		var handled atomic.Int64
-		p := New(1, WithIdleTimeout(-1), WithDeadLetter(func(func(), error) { hg.wait(); handled.Add(1) }))
+		p := New(1, WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: func(func(), error) { hg.wait(); handled.Add(1) }}))
 		running := newGate()
 		defer hg.release()
 		defer running.release()
@@ -324,8 +324,8 @@ func TestPanicInTheDeadLetterHandlerGoesToThePanicHandlerAndDeliveryGoesOn(t *te
 				panic("letter boom")
 			}
 		}
-		p := New(1, WithMaxWaiting(1, Reject), WithIdleTimeout(-1), WithDeadLetter(h),
-			WithPanicHandler(func(r any) { mu.Lock(); panics = append(panics, r); mu.Unlock() }))
+		p := New(1, WithMaxWaiting(1, Reject), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}),
+			WithHooks(Hooks{Panic: func(r any) { mu.Lock(); panics = append(panics, r); mu.Unlock() }}))
 		defer p.Stop()
 		running := newGate()
 		defer running.release()
@@ -367,7 +367,7 @@ func TestGoexitInTheDeadLetterHandlerLosesNoLetter(t *testing.T) {
 				runtime.Goexit()
 			}
 		}
-		p := New(1, WithMaxWaiting(1, Reject), WithIdleTimeout(-1), WithDeadLetter(h))
+		p := New(1, WithMaxWaiting(1, Reject), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}))
 		defer p.Stop()
 		running := newGate()
 		defer running.release()
@@ -395,15 +395,15 @@ func TestGoexitInTheDeadLetterHandlerLosesNoLetter(t *testing.T) {
 	})
 }
 
-// WithDeadLetter(nil) means no handler, also over an earlier handler (the
+// WithHooks(Hooks{DeadLetter: nil}) means no handler, also over an earlier handler (the
 // last option wins): refused, dropped and abandoned tasks are only counted.
 func TestNilDeadLetterHandlerMeansTheTasksAreOnlyCounted(t *testing.T) {
 	for _, policy := range []Overflow{Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var letters atomic.Int64
 				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1),
-					WithDeadLetter(func(func(), error) { letters.Add(1) }), WithDeadLetter(nil))
+					WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}), WithHooks(Hooks{DeadLetter: nil}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
@@ -445,35 +445,35 @@ func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) 
 		require.NoError(t, p.DoContext(bg, say(name), opts...))
 	}
 	goTask := func(name string, opts ...TaskOption) *Task {
-		return p.Go(bg, fnOf(say(name)), append(opts, Label(name))...)
+		return p.Go(bg, fnOf(say(name)), append(opts, TaskOption{Label: name})...)
 	}
 	do("a")
-	do("b", Priority(1))
-	do("c", Priority(-1))
+	do("b", TaskOption{Priority: 1})
+	do("c", TaskOption{Priority: -1})
 	goTask("g0")
 	for i := range 12 {
 		k := "k" + strconv.Itoa(i%4)
 		name := k + "-" + strconv.Itoa(i/4)
 		if i%3 == 0 {
-			goTask(name, Key(k))
+			goTask(name, TaskOption{Key: k})
 		} else {
-			do(name, Key(k))
+			do(name, TaskOption{Key: k})
 		}
 		if i == 5 {
-			goTask("k1-canceled", Key("k1")).Cancel()
+			goTask("k1-canceled", TaskOption{Key: "k1"}).Cancel()
 		}
 	}
-	goTask("g1", Key("k1"), Priority(1))
-	do("h1", Key("k2"), Priority(1))
+	goTask("g1", TaskOption{Key: "k1"}, TaskOption{Priority: 1})
+	do("h1", TaskOption{Key: "k2"}, TaskOption{Priority: 1})
 	do("d")
-	goTask("g2", Priority(-1), Key("k3"))
-	do("e", Priority(1))
+	goTask("g2", TaskOption{Priority: -1}, TaskOption{Key: "k3"})
+	do("e", TaskOption{Priority: 1})
 	for _, h := range []int{5, 2, 4, 1, 3} {
 		name := "s" + strconv.Itoa(h)
 		if h%2 == 0 {
-			goTask(name, Delay(time.Duration(h)*time.Hour))
+			goTask(name, TaskOption{Delay: time.Duration(h)*time.Hour})
 		} else {
-			do(name, Delay(time.Duration(h)*time.Hour))
+			do(name, TaskOption{Delay: time.Duration(h)*time.Hour})
 		}
 	}
 }
@@ -488,21 +488,22 @@ func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) 
 // slots, which may come before or after dispatch chooses the next task, so
 // the stop is compared with the same pool without the limit.
 func TestStopAbandonsInTheOrderTheTasksWouldStart(t *testing.T) {
-	weights := WithKeyWeights(func(k string) int {
+	share := func(k string) int {
 		if k == "k0" {
 			return 2
 		}
 		return 1
-	})
+	}
+	weights := WithKeys(-1, share)
 	setups := []struct {
 		name  string
 		opts  []Option      // the pool's, both when it runs the tasks and when it stops
-		limit int           // the key limit of the pool that stops
+		limit int           // the key limit of the pool that stops; -1: none
 		wait  time.Duration // between queuing and opening the worker or stopping
 	}{
-		{"weights", []Option{weights}, 0, 0},
+		{"weights", []Option{weights}, -1, 0},
 		{"weights and a key limit", []Option{weights}, 1, 0},
-		{"weights and aging", []Option{weights, WithPriorityAging(time.Minute)}, 0, 90 * time.Second},
+		{"weights and aging", []Option{weights, WithPriorityAging(time.Minute)}, -1, 90 * time.Second},
 	}
 	for _, setup := range setups {
 		for _, mode := range stopModes {
@@ -525,11 +526,11 @@ func TestStopAbandonsInTheOrderTheTasksWouldStart(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					var r names
 					dropped := 0
-					p := New(1, append(setup.opts, WithIdleTimeout(-1), WithKeyLimit(setup.limit),
-						WithDeadLetter(func(task func(), reason error) {
+					p := New(1, append(setup.opts, WithIdleTimeout(-1), WithKeys(setup.limit, share),
+						WithHooks(Hooks{DeadLetter: func(task func(), reason error) {
 							assert.ErrorIs(t, reason, ErrStopped, "dead letter's reason")
 							task()
-						}),
+						}}),
 						WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
 							if errors.Is(ti.Err, ErrStopped) {
 								dropped++

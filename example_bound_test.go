@@ -19,7 +19,7 @@ func ExampleWithMaxWaiting() {
 	for range 2 {
 		p.Submit(func() {}) // held: the queue is now full
 	}
-	fmt.Println("TrySubmit on a full queue:", p.TrySubmit(func() {}))
+	fmt.Println("TryDo on a full queue:", tryDo(p, func() {}))
 
 	admitted := make(chan struct{})
 	go func() {
@@ -32,7 +32,7 @@ func ExampleWithMaxWaiting() {
 	s := p.Status()
 	fmt.Println("submitted:", s.Submitted, "completed:", s.Completed, "rejected:", s.Rejected)
 	// Output:
-	// TrySubmit on a full queue: false
+	// TryDo on a full queue: false
 	// submitted: 3 completed: 3 rejected: 1
 }
 
@@ -80,16 +80,16 @@ func ExampleWorkerPool_DoContext() {
 	// <nil>
 }
 
-// TrySubmit never waits: false means the queue was full and the task was
+// TryDo never waits: false means the queue was full and the task was
 // not queued.
-func ExampleWorkerPool_TrySubmit() {
+func ExampleWorkerPool_TryDo() {
 	p := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.Block))
 	started, release := make(chan struct{}), make(chan struct{})
 	p.Submit(func() { close(started); <-release }) // keeps the one worker busy
 	<-started
 
-	fmt.Println(p.TrySubmit(func() {})) // queued
-	fmt.Println(p.TrySubmit(func() {})) // the queue is full: not queued
+	fmt.Println(tryDo(p, func() {})) // queued
+	fmt.Println(tryDo(p, func() {})) // the queue is full: not queued
 	close(release)
 	p.StopWait()
 	fmt.Println("rejected:", p.Status().Rejected)
@@ -121,7 +121,7 @@ func ExampleWithMaxWaiting_dropOldest() {
 	p.StopWait() // frames 3 and 4 have run
 	for i, f := range frames {
 		err := f.Wait()
-		fmt.Println("frame", i+1, err, errors.Is(err, workerpool.ErrDropped))
+		fmt.Println("frame", i+1, err, errors.Is(err, workerpool.ErrQueueFull))
 	}
 	fmt.Println("dropped:", p.Status().Dropped)
 	// Output:

@@ -15,9 +15,9 @@ import (
 func ExampleWithDeadLetter() {
 	p := workerpool.New(1,
 		workerpool.WithMaxWaiting(1, workerpool.Reject),
-		workerpool.WithDeadLetter(func(task func(), reason error) {
+		workerpool.WithHooks(workerpool.Hooks{DeadLetter: func(task func(), reason error) {
 			fmt.Println("dead letter:", reason)
-		}))
+		}}))
 	hold, resume := context.WithCancel(context.Background())
 	defer resume()
 	p.Pause(hold)
@@ -38,9 +38,9 @@ func ExampleWithDeadLetter() {
 func ExampleWithQueueTimeout() {
 	p := workerpool.New(1,
 		workerpool.WithQueueTimeout(10*time.Millisecond),
-		workerpool.WithDeadLetter(func(task func(), reason error) {
+		workerpool.WithHooks(workerpool.Hooks{DeadLetter: func(task func(), reason error) {
 			fmt.Println("dead letter:", reason)
-		}))
+		}}))
 	started, release := make(chan struct{}), make(chan struct{})
 	p.Submit(func() { close(started); <-release }) // keeps the one worker busy
 	<-started

@@ -10,10 +10,10 @@ import (
 )
 
 // Each account's operations run one at a time, in the order they were
-// submitted, while different accounts run in parallel: WithKeyLimit(1)
+// submitted, while different accounts run in parallel: WithKeys(1, nil)
 // with the account as the key.
 func ExampleKey() {
-	p := workerpool.New(4, workerpool.WithKeyLimit(1))
+	p := workerpool.New(4, workerpool.WithKeys(1, nil))
 	ctx := context.Background()
 	var mu sync.Mutex
 	ledgers := map[string][]string{}
@@ -26,7 +26,7 @@ func ExampleKey() {
 			defer mu.Unlock()
 			ledgers[op.account] = append(ledgers[op.account], op.entry)
 			return nil
-		}, workerpool.Key(op.account))
+		}, workerpool.TaskOption{Key: op.account})
 	}
 	p.StopWait()
 	fmt.Println("acct-1:", ledgers["acct-1"])
@@ -41,7 +41,7 @@ func ExampleKey() {
 // A tenant with a backlog does not starve another: keys share the pool by
 // deficit round robin, here with twice the share for "big".
 func ExampleWithKeyWeights() {
-	p := workerpool.New(1, workerpool.WithKeyWeights(func(tenant string) int {
+	p := workerpool.New(1, workerpool.WithKeys(-1, func(tenant string) int {
 		if tenant == "big" {
 			return 2
 		}
@@ -53,7 +53,7 @@ func ExampleWithKeyWeights() {
 
 	var order []string
 	for _, tenant := range []string{"big", "big", "big", "big", "big", "big", "small", "small"} {
-		p.DoContext(context.Background(), func() { order = append(order, tenant) }, workerpool.Key(tenant))
+		p.DoContext(context.Background(), func() { order = append(order, tenant) }, workerpool.TaskOption{Key: tenant})
 	}
 	close(release)
 	p.StopWait()
@@ -66,7 +66,7 @@ func ExampleWithKeyWeights() {
 // many workers are free; other hosts go past the held ones. The first two
 // requests to a.example wait for each other, so two do run at once.
 func ExampleWithKeyLimit() {
-	p := workerpool.New(8, workerpool.WithKeyLimit(2))
+	p := workerpool.New(8, workerpool.WithKeys(2, nil))
 	ctx := context.Background()
 	var mu sync.Mutex
 	running, most := map[string]int{}, map[string]int{}
@@ -86,7 +86,7 @@ func ExampleWithKeyLimit() {
 			running[host]--
 			mu.Unlock()
 			return nil
-		}, workerpool.Key(host))
+		}, workerpool.TaskOption{Key: host})
 	}
 	for i := range 6 {
 		fetch("a.example", i)

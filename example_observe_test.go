@@ -41,12 +41,12 @@ func ExampleWithHooks() {
 		},
 	}))
 	ctx := context.Background()
-	fmt.Println(p.Go(ctx, func(context.Context) error { return errors.New("no such file") }, workerpool.Label("open")).Wait())
+	fmt.Println(p.Go(ctx, func(context.Context) error { return errors.New("no such file") }, workerpool.TaskOption{Label: "open"}).Wait())
 	running := make(chan struct{})
-	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() }, workerpool.Label("watch"))
+	p.Go(ctx, func(ctx context.Context) error { close(running); <-ctx.Done(); return ctx.Err() }, workerpool.TaskOption{Label: "watch"})
 	<-running
-	p.DoContext(context.Background(), func() {}, workerpool.Label("index"))                  // waits in the queue, which is now full
-	fmt.Println(p.DoContext(context.Background(), func() {}, workerpool.Label("thumbnail"))) // refused: TaskDropped runs before Do returns
+	p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "index"})                  // waits in the queue, which is now full
+	fmt.Println(p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "thumbnail"})) // refused: TaskDropped runs before Do returns
 	now, cancel := context.WithCancel(ctx)
 	cancel()
 	fmt.Println(p.Shutdown(now)) // abandons the queued task and cancels the running one
@@ -97,9 +97,9 @@ func ExampleLabel() {
 		},
 	}))
 	for range 3 {
-		p.DoContext(context.Background(), func() {}, workerpool.Label("resize"))
+		p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "resize"})
 	}
-	p.DoContext(context.Background(), func() {}, workerpool.Label("send-mail"))
+	p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "send-mail"})
 	p.Do(func() {}) // no label
 	p.StopWait()
 	fmt.Println(runs)
@@ -120,10 +120,10 @@ func ExampleWithName() {
 // the worker goes on. Without one, the panic crashes the program, as in a
 // plain goroutine.
 func ExampleWithPanicHandler() {
-	p := workerpool.New(1, workerpool.WithPanicHandler(func(recovered any) {
+	p := workerpool.New(1, workerpool.WithHooks(workerpool.Hooks{Panic: func(recovered any) {
 		fmt.Println("recovered:", recovered)
 		fmt.Println("stack shows the task:", strings.Contains(string(debug.Stack()), "ExampleWithPanicHandler"))
-	}))
+	}}))
 	p.Submit(func() { panic("bad image") })
 	p.Submit(func() { fmt.Println("the worker goes on") })
 	p.StopWait()

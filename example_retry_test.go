@@ -23,7 +23,7 @@ func ExampleRetry() {
 		}
 		fmt.Printf("run %d: ok\n", runs)
 		return nil
-	}, workerpool.Retry(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 5)))
+	}, workerpool.TaskOption{Retry: workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 4)})
 	err := task.Wait() // the last run's error
 	p.StopWait()
 	fmt.Println("err:", err, "retried:", p.Status().Retried)
@@ -43,7 +43,7 @@ func ExamplePermanent() {
 	err := p.Go(context.Background(), func(context.Context) error {
 		runs++
 		return workerpool.Permanent(errNotFound)
-	}, workerpool.Retry(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 5))).Wait()
+	}, workerpool.TaskOption{Retry: workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 4)}).Wait()
 	p.StopWait()
 	fmt.Println("runs:", runs)
 	fmt.Println(err, errors.Is(err, errNotFound))
@@ -64,7 +64,7 @@ func ExampleIsPermanent() {
 // Backoff's delays are random up to a cap that doubles with each run, up
 // to max; after the last allowed run it says stop.
 func ExampleBackoff() {
-	policy := workerpool.Backoff(100*time.Millisecond, 300*time.Millisecond, 4)
+	policy := workerpool.Backoff(100*time.Millisecond, 300*time.Millisecond, 3)
 	err := errors.New("connection refused")
 	for attempt, limit := range []time.Duration{100, 200, 300, 300} {
 		delay, retry := policy(attempt+1, err)
@@ -82,7 +82,7 @@ func ExampleBackoff() {
 // most 3 runs, 1ms apart.
 func ExampleRetryPolicy() {
 	errBusy := errors.New("server busy")
-	onlyBusy := workerpool.RetryPolicy(func(attempt int, err error) (time.Duration, bool) {
+	onlyBusy := func(int, error) (time.Duration, bool)(func(attempt int, err error) (time.Duration, bool) {
 		return time.Millisecond, attempt < 3 && errors.Is(err, errBusy)
 	})
 
@@ -94,7 +94,7 @@ func ExampleRetryPolicy() {
 		runs++
 		fmt.Printf("run %d: %v\n", runs, err)
 		return err
-	}, workerpool.Retry(onlyBusy)).Wait()
+	}, workerpool.TaskOption{Retry: onlyBusy}).Wait()
 	p.StopWait()
 	fmt.Println("err:", err)
 	// Output:

@@ -19,9 +19,9 @@ func ExampleDelay() {
 	say := func(s string) func(context.Context) error {
 		return func(context.Context) error { fmt.Println(s); return nil }
 	}
-	later := p.Go(ctx, say("20ms later"), workerpool.Delay(20*time.Millisecond))
-	p.Go(ctx, say("10ms later"), workerpool.Delay(10*time.Millisecond))
-	_ = p.Go(ctx, say("at once"), workerpool.At(time.Now())).Wait()
+	later := p.Go(ctx, say("20ms later"), workerpool.TaskOption{Delay: 20*time.Millisecond})
+	p.Go(ctx, say("10ms later"), workerpool.TaskOption{Delay: 10*time.Millisecond})
+	_ = p.Go(ctx, say("at once"), workerpool.TaskOption{Delay: time.Until(time.Now())}).Wait()
 	fmt.Println("scheduled:", p.Status().Scheduled)
 	_ = later.Wait()
 	p.StopWait()
@@ -49,7 +49,7 @@ func ExamplePriority() {
 		p.Go(ctx, func(context.Context) error {
 			fmt.Println(t.name)
 			return nil
-		}, workerpool.Priority(t.level))
+		}, workerpool.TaskOption{Priority: t.level})
 	}
 	close(release)
 	p.StopWait()
@@ -75,10 +75,10 @@ func ExampleWithPriorityAging() {
 	say := func(s string) func(context.Context) error {
 		return func(context.Context) error { fmt.Println(s); return nil }
 	}
-	p.Go(ctx, say("report"), workerpool.Priority(-1))
-	p.Go(ctx, say("cleanup"), workerpool.Priority(math.MinInt)) // the lowest level: last, however long it waits
+	p.Go(ctx, say("report"), workerpool.TaskOption{Priority: -1})
+	p.Go(ctx, say("cleanup"), workerpool.TaskOption{Priority: math.MinInt}) // the lowest level: last, however long it waits
 	time.Sleep(20 * time.Millisecond)
-	p.Go(ctx, say("request"), workerpool.Priority(0))
+	p.Go(ctx, say("request"), workerpool.TaskOption{Priority: 0})
 	close(release)
 	p.StopWait()
 	// Output:
@@ -109,7 +109,7 @@ func ExampleWeight() {
 		close(started)
 		<-release
 		return nil
-	}, workerpool.Weight(3))
+	}, workerpool.TaskOption{Weight: 3})
 	<-started
 	var light []*workerpool.Task
 	for range 3 {
@@ -125,7 +125,7 @@ func ExampleWeight() {
 	_ = heavy.Wait()
 	fmt.Println("most slots in use:", most)
 
-	err := p.Go(ctx, func(context.Context) error { return nil }, workerpool.Weight(5)).Wait()
+	err := p.Go(ctx, func(context.Context) error { return nil }, workerpool.TaskOption{Weight: 5}).Wait()
 	fmt.Println(errors.Is(err, workerpool.ErrTooHeavy), err)
 	p.StopWait()
 	// Output:
@@ -160,12 +160,12 @@ func ExampleAt() {
 	_ = p.Go(ctx, func(context.Context) error {
 		fmt.Println("not before its time:", !time.Now().Before(due))
 		return nil
-	}, workerpool.At(due)).Wait()
+	}, workerpool.TaskOption{Delay: time.Until(due)}).Wait()
 
 	tomorrow := p.Go(ctx, func(context.Context) error {
 		fmt.Println("never runs")
 		return nil
-	}, workerpool.At(time.Now().Add(24*time.Hour)))
+	}, workerpool.TaskOption{Delay: time.Until(time.Now().Add(24*time.Hour))})
 	_ = p.DoWait(func() {}) // the dispatcher has taken the task before this one
 	fmt.Println("scheduled:", p.Status().Scheduled)
 	p.Stop()

@@ -49,14 +49,14 @@ func ExampleWithSizeSchedule() {
 		fmt.Println(err)
 		return
 	}
-	p := workerpool.New(4, workerpool.WithMinWorkers(1), workerpool.WithSizeSchedule(berlin,
+	p := workerpool.New(4, workerpool.WithMinWorkers(1), workerpool.sizeSchedule(berlin,
 		workerpool.SizeWindow{From: "12:00", To: "16:00", Min: 10, Max: 20}, // the afternoon peak
 		workerpool.SizeWindow{From: "22:00", To: "06:00", Min: 0, Max: 1},   // nights: To before From wraps
 	)) // the rest of the day: 1 to 4 workers, New's and WithMinWorkers's
 	defer p.Stop()
 
 	defer func() { fmt.Println(recover()) }()
-	workerpool.New(4, workerpool.WithSizeSchedule(berlin,
+	workerpool.New(4, workerpool.sizeSchedule(berlin,
 		workerpool.SizeWindow{From: "08:00", To: "12:00", Min: 2, Max: 8},
 		workerpool.SizeWindow{From: "11:30", To: "14:00", Min: 0, Max: 2},
 	))
@@ -95,7 +95,7 @@ func ExampleWithIdleTimeout() {
 func ExampleDefaultIdleTimeout() {
 	p := workerpool.New(4, workerpool.WithIdleTimeout(0)) // the same as no option
 	defer p.Stop()
-	fmt.Println("idle workers retire after", workerpool.DefaultIdleTimeout)
+	fmt.Println("idle workers retire after", 2*time.Second)
 	// Output: idle workers retire after 2s
 }
 

@@ -42,7 +42,7 @@ func ExampleCall() {
 	words := []string{"pool", "dispatcher", "worker", "deque"}
 	futures := make([]*workerpool.Future[int], len(words))
 	for i, w := range words {
-		futures[i] = workerpool.Call(context.Background(), p, func(context.Context) (int, error) {
+		futures[i] = workerpool.GoResult(context.Background(), p, func(context.Context) (int, error) {
 			return len(w), nil
 		})
 	}
@@ -134,7 +134,7 @@ func ExampleFuture_Cancel() {
 	p := workerpool.New(1)
 	defer p.StopWait()
 	started := make(chan struct{})
-	slow := workerpool.Call(context.Background(), p, func(ctx context.Context) (string, error) {
+	slow := workerpool.GoResult(context.Background(), p, func(ctx context.Context) (string, error) {
 		close(started)
 		<-ctx.Done() // a lookup that gives up when canceled
 		return "", ctx.Err()
@@ -152,11 +152,11 @@ func ExampleFuture_Done() {
 	p := workerpool.New(2)
 	defer p.StopWait()
 	ctx := context.Background()
-	primary := workerpool.Call(ctx, p, func(ctx context.Context) (string, error) {
+	primary := workerpool.GoResult(ctx, p, func(ctx context.Context) (string, error) {
 		<-ctx.Done() // a replica that does not answer
 		return "", ctx.Err()
 	})
-	fallback := workerpool.Call(ctx, p, func(context.Context) (string, error) {
+	fallback := workerpool.GoResult(ctx, p, func(context.Context) (string, error) {
 		return "from the fallback", nil
 	})
 
@@ -204,7 +204,7 @@ func ExampleFuture_Wait() {
 	p := workerpool.New(2)
 	defer p.StopWait()
 	parse := func(s string) *workerpool.Future[int] {
-		return workerpool.Call(context.Background(), p, func(context.Context) (int, error) {
+		return workerpool.GoResult(context.Background(), p, func(context.Context) (int, error) {
 			return strconv.Atoi(s)
 		})
 	}

@@ -70,9 +70,9 @@ func ExampleWorkerPool_Pause() {
 }
 
 func ExampleWorkerPool_Status() {
-	p := workerpool.New(3, workerpool.WithPanicHandler(func(recovered any) {
+	p := workerpool.New(3, workerpool.WithHooks(workerpool.Hooks{Panic: func(recovered any) {
 		fmt.Println("recovered:", recovered)
-	}))
+	}}))
 	for range 5 {
 		p.Submit(func() {})
 	}
@@ -80,24 +80,24 @@ func ExampleWorkerPool_Status() {
 	p.StopWait()
 
 	s := p.Status()
-	fmt.Println(s.State, s.Submitted, s.Completed, s.Panicked, s.Abandoned)
+	fmt.Println(s.Stopped, s.Submitted, s.Completed, s.Panicked, s.Abandoned)
 	fmt.Println("workers:", s.Workers, "waiting:", s.Waiting)
 	// Output:
 	// recovered: oops
-	// stopped 6 6 1 0
+	// true 6 6 1 0
 	// workers: 0 waiting: 0
 }
 
-// Status().State is the pool's stage: running, paused while a Pause is in
-// effect, stopping while a stop waits for the tasks it lets finish, then
-// stopped.
-func ExampleState() {
+// Status shows the pool's stage: Paused while a Pause is in effect,
+// Stopping while a stop waits for the tasks it lets finish, then Stopped.
+func ExampleStatus() {
 	p := workerpool.New(1)
-	fmt.Println(p.Status().State == workerpool.StateRunning, p.Status().State)
+	s := p.Status()
+	fmt.Println(s.Paused, s.Stopping, s.Stopped)
 
 	ctx, resume := context.WithCancel(context.Background())
 	p.Pause(ctx)
-	fmt.Println(p.Status().State == workerpool.StatePaused, p.Status().State)
+	fmt.Println(p.Status().Paused)
 	resume()
 
 	started, release := make(chan struct{}), make(chan struct{})
@@ -105,18 +105,19 @@ func ExampleState() {
 	<-started
 	stopped := make(chan struct{})
 	go func() { p.StopWait(); close(stopped) }()
-	for p.Status().State != workerpool.StateStopping {
+	for !p.Status().Stopping {
 		time.Sleep(time.Millisecond) // until StopWait has begun: it waits for the task
 	}
 	fmt.Println("stopping while the task runs")
 	close(release)
 	<-stopped
-	fmt.Println(p.Status().State == workerpool.StateStopped, p.Status().State)
+	s = p.Status()
+	fmt.Println(s.Stopping, s.Stopped)
 	// Output:
-	// true running
-	// true paused
+	// false false false
+	// true
 	// stopping while the task runs
-	// true stopped
+	// false true
 }
 
 // WaitIdle waits until nothing runs or waits, without stopping the pool.
@@ -159,12 +160,12 @@ func ExampleWorkerPool_DoBatch() {
 // task waits in the timer heap, with no handle and no goroutine, and one
 // that a stop abandons goes to the dead-letter handler.
 func ExampleWorkerPool_Do() {
-	p := workerpool.New(1, workerpool.WithDeadLetter(func(_ func(), err error) {
+	p := workerpool.New(1, workerpool.WithHooks(workerpool.Hooks{DeadLetter: func(_ func(), err error) {
 		fmt.Println("dead letter:", err)
-	}))
+	}}))
 	ran := make(chan struct{})
-	_ = p.DoContext(context.Background(), func() { fmt.Println("10ms later"); close(ran) }, workerpool.Delay(10*time.Millisecond))
-	_ = p.DoContext(context.Background(), func() { fmt.Println("an hour later") }, workerpool.Delay(time.Hour))
+	_ = p.DoContext(context.Background(), func() { fmt.Println("10ms later"); close(ran) }, workerpool.TaskOption{Delay: 10*time.Millisecond})
+	_ = p.DoContext(context.Background(), func() { fmt.Println("an hour later") }, workerpool.TaskOption{Delay: time.Hour})
 	<-ran
 	fmt.Println("scheduled:", p.Status().Scheduled)
 	p.Stop() // abandons the task due in an hour

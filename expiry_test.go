@@ -37,7 +37,7 @@ func (b *timedLetters) handler(_ func(), reason error) {
 func TestExpiryOfPlainAndHandleTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box := newTimedLetters()
-		p := New(1, WithQueueTimeout(time.Second), WithDeadLetter(box.handler))
+		p := New(1, WithQueueTimeout(time.Second), WithHooks(Hooks{DeadLetter: box.handler}))
 		defer p.Stop()
 		g := newGate()
 		p.Submit(g.task())
@@ -78,7 +78,7 @@ func TestExpiryCountsFromWhenATaskBecameDue(t *testing.T) {
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(2900 * time.Millisecond) })
 		l, ctx := newStartLog(), t.Context()
-		late := p.Go(ctx, l.fn("delayed 2s"), Delay(2*time.Second))
+		late := p.Go(ctx, l.fn("delayed 2s"), TaskOption{Delay: 2*time.Second})
 		early := p.Go(ctx, l.fn("at once"))
 		require.NoError(t, late.Wait())
 		assert.ErrorIs(t, early.Wait(), ErrExpired)
@@ -128,9 +128,9 @@ func TestExpiryAcrossLevels(t *testing.T) {
 		g := newGate()
 		p.Submit(g.task())
 		ctx := t.Context()
-		high := p.Go(ctx, func(context.Context) error { return nil }, Priority(5))
+		high := p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Priority: 5})
 		time.Sleep(200 * time.Millisecond)
-		low := p.Go(ctx, func(context.Context) error { return nil }, Priority(-5))
+		low := p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Priority: -5})
 		time.Sleep(300 * time.Millisecond)
 		mid := p.Go(ctx, func(context.Context) error { return nil })
 		assert.ErrorIs(t, high.Wait(), ErrExpired)
@@ -153,7 +153,7 @@ func TestMaxQueueWaitHugeStarvesTheTimer(t *testing.T) {
 		p.Submit(func() {}) // waits: arms the expiry timer
 		synctest.Wait()
 		var ran atomic.Bool
-		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, Delay(time.Second))
+		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, TaskOption{Delay: time.Second})
 		time.Sleep(2 * time.Second)
 		s := p.Status()
 		assert.Equal(t, 0, s.Scheduled, "Scheduled 1s after the delayed task was due")

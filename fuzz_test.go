@@ -19,7 +19,7 @@ import (
 )
 
 // FuzzPool decodes data into a pool's options and a sequence of operations
-// (Submit, Do, TrySubmit, DoContext, DoBatch, DoWait, DoWaitContext, Go,
+// (Submit, Do, TryDo, DoContext, DoBatch, DoWait, DoWaitContext, Go,
 // Call, Group.Go,
 // Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
 // another goroutine while the operations go on), runs them in a synctest
@@ -51,7 +51,7 @@ import (
 // A first operation that ends the oldest pause (op 4), which would end
 // none, is the key byte instead: the run is keyed (see fuzzRun.keyed).
 // Its arg picks the pool's key options: arg%3 the key limit (0: none,
-// then WithKeyLimit(1) and (2)), arg/3 the key weights (0: none, 1:
+// then WithKeys(1, nil) and (2)), arg/3 the key weights (0: none, 1:
 // fuzzRun.keyWeight, 2: the same, which panics for "k3", 3: a nil func).
 // In a keyed run the calls that take options (DoWaitContext, Go, Call,
 // Group.Go, DoContext with options) give their task the key that op 5 last
@@ -85,7 +85,7 @@ func FuzzPool(f *testing.F) {
 	// Runs with a size schedule (see the schedule byte above):
 	f.Add([]byte{0x03, 4, 4, 250, 251, 230, 231, 0, 20, 40, 186, 253, 186, 255, 1})     // size 4, one worker until 1s: delayed and heavy Tasks, fake time past the boundary, then StopWait
 	f.Add([]byte{0x00, 24, 24, 250, 230, 232, 88, 254, 186, 33, 126, 255, 1})           // size 1, key limit 1, 4 workers from 1s: a StopWait from another goroutine, then the boundary passes
-	f.Add([]byte{0x41, 4, 44, 17, 97, 117, 250, 251, 186, 186, 37, 117, 18, 255, 2})    // size 2, floor 1, 3 workers until 1s: Resize and SetMinWorkers inside the window and after it, then Shutdown
+	f.Add([]byte{0x41, 4, 44, 17, 97, 117, 250, 251, 186, 186, 37, 117, 18, 255, 2})    // size 2, floor 1, 3 workers until 1s: Resize inside the window and after it, then Shutdown
 	f.Add([]byte{0x12, 4, 64, 19, 19, 19, 250, 3, 251, 186, 186, 4, 17, 0, 19, 210, 0}) // Block, bound 1, size 3, 2 workers from 1s: a pause across the boundary, then Stop
 	// Runs with the policy byte (see above):
 	f.Add([]byte{0x01, 31, 7, 20, 20, 26, 149, 19, 19, 19, 19, 19, 19, 5, 26, 5, 1}) // size 2, rate limit, aging, queue timeout, resubmits: a panic, two workers, a group of three limited to one, six Submits, then StopWait
@@ -168,8 +168,8 @@ type fuzzRun struct {
 	groupTasks    atomic.Int64 // of maybe, group tasks: the pool may have rejected or dropped them unseen
 	groupSure     atomic.Int64 // of groupTasks, those whose Group.Go call the pool cannot have refused: counted in Submitted
 	rejectedSure  atomic.Int64 // refusals the pool must have counted in Rejected
-	rejectedMaybe atomic.Int64 // TrySubmit falses: counted unless a stop refused them
-	droppedSure   atomic.Int64 // handles that reported ErrDropped
+	rejectedMaybe atomic.Int64 // TryDo falses: counted unless a stop refused them
+	droppedSure   atomic.Int64 // handles that reported errDropped
 	ran           atomic.Int64 // task bodies that ran
 	panics        atomic.Int64 // task panics
 	handlerPanics atomic.Int64 // dead-letter handler panics
@@ -406,7 +406,7 @@ func (r *fuzzRun) number(t fuzzTask) fuzzTask {
 }
 
 // keyOptions are the options that give t its key: in a keyed run Key
-// with a Label that names it (see fuzzLabel), or Key("") for a task
+// with a Label that names it (see fuzzLabel), or TaskOption{Key: ""} for a task
 // without one; none in a run without keys. A caller that gives t a Label
 // of its own passes label false.
 func (r *fuzzRun) keyOptions(t fuzzTask, label bool) []TaskOption {
@@ -414,9 +414,9 @@ func (r *fuzzRun) keyOptions(t fuzzTask, label bool) []TaskOption {
 	case !r.keyed:
 		return nil
 	case t.key == "" || !label:
-		return []TaskOption{Key(t.key)}
+		return []TaskOption{TaskOption{Key: t.key}}
 	}
-	return []TaskOption{Key(t.key), Label(fuzzLabel(t.priority, t.weight, t.key))}
+	return []TaskOption{TaskOption{Key: t.key}, TaskOption{Label: fuzzLabel(t.priority, t.weight, t.key)}}
 }
 
 // checkKeys reports whether Status.Keys, as the pool counts it (Status
@@ -469,7 +469,7 @@ func (h *fuzzHooks) check(ti TaskInfo, ran time.Duration) {
 	if ti.Waited < 0 || ran < 0 {
 		h.negative.Add(1)
 	}
-	if ti.Pool != "fuzz" || ti.Attempt < 1 || ti.Weight < 1 ||
+	if ti.Attempt < 1 || ti.Weight < 1 ||
 		ti.Label != "" && ti.Label != fuzzLabel(ti.Priority, ti.Weight, ti.Key) ||
 		ti.Label == "" && ti.Key != "" {
 		if h.wrongInfo.Add(1) <= 3 {
@@ -525,7 +525,7 @@ func (l *countingLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// A plainTask is one plain task of the run (Submit, Do, TrySubmit,
+// A plainTask is one plain task of the run (Submit, Do, TryDo,
 // DoContext, DoBatch): what its call said, how often a worker ran it, and
 // the dead letters it got.
 type plainTask struct {
@@ -550,11 +550,11 @@ func runOps(t *testing.T, data []byte) {
 	opts := data[0]
 	r := &fuzzRun{t: t, size: 1 + int(opts%4), plains: map[uintptr]*plainTask{}}
 	r.maxSize.Store(int64(r.size))
-	idle := []time.Duration{time.Second, -1, 10 * time.Millisecond, DefaultIdleTimeout}[opts/4%4]
+	idle := []time.Duration{time.Second, -1, 10 * time.Millisecond, defaultIdleTimeout}[opts/4%4]
 	options := []Option{
 		WithIdleTimeout(idle),
-		WithPanicHandler(func(any) { r.handled.Add(1) }),
-		WithDeadLetter(r.deadLetter),
+		WithHooks(Hooks{Panic: func(any) { r.handled.Add(1) }}),
+		WithHooks(Hooks{DeadLetter: r.deadLetter}),
 		WithMinWorkers(int(opts >> 6)),
 	}
 	if policy := opts >> 4 & 3; policy > 0 {
@@ -564,7 +564,7 @@ func runOps(t *testing.T, data []byte) {
 	if len(data)/4%2 == 1 { // hooks and a logger, picked by the input's length
 		r.hooked = true
 		r.logs.holdStopping = 100
-		options = append(options, WithHooks(r.hooks.hooks()), WithLogger(slog.New(&r.logs)), WithName("fuzz"))
+		options = append(options, WithHooks(r.hooks.hooks()), WithLogger(slog.New(&r.logs)))
 	}
 	switch len(data) % 4 { // the queue policies of issue 12, picked by the input's length
 	case 1:
@@ -651,7 +651,7 @@ func (r *fuzzRun) sizeSchedule(late bool) Option {
 	}
 	w.Min = w.Max / 2
 	r.maxSize.Store(int64(max(r.size, w.Max)))
-	return WithSizeSchedule(time.FixedZone("fuzz", 59*60+59), w)
+	return sizeSchedule(time.FixedZone("fuzz", 59*60+59), w)
 }
 
 // keyOptionsOf makes the run keyed, and returns the pool's key options
@@ -659,20 +659,19 @@ func (r *fuzzRun) sizeSchedule(late bool) Option {
 func (r *fuzzRun) keyOptionsOf(arg int) []Option {
 	r.keyed, r.key, r.keysUsed = true, fuzzKeys[0], map[string]bool{}
 	r.keyLimit = arg % 3
-	var options []Option
-	if r.keyLimit > 0 {
-		options = append(options, WithKeyLimit(r.keyLimit))
+	limit := r.keyLimit
+	if limit == 0 {
+		limit = -1 // no limit
 	}
+	var share func(string) int
 	switch arg / 3 {
 	case 1:
-		options = append(options, WithKeyWeights(r.keyWeight))
+		share = r.keyWeight
 	case 2:
 		r.weightPanics = true
-		options = append(options, WithKeyWeights(r.keyWeight))
-	case 3:
-		options = append(options, WithKeyWeights(nil))
+		share = r.keyWeight
 	}
-	return options
+	return []Option{WithKeys(limit, share)}
 }
 
 func (r *fuzzRun) do(op byte, arg int) {
@@ -685,7 +684,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.submit(r.keyRun(t, r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) })))
 	case 1: // a task that submits a child task from inside
 		r.submit(r.submitChild)
-	case 2: // DoWait, or with an odd arg DoWaitContext with a ctx that ends after arg ms, from another goroutine, sent before the next op (under Block it may wait for room: not ordered)
+	case 2: // DoWait, or with an odd arg (or options) Go with a ctx that ends after arg ms, waited for, from another goroutine, sent before the next op (under Block it may wait for room: not ordered)
 		r.maybe.Add(1)
 		t := r.newTask(0, 1, !(r.bounded && r.policy == Block))
 		opts := r.keyOptions(t, true)
@@ -700,7 +699,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 				r.checkHandleErr(p.DoWait(body), false, "DoWait")
 				return
 			}
-			r.checkHandleErr(p.DoWaitContext(ctx, body, opts...), arg%2 == 1, "DoWaitContext")
+			r.checkHandleErr(p.Go(ctx, func(context.Context) error { body(); return nil }, opts...).Wait(), arg%2 == 1, "Go waited for")
 		})
 		synctest.Wait()
 	case 3: // Pause until a later cancel (or a stop), registered before the next op
@@ -740,17 +739,13 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.sharedGo(arg)
 	case 13: // a stop from another goroutine while the ops go on
 		r.pending.Go(func() { r.stop(arg%3, arg/3) })
-	case 14: // TrySubmit a task that takes arg ms
-		r.trySubmit(sleepFor(arg))
+	case 14: // TryDo a task that takes arg ms
+		r.tryDo(sleepFor(arg))
 	case 15: // DoContext with a ctx that ends after arg ms, or never
 		r.doContext(arg)
 	case 16: // DoBatch of arg%5+1 tasks, with a nil among them when arg%3 == 0
 		r.doBatch(arg)
-	case 17: // Resize to arg%4+1, or, from arg 4 on, SetMinWorkers(arg-4)
-		if arg >= 4 {
-			p.SetMinWorkers(arg - 4)
-			break
-		}
+	case 17: // Resize to arg%4+1
 		r.resize(arg%4 + 1)
 	case 18: // WaitIdle from another goroutine, until idle or for arg*10ms
 		r.waitIdle(arg)
@@ -840,7 +835,7 @@ func poolGoroutinesRunning() []string {
 func TestPoolGoroutinesRunningSeesARunningPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		handler := newGate()
-		p := New(2, WithIdleTimeout(time.Second), WithMaxWaiting(1, Reject), WithDeadLetter(func(func(), error) { handler.wait() }))
+		p := New(2, WithIdleTimeout(time.Second), WithMaxWaiting(1, Reject), WithHooks(Hooks{DeadLetter: func(func(), error) { handler.wait() }}))
 		g := newGate()
 		p.Submit(g.task())
 		p.Submit(g.task())
@@ -916,8 +911,8 @@ func (r *fuzzRun) checkGroupErr(err error, what string) {
 	case err == nil, errors.Is(err, errTask), errors.Is(err, ErrStopped):
 	case errors.Is(err, ErrQueueFull):
 		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
-	case errors.Is(err, ErrDropped):
-		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+	case errors.Is(err, errDropped):
+		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: errDropped under %v: %v", what, r.policy, err)
 	case errors.Is(err, ErrExpired):
 		assert.True(r.t, r.expires, "%s: ErrExpired without WithQueueTimeout", what)
 	default:
@@ -1036,17 +1031,17 @@ func (r *fuzzRun) delayedTask(arg int) {
 			ranEarly("a delayed Task")
 			r.keyRun(t, r.body(func() {}))()
 			return nil
-		}), append(r.keyOptions(t, true), Delay(wait))...)
+		}), append(r.keyOptions(t, true), TaskOption{Delay: wait})...)
 		r.checkHandleRefusedAsStopped(stopped, task, "Go with Delay")
 		r.handles = append(r.handles, task)
 		r.pending.Go(func() { r.checkHandleErr(task.Wait(), true, "delayed Task.Wait") })
 		return
 	}
-	f := Call(context.Background(), r.p, trackCall(r, func(ctx context.Context) (int, error) {
+	f := GoResult(context.Background(), r.p, trackCall(r, func(ctx context.Context) (int, error) {
 		ranEarly("a delayed Future")
 		r.keyRun(t, r.body(func() {}))()
 		return arg, nil
-	}), append(r.keyOptions(t, true), At(due))...)
+	}), append(r.keyOptions(t, true), TaskOption{Delay: time.Until(due)})...)
 	r.checkHandleRefusedAsStopped(stopped, f, "Call with At")
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
@@ -1066,23 +1061,23 @@ func (r *fuzzRun) delayedTask(arg int) {
 // Its fn meters the slots it takes. Wait must report success, a Permanent
 // end after one run, or why the task stopped.
 func (r *fuzzRun) optionTask(arg int) {
-	opts := []TaskOption{Priority(arg%5 - 2)}
+	opts := []TaskOption{TaskOption{Priority: arg%5 - 2}}
 	weight, fails, permanent := 1, 0, false
 	switch arg / 5 {
 	case 0:
-		opts, fails = append(opts, Retry(Backoff(10*time.Millisecond, 40*time.Millisecond, 3))), arg%3
+		opts, fails = append(opts, TaskOption{Retry: Backoff(10*time.Millisecond, 40*time.Millisecond, 2)}), arg%3
 	case 1:
 		weight = arg%4 + 1
-		opts = append(opts, Weight(weight))
+		opts = append(opts, TaskOption{Weight: weight})
 	case 2:
 		weight, fails = 2, 1
-		opts = append(opts, Weight(weight), Retry(Backoff(10*time.Millisecond, 40*time.Millisecond, 2)))
+		opts = append(opts, TaskOption{Weight: weight}, TaskOption{Retry: Backoff(10*time.Millisecond, 40*time.Millisecond, 1)})
 	default:
 		fails, permanent = 1, true
-		opts = append(opts, Retry(func(int, error) (time.Duration, bool) { return 0, true }))
+		opts = append(opts, TaskOption{Retry: func(int, error) (time.Duration, bool) { return 0, true }})
 	}
 	t := r.newTask(arg%5-2, weight, fails == 0 || permanent) // a Permanent end after one run: no retry
-	opts = append(opts, Label(fuzzLabel(arg%5-2, max(weight, 1), t.key)))
+	opts = append(opts, TaskOption{Label: fuzzLabel(arg%5-2, max(weight, 1), t.key)})
 	opts = append(opts, r.keyOptions(t, false)...)
 	if fails > 0 {
 		r.delayed.Store(true)
@@ -1117,14 +1112,14 @@ func (r *fuzzRun) optionTask(arg int) {
 	r.handles = append(r.handles, task)
 	r.pending.Go(func() {
 		err := task.Wait()
-		if final := err == nil || err == errTask || IsPermanent(err); !final && runs.Load() > 0 {
+		if final := err == nil || err == errTask || isPermanent(err); !final && runs.Load() > 0 {
 			r.unrerun.Add(1)
 		}
 		switch {
 		case errors.Is(err, ErrTooHeavy):
 			assert.Greater(r.t, weight, 1, "a task of weight 1 was too heavy")
 			r.tooHeavy.Add(1)
-		case err == errTask || IsPermanent(err): // a run's own error, not why a retry never came
+		case err == errTask || isPermanent(err): // a run's own error, not why a retry never came
 			// Retries end early only when the task's context ends: a Cancel
 			// or a Shutdown that gave up, while it ran.
 			ended := permanent && runs.Load() == 1 || !permanent && (r.anyStop.Load() || r.canceled.Load() > 0)
@@ -1138,7 +1133,7 @@ func (r *fuzzRun) optionTask(arg int) {
 // call makes a Future whose fn returns arg, and checks what Wait returns.
 func (r *fuzzRun) call(arg int) {
 	t := r.newTask(0, 1, true)
-	f := Call(context.Background(), r.p, trackCall(r, func(ctx context.Context) (v int, err error) {
+	f := GoResult(context.Background(), r.p, trackCall(r, func(ctx context.Context) (v int, err error) {
 		r.keyRun(t, func() {
 			r.body(func() {})()
 			v, err = arg, sleepOrCause(ctx, arg)
@@ -1186,8 +1181,8 @@ func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 	case errors.Is(err, ErrQueueFull):
 		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 		r.rejectedSure.Add(1)
-	case errors.Is(err, ErrDropped):
-		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: ErrDropped under %v: %v", what, r.policy, err)
+	case errors.Is(err, errDropped):
+		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: errDropped under %v: %v", what, r.policy, err)
 		r.droppedSure.Add(1)
 	case errors.Is(err, ErrExpired):
 		assert.True(r.t, r.expires, "%s: ErrExpired without WithQueueTimeout", what)
@@ -1314,11 +1309,11 @@ func (r *fuzzRun) checkRefusedAsStopped(stopped bool, err error, what string) {
 	}
 }
 
-// submitChild is a task that submits a child: with TrySubmit under Block,
+// submitChild is a task that submits a child: with TryDo under Block,
 // so that workers never all wait for room that only a worker can free.
 func (r *fuzzRun) submitChild() {
 	if r.bounded && r.policy == Block {
-		r.trySubmit(func() {})
+		r.tryDo(func() {})
 		return
 	}
 	r.submit(func() {})
@@ -1331,19 +1326,19 @@ func (r *fuzzRun) submitChild() {
 // once accepted goes to the dead-letter handler, which checkPlainTasks
 // checks.
 func (r *fuzzRun) plainOptionTask(arg int) {
-	opts := []TaskOption{Priority(arg%5 - 2)}
+	opts := []TaskOption{TaskOption{Priority: arg%5 - 2}}
 	if arg%4 >= 2 {
 		r.delayed.Store(true)
-		opts = append(opts, Delay(time.Duration(arg%4+1)*50*time.Millisecond))
+		opts = append(opts, TaskOption{Delay: time.Duration(arg%4+1)*50*time.Millisecond})
 	}
 	weight := 1
 	if arg%3 == 2 {
 		weight = 2
-		opts = append(opts, Weight(2))
+		opts = append(opts, TaskOption{Weight: 2})
 	}
 	t := r.newTask(arg%5-2, weight, arg%4 < 2)
 	if arg%2 == 1 || t.key != "" { // DoContext's tasks have a label; Do's delayed ones keep their carrier-less path, unless keyed
-		opts = append(opts, Label(fuzzLabel(arg%5-2, weight, t.key)))
+		opts = append(opts, TaskOption{Label: fuzzLabel(arg%5-2, weight, t.key)})
 	}
 	opts = append(opts, r.keyOptions(t, false)...)
 	pt := r.plain(r.keyRun(t, sleepFor(arg%5)))
@@ -1376,15 +1371,15 @@ func (r *fuzzRun) submitPlain(task func()) {
 	pt.verdict.Store(verdictSubmitted)
 }
 
-// trySubmit submits a plain task with TrySubmit.
-func (r *fuzzRun) trySubmit(task func()) {
+// trySubmit submits a plain task with TryDo.
+func (r *fuzzRun) tryDo(task func()) {
 	pt := r.plain(task)
-	if r.p.TrySubmit(pt.fn) {
+	if tryDo(r.p, pt.fn) {
 		pt.verdict.Store(verdictAccepted)
 		return
 	}
 	pt.verdict.Store(verdictRefused)
-	assert.True(r.t, r.anyStop.Load() || r.bounded && (r.policy != DropOldest || r.refuses()), "TrySubmit false under %v, bound %d, without a stop", r.policy, r.bound)
+	assert.True(r.t, r.anyStop.Load() || r.bounded && (r.policy != DropOldest || r.refuses()), "TryDo false under %v, bound %d, without a stop", r.policy, r.bound)
 	r.rejectedMaybe.Add(1)
 }
 
@@ -1513,7 +1508,7 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 // weight func called on dispatch and at most once per keyed call; and the
 // start order of the ordered tasks: within a key (the tasks without one
 // included) and a priority level, the order of their calls, in a pool of
-// one worker (never resized up), and under WithKeyLimit(1) for each key,
+// one worker (never resized up), and under WithKeys(1, nil) for each key,
 // whose tasks then run one at a time.
 func (r *fuzzRun) checkKeyed() {
 	t := r.t
@@ -1588,8 +1583,8 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 		}
 		for _, reason := range letters {
 			switch {
-			case errors.Is(reason, ErrDropped):
-				assert.True(t, r.bounded && r.policy == DropOldest, "ErrDropped under %v", r.policy)
+			case errors.Is(reason, errDropped):
+				assert.True(t, r.bounded && r.policy == DropOldest, "errDropped under %v", r.policy)
 				droppedLetters++
 			case errors.Is(reason, ErrStopped):
 				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")

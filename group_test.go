@@ -277,9 +277,9 @@ func TestGroupCancelRacesADelayedGo(t *testing.T) {
 		n++
 		ctx, cancel := context.WithCancel(context.Background())
 		g := p.Group(ctx)
-		g.Go(func(context.Context) error { return nil }, Delay(time.Millisecond)) // watched from now on
+		g.Go(func(context.Context) error { return nil }, TaskOption{Delay: time.Millisecond}) // watched from now on
 		go cancel()
-		g.Go(func(context.Context) error { return nil }, Delay(time.Hour))
+		g.Go(func(context.Context) error { return nil }, TaskOption{Delay: time.Hour})
 		done := make(chan error, 1)
 		go func() { done <- g.Wait() }()
 		select {
@@ -860,7 +860,7 @@ func TestGroupNeverWaitedIsCollectedOnceItsTasksFinish(t *testing.T) {
 			runtime.GC()
 		}
 		assert.True(t, ref.Value() == nil, "a finished group nobody waits for is still reachable")
-		assert.Equal(t, StateRunning, p.Status().State, "the pool still runs")
+		assert.Equal(t, "running", stateOf(p.Status()), "the pool still runs")
 	})
 }
 
@@ -954,7 +954,7 @@ func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
 	p := New(1)
 	defer p.Stop()
 	g := p.Group(t.Context())
-	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 3)})
+	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
 	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
 	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
 	gt.refs.Store(1) // the pool's reference alone is left
@@ -972,7 +972,7 @@ func TestGroupGoRefusedWithAPanickingTaskDroppedLeavesTheGroupWhole(t *testing.T
 		p := New(1, WithMaxWaiting(0, Reject), WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
 		gate := blockOneWorker(t, p)
 		g := p.Group(t.Context())
-		err, panicked := recovered(func() { g.Go(noopFn, Label("full")) })
+		err, panicked := recovered(func() { g.Go(noopFn, TaskOption{Label: "full"}) })
 		assert.True(t, panicked, "the hook's panic reaches Group.Go's caller")
 		assert.Contains(t, errString(err), "dropped")
 		done := make(chan error, 1)
@@ -1000,8 +1000,8 @@ func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	g := p.Group(ctx)
-	g.Go(noopFn, Label("skipped"))
-	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, Label("skipped")) })
+	g.Go(noopFn, TaskOption{Label: "skipped"})
+	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, TaskOption{Label: "skipped"}) })
 	assert.Zero(t, allocs)
 }
 
@@ -1010,7 +1010,7 @@ func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
 // Wait, returns only once the worker is free). The dispatcher may then be
 // handing that worker a task that starts at once without room; it takes
 // the release meanwhile instead of waiting for the worker forever. A queue
-// with no room and a TrySubmit beside each group make that hand-off meet
+// with no room and a TryDo beside each group make that hand-off meet
 // the release; real scheduling, many rounds (a deadlock fails the round's
 // bubble at once).
 func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *testing.T) {
@@ -1028,7 +1028,7 @@ func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *tes
 			var trying sync.WaitGroup
 			trying.Go(func() {
 				for range 3 {
-					if p.TrySubmit(func() { ran.Add(1) }) {
+					if tryDo(p, func() { ran.Add(1) }) {
 						tried.Add(1)
 					}
 				}

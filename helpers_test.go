@@ -222,7 +222,7 @@ var stopModes = []stopMode{
 func requireStoppedClean(t *testing.T, p *WorkerPool) Status {
 	t.Helper()
 	s := p.Status()
-	assert.Equal(t, StateStopped, s.State, "state")
+	assert.Equal(t, "stopped", stateOf(s), "state")
 	assert.Equal(t, 0, s.Workers, "workers")
 	assert.Equal(t, 0, s.Busy, "busy")
 	assert.Equal(t, 0, s.Waiting, "waiting")
@@ -302,8 +302,20 @@ func recovered(f func()) (err error, panicked bool) {
 	return nil, false
 }
 
-// errTryFalse stands for a TrySubmit that returned false.
-var errTryFalse = fmt.Errorf("%w: TrySubmit returned false", ErrQueueFull)
+// tryDo submits task with DoContext and a ctx that is already done, which
+// takes the task only if it need not wait for room, and reports whether
+// the pool took it.
+func tryDo(p *WorkerPool, task func()) bool { return p.DoContext(doneContext, task) == nil }
+
+// doneContext is a context that is already canceled.
+var doneContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// errTryFalse stands for a TryDo that returned false.
+var errTryFalse = fmt.Errorf("%w: TryDo returned false", ErrQueueFull)
 
 // callResult is what a submitter learned when its call returned.
 type callResult struct {
@@ -316,7 +328,7 @@ type callResult struct {
 type boundCall struct {
 	name  string
 	tasks int  // tasks the call submits, each running body
-	waits bool // the call returns only once its task has run (DoWait, DoWaitContext, SubmitWait)
+	waits bool // the call returns only once its task has run (DoWait, SubmitWait)
 	call  func(p *WorkerPool, ctx context.Context, body func()) callResult
 }
 
@@ -334,11 +346,8 @@ var (
 	doContextCall = boundCall{"DoContext", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
 		return callResult{err: p.DoContext(ctx, body)}
 	}}
-	doWaitContextCall = boundCall{"DoWaitContext", 1, true, func(p *WorkerPool, ctx context.Context, body func()) callResult {
-		return callResult{err: p.DoWaitContext(ctx, body)}
-	}}
-	trySubmitCall = boundCall{"TrySubmit", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
-		if !p.TrySubmit(body) {
+	tryDoCall = boundCall{"TryDo", 1, false, func(p *WorkerPool, _ context.Context, body func()) callResult {
+		if !tryDo(p, body) {
 			return callResult{err: errTryFalse}
 		}
 		return callResult{}
@@ -356,7 +365,7 @@ var (
 		return r
 	}}
 	callCall = boundCall{"Call", 1, false, func(p *WorkerPool, ctx context.Context, body func()) callResult {
-		f := Call(ctx, p, func(context.Context) (int, error) { body(); return 7, nil })
+		f := GoResult(ctx, p, func(context.Context) (int, error) { body(); return 7, nil })
 		r := callResult{outcome: func() error {
 			v, err := f.Wait()
 			if err == nil && v != 7 {
@@ -431,7 +440,7 @@ type fullQueue struct {
 func newFullQueue(t *testing.T, policy Overflow, opts ...Option) *fullQueue {
 	t.Helper()
 	fq := &fullQueue{running: newGate(), queued: newGate(), box: new(letterBox)}
-	opts = append([]Option{WithMaxWaiting(2, policy), WithIdleTimeout(-1), WithDeadLetter(fq.box.handle)}, opts...)
+	opts = append([]Option{WithMaxWaiting(2, policy), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: fq.box.handle})}, opts...)
 	fq.p = New(2, opts...)
 	fq.p.Submit(fq.running.task())
 	fq.p.Submit(fq.running.task())
@@ -773,19 +782,13 @@ var optionCalls = []optionCall{
 		return p.Go(ctx, body, opts...).Wait
 	}},
 	{"Call", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
-		f := Call(ctx, p, func(ctx context.Context) (int, error) { return 0, body(ctx) }, opts...)
+		f := GoResult(ctx, p, func(ctx context.Context) (int, error) { return 0, body(ctx) }, opts...)
 		return func() error { _, err := f.Wait(); return err }
 	}},
 	{"Group.Go", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
 		g := p.Group(ctx)
 		g.Go(body, opts...)
 		return g.Wait
-	}},
-	{"DoWaitContext", false, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
-		outcome := make(chan error, 1)
-		go func() { outcome <- p.DoWaitContext(ctx, func() { _ = body(ctx) }, opts...) }()
-		synctest.Wait() // the call was answered, or waits for the task: the next call comes after it
-		return sync.OnceValue(func() error { return <-outcome })
 	}},
 	{"DoContext", true, func(p *WorkerPool, ctx context.Context, body func(context.Context) error, opts ...TaskOption) func() error {
 		err := p.DoContext(ctx, func() { _ = body(ctx) }, opts...)
@@ -1001,4 +1004,29 @@ func requireSettled(t *testing.T, c <-chan settledAt, what string) settledAt {
 		require.FailNow(t, what+": Wait has not returned")
 		return settledAt{}
 	}
+}
+
+// stateOf names the life-cycle stage a Status shows: "running", "paused",
+// "stopping" or "stopped".
+func stateOf(s Status) string {
+	switch {
+	case s.Stopped:
+		return "stopped"
+	case s.Stopping:
+		return "stopping"
+	case s.Paused:
+		return "paused"
+	}
+	return "running"
+}
+
+// sizeSchedule is WithMinWorkers's schedule alone, with every window read
+// on loc's clock: it leaves the floor as other options set it.
+func sizeSchedule(loc *time.Location, windows ...SizeWindow) Option {
+	windows = slices.Clone(windows)
+	for i := range windows {
+		windows[i].Location = loc
+	}
+	table := newSizeTable(windows)
+	return func(c *config) { c.sizes = table }
 }

@@ -126,7 +126,7 @@ func TestHooksCountWaitFromDueTime(t *testing.T) {
 		p := New(1, WithHooks(l.hooks()))
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(8 * time.Second) })
-		late := p.Go(t.Context(), func(context.Context) error { return nil }, Delay(5*time.Second)) // due at 5s, starts at 8s
+		late := p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: 5*time.Second}) // due at 5s, starts at 8s
 		require.NoError(t, late.Wait())
 		assert.Equal(t, []time.Duration{0, 3 * time.Second}, l.startedNow(), "a task due at 5s that starts at 8s waited 3s")
 
@@ -139,7 +139,7 @@ func TestHooksCountWaitFromDueTime(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, Retry(policy), Delay(time.Second))
+		}, TaskOption{Retry: policy}, TaskOption{Delay: time.Second})
 		require.NoError(t, flaky.Wait())
 		got := l.finishedNow()[2:]
 		assert.Equal(t, []finish{{0, time.Second, errFlaky}, {0, time.Second, errFlaky}, {0, time.Second, nil}}, got,
@@ -220,7 +220,7 @@ func TestObserveWaitedExactUnderRateLimitPauseAndBlock(t *testing.T) {
 			time.Sleep(time.Second)
 			low := p.Go(t.Context(), func(context.Context) error { return nil })
 			time.Sleep(time.Second)
-			high := p.Go(t.Context(), func(context.Context) error { return nil }, Priority(1))
+			high := p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Priority: 1})
 			require.NoError(t, low.Wait())
 			require.NoError(t, high.Wait())
 			p.StopWait()
@@ -239,7 +239,7 @@ func TestHooksTaskFinishedErrors(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := new(hookLog)
 		var handled atomic.Int64
-		p := New(1, WithHooks(l.hooks()), WithPanicHandler(func(any) { handled.Add(1) }))
+		p := New(1, WithHooks(l.hooks()), WithHooks(Hooks{Panic: func(any) { handled.Add(1) }}))
 		defer p.Stop()
 		ctx := t.Context()
 		p.Submit(func() {})
@@ -247,7 +247,7 @@ func TestHooksTaskFinishedErrors(t *testing.T) {
 		p.Submit(runtime.Goexit)
 		require.NoError(t, p.DoWait(func() { panic("dowait") }), "DoWait returns nil after a panic the handler took")
 		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { return errTask }).Wait(), errTask)
-		_, err := Call(ctx, p, func(context.Context) (int, error) { panic("call") }).Wait()
+		_, err := GoResult(ctx, p, func(context.Context) (int, error) { panic("call") }).Wait()
 		var pe *PanicError
 		require.ErrorAs(t, err, &pe)
 		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { runtime.Goexit(); return nil }).Wait(), ErrGoexit)
@@ -318,7 +318,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 		r := rand.New(rand.NewPCG(uint64(seed), 11))
 		runs := newObsRuns()
 		var nextID atomic.Int64
-		p := New(1+r.IntN(2), WithMaxWaiting(1+r.IntN(2), DropOldest), WithPanicHandler(func(any) {}),
+		p := New(1+r.IntN(2), WithMaxWaiting(1+r.IntN(2), DropOldest), WithHooks(Hooks{Panic: func(any) {}}),
 			WithHooks(Hooks{TaskFinished: runs.taskFinished, TaskDropped: func(TaskInfo) {}}))
 		var wg sync.WaitGroup
 		for s := range 3 {
@@ -339,7 +339,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 						err := p.DoWait(body)
 						check("DoWait", err)
 					case 1:
-						task := p.Go(ctx, func(context.Context) error { body(); return nil }, Delay(time.Duration(sr.IntN(200))*time.Microsecond))
+						task := p.Go(ctx, func(context.Context) error { body(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(200))*time.Microsecond})
 						// (no Cancel here: under DropOldest it can crash the pool, see
 						// TestObserveDropOldestRefusalRacingCancelDoesNotCrash)
 						check("Task.Wait", task.Wait())
@@ -352,7 +352,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 								return errFlaky
 							}
 							return nil
-						}, Retry(func(int, error) (time.Duration, bool) { return 30 * time.Microsecond, true }))
+						}, TaskOption{Retry: func(int, error) (time.Duration, bool) { return 30 * time.Microsecond, true }})
 						err := task.Wait()
 						runs.mu.Lock()
 						started, finished := runs.started[id], runs.finished[id]
@@ -361,7 +361,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 							t.Errorf("seed %d: retried Task.Wait returned (%v) after %d runs, %d TaskFinished", seed, err, started, finished)
 						}
 					case 3:
-						f := Call(ctx, p, func(context.Context) (int, error) { body(); return 1, nil })
+						f := GoResult(ctx, p, func(context.Context) (int, error) { body(); return 1, nil })
 						_, err := f.Wait()
 						check("Future.Wait", err)
 					case 4:
@@ -428,16 +428,16 @@ func TestHooksTaskDroppedOncePerTaskNeverRun(t *testing.T) {
 		l := new(hookLog)
 		letters := make(chan error, 10)
 		p := New(1, WithHooks(l.hooks()), WithMaxWaiting(1, Reject),
-			WithDeadLetter(func(_ func(), reason error) { letters <- reason }))
+			WithHooks(Hooks{DeadLetter: func(_ func(), reason error) { letters <- reason }}))
 		g := newGate()
 		p.Submit(g.task())
 		synctest.Wait()
 		p.Submit(func() {}) // fills the queue
 		assert.Equal(t, ErrQueueFull, p.Do(func() {}), "Do")
 		assert.Len(t, l.droppedNow(), 1, "Do's refusal, told before Do returns")
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
+		assert.False(t, tryDo(p, func() {}), "TryDo")
 		assert.ErrorIs(t, p.DoBatch([]func(){func() {}, func() {}, func() {}}), ErrQueueFull, "DoBatch")
-		assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }, Weight(2)).Wait(), ErrTooHeavy, "Go")
+		assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Weight: 2}).Wait(), ErrTooHeavy, "Go")
 		assert.Equal(t, []error{ErrQueueFull, ErrQueueFull, ErrQueueFull, ErrQueueFull, ErrQueueFull, ErrTooHeavy}, l.droppedNow(),
 			"each refusal told in its call")
 		p.Submit(func() {}) // refused: the dead-letter handler and TaskDropped learn it on the deliverer
@@ -475,7 +475,7 @@ func TestHooksTaskDroppedReasons(t *testing.T) {
 		first := p.Go(ctx, func(context.Context) error { return nil }) // dropped by the fourth
 		third := p.Go(ctx, func(context.Context) error { return nil }) // expires
 		fourth := p.Go(ctx, func(context.Context) error { return nil })
-		assert.ErrorIs(t, first.Wait(), ErrDropped, "first")
+		assert.ErrorIs(t, first.Wait(), errDropped, "first")
 		fourth.Cancel()
 		assert.ErrorIs(t, fourth.Wait(), context.Canceled, "fourth")
 		time.Sleep(10 * time.Second)
@@ -483,7 +483,7 @@ func TestHooksTaskDroppedReasons(t *testing.T) {
 		g.open()
 
 		retried := p.Go(ctx, func(context.Context) error { return errFlaky },
-			Retry(func(int, error) (time.Duration, bool) { return time.Hour, true }))
+			TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Hour, true }})
 		synctest.Wait() // the first run failed: the task waits an hour for the next
 		retried.Cancel()
 		err := retried.Wait()
@@ -491,8 +491,8 @@ func TestHooksTaskDroppedReasons(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		dropped := l.droppedNow()
 		require.Len(t, dropped, 5, "one per task never run")
-		assert.ErrorIs(t, dropped[0], ErrDropped, "plain task dropped")
-		assert.ErrorIs(t, dropped[1], ErrDropped, "Task dropped")
+		assert.ErrorIs(t, dropped[0], errDropped, "plain task dropped")
+		assert.ErrorIs(t, dropped[1], errDropped, "Task dropped")
 		assert.ErrorIs(t, dropped[2], context.Canceled, "Task canceled")
 		assert.ErrorIs(t, dropped[3], ErrExpired, "Task expired")
 		assert.ErrorIs(t, dropped[4], context.Canceled, "retry canceled")
@@ -573,7 +573,7 @@ func TestObserveDropOldestRefusalByDispatchToldOnDeliverer(t *testing.T) {
 		running := make(chan struct{})
 		p.Submit(func() { close(running); g.wait() })
 		<-running
-		p.Go(ctx, func(context.Context) error { return nil }, Delay(time.Hour)) // holds the bound's only place, once dispatch scheduled it
+		p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Delay: time.Hour}) // holds the bound's only place, once dispatch scheduled it
 		id := goroutineID()
 		err := p.DoWait(func() {})
 		inCaller := d.on(id)
@@ -615,7 +615,7 @@ func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 		g.SetLimit(1)
 		gate := newGate()
 		g.Go(func(context.Context) error { gate.wait(); return nil })
-		g.Go(func(context.Context) error { return nil }, Weight(2)) // held: fits the pool now
+		g.Go(func(context.Context) error { return nil }, TaskOption{Weight: 2}) // held: fits the pool now
 		synctest.Wait()
 		p.Resize(1)
 		gate.open() // the slot frees: the held task goes to the pool, which refuses it as too heavy
@@ -676,14 +676,14 @@ func TestObserveDeadlinesGroupCancelAndShutdown(t *testing.T) {
 		gctx, gcancel := context.WithCancelCause(t.Context())
 		g := p.Group(gctx)
 		g.Go(func(context.Context) error { return nil })
-		g.Go(func(context.Context) error { return nil }, Delay(time.Hour))
+		g.Go(func(context.Context) error { return nil }, TaskOption{Delay: time.Hour})
 		errBye := errors.New("bye")
 		gcancel(errBye)
 		time.Sleep(2 * time.Second)
 		assert.ErrorIs(t, dl.Wait(), context.DeadlineExceeded)
 		assert.ErrorIs(t, g.Wait(), errBye)
 		p.Submit(func() {})
-		late := p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Hour))
+		late := p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Hour})
 		synctest.Wait()
 		done, dcancel := context.WithCancel(t.Context())
 		dcancel()
@@ -726,7 +726,7 @@ func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 			p.Submit(func() { close(running); g.wait() })
 			<-running
 			ctx, cancel := context.WithCancel(context.Background())
-			p.Go(ctx, fn, Delay(time.Hour)) // fills the bound once dispatch has scheduled it
+			p.Go(ctx, fn, TaskOption{Delay: time.Hour}) // fills the bound once dispatch has scheduled it
 			task := p.Go(ctx, fn)           // passes scheduledFill before that, then is refused by dispatch
 			task.Cancel()
 			_ = task.Wait()
@@ -752,7 +752,7 @@ func TestObserveTaskDroppedGoexitKeepsDeadLetter(t *testing.T) {
 		var letters atomic.Int64
 		p := New(1, WithMaxWaiting(1, Reject),
 			WithHooks(Hooks{TaskDropped: func(TaskInfo) { runtime.Goexit() }}),
-			WithDeadLetter(func(func(), error) { letters.Add(1) }))
+			WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}))
 		g := newGate()
 		p.Submit(g.task())
 		synctest.Wait()
@@ -780,7 +780,7 @@ func obsStopRace(t *testing.T, seed int) {
 			d.hook(ti)
 		},
 	}
-	opts := []Option{WithHooks(hooks), WithPanicHandler(func(any) {})}
+	opts := []Option{WithHooks(hooks), WithHooks(Hooks{Panic: func(any) {}})}
 	dropOldest := false // no Cancel nor ctx deadline then: see TestObserveDropOldestRefusalRacingCancelDoesNotCrash
 	switch r.IntN(4) {
 	case 1:
@@ -811,7 +811,7 @@ func obsStopRace(t *testing.T, seed int) {
 				case 0:
 					_ = p.Do(fn)
 				case 1:
-					p.TrySubmit(fn)
+					tryDo(p, fn)
 				case 2:
 					_ = p.DoWait(fn)
 				case 3:
@@ -821,7 +821,7 @@ func obsStopRace(t *testing.T, seed int) {
 					_ = p.DoContext(c, fn)
 					cc()
 				case 5:
-					tasks = append(tasks, p.Go(ctx, tfn, Delay(time.Duration(sr.IntN(500))*time.Microsecond)))
+					tasks = append(tasks, p.Go(ctx, tfn, TaskOption{Delay: time.Duration(sr.IntN(500))*time.Microsecond}))
 				case 6:
 					n := 0
 					tasks = append(tasks, p.Go(ctx, func(context.Context) error {
@@ -831,27 +831,27 @@ func obsStopRace(t *testing.T, seed int) {
 							return errFlaky
 						}
 						return nil
-					}, Retry(func(int, error) (time.Duration, bool) { return time.Duration(sr2(seed)) * time.Microsecond, true })))
+					}, TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Duration(sr2(seed)) * time.Microsecond, true }}))
 				case 7:
 					c, cc := context.WithTimeout(ctx, time.Duration(sr.IntN(300))*time.Microsecond)
 					if dropOldest {
 						c = ctx
 					}
-					tasks = append(tasks, p.Go(c, tfn, Priority(sr.IntN(3))))
+					tasks = append(tasks, p.Go(c, tfn, TaskOption{Priority: sr.IntN(3)}))
 					defer cc()
 				case 8:
 					if len(tasks) > 0 && !dropOldest {
 						tasks[sr.IntN(len(tasks))].Cancel()
 					}
 				case 9:
-					g.Go(func(context.Context) error { fn(); return nil }, Delay(time.Duration(sr.IntN(100))*time.Microsecond))
+					g.Go(func(context.Context) error { fn(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(100))*time.Microsecond})
 				case 10:
 					g.Go(func(context.Context) error { fn(); return nil })
 					if sr.IntN(4) == 0 {
 						g.Go(func(context.Context) error { fn(); return errTask }) // cancels the group
 					}
 				case 11:
-					tasks = append(tasks, p.Go(ctx, tfn, Weight(1+sr.IntN(3))))
+					tasks = append(tasks, p.Go(ctx, tfn, TaskOption{Weight: 1+sr.IntN(3)}))
 					if sr.IntN(3) == 0 {
 						p.Resize(1 + sr.IntN(3))
 					}
@@ -930,7 +930,7 @@ func TestObserveOptionsLastWinsAndZeroHooks(t *testing.T) {
 		p.StopWait()
 
 		var b logBuffer
-		p = New(1, WithLogger(b.logger(slog.LevelDebug)), WithLogger(nil), WithPanicHandler(func(any) {}))
+		p = New(1, WithLogger(b.logger(slog.LevelDebug)), WithLogger(nil), WithHooks(Hooks{Panic: func(any) {}}))
 		p.Submit(func() { panic("x") })
 		p.Resize(2)
 		p.StopWait()
@@ -949,8 +949,8 @@ func TestHookPanicGoesToPanicHandler(t *testing.T) {
 		letters := make(chan error, 1)
 		var starts atomic.Int64
 		p := New(1, WithMaxWaiting(1, Reject),
-			WithPanicHandler(func(r any) { mu.Lock(); handled = append(handled, r); mu.Unlock() }),
-			WithDeadLetter(func(_ func(), reason error) { letters <- reason }),
+			WithHooks(Hooks{Panic: func(r any) { mu.Lock(); handled = append(handled, r); mu.Unlock() }}),
+			WithHooks(Hooks{DeadLetter: func(_ func(), reason error) { letters <- reason }}),
 			WithHooks(Hooks{
 				TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
 					if starts.Add(1) == 1 {
@@ -1019,7 +1019,7 @@ func TestObserveHookGoexitDoesNotHangWait(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := New(1, WithHooks(c.hooks), WithPanicHandler(func(any) {}))
+				p := New(1, WithHooks(c.hooks), WithHooks(Hooks{Panic: func(any) {}}))
 				task := p.Go(t.Context(), func(context.Context) error { return nil })
 				synctest.Wait()
 				p.StopWait()
@@ -1054,7 +1054,6 @@ func TestATaskStartedHookThatCallsGoexitLeavesTheTaskNotRunAndSaysSo(t *testing.
 		give  func(p *WorkerPool, f func()) error
 	}{
 		{"DoWait", false, func(p *WorkerPool, f func()) error { return p.DoWait(f) }},
-		{"DoWaitContext", false, func(p *WorkerPool, f func()) error { return p.DoWaitContext(ctx, f, Label("l")) }},
 		{"SubmitWait", false, func(p *WorkerPool, f func()) error {
 			err, _ := recovered(func() { p.SubmitWait(f) })
 			return err
@@ -1068,13 +1067,13 @@ func TestATaskStartedHookThatCallsGoexitLeavesTheTaskNotRunAndSaysSo(t *testing.
 			return g.Wait()
 		}},
 		{"Submit", true, func(p *WorkerPool, f func()) error { p.Submit(f); return nil }},
-		{"DoContext with a label", true, func(p *WorkerPool, f func()) error { return p.DoContext(ctx, f, Label("l")) }},
+		{"DoContext with a label", true, func(p *WorkerPool, f func()) error { return p.DoContext(ctx, f, TaskOption{Label: "l"}) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				letters := new(letterBox)
 				var dropped atomic.Int64
-				p := New(1, WithDeadLetter(letters.handle), WithHooks(Hooks{
+				p := New(1, WithHooks(Hooks{DeadLetter: letters.handle}), WithHooks(Hooks{
 					TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { runtime.Goexit(); return ctx },
 					TaskDropped: func(TaskInfo) { dropped.Add(1) },
 				}))
@@ -1116,8 +1115,8 @@ func TestATaskStartedHookThatCallsGoexitOnARetryReportsTheLastRunAndNoValue(t *t
 			return ctx
 		}}))
 		defer p.Stop()
-		f := Call(t.Context(), p, func(context.Context) (int, error) { return 7, errFlaky },
-			Retry(Backoff(time.Second, time.Second, 3)))
+		f := GoResult(t.Context(), p, func(context.Context) (int, error) { return 7, errFlaky },
+			TaskOption{Retry: Backoff(time.Second, time.Second, 2)})
 		v, err := f.Wait()
 		assert.ErrorIs(t, err, ErrGoexit, "Wait's error")
 		assert.ErrorContains(t, err, "TaskStarted", "Wait's error")
@@ -1145,7 +1144,7 @@ func TestObserveTaskDroppedPanicInGroupGoLeavesGroupUsable(t *testing.T) {
 	g := p.Group(context.Background())
 	func() {
 		defer func() { assert.Equal(t, "dropped", recover(), "the hook's panic reached Group.Go's caller") }()
-		g.Go(func(context.Context) error { return nil }, Weight(2))
+		g.Go(func(context.Context) error { return nil }, TaskOption{Weight: 2})
 	}()
 	done := make(chan error, 1)
 	go func() { done <- g.Wait() }()
@@ -1258,7 +1257,7 @@ func BenchmarkGoWaitHooks(b *testing.B) {
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := p.Go(ctx, noopFn, Label("bench")).Wait(); err != nil {
+				if err := p.Go(ctx, noopFn, TaskOption{Label: "bench"}).Wait(); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -1301,7 +1300,7 @@ func TestTaskFinishedGoexitAfterARetriedRunKeepsTheTask(t *testing.T) {
 			return nil
 		}
 	}
-	again := Retry(func(int, error) (time.Duration, bool) { return time.Second, true })
+	again := TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Second, true }}
 	t.Run("Go", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1, hooks)

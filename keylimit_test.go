@@ -24,20 +24,20 @@ import (
 // goroutine acts only at instants when no task starts or ends, so that no
 // two events race.
 
-// keyOpts is Key(k) with opts.
-func keyOpts(k string, opts ...TaskOption) []TaskOption { return append([]TaskOption{Key(k)}, opts...) }
+// keyOpts is TaskOption{Key: k} with opts.
+func keyOpts(k string, opts ...TaskOption) []TaskOption { return append([]TaskOption{TaskOption{Key: k}}, opts...) }
 
 // Limit 1: a task of a key that holds its one slot waits in the queue
 // holding no worker, while tasks of other keys and tasks without a key,
 // submitted after it, at once or later, start at once on the free workers.
 func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(4, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 		p.Submit(r.task("n1", time.Second))
 		synctest.Wait()
 		s := p.Status()
@@ -47,7 +47,7 @@ func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
 		assert.Equal(t, 2, s.Keys, "keys")
 
 		r.sleepUntil(1500 * time.Millisecond) // b1 and n1 are done; a2 still waits
-		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		p.Go(ctx, r.fn("b2", time.Second), TaskOption{Key: "b"})
 		p.Go(ctx, r.fn("n2", time.Second))
 		synctest.Wait()
 		s = p.Status()
@@ -61,19 +61,19 @@ func TestKeyLimitOthersGoPastAHeldKey(t *testing.T) {
 	})
 }
 
-// Limit 3 counts slots: a Weight(2) task of a key that holds 2 waits
+// Limit 3 counts slots: a TaskOption{Weight: 2} task of a key that holds 2 waits
 // (2+2 > 3), and the task behind it in its key, which would fit, waits
 // behind it; both start when the first ends (2+1 <= 3). Another key goes
 // past them.
 func TestKeyLimitCountsWeights(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(6, WithKeyLimit(3), WithIdleTimeout(-1))
+		p := New(6, WithKeys(3, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 2*time.Second), keyOpts("a", Weight(2))...)
-		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Weight(2))...)
-		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", time.Second), keyOpts("b", Weight(2))...)
+		p.Go(ctx, r.fn("a1", 2*time.Second), keyOpts("a", TaskOption{Weight: 2})...)
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", TaskOption{Weight: 2})...)
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", time.Second), keyOpts("b", TaskOption{Weight: 2})...)
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 2, s.Busy, "busy: a1 and b1, 4 of 6 slots")
@@ -88,12 +88,12 @@ func TestKeyLimitCountsWeights(t *testing.T) {
 // although the pool has a free slot; another key takes that slot.
 func TestKeyLimitTaskHeavierThanTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(7, WithKeyLimit(3), WithIdleTimeout(-1))
+		p := New(7, WithKeys(3, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
-		heavy := p.Go(ctx, r.fn("aH", 2*time.Second), keyOpts("a", Weight(5))...)
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", time.Second), TaskOption{Key: "a"})
+		heavy := p.Go(ctx, r.fn("aH", 2*time.Second), keyOpts("a", TaskOption{Weight: 5})...)
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Waiting, "waiting: aH until a gives back its slot, a2 behind it")
 
@@ -101,7 +101,7 @@ func TestKeyLimitTaskHeavierThanTheLimit(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, 1, s.Busy, "busy at 1.5s: aH")
 		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a2")
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Busy, "busy: b1 takes a free slot")
 
@@ -110,8 +110,8 @@ func TestKeyLimitTaskHeavierThanTheLimit(t *testing.T) {
 	})
 }
 
-// fixedRetries is a RetryPolicy that retries after d, every time.
-func fixedRetries(d time.Duration) RetryPolicy {
+// fixedRetries is a retryPolicy that retries after d, every time.
+func fixedRetries(d time.Duration) retryPolicy {
 	return func(int, error) (time.Duration, bool) { return d, true }
 }
 
@@ -120,7 +120,7 @@ func fixedRetries(d time.Duration) RetryPolicy {
 // worker it left serves another key meanwhile.
 func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(1, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		runs := 0
@@ -130,9 +130,9 @@ func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, keyOpts("a", Retry(fixedRetries(5*time.Second)))...)
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(5*time.Second)})...)
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 
 		r.sleepUntil(2500 * time.Millisecond) // a1 waits for its run at 6s; b1 ran on the free worker
 		s := p.Status()
@@ -140,7 +140,7 @@ func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 		assert.Equal(t, 1, s.Scheduled, "scheduled at 2.5s: a1")
 		assert.Equal(t, 1, s.Waiting, "waiting at 2.5s: a2, although the worker is free")
 		assert.Equal(t, 1, s.Keys, "keys at 2.5s: a")
-		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		p.Go(ctx, r.fn("b2", time.Second), TaskOption{Key: "b"})
 
 		require.NoError(t, a1.Wait())
 		s = r.stopWaitRan(t, p, "a1@0s", "b1@1s", "b2@2.5s", "a1@6s", "a1@12s", "a2@13s")
@@ -155,11 +155,11 @@ func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 // became ready after it.
 func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("aD", time.Second), keyOpts("a", Delay(2*time.Second))...)
-		p.Go(ctx, r.fn("a2", 3*time.Second), Key("a"))
+		p.Go(ctx, r.fn("aD", time.Second), keyOpts("a", TaskOption{Delay: 2*time.Second})...)
+		p.Go(ctx, r.fn("a2", 3*time.Second), TaskOption{Key: "a"})
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 1, s.Busy, "busy: a2")
@@ -167,7 +167,7 @@ func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 
 		r.sleepUntil(2500 * time.Millisecond) // aD is due and waits for a's slot
 		assert.Equal(t, 1, p.Status().Waiting, "waiting at 2.5s: aD")
-		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
 
 		r.stopWaitRan(t, p, "a2@0s", "aD@3s", "a3@4s")
 	})
@@ -178,12 +178,12 @@ func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 // then, and the next task of its key starts when the running one ends.
 func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
-		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
+		a2 := p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
 		done := r.watch(a2)
 		synctest.Wait()
 		require.Equal(t, 2, p.Status().Waiting, "waiting: a2 and a3")
@@ -210,15 +210,15 @@ func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
 // running one ends.
 func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithQueueTimeout(2*time.Second), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithQueueTimeout(2*time.Second), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
-		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
+		a2 := p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		done := r.watch(a2)
 
 		r.sleepUntil(1500 * time.Millisecond)
-		p.Go(ctx, r.fn("a3", time.Second), Key("a")) // it waits 1.5s: it does not expire
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"}) // it waits 1.5s: it does not expire
 		r.sleepUntil(2500 * time.Millisecond)
 		got := requireSettled(t, done, "a2")
 		assert.ErrorIs(t, got.err, ErrExpired, "a2")
@@ -235,20 +235,20 @@ func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
 
 // Under DropOldest a held-back task counts in the bound and is the oldest
 // waiting task: a task of its key that must wait drops it, with
-// ErrDropped at once, while a task of another key that starts on a free
+// errDropped at once, while a task of another key that starts on a free
 // worker needs no room and drops nothing. The next task of the key starts
 // when the running one ends.
 func TestKeyLimitDropOldestDropsAHeldBackTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithMaxWaiting(1, DropOldest), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
-		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
+		a2 := p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		done := r.watch(a2)
 
 		r.sleepUntil(time.Second / 2)
-		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b")) // a free worker: no room needed
+		p.Go(ctx, r.fn("b1", 2*time.Second), TaskOption{Key: "b"}) // a free worker: no room needed
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 2, s.Busy, "busy at 0.5s: a1 and b1")
@@ -256,9 +256,9 @@ func TestKeyLimitDropOldestDropsAHeldBackTask(t *testing.T) {
 		assert.Zero(t, s.Dropped, "dropped at 0.5s")
 
 		r.sleepUntil(1500 * time.Millisecond)
-		p.Go(ctx, r.fn("a3", time.Second), Key("a")) // must wait: makes room
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"}) // must wait: makes room
 		got := requireSettled(t, done, "a2")
-		assert.ErrorIs(t, got.err, ErrDropped, "a2")
+		assert.ErrorIs(t, got.err, errDropped, "a2")
 		assert.Equal(t, 1500*time.Millisecond, got.at, "a2's Wait returned as a3 came")
 		s = p.Status()
 		assert.Equal(t, 1, s.Waiting, "waiting at 1.5s: a3")
@@ -274,7 +274,7 @@ func TestKeyLimitDropOldestDropsAHeldBackTask(t *testing.T) {
 // its fn returns: the next task of its key starts then, not at the cancel.
 func TestKeyLimitCancelingTheRunningTaskFreesItsSlotWhenItReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		runCtx, cancel := context.WithCancel(ctx)
@@ -284,9 +284,9 @@ func TestKeyLimitCancelingTheRunningTaskFreesItsSlotWhenItReturns(t *testing.T) 
 			<-ctx.Done()
 			time.Sleep(time.Second) // it takes a second to wind down
 			return ctx.Err()
-		}, Key("a"))
+		}, TaskOption{Key: "a"})
 		done := r.watch(a1)
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 
 		r.sleepUntil(1500 * time.Millisecond)
 		cancel()
@@ -312,26 +312,26 @@ func TestKeyLimitCancelingTheRunningTaskFreesItsSlotWhenItReturns(t *testing.T) 
 // next ones are refused.
 func TestKeyLimitRejectCountsHeldBackTasksButNotTasksThatStartAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithKeyLimit(1), WithMaxWaiting(2, Reject), WithIdleTimeout(-1))
+		p := New(3, WithKeys(1, nil), WithMaxWaiting(2, Reject), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 5*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 5*time.Second), TaskOption{Key: "a"})
 		synctest.Wait() // a1 started: it gave back the room it held on its way
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
 		synctest.Wait()
 		require.Equal(t, 2, p.Status().Waiting, "waiting: a2 and a3 fill the bound")
 
-		assert.ErrorIs(t, p.Go(ctx, r.fn("a4", time.Second), Key("a")).Wait(), ErrQueueFull, "a4: its key is held and the queue is full")
+		assert.ErrorIs(t, p.Go(ctx, r.fn("a4", time.Second), TaskOption{Key: "a"}).Wait(), ErrQueueFull, "a4: its key is held and the queue is full")
 		assert.NoError(t, p.Do(r.task("n1", time.Second)), "n1: no key, a free worker")
-		b1 := p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		b1 := p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 		synctest.Wait()
 		assert.False(t, isDone(b1.Done()), "b1: another key, a free worker")
 		s := p.Status()
 		assert.Equal(t, 3, s.Busy, "busy: a1, n1, b1")
 		assert.Equal(t, 2, s.Waiting, "waiting: a2 and a3")
 
-		assert.ErrorIs(t, p.Go(ctx, r.fn("c1", time.Second), Key("c")).Wait(), ErrQueueFull, "c1: no free worker")
+		assert.ErrorIs(t, p.Go(ctx, r.fn("c1", time.Second), TaskOption{Key: "c"}).Wait(), ErrQueueFull, "c1: no free worker")
 		assert.ErrorIs(t, p.Do(r.task("n2", time.Second)), ErrQueueFull, "n2: no free worker")
 
 		require.NoError(t, b1.Wait())
@@ -347,23 +347,23 @@ func TestKeyLimitRejectCountsHeldBackTasksButNotTasksThatStartAtOnce(t *testing.
 // once.
 func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 2*time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		synctest.Wait()
 		require.Equal(t, 1, p.Status().Waiting, "waiting: a2 fills the bound")
 
 		r.sleepUntil(time.Second / 2)
-		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
+		p.Go(ctx, r.fn("b1", 2*time.Second), TaskOption{Key: "b"})
 		assert.Equal(t, time.Second/2, r.since(), "b1's Go returned at once")
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Busy, "busy at 0.5s: a1 and b1")
 
 		admitted := make(chan time.Duration, 1)
 		go func() {
-			p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+			p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
 			admitted <- r.since()
 		}()
 		r.sleepUntil(time.Second)
@@ -385,21 +385,21 @@ func TestKeyLimitBlockAdmitsAParkedSubmitterAsRoomFrees(t *testing.T) {
 // behind it, does that later task wait for it.
 func TestKeyLimitBlockParkedKeyHeldSubmitterDoesNotHoldBackOthers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithKeyLimit(1), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+		p := New(3, WithKeys(1, nil), WithMaxWaiting(1, Block), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 5*time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 5*time.Second), TaskOption{Key: "a"})
 		synctest.Wait()
-		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // held back: fills the bound
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"}) // held back: fills the bound
 		parked := make(chan time.Duration, 1)
 		var a3 *Task
 		go func() {
-			a3 = p.Go(ctx, r.fn("a3", time.Second), Key("a"))
+			a3 = p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
 			parked <- r.since()
 		}()
 		r.sleepUntil(time.Second / 2)
 		require.Empty(t, parked, "a3 waits for room")
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 		assert.Equal(t, time.Second/2, r.since(), "b1's Go returned at once: a worker is free for it")
 		r.sleepUntil(5500 * time.Millisecond)
 		require.Len(t, parked, 1, "a3's Go returned")
@@ -413,13 +413,13 @@ func TestKeyLimitBlockParkedKeyHeldSubmitterDoesNotHoldBackOthers(t *testing.T) 
 // key at its limit still waits.
 func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(1, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
-		p.Go(ctx, r.fn("c1", 2*time.Second), Key("c"))
+		p.Go(ctx, r.fn("a1", 2*time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", 2*time.Second), TaskOption{Key: "b"})
+		p.Go(ctx, r.fn("c1", 2*time.Second), TaskOption{Key: "c"})
 
 		r.sleepUntil(time.Second / 2)
 		p.Resize(4)
@@ -437,20 +437,20 @@ func TestKeyLimitGrowingLetsMoreKeysRun(t *testing.T) {
 // tasks never hold more than the limit.
 func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
+		p := New(4, WithKeys(2, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		var keyA concurrencyMeter
 		aFn := func(name string, d time.Duration) func(context.Context) error {
 			return fnOf(keyA.wrap(func() { _ = r.fn(name, d)(ctx) }))
 		}
-		p.Go(ctx, aFn("a1", 2*time.Second), Key("a"))
-		p.Go(ctx, aFn("a2", 4*time.Second), Key("a"))
-		p.Go(ctx, aFn("a3", time.Second), Key("a"))
-		p.Go(ctx, aFn("a4", time.Second), Key("a"))
-		p.Go(ctx, aFn("a5", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", 4*time.Second), Key("b"))
-		p.Go(ctx, r.fn("b2", 4*time.Second), Key("b"))
+		p.Go(ctx, aFn("a1", 2*time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, aFn("a2", 4*time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, aFn("a3", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, aFn("a4", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, aFn("a5", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", 4*time.Second), TaskOption{Key: "b"})
+		p.Go(ctx, r.fn("b2", 4*time.Second), TaskOption{Key: "b"})
 		synctest.Wait()
 		assert.Equal(t, 3, p.Status().Waiting, "waiting: a3, a4, a5")
 
@@ -474,12 +474,12 @@ func TestKeyLimitShrinkingKeepsTheLimit(t *testing.T) {
 // which fits beside the running one under the limit of 2, starts then.
 func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithKeyLimit(2), WithIdleTimeout(-1))
+		p := New(4, WithKeys(2, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
-		heavy := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a1", 2*time.Second), TaskOption{Key: "a"})
+		heavy := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", TaskOption{Weight: 3})...)
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		done := r.watch(heavy)
 		synctest.Wait()
 		require.Equal(t, 2, p.Status().Waiting, "waiting: aH until a holds no slot, a2 behind it")
@@ -502,14 +502,14 @@ func TestKeyLimitResizeBelowAHeldBackWeightDropsIt(t *testing.T) {
 // key's order, one at a time per key, and returns when the last ends.
 func TestKeyLimitStopWaitRunsHeldBackTasksInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		for _, name := range []string{"a1", "a2", "a3"} {
-			p.Go(ctx, r.fn(name, time.Second), Key("a"))
+			p.Go(ctx, r.fn(name, time.Second), TaskOption{Key: "a"})
 		}
 		for _, name := range []string{"b1", "b2"} {
-			require.NoError(t, p.DoContext(context.Background(), r.task(name, time.Second), Key("b")))
+			require.NoError(t, p.DoContext(context.Background(), r.task(name, time.Second), TaskOption{Key: "b"}))
 		}
 		p.StopWait()
 		assert.Equal(t, 3*time.Second, r.since(), "StopWait returned")
@@ -526,14 +526,14 @@ func TestKeyLimitStopWaitRunsHeldBackTasksInOrder(t *testing.T) {
 func TestKeyLimitStopAbandonsHeldBackTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box := new(letterBox)
-		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithHooks(Hooks{DeadLetter: box.handle}), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
-		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		require.NoError(t, p.DoContext(context.Background(), r.task("a3", time.Second), Key("a")))
-		p.Go(ctx, r.fn("b1", 2*time.Second), Key("b"))
-		b2 := p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		p.Go(ctx, r.fn("a1", 2*time.Second), TaskOption{Key: "a"})
+		a2 := p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		require.NoError(t, p.DoContext(context.Background(), r.task("a3", time.Second), TaskOption{Key: "a"}))
+		p.Go(ctx, r.fn("b1", 2*time.Second), TaskOption{Key: "b"})
+		b2 := p.Go(ctx, r.fn("b2", time.Second), TaskOption{Key: "b"})
 		synctest.Wait()
 		require.Equal(t, 3, p.Status().Waiting, "waiting: a2, a3, b2")
 
@@ -558,14 +558,14 @@ func TestKeyLimitStopAbandonsHeldBackTasks(t *testing.T) {
 // running ones end, with ctx's error.
 func TestKeyLimitShutdownGivesUpOnHeldBackTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 3*time.Second), Key("a")) // runs on past the cut: it ignores its ctx
-		a2 := p.Go(ctx, r.fn("a2", time.Second), Key("a"))
-		a3 := p.Go(ctx, r.fn("a3", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
-		p.Go(ctx, r.fn("b2", time.Second), Key("b"))
+		p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"}) // runs on past the cut: it ignores its ctx
+		a2 := p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		a3 := p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
+		p.Go(ctx, r.fn("b2", time.Second), TaskOption{Key: "b"})
 
 		deadline, cancel := context.WithTimeout(ctx, 2500*time.Millisecond)
 		defer cancel()
@@ -588,11 +588,11 @@ func TestKeyLimitShutdownGivesUpOnHeldBackTasks(t *testing.T) {
 // in order.
 func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(3, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", 2*time.Second), Key("a"))
-		p.Go(ctx, r.fn("a2", time.Second), Key("a")) // before the barrier, held back by a1
+		p.Go(ctx, r.fn("a1", 2*time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"}) // before the barrier, held back by a1
 		pauseCtx, resume := context.WithCancel(ctx)
 		defer resume()
 		paused := make(chan time.Duration, 1)
@@ -602,13 +602,13 @@ func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
 		}()
 
 		r.sleepUntil(time.Second / 2)
-		p.Go(ctx, r.fn("a3", time.Second), Key("a"))
-		p.Go(ctx, r.fn("a4", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("a4", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 		p.Go(ctx, r.fn("n1", time.Second))
 		synctest.Wait()
 		s := p.Status()
-		assert.Equal(t, StatePaused, s.State, "state")
+		assert.Equal(t, "paused", stateOf(s), "state")
 		assert.Equal(t, 1, s.Busy, "busy at 0.5s: a1")
 		assert.Equal(t, 5, s.Waiting, "waiting at 0.5s: a2, and the four after the barrier")
 
@@ -629,7 +629,7 @@ func TestKeyLimitPauseHoldsKeyedTasksAfterItsBarrier(t *testing.T) {
 // a retry that holds its key: it returns when the last of them ends.
 func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		runs := 0
@@ -639,8 +639,8 @@ func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, keyOpts("a", Retry(fixedRetries(2*time.Second)))...)
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(2*time.Second)})...)
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		idle := goWaitIdle(p, ctx, r.t0)
 
 		r.sleepUntil(1500 * time.Millisecond)
@@ -665,16 +665,16 @@ func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
 // past the key's held-back tasks of higher levels.
 func TestKeyLimitPriorityOrdersAKeysTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("a1", time.Second), Key("a"))
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
-		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(0))...)
-		p.Go(ctx, r.fn("a3", time.Second), keyOpts("a", Priority(5))...)
-		p.Go(ctx, r.fn("a4", time.Second), keyOpts("a", Priority(-1))...)
-		p.Go(ctx, r.fn("a5", time.Second), keyOpts("a", Priority(5))...)
-		p.Go(ctx, r.fn("b2", time.Second), keyOpts("b", Priority(-3))...)
+		p.Go(ctx, r.fn("a1", time.Second), TaskOption{Key: "a"})
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", TaskOption{Priority: 0})...)
+		p.Go(ctx, r.fn("a3", time.Second), keyOpts("a", TaskOption{Priority: 5})...)
+		p.Go(ctx, r.fn("a4", time.Second), keyOpts("a", TaskOption{Priority: -1})...)
+		p.Go(ctx, r.fn("a5", time.Second), keyOpts("a", TaskOption{Priority: 5})...)
+		p.Go(ctx, r.fn("b2", time.Second), keyOpts("b", TaskOption{Priority: -3})...)
 		r.stopWaitRan(t, p, "a1@0s", "b1@0s", "a3@1s", "b2@1s", "a5@2s", "a2@3s", "a4@4s")
 	})
 }
@@ -714,12 +714,12 @@ func (h *keyHooks) hooks() Hooks {
 func TestKeyLimitDeadLettersAndHooksSeeTheKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		box, h := new(letterBox), new(keyHooks)
-		p := New(2, WithKeyLimit(1), WithDeadLetter(box.handle), WithHooks(h.hooks()), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithHooks(Hooks{DeadLetter: box.handle}), WithHooks(h.hooks()), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		require.NoError(t, p.DoContext(context.Background(), r.task("a1", 2*time.Second), Key("a")))
-		require.NoError(t, p.DoContext(context.Background(), r.task("a2", time.Second), Key("a")))
-		p.Go(ctx, r.fn("b1", time.Second), Key("b"))
+		require.NoError(t, p.DoContext(context.Background(), r.task("a1", 2*time.Second), TaskOption{Key: "a"}))
+		require.NoError(t, p.DoContext(context.Background(), r.task("a2", time.Second), TaskOption{Key: "a"}))
+		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 
 		r.sleepUntil(1500 * time.Millisecond)
 		p.Stop()
@@ -742,17 +742,17 @@ func TestKeyLimitDeadLettersAndHooksSeeTheKey(t *testing.T) {
 	})
 }
 
-// WithKeyLimit below 1 means no limit: the tasks of one key run at once on
+// A negative key limit means no limit: the tasks of one key run at once on
 // free workers.
-func TestKeyLimitBelowOneIsNoLimit(t *testing.T) {
-	for _, n := range []int{0, -5} {
+func TestANegativeKeyLimitIsNoLimit(t *testing.T) {
+	for _, n := range []int{-1, -5} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := New(4, WithKeyLimit(n), WithIdleTimeout(-1))
+				p := New(4, WithKeys(n, nil), WithIdleTimeout(-1))
 				defer p.Stop()
 				r, ctx := newStartTrace(), context.Background()
 				for _, name := range []string{"a1", "a2", "a3"} {
-					p.Go(ctx, r.fn(name, time.Second), Key("a"))
+					p.Go(ctx, r.fn(name, time.Second), TaskOption{Key: "a"})
 				}
 				synctest.Wait()
 				s := p.Status()
@@ -764,15 +764,15 @@ func TestKeyLimitBelowOneIsNoLimit(t *testing.T) {
 	}
 }
 
-// Key("") is no key: the limit does not apply, and Status.Keys does not
+// TaskOption{Key: ""} is no key: the limit does not apply, and Status.Keys does not
 // count it.
 func TestKeyLimitEmptyKeyIsNoKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(4, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		for _, name := range []string{"n1", "n2", "n3"} {
-			p.Go(ctx, r.fn(name, time.Second), Key(""))
+			p.Go(ctx, r.fn(name, time.Second), TaskOption{Key: ""})
 		}
 		synctest.Wait()
 		s := p.Status()
@@ -786,14 +786,14 @@ func TestKeyLimitEmptyKeyIsNoKey(t *testing.T) {
 // 1, and a key that differs from it in its last byte is another key.
 func TestKeyLimitHugeKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(4, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		k1 := strings.Repeat("k", 1<<20)
 		k2 := k1[:len(k1)-1] + "j"
-		p.Go(ctx, r.fn("x1", time.Second), Key(k1))
-		p.Go(ctx, r.fn("x2", time.Second), Key(k1))
-		p.Go(ctx, r.fn("y1", time.Second), Key(k2))
+		p.Go(ctx, r.fn("x1", time.Second), TaskOption{Key: k1})
+		p.Go(ctx, r.fn("x2", time.Second), TaskOption{Key: k1})
+		p.Go(ctx, r.fn("y1", time.Second), TaskOption{Key: k2})
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 2, s.Busy, "busy: x1 and y1")
@@ -809,18 +809,18 @@ func TestKeyLimitHugeKey(t *testing.T) {
 // that dispatch has no reason to sweep it for room).
 func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
-		}, keyOpts("a", Retry(fixedRetries(time.Hour)))...)
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Hour)})...)
 		done := r.watch(a1)
 		for range 3 {
-			p.Go(ctx, noopFn, Delay(2*time.Hour))
+			p.Go(ctx, noopFn, TaskOption{Delay: 2*time.Hour})
 		}
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 
 		r.sleepUntil(2 * time.Second) // a1 waits for its run at 1h1s, a2 for a's slot
 		require.Equal(t, 1, p.Status().Waiting, "waiting at 2s: a2")
@@ -845,19 +845,19 @@ func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 // among them, rather than wait until the level has no other task.
 func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(1, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
-		}, keyOpts("a", Retry(fixedRetries(time.Second)))...)
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Second)})...)
 		p.Go(ctx, r.fn("b1", 10*time.Second))
 
 		r.sleepUntil(3 * time.Second) // a1 is due since 2s: it waits for the worker, holding a's slot
-		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", Priority(5))...)
+		p.Go(ctx, r.fn("a2", time.Second), keyOpts("a", TaskOption{Priority: 5})...)
 		for _, name := range []string{"u1", "u2", "u3", "u4"} {
-			p.Go(ctx, r.fn(name, time.Second), Priority(5))
+			p.Go(ctx, r.fn(name, time.Second), TaskOption{Priority: 5})
 		}
 		r.sleepUntil(4 * time.Second)
 		a1.Cancel()
@@ -892,11 +892,11 @@ func (r *startTrace) flakyOnce(name string, d time.Duration) func(context.Contex
 // x expires at 2.5s, a1 at 4.5s.
 func TestKeyLimitTaskBehindAHeldRetryExpiresOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithKeyLimit(1), WithQueueTimeout(2500*time.Millisecond), WithIdleTimeout(-1))
+		p := New(1, WithKeys(1, nil), WithQueueTimeout(2500*time.Millisecond), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", Retry(fixedRetries(time.Second)))...)
-		x := p.Go(ctx, r.fn("x", time.Second), Key("a"))
+		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", TaskOption{Retry: fixedRetries(time.Second)})...)
+		x := p.Go(ctx, r.fn("x", time.Second), TaskOption{Key: "a"})
 		p.Go(ctx, r.fn("u", 10*time.Second))
 		doneA1, doneX := r.watch(a1), r.watch(x)
 
@@ -923,11 +923,11 @@ func TestKeyLimitTaskBehindAHeldRetryExpiresOnTime(t *testing.T) {
 // its key's queue: x (queued at 0s), not a1's retry (due at 2s).
 func TestKeyLimitDropOldestLooksPastAHeldRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithKeyLimit(1), WithMaxWaiting(2, DropOldest), WithIdleTimeout(-1))
+		p := New(1, WithKeys(1, nil), WithMaxWaiting(2, DropOldest), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", Retry(fixedRetries(time.Second)))...)
-		x := p.Go(ctx, r.fn("x", time.Second), Key("a"))
+		a1 := p.Go(ctx, r.flakyOnce("a1", time.Second), keyOpts("a", TaskOption{Retry: fixedRetries(time.Second)})...)
+		x := p.Go(ctx, r.fn("x", time.Second), TaskOption{Key: "a"})
 		p.Go(ctx, r.fn("u", 10*time.Second))
 		doneX := r.watch(x)
 
@@ -935,7 +935,7 @@ func TestKeyLimitDropOldestLooksPastAHeldRetry(t *testing.T) {
 		require.Equal(t, 2, p.Status().Waiting, "waiting at 3s: a1's retry and x")
 		p.Go(ctx, r.fn("y", time.Second))
 		got := requireSettled(t, doneX, "x")
-		assert.ErrorIs(t, got.err, ErrDropped, "x")
+		assert.ErrorIs(t, got.err, errDropped, "x")
 		assert.Equal(t, 3*time.Second, got.at, "x's Wait returned as y came")
 
 		require.NoError(t, a1.Wait(), "a1")
@@ -954,18 +954,18 @@ func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
 	for _, leave := range []string{"Cancel", "expiry"} {
 		t.Run(leave, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				opts := []Option{WithKeyLimit(2), WithIdleTimeout(-1)}
+				opts := []Option{WithKeys(2, nil), WithIdleTimeout(-1)}
 				if leave == "expiry" {
 					opts = append(opts, WithQueueTimeout(time.Second))
 				}
 				p := New(4, opts...)
 				defer p.Stop()
 				r, ctx := newStartTrace(), context.Background()
-				p.Go(ctx, r.fn("a1", 3*time.Second), Key("a"))
-				aH := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", Weight(3))...)
+				p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
+				aH := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", TaskOption{Weight: 3})...)
 				done := r.watch(aH)
 				r.sleepUntil(time.Second / 2)
-				p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+				p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 				r.sleepUntil(time.Second)
 				if leave == "Cancel" {
 					aH.Cancel()
@@ -984,17 +984,17 @@ func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
 // ran, not at the hour the retry would have come due.
 func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1), WithIdleTimeout(-1))
+		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		a1 := p.Go(ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
-		}, keyOpts("a", Retry(fixedRetries(time.Hour)))...)
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Hour)})...)
 		for range 3 {
-			p.Go(ctx, noopFn, Delay(time.Second*3/2))
+			p.Go(ctx, noopFn, TaskOption{Delay: time.Second*3/2})
 		}
-		p.Go(ctx, r.fn("a2", time.Second), Key("a"))
+		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		r.sleepUntil(time.Second * 5 / 4) // a1 waits for its run at 1h1s, a2 for a's slot
 		go func() {
 			time.Sleep(time.Second)
@@ -1005,5 +1005,13 @@ func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
 		assert.Equal(t, []string{"a1@0s", "a2@2.25s"}, r.runs())
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Canceled, "canceled: a1")
+	})
+}
+
+// A key limit of 0 would let no keyed task start: WithKeys refuses it at
+// once, saying what means no limit.
+func TestAKeyLimitOfZeroPanics(t *testing.T) {
+	assert.PanicsWithValue(t, "workerpool: WithKeys with a limit of 0, which would let no keyed task start; a negative limit means no limit", func() {
+		WithKeys(0, nil)
 	})
 }

@@ -29,13 +29,13 @@ func startsOf(got []string, prefix string) []string {
 
 func TestKeyLimitOneRunsEachKeyInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithKeyLimit(1))
+		p := New(4, WithKeys(1, nil))
 		l := newStartTrace()
 		ctx := context.Background()
 		var tasks []*Task
 		for i := range 4 {
 			for _, k := range []string{"a", "b", "c"} {
-				tasks = append(tasks, p.Go(ctx, l.fn(k+strconv.Itoa(i), time.Second), Key(k)))
+				tasks = append(tasks, p.Go(ctx, l.fn(k+strconv.Itoa(i), time.Second), TaskOption{Key: k}))
 			}
 		}
 		synctest.Wait()
@@ -57,14 +57,14 @@ func TestKeyLimitOneRunsEachKeyInOrder(t *testing.T) {
 func TestKeysWithoutLimitRunAtOnce(t *testing.T) {
 	for _, limit := range []int{0, -5} {
 		synctest.Test(t, func(t *testing.T) {
-			p := New(4, WithKeyLimit(limit))
+			p := New(4, WithKeys(limit, nil))
 			defer p.StopWait()
 			l := newStartTrace()
 			for i := range 4 {
-				p.Go(context.Background(), l.fn("a"+strconv.Itoa(i), time.Second), Key("a"))
+				p.Go(context.Background(), l.fn("a"+strconv.Itoa(i), time.Second), TaskOption{Key: "a"})
 			}
 			synctest.Wait()
-			assert.ElementsMatch(t, []string{"a0@0s", "a1@0s", "a2@0s", "a3@0s"}, l.order(), "WithKeyLimit(%d): no limit", limit)
+			assert.ElementsMatch(t, []string{"a0@0s", "a1@0s", "a2@0s", "a3@0s"}, l.order(), "WithKeys(%d, nil): no limit", limit)
 			assert.Equal(t, 1, p.Status().Keys)
 		})
 	}
@@ -80,10 +80,10 @@ func TestFairShareFloodingKeyDelaysANewKeyByOneRound(t *testing.T) {
 		ctx := context.Background()
 		p.Go(ctx, l.fn("blocker", time.Second))
 		for i := range 1000 {
-			p.Go(ctx, l.fn("flood"+strconv.Itoa(i), time.Second), Key("flood"))
+			p.Go(ctx, l.fn("flood"+strconv.Itoa(i), time.Second), TaskOption{Key: "flood"})
 		}
 		time.Sleep(500 * time.Millisecond)
-		trickle := p.Go(ctx, l.fn("trickle", time.Second), Key("trickle"))
+		trickle := p.Go(ctx, l.fn("trickle", time.Second), TaskOption{Key: "trickle"})
 		require.NoError(t, trickle.Wait())
 		assert.Equal(t, []string{"blocker@0s", "flood0@1s", "trickle@2s"}, l.order()[:3])
 	})
@@ -103,7 +103,7 @@ func sequence(t *testing.T, p *WorkerPool, n int, keys ...string) string {
 				mu.Lock()
 				got.WriteString(k)
 				mu.Unlock()
-			}, Key(k))
+			}, TaskOption{Key: k})
 		}
 	}
 	g.open()
@@ -116,7 +116,7 @@ func sequence(t *testing.T, p *WorkerPool, n int, keys ...string) string {
 func TestKeyWeightsShareStartsThreeToOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		weights := map[string]int{"a": 3, "b": 1}
-		p := New(1, WithKeyWeights(func(k string) int { return weights[k] }))
+		p := New(1, WithKeys(-1, func(k string) int { return weights[k] }))
 		defer p.StopWait()
 		got := sequence(t, p, 40, "a", "b")
 		assert.Equal(t, strings.Repeat("aaab", 13)+"ab"+strings.Repeat("b", 26), got)
@@ -125,7 +125,7 @@ func TestKeyWeightsShareStartsThreeToOne(t *testing.T) {
 
 func TestKeysShareEquallyByDefault(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithKeyWeights(nil))
+		p := New(1, WithKeys(-1, nil))
 		defer p.StopWait()
 		assert.Equal(t, strings.Repeat("abc", 5), sequence(t, p, 5, "a", "b", "c"))
 	})
@@ -146,7 +146,7 @@ func TestTasksWithoutKeyShareAsOneKey(t *testing.T) {
 			p.Submit(rec("u"))
 		}
 		for range 3 {
-			p.DoContext(context.Background(), rec("a"), Key("a"))
+			p.DoContext(context.Background(), rec("a"), TaskOption{Key: "a"})
 		}
 		g.open()
 		require.NoError(t, p.WaitIdle(context.Background()))
@@ -160,8 +160,8 @@ func TestKeyWeightBelowOneOrPanickingMeansOne(t *testing.T) {
 		var handled []any
 		var mu sync.Mutex
 		p := New(1,
-			WithPanicHandler(func(r any) { mu.Lock(); handled = append(handled, r); mu.Unlock() }),
-			WithKeyWeights(func(k string) int {
+			WithHooks(Hooks{Panic: func(r any) { mu.Lock(); handled = append(handled, r); mu.Unlock() }}),
+			WithKeys(-1, func(k string) int {
 				asked.Add(1)
 				switch k {
 				case "zero":
@@ -192,10 +192,10 @@ func TestKeyWeightIsAskedAgainAsTheKeyBecomesActiveAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var weight, asked atomic.Int32
 		weight.Store(1)
-		p := New(1, WithKeyWeights(func(string) int { asked.Add(1); return int(weight.Load()) }), WithIdleTimeout(-1))
+		p := New(1, WithKeys(-1, func(string) int { asked.Add(1); return int(weight.Load()) }), WithIdleTimeout(-1))
 		defer p.Stop()
 		ctx := context.Background()
-		require.NoError(t, p.Go(ctx, noopFn, Key("a")).Wait())
+		require.NoError(t, p.Go(ctx, noopFn, TaskOption{Key: "a"}).Wait())
 		synctest.Wait()
 		require.Zero(t, p.Status().Keys, "keys once a's task is done")
 		weight.Store(3)
@@ -204,7 +204,7 @@ func TestKeyWeightIsAskedAgainAsTheKeyBecomesActiveAgain(t *testing.T) {
 		var got strings.Builder
 		for range 4 {
 			for _, k := range []string{"a", "b"} {
-				require.NoError(t, p.DoContext(context.Background(), func() { mu.Lock(); got.WriteString(k); mu.Unlock() }, Key(k)))
+				require.NoError(t, p.DoContext(context.Background(), func() { mu.Lock(); got.WriteString(k); mu.Unlock() }, TaskOption{Key: k}))
 			}
 		}
 		g.open()
@@ -223,9 +223,9 @@ func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
 		l := newStartTrace()
 		ctx := context.Background()
 		p.Go(ctx, l.fn("blocker", time.Second))
-		p.Go(ctx, l.fn("heavy", time.Second), Key("a"), Weight(2))
+		p.Go(ctx, l.fn("heavy", time.Second), TaskOption{Key: "a"}, TaskOption{Weight: 2})
 		for i := range 3 {
-			p.Go(ctx, l.fn("b"+strconv.Itoa(i), 3*time.Second), Key("b"))
+			p.Go(ctx, l.fn("b"+strconv.Itoa(i), 3*time.Second), TaskOption{Key: "b"})
 		}
 		require.NoError(t, p.WaitIdle(ctx))
 		// The fair order picked the heavy task before b0 came: though one
@@ -257,9 +257,9 @@ func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
 		pauseCtx, resume := context.WithCancel(ctx)
 		go p.Pause(pauseCtx)
 		synctest.Wait()
-		p.Go(ctx, l.fn("a", time.Second), Key("a"), Weight(size))
-		p.Go(ctx, l.fn("b", time.Second), Key("b"), Weight(size/2+1))
-		p.Go(ctx, l.fn("u", time.Second), Weight(size/2))
+		p.Go(ctx, l.fn("a", time.Second), TaskOption{Key: "a"}, TaskOption{Weight: size})
+		p.Go(ctx, l.fn("b", time.Second), TaskOption{Key: "b"}, TaskOption{Weight: size/2+1})
+		p.Go(ctx, l.fn("u", time.Second), TaskOption{Weight: size/2})
 		time.Sleep(2 * time.Second)
 		resume()
 		p.StopWait()
@@ -283,7 +283,7 @@ func TestKeysPriorityBeforeFairness(t *testing.T) {
 				if k == "b" {
 					prio = 1
 				}
-				p.DoContext(context.Background(), func() { mu.Lock(); got = append(got, name); mu.Unlock() }, Key(k), Priority(prio))
+				p.DoContext(context.Background(), func() { mu.Lock(); got = append(got, name); mu.Unlock() }, TaskOption{Key: k}, TaskOption{Priority: prio})
 			}
 		}
 		g.open()
@@ -294,13 +294,13 @@ func TestKeysPriorityBeforeFairness(t *testing.T) {
 
 func TestStatusKeysCountsWaitingScheduledAndRunning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithKeyLimit(1))
+		p := New(2, WithKeys(1, nil))
 		ctx := context.Background()
 		gate := newGate()
 		run := fnOf(gate.wait)
-		a1 := p.Go(ctx, run, Key("a"))
-		a2 := p.Go(ctx, run, Key("a"))
-		b := p.Go(ctx, run, Key("b"), Delay(10*time.Second))
+		a1 := p.Go(ctx, run, TaskOption{Key: "a"})
+		a2 := p.Go(ctx, run, TaskOption{Key: "a"})
+		b := p.Go(ctx, run, TaskOption{Key: "b"}, TaskOption{Delay: 10*time.Second})
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 2, s.Keys, "a (running and waiting), b (scheduled)")
@@ -326,7 +326,7 @@ func TestKeyOnEveryCall(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var keys []string
-		p := New(2, WithKeyLimit(1), WithHooks(Hooks{TaskStarted: func(ctx context.Context, ti TaskInfo) context.Context {
+		p := New(2, WithKeys(1, nil), WithHooks(Hooks{TaskStarted: func(ctx context.Context, ti TaskInfo) context.Context {
 			mu.Lock()
 			keys = append(keys, ti.Key+":"+ti.Label)
 			mu.Unlock()
@@ -334,17 +334,17 @@ func TestKeyOnEveryCall(t *testing.T) {
 		}}))
 		defer p.StopWait()
 		ctx := context.Background()
-		k := Key("account-7")
+		k := TaskOption{Key: "account-7"}
 		hold := newGate()
-		p.Go(ctx, fnOf(hold.wait), k, Label("first"))
-		p.Go(ctx, noopFn, k, Label("Go"))
-		Call(ctx, p, func(context.Context) (int, error) { return 1, nil }, k, Label("Call"))
+		p.Go(ctx, fnOf(hold.wait), k, TaskOption{Label: "first"})
+		p.Go(ctx, noopFn, k, TaskOption{Label: "Go"})
+		GoResult(ctx, p, func(context.Context) (int, error) { return 1, nil }, k, TaskOption{Label: "Call"})
 		g := p.Group(ctx)
-		g.Go(noopFn, k, Label("Group.Go"))
-		p.DoContext(context.Background(), func() {}, k, Label("Do"))
-		require.NoError(t, p.DoContext(ctx, func() {}, k, Label("DoContext")))
+		g.Go(noopFn, k, TaskOption{Label: "Group.Go"})
+		p.DoContext(context.Background(), func() {}, k, TaskOption{Label: "Do"})
+		require.NoError(t, p.DoContext(ctx, func() {}, k, TaskOption{Label: "DoContext"}))
 		done := make(chan error)
-		go func() { done <- p.DoWaitContext(context.Background(), func() {}, k, Label("DoWait")) }()
+		go func() { done <- p.Go(context.Background(), noopFn, k, TaskOption{Label: "Go waited for"}).Wait() }()
 		synctest.Wait()
 		assert.Equal(t, 1, p.Status().Busy, "the key's first task holds its only slot; the others wait")
 		assert.Equal(t, 6, p.Status().Waiting)
@@ -353,7 +353,7 @@ func TestKeyOnEveryCall(t *testing.T) {
 		require.NoError(t, g.Wait())
 		mu.Lock()
 		defer mu.Unlock()
-		want := []string{"first", "Go", "Call", "Group.Go", "Do", "DoContext", "DoWait"}
+		want := []string{"first", "Go", "Call", "Group.Go", "Do", "DoContext", "Go waited for"}
 		for i := range want {
 			want[i] = "account-7:" + want[i]
 		}
@@ -382,7 +382,7 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 		for i := 0; i < n; {
 			for range min(batch, n-i) {
 				gate := gate
-				p.DoContext(context.Background(), gate.wait, Key("key-"+strconv.Itoa(i)), Label("x"))
+				p.DoContext(context.Background(), gate.wait, TaskOption{Key: "key-"+strconv.Itoa(i)}, TaskOption{Label: "x"})
 				i++
 			}
 			gate.open()
@@ -390,7 +390,7 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 			gate = newGate()
 		}
 	}
-	p := New(4, WithKeyLimit(1))
+	p := New(4, WithKeys(1, nil))
 	defer p.Stop()
 	run(p, 10, 10)
 	afterTen := heap(p)
@@ -409,10 +409,10 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 // buffers their most queues, for as long as the pool lived.)
 func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
 	const batches, batch = 3, 20_000
-	p := New(4, WithKeyLimit(1), WithIdleTimeout(-1))
+	p := New(4, WithKeys(1, nil), WithIdleTimeout(-1))
 	defer p.Stop()
 	ctx := context.Background()
-	p.Go(ctx, noopFn, Key("hot"), Delay(24*time.Hour))
+	p.Go(ctx, noopFn, TaskOption{Key: "hot"}, TaskOption{Delay: 24*time.Hour})
 	// flush has dispatch take every release posted so far: it takes them
 	// as it handles the Pause, whose barrier nothing holds.
 	flush := func() {
@@ -425,7 +425,7 @@ func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
 		p.Pause(pauseCtx) // the burst waits until it is all queued
 		g := p.Group(ctx)
 		for i := range n {
-			g.Go(noopFn, Key("key-"+strconv.Itoa(i)))
+			g.Go(noopFn, TaskOption{Key: "key-"+strconv.Itoa(i)})
 		}
 		resume()
 		require.NoError(t, g.Wait())
@@ -470,7 +470,7 @@ func benchmarkKeysQueued(b *testing.B, keys int, keyed bool) {
 	const perKey = 100
 	names := make([]TaskOption, keys)
 	for i := range names {
-		names[i] = Key("tenant-" + strconv.Itoa(i))
+		names[i] = TaskOption{Key: "tenant-" + strconv.Itoa(i)}
 	}
 	p, wg := New(4), new(sync.WaitGroup)
 	defer p.StopWait()
@@ -615,15 +615,15 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 		settle error
 	}{
 		{"canceled while queued", nil, false, context.Canceled},
-		{"canceled while scheduled", []TaskOption{Delay(time.Hour)}, false, context.Canceled},
+		{"canceled while scheduled", []TaskOption{TaskOption{Delay: time.Hour}}, false, context.Canceled},
 		{"too heavy after a Resize, queued", nil, true, ErrTooHeavy},
-		{"too heavy after a Resize, scheduled", []TaskOption{Delay(time.Hour)}, true, ErrTooHeavy},
+		{"too heavy after a Resize, scheduled", []TaskOption{TaskOption{Delay: time.Hour}}, true, ErrTooHeavy},
 	}
 	for _, c := range cases {
 		for _, limit := range []int{0, 1} {
 			t.Run(c.name+"/limit="+strconv.Itoa(limit), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					p := New(2, WithKeyLimit(limit), WithIdleTimeout(-1))
+					p := New(2, WithKeys(limit, nil), WithIdleTimeout(-1))
 					defer p.Stop()
 					blockers := newGate()
 					defer blockers.release()
@@ -632,9 +632,9 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 					ctx := context.Background()
 					var tasks []*Task
 					for i := range 3 {
-						opts := append([]TaskOption{Key("q" + strconv.Itoa(i))}, c.opts...)
+						opts := append([]TaskOption{TaskOption{Key: "q" + strconv.Itoa(i)}}, c.opts...)
 						if i == 1 && c.heavy {
-							opts = append(opts, Weight(2))
+							opts = append(opts, TaskOption{Weight: 2})
 						}
 						tasks = append(tasks, p.Go(ctx, noopFn, opts...))
 					}
@@ -657,7 +657,7 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 					// q1 again, two tasks that run as long as gate is closed:
 					// the key counts again, and a limit of 1 holds the second.
 					gate := newGate()
-					again := []*Task{p.Go(ctx, fnOf(gate.wait), Key("q1")), p.Go(ctx, fnOf(gate.wait), Key("q1"))}
+					again := []*Task{p.Go(ctx, fnOf(gate.wait), TaskOption{Key: "q1"}), p.Go(ctx, fnOf(gate.wait), TaskOption{Key: "q1"})}
 					synctest.Wait()
 					assert.Equal(t, 3, p.Status().Keys, "keys once q1 has tasks again")
 					p.Resize(2)

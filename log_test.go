@@ -42,8 +42,8 @@ func TestLoggerRecordsAtInfo(t *testing.T) {
 		var logs logBuffer
 		hookPanicked := false
 		p := New(1, WithName("images"), WithLogger(logs.logger(slog.LevelDebug)),
-			WithPanicHandler(func(any) {}), WithMaxWaiting(1, Reject),
-			WithDeadLetter(func(func(), error) { panic("letter") }),
+			WithHooks(Hooks{Panic: func(any) {}}), WithMaxWaiting(1, Reject),
+			WithHooks(Hooks{DeadLetter: func(func(), error) { panic("letter") }}),
 			WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
 				if !hookPanicked {
 					hookPanicked = true
@@ -60,7 +60,7 @@ func TestLoggerRecordsAtInfo(t *testing.T) {
 		require.NoError(t, p.DoWait(panicsPlain))
 		assert.Error(t, p.Go(ctx, func(context.Context) error { panic("handle") }).Wait())
 		assert.Error(t, p.Go(ctx, func(context.Context) error { return errFlaky },
-			Retry(func(int, error) (time.Duration, bool) { panic("policy") })).Wait())
+			TaskOption{Retry: func(int, error) (time.Duration, bool) { panic("policy") }}).Wait())
 		g := newGate()
 		p.Submit(g.task())
 		synctest.Wait()

@@ -29,7 +29,7 @@ func TestPauseIsABarrierThenHoldsLaterTasks(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		p.Pause(ctx)
 		assert.Equal(t, int64(6), earlier.Load(), "earlier tasks finished when Pause returned")
-		assert.Equal(t, StatePaused, p.Status().State, "state")
+		assert.Equal(t, "paused", stateOf(p.Status()), "state")
 
 		var later atomic.Int64
 		for range 5 {
@@ -43,7 +43,7 @@ func TestPauseIsABarrierThenHoldsLaterTasks(t *testing.T) {
 		cancel()
 		synctest.Wait()
 		assert.Equal(t, int64(5), later.Load(), "later tasks ran after the pause")
-		assert.Equal(t, StateRunning, p.Status().State, "state")
+		assert.Equal(t, "running", stateOf(p.Status()), "state")
 	})
 }
 
@@ -125,7 +125,7 @@ func TestSecondPauseWaitsForFirstToEnd(t *testing.T) {
 		synctest.Wait()
 		assert.True(t, isClosed(returned), "second Pause returned after the first ended")
 		assert.Equal(t, int64(1), between.Load(), "task submitted before the second Pause ran before it returned")
-		assert.Equal(t, StatePaused, p.Status().State, "second pause in effect")
+		assert.Equal(t, "paused", stateOf(p.Status()), "second pause in effect")
 
 		var after atomic.Int64
 		p.Submit(func() { after.Add(1) })
@@ -176,7 +176,7 @@ func TestPauseAfterStopReturnsAtOnce(t *testing.T) {
 		p := New(1)
 		p.Stop()
 		p.Pause(t.Context()) // would deadlock the bubble if it blocked
-		assert.Equal(t, StateStopped, p.Status().State)
+		assert.Equal(t, "stopped", stateOf(p.Status()))
 	})
 }
 
@@ -311,11 +311,11 @@ func TestPauseBarrierMixed(t *testing.T) {
 			n := 5 + rng.IntN(15)
 			for i := range n {
 				name := fmt.Sprint("b", i)
-				o := []TaskOption{Priority(rng.IntN(7) - 3), Weight(1 + rng.IntN(size))}
+				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3}, TaskOption{Weight: 1 + rng.IntN(size)}}
 				due := time.Duration(0)
 				if rng.IntN(3) == 0 {
 					due = time.Duration(rng.IntN(100)) * time.Millisecond
-					o = append(o, Delay(due))
+					o = append(o, TaskOption{Delay: due})
 				}
 				add(name, due, o...)
 				if due <= pauseAt {
@@ -331,9 +331,9 @@ func TestPauseBarrierMixed(t *testing.T) {
 			synctest.Wait()
 			for i := range 5 + rng.IntN(10) {
 				name := fmt.Sprint("a", i)
-				o := []TaskOption{Priority(rng.IntN(7) - 3), Weight(1 + rng.IntN(size))}
+				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3}, TaskOption{Weight: 1 + rng.IntN(size)}}
 				if rng.IntN(3) == 0 {
-					o = append(o, Delay(time.Duration(rng.IntN(100))*time.Millisecond))
+					o = append(o, TaskOption{Delay: time.Duration(rng.IntN(100))*time.Millisecond})
 				}
 				add(name, 0, o...)
 				after = append(after, name)
@@ -417,7 +417,7 @@ func TestPauseAndARetryOfAKeyWithTasksBeforeTheBarrier(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := New(1, WithKeyLimit(c.limit))
+				p := New(1, WithKeys(c.limit, nil))
 				defer p.Stop()
 				t0 := time.Now()
 				var mu sync.Mutex
@@ -437,10 +437,10 @@ func TestPauseAndARetryOfAKeyWithTasksBeforeTheBarrier(t *testing.T) {
 					}
 					run("retried 2", time.Millisecond)
 					return nil
-				}, Key("k"), Priority(c.priority), Retry(Backoff(10*time.Millisecond, 10*time.Millisecond, 2)))
+				}, TaskOption{Key: "k"}, TaskOption{Priority: c.priority}, TaskOption{Retry: Backoff(10*time.Millisecond, 10*time.Millisecond, 1)})
 				synctest.Wait() // its first run failed: it waits 10ms for its retry
 				busy := p.Go(t.Context(), func(context.Context) error { run("busy", 20*time.Millisecond); return nil })
-				later := p.Go(t.Context(), func(context.Context) error { run("later", 0); return nil }, Key("k"))
+				later := p.Go(t.Context(), func(context.Context) error { run("later", 0); return nil }, TaskOption{Key: "k"})
 				pauseCtx, endPause := context.WithCancel(t.Context())
 				returned := make(chan struct{})
 				go func() { p.Pause(pauseCtx); close(returned) }()

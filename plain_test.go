@@ -27,14 +27,14 @@ func TestDoWithRetryPanicsSayingToUseGo(t *testing.T) {
 		defer p.Stop()
 		ran := false
 		err, panicked := recovered(func() {
-			c.give(p, t.Context(), func(context.Context) error { ran = true; return nil }, Retry(Backoff(time.Second, time.Second, 3)))
+			c.give(p, t.Context(), func(context.Context) error { ran = true; return nil }, TaskOption{Retry: Backoff(time.Second, time.Second, 2)})
 		})
 		require.True(t, panicked, "%s with Retry panics", c.name)
 		assert.Contains(t, err.Error(), "use Go", "the panic's message")
 		synctest.Wait()
 		assert.False(t, ran, "the task ran")
 		assert.Zero(t, p.Status().Submitted, "submitted")
-		assert.Nil(t, c.give(p, t.Context(), func(context.Context) error { return nil }, Retry(nil))(), "Retry(nil) is no retry")
+		assert.Nil(t, c.give(p, t.Context(), func(context.Context) error { return nil }, TaskOption{Retry: nil})(), "TaskOption{Retry: nil} is no retry")
 	})
 }
 
@@ -51,23 +51,23 @@ func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
 		want    []error
 	}{
 		{"abandoned while scheduled and queued", nil, func(p *WorkerPool, do func(...TaskOption)) {
-			do(Delay(time.Hour))
-			do(Priority(3))
-			do(Weight(2))
+			do(TaskOption{Delay: time.Hour})
+			do(TaskOption{Priority: 3})
+			do(TaskOption{Weight: 2})
 			go p.Stop() // it waits for the running tasks
 		}, []error{ErrStopped, ErrStopped, ErrStopped}},
 		{"dropped from a full queue", []Option{WithMaxWaiting(1, DropOldest)}, func(p *WorkerPool, do func(...TaskOption)) {
-			do(Priority(3))
-			do(Priority(1))
-		}, []error{ErrDropped}},
+			do(TaskOption{Priority: 3})
+			do(TaskOption{Priority: 1})
+		}, []error{errDropped}},
 		{"expired", []Option{WithQueueTimeout(time.Second)}, func(p *WorkerPool, do func(...TaskOption)) {
-			do(Priority(5))
-			do(Delay(time.Second)) // due at 1s, expires at 2s
+			do(TaskOption{Priority: 5})
+			do(TaskOption{Delay: time.Second}) // due at 1s, expires at 2s
 			time.Sleep(2 * time.Second)
 		}, []error{ErrExpired, ErrExpired}},
 		{"too heavy after a Resize", nil, func(p *WorkerPool, do func(...TaskOption)) {
-			do(Weight(2))
-			do(Weight(2), Delay(time.Second))
+			do(TaskOption{Weight: 2})
+			do(TaskOption{Weight: 2}, TaskOption{Delay: time.Second})
 			p.Resize(1)
 		}, []error{ErrTooHeavy, ErrTooHeavy}},
 	}
@@ -76,7 +76,7 @@ func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
 			forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
 				letters := new(letterBox)
 				var dropped atomic.Int64
-				options := append([]Option{WithDeadLetter(letters.handle), WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }})}, tc.options...)
+				options := append([]Option{WithHooks(Hooks{DeadLetter: letters.handle}), WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }})}, tc.options...)
 				p := New(2, options...)
 				running := newGate()
 				defer running.release()
@@ -111,8 +111,8 @@ func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
 func TestPlainTaskWithOptionsPanicGoesToThePanicHandler(t *testing.T) {
 	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
 		var handled atomic.Int64
-		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
-		require.NoError(t, c.give(p, t.Context(), func(context.Context) error { panic("boom") }, Delay(time.Second))())
+		p := New(1, WithHooks(Hooks{Panic: func(any) { handled.Add(1) }}))
+		require.NoError(t, c.give(p, t.Context(), func(context.Context) error { panic("boom") }, TaskOption{Delay: time.Second})())
 		time.Sleep(time.Second)
 		p.StopWait()
 		assert.Equal(t, int64(1), handled.Load(), "panics handled")
@@ -132,9 +132,9 @@ func TestDoWithOptionsReusesItsCarriers(t *testing.T) {
 	var wg sync.WaitGroup
 	done := wg.Done
 	for name, opts := range map[string][]TaskOption{
-		"Priority": {Priority(3)},
-		"Weight":   {Weight(1), Priority(-1)},
-		"Delay":    {Delay(time.Nanosecond)},
+		"Priority": {TaskOption{Priority: 3}},
+		"Weight":   {TaskOption{Weight: 1}, TaskOption{Priority: -1}},
+		"Delay":    {TaskOption{Delay: time.Nanosecond}},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
 			wg.Add(1)
@@ -169,7 +169,7 @@ func TestReleasedCarriersAreNeverTouched(t *testing.T) {
 	defer func() { poisonReleased = nil }()
 	for round := range 20 {
 		synctest.Test(t, func(t *testing.T) {
-			options := []Option{WithDeadLetter(func(func(), error) {})}
+			options := []Option{WithHooks(Hooks{DeadLetter: func(func(), error) {}})}
 			switch round % 4 {
 			case 1:
 				options = append(options, WithMaxWaiting(3, DropOldest))
@@ -180,7 +180,7 @@ func TestReleasedCarriersAreNeverTouched(t *testing.T) {
 			}
 			p := New(2, options...)
 			for i := range 30 {
-				opts := []TaskOption{Priority(i % 3), Delay(time.Duration(i%4) * 10 * time.Millisecond), Weight(1 + i%2)}
+				opts := []TaskOption{TaskOption{Priority: i % 3}, TaskOption{Delay: time.Duration(i%4) * 10 * time.Millisecond}, TaskOption{Weight: 1 + i%2}}
 				go func() {
 					_ = p.DoContext(context.Background(), func() { time.Sleep(time.Duration(i%3) * 10 * time.Millisecond) }, opts...)
 				}()
@@ -214,9 +214,9 @@ func TestPlainTasksWithOptionsCountInStatus(t *testing.T) {
 		defer running.release()
 		p.Submit(running.task())
 		noop := func(context.Context) error { return nil }
-		require.NoError(t, c.give(p, t.Context(), noop, Priority(2))())
-		require.NoError(t, c.give(p, t.Context(), noop, Delay(time.Second))())
-		assert.ErrorIs(t, c.give(p, t.Context(), noop, Weight(2))(), ErrTooHeavy)
+		require.NoError(t, c.give(p, t.Context(), noop, TaskOption{Priority: 2})())
+		require.NoError(t, c.give(p, t.Context(), noop, TaskOption{Delay: time.Second})())
+		assert.ErrorIs(t, c.give(p, t.Context(), noop, TaskOption{Weight: 2})(), ErrTooHeavy)
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 1, s.Waiting, "waiting")
@@ -238,7 +238,7 @@ func TestPlainTasksWithOptionsCountInStatus(t *testing.T) {
 // the bound filled; once due it runs, and its place frees.
 func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
 	for _, policy := range []Overflow{Block, Reject, DropOldest} {
-		t.Run(policy.String(), func(t *testing.T) {
+		t.Run(policy.string(), func(t *testing.T) {
 			forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
 				p := New(1, WithMaxWaiting(1, policy))
 				defer p.Stop()
@@ -247,15 +247,15 @@ func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
 				p.Submit(running.task())
 				synctest.Wait()
 				var ran atomic.Bool
-				require.NoError(t, c.give(p, t.Context(), func(context.Context) error { ran.Store(true); return nil }, Delay(time.Second))())
-				assert.False(t, p.TrySubmit(func() {}), "TrySubmit while the delayed task holds the bound's place")
+				require.NoError(t, c.give(p, t.Context(), func(context.Context) error { ran.Store(true); return nil }, TaskOption{Delay: time.Second})())
+				assert.False(t, tryDo(p, func() {}), "TryDo while the delayed task holds the bound's place")
 				synctest.Wait()
 				assert.Equal(t, 1, p.Status().Scheduled, "scheduled")
 				running.open()
 				time.Sleep(time.Second)
 				synctest.Wait()
 				assert.True(t, ran.Load(), "the delayed task ran when due")
-				assert.True(t, p.TrySubmit(func() {}), "TrySubmit once the place freed")
+				assert.True(t, tryDo(p, func() {}), "TryDo once the place freed")
 				s := p.Status()
 				assert.Zero(t, s.Scheduled, "scheduled")
 				assert.Equal(t, uint64(1), s.Rejected, "rejected")
@@ -268,7 +268,7 @@ func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
 // accepted runs when due, although ctx ended before, with a carrier or
 // without one.
 func TestDoContextDelayedTaskOutlivesItsContext(t *testing.T) {
-	for _, opts := range [][]TaskOption{{Delay(time.Second)}, {Delay(time.Second), Priority(2)}} {
+	for _, opts := range [][]TaskOption{{TaskOption{Delay: time.Second}}, {TaskOption{Delay: time.Second}, TaskOption{Priority: 2}}} {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.StopWait()
@@ -284,8 +284,8 @@ func TestDoContextDelayedTaskOutlivesItsContext(t *testing.T) {
 }
 
 // BenchmarkDoOptions is Do on a pool of 4 kept busy enough that tasks
-// wait: without options ("none"), with Priority(1) ("priority", a pooled
-// carrier), with Delay(1µs) ("delay", a timer heap entry and no carrier),
+// wait: without options ("none"), with TaskOption{Priority: 1} ("priority", a pooled
+// carrier), with TaskOption{Delay: 1µs} ("delay", a timer heap entry and no carrier),
 // and with a Label ("label", a pooled carrier). Once the pool is warm none
 // allocates: compare allocs/op.
 func BenchmarkDoOptions(b *testing.B) {
@@ -295,9 +295,9 @@ func BenchmarkDoOptions(b *testing.B) {
 		opts []TaskOption
 	}{
 		{"none", nil},
-		{"priority", []TaskOption{Priority(1)}},
-		{"delay", []TaskOption{Delay(time.Microsecond)}},
-		{"label", []TaskOption{Label("thumbnail")}},
+		{"priority", []TaskOption{TaskOption{Priority: 1}}},
+		{"delay", []TaskOption{TaskOption{Delay: time.Microsecond}}},
+		{"label", []TaskOption{TaskOption{Label: "thumbnail"}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			p := New(4)
@@ -310,122 +310,3 @@ func BenchmarkDoOptions(b *testing.B) {
 	}
 }
 
-// DoWaitContext panics when given Retry, as DoContext does, and when given
-// a nil context; nothing is queued or counted.
-func TestDoWaitContextRefusesRetryAndANilContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		ran := false
-		err, panicked := recovered(func() {
-			_ = p.DoWaitContext(t.Context(), func() { ran = true }, Retry(Backoff(time.Second, time.Second, 3)))
-		})
-		require.True(t, panicked, "DoWaitContext with Retry panics")
-		assert.Contains(t, err.Error(), "use Go", "the panic's message")
-		nilCtx := context.Context(nil)
-		err, panicked = recovered(func() { _ = p.DoWaitContext(nilCtx, func() { ran = true }) })
-		require.True(t, panicked, "DoWaitContext with a nil ctx panics")
-		assert.Contains(t, err.Error(), "nil context", "the panic's message")
-		synctest.Wait()
-		assert.False(t, ran, "the task ran")
-		assert.Zero(t, p.Status().Submitted, "submitted")
-		assert.NoError(t, p.DoWaitContext(t.Context(), nil), "a nil task is ignored")
-	})
-}
-
-// A DoWaitContext task whose ctx ends before it starts never runs: the
-// call returns ctx's error at once, and the task has left Waiting (or
-// Scheduled) and joined Canceled by then, queued or delayed.
-func TestDoWaitContextWithdrawsATaskWhoseCtxEndsBeforeItStarts(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		opts []TaskOption
-	}{{"queued", []TaskOption{Label("queued")}}, {"scheduled", []TaskOption{Delay(time.Hour)}}} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				p := New(1)
-				defer p.Stop()
-				running := blockOneWorker(t, p)
-				defer running.release()
-				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-				defer cancel()
-				start := time.Now()
-				ran := false
-				err := p.DoWaitContext(ctx, func() { ran = true }, tc.opts...)
-				assert.ErrorIs(t, err, context.DeadlineExceeded, "DoWaitContext's error")
-				assert.Equal(t, time.Second, time.Since(start), "returned at the deadline")
-				s := p.Status()
-				assert.Zero(t, s.Waiting+s.Scheduled, "waiting and scheduled when it returned")
-				assert.Equal(t, uint64(1), s.Canceled, "canceled when it returned")
-				running.open()
-				p.StopWait()
-				assert.False(t, ran, "the task ran")
-				requireStoppedClean(t, p)
-			})
-		})
-	}
-}
-
-// Once its task has started, DoWaitContext waits for it to finish,
-// whatever its ctx does: a func() cannot be told to stop. A panic in the
-// task meets the pool's panic policy, as in DoWait.
-func TestDoWaitContextWaitsForAStartedTask(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var handled atomic.Int64
-		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
-		defer p.Stop()
-		ctx, cancel := context.WithCancel(t.Context())
-		task := newGate()
-		outcome := make(chan error, 1)
-		go func() { outcome <- p.DoWaitContext(ctx, func() { task.wait(); panic("boom") }, Label("l")) }()
-		synctest.Wait()
-		require.Equal(t, 1, p.Status().Busy, "the task runs")
-		cancel()
-		synctest.Wait()
-		assert.Empty(t, outcome, "DoWaitContext returned while its task runs")
-		task.open()
-		assert.NoError(t, <-outcome, "DoWaitContext's error once its task panicked")
-		assert.Equal(t, int64(1), handled.Load(), "panics handled")
-		p.StopWait()
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, uint64(1), s.Panicked, "panicked")
-		assert.Zero(t, s.Canceled, "canceled")
-	})
-}
-
-// Under Block, DoWaitContext waits for room only until its ctx is done:
-// it then returns ctx's error, and the task was never accepted.
-func TestDoWaitContextGivesUpWaitingForRoom(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxWaiting(1, Block))
-		defer p.Stop()
-		running := blockOneWorker(t, p)
-		defer running.release()
-		p.Submit(func() {}) // the one place
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		ran := false
-		assert.ErrorIs(t, p.DoWaitContext(ctx, func() { ran = true }), context.DeadlineExceeded, "DoWaitContext's error")
-		s := p.Status()
-		assert.Equal(t, uint64(2), s.Submitted, "submitted")
-		assert.Zero(t, s.Rejected+s.Canceled, "rejected and canceled")
-		running.open()
-		p.StopWait()
-		assert.False(t, ran, "the task ran")
-	})
-}
-
-// The hooks see DoWaitContext's ctx as the task's context.
-func TestDoWaitContextHooksSeeItsContext(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		type key struct{}
-		seen := make(chan any, 1)
-		p := New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
-			seen <- ctx.Value(key{})
-			return ctx
-		}}))
-		defer p.Stop()
-		require.NoError(t, p.DoWaitContext(context.WithValue(t.Context(), key{}, "v"), func() {}))
-		assert.Equal(t, "v", <-seen, "the ctx's value TaskStarted saw")
-	})
-}

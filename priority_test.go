@@ -26,17 +26,17 @@ func TestPriorityOrderWithOneWorker(t *testing.T) {
 		l, ctx := newStartLog(), t.Context()
 		plain := func(name string) func() { return func() { _ = l.fn(name)(ctx) } }
 		c.give(p, ctx, l.fn("0a"))
-		c.give(p, ctx, l.fn("2a"), Priority(2))
+		c.give(p, ctx, l.fn("2a"), TaskOption{Priority: 2})
 		p.Submit(plain("0b"))
-		c.give(p, ctx, l.fn("-1a"), Priority(-1))
-		c.give(p, ctx, l.fn("2b"), Priority(2))
-		c.give(p, ctx, l.fn("1a"), Priority(1))
-		c.give(p, ctx, l.fn("9a"), Priority(9))
-		c.give(p, ctx, l.fn("0c"), Priority(0))
-		c.give(p, ctx, l.fn("-5a"), Priority(-5))
+		c.give(p, ctx, l.fn("-1a"), TaskOption{Priority: -1})
+		c.give(p, ctx, l.fn("2b"), TaskOption{Priority: 2})
+		c.give(p, ctx, l.fn("1a"), TaskOption{Priority: 1})
+		c.give(p, ctx, l.fn("9a"), TaskOption{Priority: 9})
+		c.give(p, ctx, l.fn("0c"), TaskOption{Priority: 0})
+		c.give(p, ctx, l.fn("-5a"), TaskOption{Priority: -5})
 		p.Submit(plain("0d"))
-		c.give(p, ctx, l.fn("-1b"), Priority(-1))
-		c.give(p, ctx, l.fn("last"), Priority(1), Priority(-9)) // the last option wins
+		c.give(p, ctx, l.fn("-1b"), TaskOption{Priority: -1})
+		c.give(p, ctx, l.fn("last"), TaskOption{Priority: 1}, TaskOption{Priority: -9}) // the last option wins
 		synctest.Wait()
 		assert.Equal(t, 12, p.Status().Waiting)
 		g.open()
@@ -55,8 +55,8 @@ func TestGroupTasksHavePriorities(t *testing.T) {
 		p.Submit(g.task())
 		l := newStartLog()
 		grp := p.Group(t.Context())
-		grp.Go(l.fn("low"), Priority(-1))
-		grp.Go(l.fn("high"), Priority(3))
+		grp.Go(l.fn("low"), TaskOption{Priority: -1})
+		grp.Go(l.fn("high"), TaskOption{Priority: 3})
 		grp.Go(l.fn("mid"))
 		synctest.Wait()
 		g.open()
@@ -78,7 +78,7 @@ func TestPriorityAgingLiftsAStarvedTask(t *testing.T) {
 				l, ctx := newStartLog(), t.Context()
 				p.Go(ctx, l.fn("old low"))
 				time.Sleep(2500 * time.Millisecond)
-				p.Go(ctx, l.fn("new high"), Priority(2))
+				p.Go(ctx, l.fn("new high"), TaskOption{Priority: 2})
 				p.StopWait()
 				want := []string{"new high", "old low"}
 				if aging > 0 {
@@ -101,11 +101,11 @@ func TestPriorityAgingTiesGoToTheOlder(t *testing.T) {
 		l, ctx := newStartLog(), t.Context()
 		p.Go(ctx, l.fn("a: level 0, aged 2"))                      // at 0: reaches 2 at 2s
 		time.Sleep(time.Second)                                    //
-		p.Go(ctx, l.fn("b: level 1, aged 1"), Priority(1))         // at 1s: reaches 2 at 2s
+		p.Go(ctx, l.fn("b: level 1, aged 1"), TaskOption{Priority: 1})         // at 1s: reaches 2 at 2s
 		time.Sleep(500 * time.Millisecond)                         //
-		p.Go(ctx, l.fn("c: level 2, aged 0.5: 2"), Priority(2))    // at 1.5s: 2 at 2s
-		p.Go(ctx, l.fn("d: level 1, aged 0.5: 1"), Priority(1))    // at 1.5s: 1 at 2s
-		p.Go(ctx, l.fn("e: level -2, aged 0.5: -2"), Priority(-2)) // at 1.5s
+		p.Go(ctx, l.fn("c: level 2, aged 0.5: 2"), TaskOption{Priority: 2})    // at 1.5s: 2 at 2s
+		p.Go(ctx, l.fn("d: level 1, aged 0.5: 1"), TaskOption{Priority: 1})    // at 1.5s: 1 at 2s
+		p.Go(ctx, l.fn("e: level -2, aged 0.5: -2"), TaskOption{Priority: -2}) // at 1.5s
 		p.StopWait()
 		assert.Equal(t, []string{"a: level 0, aged 2", "b: level 1, aged 1", "c: level 2, aged 0.5: 2", "d: level 1, aged 0.5: 1", "e: level -2, aged 0.5: -2"}, l.starts)
 	})
@@ -121,14 +121,14 @@ func TestPauseBarrierCoversEveryLevel(t *testing.T) {
 		g := newGate()
 		p.Submit(g.task())
 		l, ctx := newStartLog(), t.Context()
-		p.Go(ctx, l.fn("before 1"), Priority(1))
+		p.Go(ctx, l.fn("before 1"), TaskOption{Priority: 1})
 		p.Submit(func() { _ = l.fn("before 0")(ctx) })
-		p.Go(ctx, l.fn("before -1"), Priority(-1))
+		p.Go(ctx, l.fn("before -1"), TaskOption{Priority: -1})
 		pauseCtx, endPause := context.WithCancel(ctx)
 		paused := make(chan struct{})
 		go func() { p.Pause(pauseCtx); close(paused) }()
 		synctest.Wait()
-		p.Go(ctx, l.fn("after 5"), Priority(5))
+		p.Go(ctx, l.fn("after 5"), TaskOption{Priority: 5})
 		p.Submit(func() { _ = l.fn("after 0")(ctx) })
 		g.open()
 		<-paused
@@ -146,10 +146,10 @@ func TestPauseBarrierCoversEveryLevel(t *testing.T) {
 func TestDropOldestDropsTheOldestOfAnyLevel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var letters []string
-		p := New(1, WithMaxWaiting(3, DropOldest), WithDeadLetter(func(task func(), reason error) {
+		p := New(1, WithMaxWaiting(3, DropOldest), WithHooks(Hooks{DeadLetter: func(task func(), reason error) {
 			task() // the plain tasks below record their name
 			letters = append(letters, reason.Error())
-		}))
+		}}))
 		defer p.Stop()
 		g := newGate()
 		p.Submit(g.task())
@@ -158,15 +158,15 @@ func TestDropOldestDropsTheOldestOfAnyLevel(t *testing.T) {
 		plain := func(name string) func() {
 			return func() { dropped = append(dropped, name) }
 		}
-		high := p.Go(ctx, l.fn("high"), Priority(2))
+		high := p.Go(ctx, l.fn("high"), TaskOption{Priority: 2})
 		p.Submit(plain("plain"))
-		p.Go(ctx, l.fn("low"), Priority(-1))
-		p.Go(ctx, l.fn("new 1"), Priority(-3)) // drops "high", the oldest
-		assert.ErrorIs(t, high.Wait(), ErrDropped)
-		p.Go(ctx, l.fn("new 2"), Priority(1)) // drops "plain"
+		p.Go(ctx, l.fn("low"), TaskOption{Priority: -1})
+		p.Go(ctx, l.fn("new 1"), TaskOption{Priority: -3}) // drops "high", the oldest
+		assert.ErrorIs(t, high.Wait(), errDropped)
+		p.Go(ctx, l.fn("new 2"), TaskOption{Priority: 1}) // drops "plain"
 		synctest.Wait()
 		assert.Equal(t, []string{"plain"}, dropped)
-		assert.Equal(t, []string{ErrDropped.Error()}, letters)
+		assert.Equal(t, []string{errDropped.Error()}, letters)
 		g.open()
 		p.StopWait()
 		assert.Equal(t, []string{"new 2", "low", "new 1"}, l.starts)
@@ -184,8 +184,8 @@ func TestCancelARankedTask(t *testing.T) {
 		g := newGate()
 		p.Submit(g.task())
 		l, ctx := newStartLog(), t.Context()
-		a := p.Go(ctx, l.fn("a"), Priority(3))
-		p.Go(ctx, l.fn("b"), Priority(3))
+		a := p.Go(ctx, l.fn("a"), TaskOption{Priority: 3})
+		p.Go(ctx, l.fn("b"), TaskOption{Priority: 3})
 		synctest.Wait()
 		a.Cancel()
 		assert.ErrorIs(t, a.Wait(), context.Canceled)
@@ -207,7 +207,7 @@ func TestStopAbandonsEveryLevel(t *testing.T) {
 		ctx := t.Context()
 		var tasks []*Task
 		for _, level := range []int{4, -4, 0, 4} {
-			tasks = append(tasks, p.Go(ctx, func(context.Context) error { return errors.New("ran") }, Priority(level)))
+			tasks = append(tasks, p.Go(ctx, func(context.Context) error { return errors.New("ran") }, TaskOption{Priority: level}))
 		}
 		synctest.Wait()
 		go func() { synctest.Wait(); g.open() }()
@@ -229,9 +229,9 @@ func TestPriorityAgingSaturates(t *testing.T) {
 		p.Submit(func() { time.Sleep(time.Second) })
 		l, ctx := newStartLog(), t.Context()
 		p.Go(ctx, l.fn("zero"))
-		p.Go(ctx, l.fn("max"), Priority(math.MaxInt))
+		p.Go(ctx, l.fn("max"), TaskOption{Priority: math.MaxInt})
 		time.Sleep(5 * time.Millisecond)
-		p.Go(ctx, l.fn("min"), Priority(math.MinInt))
+		p.Go(ctx, l.fn("min"), TaskOption{Priority: math.MinInt})
 		p.StopWait()
 		assert.Equal(t, []string{"max", "zero", "min"}, l.starts)
 	})
@@ -263,8 +263,8 @@ func TestPriorityAgingPicksTheRightLevelWhenALowerOneEmptiesAsItIsReached(t *tes
 		defer g.release()
 		p.Submit(g.task())
 		l := newStartLog()
-		high := p.Go(t.Context(), l.fn("high"), Priority(2))
-		low := p.Go(canceledOnceTidied{context.Background()}, l.fn("low"), Priority(1))
+		high := p.Go(t.Context(), l.fn("high"), TaskOption{Priority: 2})
+		low := p.Go(canceledOnceTidied{context.Background()}, l.fn("low"), TaskOption{Priority: 1})
 		synctest.Wait()
 		g.open()
 		require.NoError(t, high.Wait(), "the task of the higher level")
@@ -276,7 +276,7 @@ func TestPriorityAgingPicksTheRightLevelWhenALowerOneEmptiesAsItIsReached(t *tes
 	})
 }
 
-// Priority(math.MinInt/MaxInt), with and without aging: order is kept and
+// TaskOption{Priority: math.MinInt/MaxInt}, with and without aging: order is kept and
 // nothing overflows.
 func TestPriorityExtremes(t *testing.T) {
 	for _, aging := range []time.Duration{0, time.Nanosecond, time.Millisecond, time.Duration(math.MaxInt64)} {
@@ -286,7 +286,7 @@ func TestPriorityExtremes(t *testing.T) {
 			p.Submit(func() { <-block })
 			var order []int
 			for _, lvl := range []int{0, math.MinInt, math.MaxInt, -1, 1, math.MinInt + 1, math.MaxInt - 1} {
-				p.Go(context.Background(), func(context.Context) error { order = append(order, lvl); return nil }, Priority(lvl))
+				p.Go(context.Background(), func(context.Context) error { order = append(order, lvl); return nil }, TaskOption{Priority: lvl})
 			}
 			synctest.Wait()
 			close(block)
@@ -322,7 +322,7 @@ func TestGoWithManyLevelsAllocs(t *testing.T) {
 			for i := range tasks {
 				fn := func(context.Context) error { wg.Done(); return nil }
 				if ranked {
-					p.Go(ctx, fn, Priority(i+1))
+					p.Go(ctx, fn, TaskOption{Priority: i+1})
 				} else {
 					p.Go(ctx, fn)
 				}
@@ -357,7 +357,7 @@ func benchmarkQueuedLevels(b *testing.B, levels int) {
 			if levels == 1 {
 				p.Go(context.Background(), fn)
 			} else {
-				p.Go(context.Background(), fn, Priority(i%levels))
+				p.Go(context.Background(), fn, TaskOption{Priority: i%levels})
 			}
 		}
 		resume()

@@ -61,7 +61,7 @@ func TestResizeAfterStopDoesNothing(t *testing.T) {
 		synctest.Wait()
 		go p.Stop()
 		synctest.Wait() // stopping: Stop waits for the running task
-		require.Equal(t, StateStopping, p.Status().State, "state")
+		require.Equal(t, "stopping", stateOf(p.Status()), "state")
 		assert.NotPanics(t, func() { p.Resize(10) }, "Resize while stopping")
 		assert.Equal(t, 3, p.Size(), "Size after Resize while stopping")
 		assert.Equal(t, 3, p.Status().MaxWorkers, "Status.MaxWorkers after Resize while stopping")

@@ -22,7 +22,7 @@ type recordingPolicy struct {
 	delays []time.Duration
 }
 
-func (r *recordingPolicy) wrap(policy RetryPolicy) RetryPolicy {
+func (r *recordingPolicy) wrap(policy retryPolicy) retryPolicy {
 	return func(attempt int, err error) (time.Duration, bool) {
 		d, ok := policy(attempt, err)
 		if ok {
@@ -44,7 +44,7 @@ func TestRetryBackoffRunsAtTheDrawnTimes(t *testing.T) {
 		defer p.Stop()
 		var rec recordingPolicy
 		l := newRunLog()
-		task := p.Go(t.Context(), l.failing(-1), Retry(rec.wrap(Backoff(100*time.Millisecond, 300*time.Millisecond, 4))))
+		task := p.Go(t.Context(), l.failing(-1), TaskOption{Retry: rec.wrap(Backoff(100*time.Millisecond, 300*time.Millisecond, 3))})
 		assert.ErrorIs(t, task.Wait(), errFlaky)
 		require.Len(t, rec.delays, 3)
 		want := []time.Duration{0}
@@ -72,7 +72,7 @@ func TestRetryWaitsAsAScheduledTask(t *testing.T) {
 		defer p.Stop()
 		l := newRunLog()
 		constant := func(int, error) (time.Duration, bool) { return time.Second, true }
-		task := p.Go(t.Context(), l.failing(2), Retry(constant))
+		task := p.Go(t.Context(), l.failing(2), TaskOption{Retry: constant})
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 1, s.Scheduled, "scheduled between runs")
@@ -100,7 +100,7 @@ func TestRetryEndsOnPermanentAndWhenThePolicySaysNo(t *testing.T) {
 		task := p.Go(t.Context(), func(context.Context) error {
 			runs++
 			return fmt.Errorf("wrapped: %w", Permanent(errFlaky))
-		}, Retry(always))
+		}, TaskOption{Retry: always})
 		err := task.Wait()
 		assert.ErrorIs(t, err, errFlaky)
 		assert.Equal(t, "wrapped: flaky", err.Error())
@@ -109,13 +109,13 @@ func TestRetryEndsOnPermanentAndWhenThePolicySaysNo(t *testing.T) {
 
 		never := func(int, error) (time.Duration, bool) { return time.Hour, false }
 		l := newRunLog()
-		assert.ErrorIs(t, p.Go(t.Context(), l.failing(-1), Retry(never)).Wait(), errFlaky)
+		assert.ErrorIs(t, p.Go(t.Context(), l.failing(-1), TaskOption{Retry: never}).Wait(), errFlaky)
 		assert.Len(t, l.at, 1)
 		l = newRunLog()
-		assert.NoError(t, p.Go(t.Context(), l.failing(0), Retry(always)).Wait())
+		assert.NoError(t, p.Go(t.Context(), l.failing(0), TaskOption{Retry: always}).Wait())
 		assert.Len(t, l.at, 1)
 		l = newRunLog()
-		assert.ErrorIs(t, p.Go(t.Context(), l.failing(-1), Retry(nil)).Wait(), errFlaky, "a nil policy")
+		assert.ErrorIs(t, p.Go(t.Context(), l.failing(-1), TaskOption{Retry: nil}).Wait(), errFlaky, "a nil policy")
 		assert.Len(t, l.at, 1)
 		assert.Zero(t, p.Status().Retried)
 	})
@@ -136,7 +136,7 @@ func TestRetryAfterAPanic(t *testing.T) {
 				panic(fmt.Sprintf("run %d", n))
 			}
 			return nil
-		}, Retry(every))
+		}, TaskOption{Retry: every})
 		require.NoError(t, task.Wait())
 		assert.Equal(t, []time.Duration{0, time.Second, 2 * time.Second}, l.at, "run times")
 		p.Stop()
@@ -157,9 +157,9 @@ func TestRetryPanickingEveryRunCountsOnceInPanicked(t *testing.T) {
 		threeRuns := func(attempt int, _ error) (time.Duration, bool) { return time.Second, attempt < 3 }
 		l := newRunLog()
 		panicking := func(context.Context) error { panic(fmt.Sprintf("run %d", l.record())) }
-		task := p.Go(t.Context(), panicking, Retry(threeRuns))
+		task := p.Go(t.Context(), panicking, TaskOption{Retry: threeRuns})
 		g := p.Group(t.Context())
-		g.Go(panicking, Retry(threeRuns))
+		g.Go(panicking, TaskOption{Retry: threeRuns})
 		var pe *PanicError
 		require.ErrorAs(t, task.Wait(), &pe, "the task's error")
 		require.ErrorAs(t, g.Wait(), &pe, "the group's error")
@@ -178,7 +178,7 @@ func TestRetryAbandonedAfterAPanicIsNotPanicked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		every := func(int, error) (time.Duration, bool) { return time.Second, true }
-		task := p.Go(t.Context(), panickingFn, Retry(every))
+		task := p.Go(t.Context(), panickingFn, TaskOption{Retry: every})
 		synctest.Wait()
 		require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
 		p.Stop()
@@ -204,7 +204,7 @@ func TestRetryEndsWhenCtxEnds(t *testing.T) {
 		defer cancel()
 		l := newRunLog()
 		every100ms := func(int, error) (time.Duration, bool) { return 100 * time.Millisecond, true }
-		task := p.Go(ctx, l.failing(-1), Retry(every100ms))
+		task := p.Go(ctx, l.failing(-1), TaskOption{Retry: every100ms})
 		err := task.Wait()
 		assert.Equal(t, 250*time.Millisecond, time.Since(l.t0), "Wait returned when ctx ended")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -234,14 +234,14 @@ func TestRetryEndsOnCancel(t *testing.T) {
 			close(started)
 			<-ctx.Done()
 			return errFlaky
-		}, Retry(always))
+		}, TaskOption{Retry: always})
 		<-started
 		task.Cancel()
 		assert.Equal(t, errFlaky, task.Wait())
 		assert.Equal(t, 1, runs)
 
 		l := newRunLog()
-		task = p.Go(t.Context(), l.failing(-1), Retry(always))
+		task = p.Go(t.Context(), l.failing(-1), TaskOption{Retry: always})
 		synctest.Wait()
 		task.Cancel()
 		err := task.Wait()
@@ -275,7 +275,7 @@ func TestCancelWhileRetryIsDecidedEndsRetries(t *testing.T) {
 			<-ready
 			runs.Add(1)
 			return errFlaky
-		}, Retry(policy))
+		}, TaskOption{Retry: policy})
 		close(ready)
 		done := make(chan error, 1)
 		go func() { done <- task.Wait() }()
@@ -306,7 +306,7 @@ func TestCancelRacesARetryStress(t *testing.T) {
 		task := p.Go(context.Background(), func(context.Context) error {
 			close(returning)
 			return errFlaky
-		}, Retry(policy))
+		}, TaskOption{Retry: policy})
 		<-returning
 		for range n % 64 {
 			runtime.Gosched()
@@ -342,7 +342,7 @@ func TestCanceledTaskIsNotRerun(t *testing.T) {
 				return nil
 			}
 			return errFlaky
-		}, Retry(policy))
+		}, TaskOption{Retry: policy})
 		close(ready)
 		time.Sleep(2 * time.Hour)
 		assert.Equal(t, int32(1), runs.Load(), "runs after Cancel")
@@ -355,14 +355,14 @@ func TestCanceledTaskIsNotRerun(t *testing.T) {
 // abandons it, and Wait reports ErrStopped joined with the last run's
 // error; Shutdown runs retries until its ctx is done, then abandons them.
 func TestRetryAtStop(t *testing.T) {
-	every := func(d time.Duration) RetryPolicy {
+	every := func(d time.Duration) retryPolicy {
 		return func(int, error) (time.Duration, bool) { return d, true }
 	}
 	t.Run("StopWait", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			l := newRunLog()
-			task := p.Go(t.Context(), l.failing(3), Retry(every(time.Second)))
+			task := p.Go(t.Context(), l.failing(3), TaskOption{Retry: every(time.Second)})
 			synctest.Wait()
 			p.StopWait()
 			assert.Equal(t, 3*time.Second, time.Since(l.t0))
@@ -375,7 +375,7 @@ func TestRetryAtStop(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			l := newRunLog()
-			task := p.Go(t.Context(), l.failing(-1), Retry(every(time.Second)))
+			task := p.Go(t.Context(), l.failing(-1), TaskOption{Retry: every(time.Second)})
 			synctest.Wait()
 			p.Stop()
 			err := task.Wait()
@@ -394,7 +394,7 @@ func TestRetryAtStop(t *testing.T) {
 				close(started)
 				release.wait()
 				return errFlaky
-			}, Retry(every(0)))
+			}, TaskOption{Retry: every(0)})
 			<-started
 			go func() { synctest.Wait(); release.open() }()
 			p.Stop()
@@ -408,7 +408,7 @@ func TestRetryAtStop(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			l := newRunLog()
-			task := p.Go(t.Context(), l.failing(-1), Retry(every(time.Second)))
+			task := p.Go(t.Context(), l.failing(-1), TaskOption{Retry: every(time.Second)})
 			ctx, cancel := context.WithTimeout(t.Context(), 2500*time.Millisecond)
 			defer cancel()
 			assert.ErrorIs(t, p.Shutdown(ctx), context.DeadlineExceeded)
@@ -429,7 +429,7 @@ func TestRetryInAGroupOnlyTheFinalErrorCounts(t *testing.T) {
 		defer p.Stop()
 		g := p.Group(t.Context())
 		l := newRunLog()
-		g.Go(l.failing(2), Retry(Backoff(time.Millisecond, time.Second, 3)))
+		g.Go(l.failing(2), TaskOption{Retry: Backoff(time.Millisecond, time.Second, 2)})
 		var sawCancel bool
 		g.Go(func(ctx context.Context) error {
 			select {
@@ -444,7 +444,7 @@ func TestRetryInAGroupOnlyTheFinalErrorCounts(t *testing.T) {
 		assert.Len(t, l.at, 3)
 
 		g = p.Group(t.Context())
-		g.Go(newRunLog().failing(-1), Retry(Backoff(time.Millisecond, time.Second, 2)))
+		g.Go(newRunLog().failing(-1), TaskOption{Retry: Backoff(time.Millisecond, time.Second, 1)})
 		assert.ErrorIs(t, g.Wait(), errFlaky, "the final error")
 	})
 }
@@ -463,7 +463,7 @@ func TestGroupCanceledWhileRetryIsDecided(t *testing.T) {
 			<-gctx.Done() // the sibling's error cancels the group meanwhile
 			return time.Hour, true
 		}
-		g.Go(func(ctx context.Context) error { gctx = ctx; return errFlaky }, Retry(policy))
+		g.Go(func(ctx context.Context) error { gctx = ctx; return errFlaky }, TaskOption{Retry: policy})
 		g.Go(func(context.Context) error {
 			<-failSibling
 			return errTask
@@ -484,7 +484,7 @@ func TestGroupCanceledWhileRetryIsDecided(t *testing.T) {
 // at most attempts runs (attempts < 1 means 1); base or max of zero or
 // less means no delay; huge values do not overflow.
 func TestBackoffBounds(t *testing.T) {
-	b := Backoff(10*time.Millisecond, 50*time.Millisecond, 5)
+	b := Backoff(10*time.Millisecond, 50*time.Millisecond, 4)
 	for attempt, ceiling := range map[int]time.Duration{1: 10 * time.Millisecond, 2: 20 * time.Millisecond, 3: 40 * time.Millisecond, 4: 50 * time.Millisecond} {
 		seen := map[bool]bool{}
 		for range 2000 {
@@ -498,15 +498,15 @@ func TestBackoffBounds(t *testing.T) {
 	_, ok := b(5, errFlaky)
 	assert.False(t, ok, "after 5 runs")
 	for _, attempts := range []int{1, 0, -3} {
-		_, ok := Backoff(time.Second, time.Second, attempts)(1, errFlaky)
+		_, ok := Backoff(time.Second, time.Second, attempts-1)(1, errFlaky)
 		assert.False(t, ok, "attempts %d: one run only", attempts)
 	}
-	for _, b := range []RetryPolicy{Backoff(0, time.Second, 3), Backoff(time.Second, 0, 3), Backoff(-time.Second, time.Second, 3)} {
+	for _, b := range []retryPolicy{Backoff(0, time.Second, 2), Backoff(time.Second, 0, 2), Backoff(-time.Second, time.Second, 2)} {
 		d, ok := b(1, errFlaky)
 		assert.True(t, ok)
 		assert.Zero(t, d)
 	}
-	huge := Backoff(time.Hour, time.Duration(1<<62), 1000)
+	huge := Backoff(time.Hour, time.Duration(1<<62), 999)
 	for _, attempt := range []int{40, 64, 200, 999} {
 		d, ok := huge(attempt, errFlaky)
 		assert.True(t, ok)
@@ -514,7 +514,7 @@ func TestBackoffBounds(t *testing.T) {
 	}
 }
 
-// Backoff(base, max, attempts): the delay is random in
+// Backoff(base, max, attempts-1): the delay is random in
 // [0, min(max, base·2^(k−1))]. A max of math.MaxInt64 ("no cap") or a
 // huge base must not make the policy panic.
 func TestBackoffHugeMaxDoesNotPanic(t *testing.T) {
@@ -526,16 +526,16 @@ func TestBackoffHugeMaxDoesNotPanic(t *testing.T) {
 		{time.Nanosecond, time.Duration(math.MaxInt64), 64},
 		{time.Hour, time.Duration(math.MaxInt64), 60},
 	} {
-		policy := Backoff(c.base, c.max, 100)
+		policy := Backoff(c.base, c.max, 99)
 		assert.NotPanics(t, func() {
 			d, ok := policy(c.attempt, errFlaky)
 			assert.True(t, ok)
 			assert.GreaterOrEqual(t, d, time.Duration(0))
-		}, "Backoff(%v, %v, 100)(%d)", c.base, c.max, c.attempt)
+		}, "Backoff(%v, %v, 99)(%d)", c.base, c.max, c.attempt)
 	}
 }
 
-// A RetryPolicy's delay: "retry means the task goes back through the
+// A retryPolicy's delay: "retry means the task goes back through the
 // timer heap for the delay". A huge delay must not wrap around.
 func TestRetryHugeDelayIsNotAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -548,7 +548,7 @@ func TestRetryHugeDelayIsNotAtOnce(t *testing.T) {
 				return Permanent(errFlaky)
 			}
 			return errFlaky
-		}, Retry(policy))
+		}, TaskOption{Retry: policy})
 		time.Sleep(time.Hour)
 		assert.Equal(t, int32(1), runs.Load(), "runs within an hour of a retry delayed by MaxInt64")
 		p.Stop()
@@ -565,7 +565,7 @@ func TestRetryUnderABound(t *testing.T) {
 		defer p.Stop()
 		every := func(int, error) (time.Duration, bool) { return time.Second, true }
 		l := newRunLog()
-		task := p.Go(t.Context(), l.failing(1), Retry(every))
+		task := p.Go(t.Context(), l.failing(1), TaskOption{Retry: every})
 		synctest.Wait()
 		assert.Equal(t, 1, p.Status().Scheduled)
 		g := newGate()
@@ -577,7 +577,7 @@ func TestRetryUnderABound(t *testing.T) {
 		// A run fails while another task holds the place: the retry waits
 		// without one, and the place, once free, goes to a new task.
 		release := newGate()
-		task = p.Go(t.Context(), func(context.Context) error { release.wait(); return errFlaky }, Retry(every))
+		task = p.Go(t.Context(), func(context.Context) error { release.wait(); return errFlaky }, TaskOption{Retry: every})
 		synctest.Wait() // started: its place is free again
 		g = newGate()
 		p.Submit(g.task()) // queued: it takes the place
@@ -600,11 +600,11 @@ func TestRetryUnderABound(t *testing.T) {
 func TestRetryPolicyPanicIsLoggedWithTheFailedAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithName("n"), WithLogger(slog.New(logs)), WithPanicHandler(func(any) {}))
+		p := New(1, WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
 		defer p.Stop()
 		asked := make(chan int, 1)
-		task := p.Go(t.Context(), func(context.Context) error { return errFlaky }, Label("x"),
-			Retry(func(attempt int, err error) (time.Duration, bool) { asked <- attempt; panic("policy") }))
+		task := p.Go(t.Context(), func(context.Context) error { return errFlaky }, TaskOption{Label: "x"},
+			TaskOption{Retry: func(attempt int, err error) (time.Duration, bool) { asked <- attempt; panic("policy") }})
 		require.Error(t, task.Wait())
 		assert.Equal(t, 1, <-asked, "the policy was asked about attempt 1")
 		recs := logs.withMessage("retry policy panicked")
@@ -620,7 +620,7 @@ func TestRetryPolicyGoexitEndsTheTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		task := p.Go(t.Context(), func(context.Context) error { return errFlaky },
-			Retry(func(int, error) (time.Duration, bool) { runtime.Goexit(); return 0, false }))
+			TaskOption{Retry: func(int, error) (time.Duration, bool) { runtime.Goexit(); return 0, false }})
 		done := make(chan error, 1)
 		go func() { done <- task.Wait() }()
 		synctest.Wait()

@@ -24,9 +24,9 @@ func TestDelayedTasksStartWhenDueInOrder(t *testing.T) {
 		defer p.Stop()
 		l, ctx := newStartLog(), t.Context()
 		waits := []func() error{
-			c.give(p, ctx, l.fn("c"), Delay(3*time.Second)),
-			c.give(p, ctx, l.fn("a"), Delay(time.Second)),
-			c.give(p, ctx, l.fn("b"), At(time.Now().Add(time.Second))),
+			c.give(p, ctx, l.fn("c"), TaskOption{Delay: 3*time.Second}),
+			c.give(p, ctx, l.fn("a"), TaskOption{Delay: time.Second}),
+			c.give(p, ctx, l.fn("b"), TaskOption{Delay: time.Until(time.Now().Add(time.Second))}),
 			c.give(p, ctx, l.fn("now")),
 		}
 		synctest.Wait()
@@ -52,12 +52,12 @@ func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
 		defer p.Stop()
 		l, ctx := newStartLog(), t.Context()
 		for name, opts := range map[string][]TaskOption{
-			"zero":     {Delay(0)},
-			"negative": {Delay(-time.Second)},
-			"past":     {At(time.Now().Add(-time.Hour))},
+			"zero":     {TaskOption{Delay: 0}},
+			"negative": {TaskOption{Delay: -time.Second}},
+			"past":     {TaskOption{Delay: time.Until(time.Now().Add(-time.Hour))}},
 			"none":     {{}},
-			"last":     {Delay(time.Hour), At(time.Now().Add(2 * time.Second))},
-			"last2":    {At(time.Now().Add(time.Hour)), Delay(-1)},
+			"last":     {TaskOption{Delay: time.Hour}, TaskOption{Delay: time.Until(time.Now().Add(2 * time.Second))}},
+			"last2":    {TaskOption{Delay: time.Until(time.Now().Add(time.Hour))}, TaskOption{Delay: -1}},
 		} {
 			c.give(p, ctx, l.fn(name), opts...)
 		}
@@ -67,7 +67,7 @@ func TestTaskOptionsWithoutDelayAndTheLastWins(t *testing.T) {
 	})
 }
 
-// Delay(d) means "not due before now+d". A huge d must not wrap around to
+// TaskOption{Delay: d} means "not due before now+d". A huge d must not wrap around to
 // a due time in the past.
 func TestDelayHugeIsNotAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -75,9 +75,9 @@ func TestDelayHugeIsNotAtOnce(t *testing.T) {
 		time.Sleep(time.Millisecond) // the pool's clock is past 0
 		var ran atomic.Bool
 		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil },
-			Delay(time.Duration(math.MaxInt64)))
+			TaskOption{Delay: time.Duration(math.MaxInt64)})
 		time.Sleep(time.Hour)
-		assert.False(t, ran.Load(), "Delay(MaxInt64) ran within an hour")
+		assert.False(t, ran.Load(), "TaskOption{Delay: MaxInt64} ran within an hour")
 		assert.Equal(t, 1, p.Status().Scheduled, "Scheduled")
 		p.Stop()
 		assert.ErrorIs(t, task.Wait(), ErrStopped)
@@ -108,7 +108,7 @@ func TestScheduledTasksHoldNoGoroutine(t *testing.T) {
 		synctest.Wait()
 		before := len(bubbleStacks())
 		for i := range 1000 {
-			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Duration(1+i)*time.Millisecond))
+			p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Duration(1+i)*time.Millisecond})
 		}
 		synctest.Wait()
 		assert.Equal(t, before, len(bubbleStacks()), "goroutines")
@@ -123,11 +123,11 @@ func TestCancelRemovesAScheduledTaskAtOnce(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		ran := false
-		byCancel := p.Go(t.Context(), func(context.Context) error { ran = true; return nil }, Delay(time.Hour))
+		byCancel := p.Go(t.Context(), func(context.Context) error { ran = true; return nil }, TaskOption{Delay: time.Hour})
 		ctx, cancel := context.WithCancel(t.Context())
-		byCtx := p.Go(ctx, func(context.Context) error { ran = true; return nil }, Delay(time.Hour))
+		byCtx := p.Go(ctx, func(context.Context) error { ran = true; return nil }, TaskOption{Delay: time.Hour})
 		g := p.Group(t.Context())
-		g.Go(func(context.Context) error { ran = true; return nil }, Delay(time.Hour))
+		g.Go(func(context.Context) error { ran = true; return nil }, TaskOption{Delay: time.Hour})
 		synctest.Wait()
 		require.Equal(t, 3, p.Status().Scheduled)
 		t0 := time.Now()
@@ -156,10 +156,10 @@ func TestCancelRemovesAScheduledTaskAtOnce(t *testing.T) {
 func TestStopsWithScheduledPlainTasks(t *testing.T) {
 	forEachPlainOptionCall(t, func(t *testing.T, c optionCall) {
 		letters := new(letterBox)
-		p := New(1, WithDeadLetter(letters.handle))
+		p := New(1, WithHooks(Hooks{DeadLetter: letters.handle}))
 		l := newStartLog()
-		require.NoError(t, c.give(p, t.Context(), l.fn("late"), Delay(time.Hour))())
-		require.NoError(t, c.give(p, t.Context(), l.fn("soon"), At(time.Now().Add(time.Second)))())
+		require.NoError(t, c.give(p, t.Context(), l.fn("late"), TaskOption{Delay: time.Hour})())
+		require.NoError(t, c.give(p, t.Context(), l.fn("soon"), TaskOption{Delay: time.Until(time.Now().Add(time.Second))})())
 		time.Sleep(time.Second)
 		synctest.Wait()
 		p.Stop()
@@ -179,7 +179,7 @@ func TestStopsWithScheduledTasks(t *testing.T) {
 	t.Run("Stop", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
-			task := p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Hour))
+			task := p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Hour})
 			t0 := time.Now()
 			p.Stop()
 			assert.Zero(t, time.Since(t0))
@@ -192,8 +192,8 @@ func TestStopsWithScheduledTasks(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			l := newStartLog()
-			p.Go(t.Context(), l.fn("late"), Delay(5*time.Second))
-			p.Go(t.Context(), l.fn("early"), Delay(time.Second))
+			p.Go(t.Context(), l.fn("late"), TaskOption{Delay: 5*time.Second})
+			p.Go(t.Context(), l.fn("early"), TaskOption{Delay: time.Second})
 			p.StopWait()
 			assert.Equal(t, 5*time.Second, time.Since(l.t0), "StopWait returned when the last was due and done")
 			assert.Equal(t, map[string]time.Duration{"early": time.Second, "late": 5 * time.Second}, l.at)
@@ -205,8 +205,8 @@ func TestStopsWithScheduledTasks(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			l := newStartLog()
-			p.Go(t.Context(), l.fn("in time"), Delay(time.Second))
-			late := p.Go(t.Context(), l.fn("late"), Delay(10*time.Second))
+			p.Go(t.Context(), l.fn("in time"), TaskOption{Delay: time.Second})
+			late := p.Go(t.Context(), l.fn("late"), TaskOption{Delay: 10*time.Second})
 			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 			defer cancel()
 			err := p.Shutdown(ctx)
@@ -228,8 +228,8 @@ func TestPauseAndScheduledTasks(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		l := newStartLog()
-		p.Go(t.Context(), l.fn("due at the pause"), Delay(time.Second))
-		p.Go(t.Context(), l.fn("due in the pause"), Delay(2*time.Second))
+		p.Go(t.Context(), l.fn("due at the pause"), TaskOption{Delay: time.Second})
+		p.Go(t.Context(), l.fn("due in the pause"), TaskOption{Delay: 2*time.Second})
 		time.Sleep(time.Second) // the first is due now, whether or not dispatch moved it yet
 		ctx, cancel := context.WithCancel(t.Context())
 		p.Pause(ctx)
@@ -250,7 +250,7 @@ func TestWaitIdleWaitsForScheduledTasks(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		l := newStartLog()
-		p.Go(t.Context(), l.fn("later"), Delay(2*time.Second))
+		p.Go(t.Context(), l.fn("later"), TaskOption{Delay: 2*time.Second})
 		require.NoError(t, p.WaitIdle(t.Context()))
 		assert.Equal(t, 2*time.Second, time.Since(l.t0))
 		assert.Equal(t, []string{"later"}, l.starts)
@@ -267,44 +267,44 @@ func TestBoundCountsScheduledTasks(t *testing.T) {
 			defer p.Stop()
 			g := newGate()
 			p.Submit(g.task()) // the one worker is busy
-			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second))
+			p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Second})
 			synctest.Wait()
-			assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
-			assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second)).Wait(), ErrQueueFull)
+			assert.False(t, tryDo(p, func() {}), "TryDo")
+			assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Second}).Wait(), ErrQueueFull)
 			time.Sleep(time.Second)
 			synctest.Wait()
 			assert.Equal(t, 1, p.Status().Waiting, "due, it waits for the busy worker, in the same place")
-			assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
+			assert.False(t, tryDo(p, func() {}), "TryDo")
 			g.open()
 			synctest.Wait()
-			assert.True(t, p.TrySubmit(func() {}), "room once the task ran")
+			assert.True(t, tryDo(p, func() {}), "room once the task ran")
 		})
 	})
 	t.Run("DropOldest", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var letters []error
-			p := New(1, WithMaxWaiting(2, DropOldest), WithDeadLetter(func(_ func(), why error) { letters = append(letters, why) }))
+			p := New(1, WithMaxWaiting(2, DropOldest), WithHooks(Hooks{DeadLetter: func(_ func(), why error) { letters = append(letters, why) }}))
 			defer p.Stop()
 			g := newGate()
 			p.Submit(g.task()) // runs
-			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second))
+			p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Second})
 			p.Submit(func() {}) // waits: with the scheduled task, the bound is full
 			synctest.Wait()
 			p.Submit(func() {}) // drops the waiting one
 			synctest.Wait()
-			assert.Equal(t, []error{ErrDropped}, letters)
-			p.Go(t.Context(), func(context.Context) error { return nil }, Delay(time.Second)) // drops the waiting one too
+			assert.Equal(t, []error{errDropped}, letters)
+			p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: time.Second}) // drops the waiting one too
 			synctest.Wait()
-			assert.Equal(t, []error{ErrDropped, ErrDropped}, letters)
+			assert.Equal(t, []error{errDropped, errDropped}, letters)
 			s := p.Status()
 			require.Equal(t, 2, s.Scheduled)
 			require.Equal(t, 0, s.Waiting)
 			// Scheduled tasks alone fill the bound: every call is refused.
 			p.Submit(func() {})
 			synctest.Wait()
-			assert.Equal(t, []error{ErrDropped, ErrDropped, ErrQueueFull}, letters)
+			assert.Equal(t, []error{errDropped, errDropped, ErrQueueFull}, letters)
 			assert.ErrorIs(t, p.Do(func() {}), ErrQueueFull)
-			assert.False(t, p.TrySubmit(func() {}))
+			assert.False(t, tryDo(p, func() {}))
 			assert.ErrorIs(t, p.DoWait(func() {}), ErrQueueFull)
 			assert.ErrorIs(t, p.DoBatch([]func(){func() {}}), ErrQueueFull)
 			assert.ErrorIs(t, p.Go(t.Context(), func(context.Context) error { return nil }).Wait(), ErrQueueFull)
@@ -328,7 +328,7 @@ func TestScheduledTasksAccounting(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, time.Duration(i)*100*time.Millisecond)
 				defer cancel()
 			}
-			task := p.Go(ctx, func(context.Context) error { time.Sleep(50 * time.Millisecond); return nil }, Delay(time.Duration(i)*200*time.Millisecond))
+			task := p.Go(ctx, func(context.Context) error { time.Sleep(50 * time.Millisecond); return nil }, TaskOption{Delay: time.Duration(i)*200*time.Millisecond})
 			if i%7 == 0 {
 				task.Cancel()
 			}
@@ -348,7 +348,7 @@ func TestScheduledTasksAccounting(t *testing.T) {
 // the job. A Cancel that lands in between settles the job, and its Wait
 // returns context.Canceled, but the reservation stays until dispatch gets
 // to the job: Status still shows it scheduled (doc.go: a settled task has
-// left Scheduled by the time its Wait reports it), and a TrySubmit that
+// left Scheduled by the time its Wait reports it), and a TryDo that
 // follows in the same goroutine is refused with ErrQueueFull, and counted
 // in Rejected, because of a task that no longer exists. Dispatch is held here in the job's ctx Err, where a slow
 // scheduler could hold it.
@@ -358,17 +358,17 @@ func TestUnderDropOldestACanceledDelayedTaskLeavesScheduledByTheTimeWaitReturns(
 		defer p.Stop()
 		busy := newFrameStallingContext(t.Context(), "(*dispatcher).acceptJob(")
 		defer busy.resume()
-		delayed := p.Go(busy, noopFn, Delay(time.Hour))
+		delayed := p.Go(busy, noopFn, TaskOption{Delay: time.Hour})
 		<-busy.stalled // dispatch took the job and has not looked at it yet
 		delayed.Cancel()
 		require.ErrorIs(t, delayed.Wait(), context.Canceled, "the delayed task")
 		assert.Zero(t, p.Status().Scheduled, "scheduled once Wait reported the cancel")
 
 		tried := make(chan bool, 1)
-		go func() { tried <- p.TrySubmit(func() {}) }()
+		go func() { tried <- tryDo(p, func() {}) }()
 		synctest.Wait()
 		busy.resume()
-		assert.True(t, <-tried, "TrySubmit on an idle pool whose one delayed task was canceled")
+		assert.True(t, <-tried, "TryDo on an idle pool whose one delayed task was canceled")
 		synctest.Wait()
 		assert.Zero(t, p.Status().Rejected, "rejected")
 	})

@@ -327,7 +327,7 @@ func TestTasksCutByShutdownBeforeStartReportErrStopped(t *testing.T) {
 			if i%2 == 0 {
 				tasks = append(tasks, p.Go(context.Background(), func(context.Context) error { count(); return nil }))
 			} else {
-				futures = append(futures, Call(context.Background(), p, func(context.Context) (int, error) { count(); return i, nil }))
+				futures = append(futures, GoResult(context.Background(), p, func(context.Context) (int, error) { count(); return i, nil }))
 			}
 		}
 		shutdown := make(chan error, 1)
@@ -402,10 +402,7 @@ func TestQueuedChildOfCutTaskIsGivenUpInQueueOrder(t *testing.T) {
 		name string
 		give func(p *WorkerPool, ctx context.Context) error
 	}{
-		{"Go", func(p *WorkerPool, ctx context.Context) error { return p.Go(ctx, noopFn, Label("child")).Wait() }},
-		{"DoWaitContext", func(p *WorkerPool, ctx context.Context) error {
-			return p.DoWaitContext(ctx, func() {}, Label("child"))
-		}},
+		{"Go", func(p *WorkerPool, ctx context.Context) error { return p.Go(ctx, noopFn, TaskOption{Label: "child"}).Wait() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -422,8 +419,8 @@ func TestQueuedChildOfCutTaskIsGivenUpInQueueOrder(t *testing.T) {
 					return nil
 				})
 				synctest.Wait()
-				p.Go(context.Background(), noopFn, Label("q1"))
-				p.Go(context.Background(), noopFn, Label("q2"))
+				p.Go(context.Background(), noopFn, TaskOption{Label: "q1"})
+				p.Go(context.Background(), noopFn, TaskOption{Label: "q2"})
 				close(give)
 				synctest.Wait()
 				require.Equal(t, 3, p.WaitingQueueSize(), "queued: q1, q2 and the child")

@@ -57,7 +57,7 @@ func TestSizeScheduleAppliesWindowsAtTheirBoundaries(t *testing.T) {
 		// Local time is UTC+2: the pool starts at 02:00 local, outside both
 		// windows, which are adjacent (the first ends as the second begins).
 		loc := time.FixedZone("UTC+2", 2*60*60)
-		p := New(3, WithMinWorkers(1), WithIdleTimeout(-1), WithSizeSchedule(loc,
+		p := New(3, WithMinWorkers(1), WithIdleTimeout(-1), sizeSchedule(loc,
 			SizeWindow{From: "09:00", To: "12:00", Min: 2, Max: 6},
 			SizeWindow{From: "12:00", To: "14:00", Min: 0, Max: 1},
 		))
@@ -101,7 +101,7 @@ func TestSizeScheduleAppliesWindowsAtTheirBoundaries(t *testing.T) {
 
 func TestSizeScheduleWindowWrapsPastMidnight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(4, WithMinWorkers(2), WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+		p := New(4, WithMinWorkers(2), WithIdleTimeout(-1), sizeSchedule(time.UTC,
 			SizeWindow{From: "22:00", To: "06:00", Min: 1, Max: 1},
 		))
 		defer p.Stop()
@@ -121,7 +121,7 @@ func TestSizeScheduleWindowWrapsPastMidnight(t *testing.T) {
 
 func TestSizeScheduleWholeDayWindowBeginsAgainAtItsFrom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(5, WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+		p := New(5, WithIdleTimeout(-1), sizeSchedule(time.UTC,
 			SizeWindow{From: "06:00", To: "06:00", Min: 0, Max: 2}, // To equal to From: the whole day
 		))
 		defer p.Stop()
@@ -147,7 +147,7 @@ func berlin(t *testing.T) *time.Location {
 
 func TestSizeScheduleFollowsTheClockWhenDaylightSavingTimeBegins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+		p := New(3, WithIdleTimeout(-1), sizeSchedule(berlin(t),
 			SizeWindow{From: "02:30", To: "05:00", Min: 5, Max: 5},
 			SizeWindow{From: "02:10", To: "02:20", Min: 2, Max: 2},
 		))
@@ -177,7 +177,7 @@ func TestSizeScheduleFollowsTheClockWhenDaylightSavingTimeBegins(t *testing.T) {
 
 func TestSizeScheduleFollowsTheClockWhenDaylightSavingTimeEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+		p := New(3, WithIdleTimeout(-1), sizeSchedule(berlin(t),
 			SizeWindow{From: "02:15", To: "02:45", Min: 7, Max: 7},
 			SizeWindow{From: "02:50", To: "04:00", Min: 4, Max: 4},
 		))
@@ -210,7 +210,7 @@ func TestSizeScheduleFollowsTheClockWhenDaylightSavingTimeEnds(t *testing.T) {
 
 func TestSizeScheduleDaylightSavingTimeInsideAWindowIsNoBoundary(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+		p := New(3, WithIdleTimeout(-1), sizeSchedule(berlin(t),
 			SizeWindow{From: "01:00", To: "04:00", Min: 0, Max: 2},
 		))
 		defer p.Stop()
@@ -228,7 +228,7 @@ func TestSizeScheduleDaylightSavingTimeInsideAWindowIsNoBoundary(t *testing.T) {
 
 func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+		p := New(2, WithIdleTimeout(-1), sizeSchedule(time.UTC,
 			SizeWindow{From: "10:00", To: "12:00", Min: 1, Max: 4},
 			SizeWindow{From: "12:00", To: "13:00", Min: 0, Max: 2},
 		))
@@ -246,7 +246,7 @@ func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
 		// The dispatcher's timer fires for a delayed task inside the window:
 		// no boundary, the calls' sizes hold.
 		var ran atomic.Bool
-		require.NoError(t, p.DoContext(context.Background(), func() { ran.Store(true) }, Delay(10*time.Minute)), "Do with Delay")
+		require.NoError(t, p.DoContext(context.Background(), func() { ran.Store(true) }, TaskOption{Delay: 10*time.Minute}), "Do with Delay")
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		require.True(t, ran.Load(), "the delayed task ran")
@@ -337,7 +337,7 @@ func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				option := WithSizeSchedule(c.loc, c.windows...) // checked as New applies it
+				option := sizeSchedule(c.loc, c.windows...) // checked as New applies it
 				assert.PanicsWithValue(t, c.want, func() { New(2, option) }, "New")
 			})
 		})
@@ -346,7 +346,7 @@ func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
 
 func TestWithSizeScheduleAcceptsAdjacentWindowsAndNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(2, WithSizeSchedule(time.UTC,
+		p := New(2, sizeSchedule(time.UTC,
 			SizeWindow{From: "00:00", To: "08:00", Min: 0, Max: 1},
 			SizeWindow{From: "08:00", To: "23:59", Min: 0, Max: 3},
 			SizeWindow{From: "23:59", To: "00:00", Min: 0, Max: 5}, // the last minute of the day
@@ -357,7 +357,7 @@ func TestWithSizeScheduleAcceptsAdjacentWindowsAndNone(t *testing.T) {
 		assert.Equal(t, 5, p.Size(), "Size at 23:59")
 		p.Stop()
 		// No windows: no schedule, also after one (the last option wins).
-		p = New(2, WithSizeSchedule(time.UTC, SizeWindow{From: "00:00", To: "00:00", Max: 9}), WithSizeSchedule(time.UTC))
+		p = New(2, sizeSchedule(time.UTC, SizeWindow{From: "00:00", To: "00:00", Max: 9}), sizeSchedule(time.UTC))
 		assert.Equal(t, 2, p.Size(), "Size with no windows")
 		p.Stop()
 	})
@@ -365,7 +365,7 @@ func TestWithSizeScheduleAcceptsAdjacentWindowsAndNone(t *testing.T) {
 
 func TestSizeScheduleChangesNothingOnceStoppingBegan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, d := start(2, []Option{WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+		p, d := start(2, []Option{WithIdleTimeout(-1), sizeSchedule(time.UTC,
 			SizeWindow{From: "01:00", To: "02:00", Min: 4, Max: 4},
 		)})
 		defer p.Stop()
@@ -377,7 +377,7 @@ func TestSizeScheduleChangesNothingOnceStoppingBegan(t *testing.T) {
 		synctest.Wait()
 		go p.StopWait()
 		synctest.Wait()
-		require.Equal(t, StateStopping, p.Status().State, "state while a task runs")
+		require.Equal(t, "stopping", stateOf(p.Status()), "state while a task runs")
 		// 01:00 passes while StopWait waits: the stop drains on 2 workers.
 		checkSizeSteps(t, p, sizeStep{time.Now(), 2, 2}, []sizeStep{
 			{utc(1, 1, 1, 0), 2, 2},
@@ -403,7 +403,7 @@ func TestSizeScheduleChangesNothingOnceStoppingBegan(t *testing.T) {
 
 func TestSizeScheduleStopReleasesTheTimerAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p, d := start(2, []Option{WithSizeSchedule(time.UTC,
+		p, d := start(2, []Option{sizeSchedule(time.UTC,
 			SizeWindow{From: "01:00", To: "02:00", Min: 1, Max: 4},
 		)})
 		time.Sleep(90 * time.Minute)
@@ -499,7 +499,7 @@ func TestSetMinWorkersWhileStoppingDoesNothing(t *testing.T) {
 		synctest.Wait()
 		go p.StopWait()
 		synctest.Wait()
-		require.Equal(t, StateStopping, p.Status().State, "state")
+		require.Equal(t, "stopping", stateOf(p.Status()), "state")
 		p.SetMinWorkers(3)
 		synctest.Wait()
 		assert.Equal(t, 1, p.Status().Workers, "workers after SetMinWorkers while stopping")
@@ -517,7 +517,7 @@ func TestResizeRacingABoundaryCountsOnOneSideOfIt(t *testing.T) {
 	seen := map[[2]int]int{}
 	for range 200 {
 		synctest.Test(t, func(t *testing.T) {
-			p := New(2, WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+			p := New(2, WithIdleTimeout(-1), sizeSchedule(time.UTC,
 				SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 4},
 			))
 			defer p.Stop()
@@ -580,7 +580,7 @@ func TestSizeScheduleClockChangeThatPassesABoundaryInsideAWindowIsOne(t *testing
 		t.Run(c.name, func(t *testing.T) {
 			loc := load(t, c.zone)
 			synctest.Test(t, func(t *testing.T) {
-				p := New(5, WithIdleTimeout(-1), WithSizeSchedule(loc, c.window))
+				p := New(5, WithIdleTimeout(-1), sizeSchedule(loc, c.window))
 				defer p.Stop()
 				time.Sleep(time.Until(c.resize))
 				synctest.Wait()
@@ -755,7 +755,7 @@ func TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear(t *testing.T) {
 // stop returned.
 func TestSizeSchedulePassesTheEndOfALeapYearInTheZonesRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithIdleTimeout(-1), WithSizeSchedule(berlin(t),
+		p := New(3, WithIdleTimeout(-1), sizeSchedule(berlin(t),
 			SizeWindow{From: "12:00", To: "13:00", Min: 1, Max: 1},
 		))
 		defer p.Stop()
@@ -786,20 +786,20 @@ func TestSizeSchedulePassesTheEndOfALeapYearInTheZonesRule(t *testing.T) {
 func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var letters letterBox
-		p := New(4, WithIdleTimeout(-1), WithKeyLimit(3), WithDeadLetter(letters.handle), WithSizeSchedule(time.UTC,
+		p := New(4, WithIdleTimeout(-1), WithKeys(3, nil), WithHooks(Hooks{DeadLetter: letters.handle}), sizeSchedule(time.UTC,
 			SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 2},
 		))
 		defer p.Stop()
 		ctx := context.Background()
 		g := newGate()
 		defer g.release()
-		running := p.Go(ctx, fnOf(g.wait), Weight(3))                    // runs through the window
-		waiting := p.Go(ctx, noopFn, Weight(3))                          // waits for slots
-		heldBack := p.Go(ctx, noopFn, Key("k"), Weight(3))               // behind waiting
-		scheduled := p.Go(ctx, noopFn, Weight(3), Delay(90*time.Minute)) // due inside the window
+		running := p.Go(ctx, fnOf(g.wait), TaskOption{Weight: 3})                    // runs through the window
+		waiting := p.Go(ctx, noopFn, TaskOption{Weight: 3})                          // waits for slots
+		heldBack := p.Go(ctx, noopFn, TaskOption{Key: "k"}, TaskOption{Weight: 3})               // behind waiting
+		scheduled := p.Go(ctx, noopFn, TaskOption{Weight: 3}, TaskOption{Delay: 90*time.Minute}) // due inside the window
 		plain := func() {}
-		require.NoError(t, p.DoContext(context.Background(), plain, Weight(3)), "Do with Weight(3) before the window")
-		light := p.Go(ctx, noopFn, Weight(2))
+		require.NoError(t, p.DoContext(context.Background(), plain, TaskOption{Weight: 3}), "Do with TaskOption{Weight: 3} before the window")
+		light := p.Go(ctx, noopFn, TaskOption{Weight: 2})
 		synctest.Wait()
 		require.Equal(t, 1, p.Status().Busy, "busy before the window")
 		require.Equal(t, 4, p.Status().Waiting, "waiting before the window")
@@ -817,15 +817,15 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 		assert.Equal(t, uint64(4), s.Dropped, "dropped at 01:00")
 		assert.Equal(t, 1, s.Busy, "busy at 01:00: the running task finishes")
 		assert.Equal(t, 1, s.Waiting, "waiting at 01:00: the light task, for slots")
-		assert.ErrorIs(t, p.Go(ctx, noopFn, Weight(3)).Wait(), ErrTooHeavy, "Weight(3) inside the window")
-		assert.ErrorIs(t, p.DoContext(context.Background(), plain, Weight(3)), ErrTooHeavy, "Do with Weight(3) inside the window")
+		assert.ErrorIs(t, p.Go(ctx, noopFn, TaskOption{Weight: 3}).Wait(), ErrTooHeavy, "TaskOption{Weight: 3} inside the window")
+		assert.ErrorIs(t, p.DoContext(context.Background(), plain, TaskOption{Weight: 3}), ErrTooHeavy, "Do with TaskOption{Weight: 3} inside the window")
 
 		g.open()
 		assert.NoError(t, light.Wait(), "the light task")
 		require.NoError(t, running.Wait(), "the running task")
 		time.Sleep(time.Hour) // 02:00
 		synctest.Wait()
-		assert.NoError(t, p.Go(ctx, noopFn, Weight(3)).Wait(), "Weight(3) after the window")
+		assert.NoError(t, p.Go(ctx, noopFn, TaskOption{Weight: 3}).Wait(), "TaskOption{Weight: 3} after the window")
 		p.StopWait()
 		s = requireStoppedClean(t, p)
 		assert.Equal(t, uint64(4), s.Dropped, "dropped")
@@ -849,7 +849,7 @@ func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
 			seen := map[int]int{}
 			for round := range 50 {
 				synctest.Test(t, func(t *testing.T) {
-					p, d := start(2, []Option{WithIdleTimeout(-1), WithSizeSchedule(time.UTC,
+					p, d := start(2, []Option{WithIdleTimeout(-1), sizeSchedule(time.UTC,
 						SizeWindow{From: "01:00", To: "02:00", Min: 4, Max: 4},
 					)})
 					defer p.Stop()
@@ -885,7 +885,7 @@ func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
 // WaitIdle waits through both.
 func TestSizeScheduleBoundaryKeepsPausesAndKeyLimits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithIdleTimeout(-1), WithKeyLimit(1), WithSizeSchedule(time.UTC,
+		p := New(1, WithIdleTimeout(-1), WithKeys(1, nil), sizeSchedule(time.UTC,
 			SizeWindow{From: "01:00", To: "02:00", Min: 0, Max: 4},
 		))
 		defer p.Stop()
@@ -910,7 +910,7 @@ func TestSizeScheduleBoundaryKeepsPausesAndKeyLimits(t *testing.T) {
 		// Four tasks of one key under a limit of 1, and three without: four
 		// start, the key's others wait for it.
 		for range 4 {
-			require.NoError(t, p.DoContext(context.Background(), sleeper(40*time.Minute), Key("k")))
+			require.NoError(t, p.DoContext(context.Background(), sleeper(40*time.Minute), TaskOption{Key: "k"}))
 		}
 		for range 3 {
 			p.Submit(sleeper(2 * time.Hour))

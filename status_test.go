@@ -18,21 +18,9 @@ import (
 
 // Tests for Status and the read-only accessors: State names, observers that
 // never block, counters that never go back, Panicked, Busy in a quiet
-// moment, a Status that says StateStopped being exact, and the accounting
+// moment, a Status that says "stopped" being exact, and the accounting
 // invariant (every accepted task lands in exactly one bucket) with every
 // policy at once.
-
-func TestStateString(t *testing.T) {
-	for state, want := range map[State]string{
-		StateRunning:  "running",
-		StatePaused:   "paused",
-		StateStopping: "stopping",
-		StateStopped:  "stopped",
-		State(9):      "State(9)",
-	} {
-		assert.Equal(t, want, state.String())
-	}
-}
 
 func TestObserversNeverBlock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -42,19 +30,19 @@ func TestObserversNeverBlock(t *testing.T) {
 		p.Submit(func() {})
 		go p.Pause(t.Context()) // blocked on its barrier
 		synctest.Wait()
-		observe := func(want State) {
+		observe := func(want string) {
 			t.Helper()
 			// A blocking observer would deadlock the bubble here.
-			assert.Equal(t, want, p.Status().State, "state")
+			assert.Equal(t, want, stateOf(p.Status()), "state")
 			assert.Equal(t, 1, p.WaitingQueueSize(), "WaitingQueueSize")
-			assert.Equal(t, want != StateRunning && want != StatePaused, p.Stopped(), "Stopped")
+			assert.Equal(t, want != "running" && want != "paused", p.Stopped(), "Stopped")
 			assert.Equal(t, 1, p.Size(), "Size")
 		}
-		observe(StatePaused)
+		observe("paused")
 		go p.StopWait() // blocked on the running task
 		synctest.Wait()
 		s := p.Status()
-		assert.Equal(t, StateStopping, s.State, "state during StopWait")
+		assert.Equal(t, "stopping", stateOf(s), "state during StopWait")
 		assert.True(t, p.Stopped(), "Stopped during StopWait")
 		assert.Equal(t, 1, s.Busy, "busy during StopWait")
 		g.open()
@@ -91,7 +79,7 @@ func pollBackwards(p *WorkerPool, counter func(Status) uint64) (stop func() int6
 func TestStatusCompletedNeverGoesBack(t *testing.T) {
 	p := New(4)
 	stop := pollBackwards(p, func(s Status) uint64 { return s.Completed })
-	again := Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 })
+	again := TaskOption{Retry: func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 }}
 	ctx := context.Background()
 	for range 20000 {
 		p.Submit(func() {})
@@ -183,7 +171,7 @@ func TestStatusBusyLeavesOutTheTasksAGroupHoldsBack(t *testing.T) {
 func TestPanickedCountsPlainTasksAsTheyComplete(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := newGate()
-		p := New(2, WithPanicHandler(func(any) { release.wait() }))
+		p := New(2, WithHooks(Hooks{Panic: func(any) { release.wait() }}))
 		p.Submit(panickingTask)
 		doWait := make(chan error, 1)
 		go func() { doWait <- p.DoWait(panickingTask) }()
@@ -202,9 +190,9 @@ func TestPanickedCountsPlainTasksAsTheyComplete(t *testing.T) {
 }
 
 // statusViolation describes what is wrong with a Status whose State is
-// StateStopped, or "" if it is exact.
+// "stopped", or "" if it is exact.
 func statusViolation(s Status) string {
-	if s.State != StateStopped {
+	if s.Stopped == false {
 		return ""
 	}
 	if s.Workers != 0 || s.Busy != 0 || s.Waiting != 0 || s.Submitted != s.Completed+s.Abandoned+s.Canceled {
@@ -213,7 +201,7 @@ func statusViolation(s Status) string {
 	return ""
 }
 
-// A Status that says StateStopped is exact, even while observers and late
+// A Status that says "stopped" is exact, even while observers and late
 // submitters race the stop: every count it holds was read after the stop
 // finished.
 func TestStatusThatSaysStoppedIsExact(t *testing.T) {
@@ -257,7 +245,7 @@ func TestStatusThatSaysStoppedIsExact(t *testing.T) {
 		wg.Wait()
 		requireStoppedClean(t, p)
 	}
-	assert.Zero(t, bad, "rounds (of %d) with a Status that said StateStopped but was not exact; first: %s", rounds, first)
+	assert.Zero(t, bad, "rounds (of %d) with a Status that said Stopped but was not exact; first: %s", rounds, first)
 }
 
 // outcome names what a handle's Wait said.
@@ -267,12 +255,12 @@ func outcome(err error) string {
 		return "ran"
 	case errors.Is(err, ErrTooHeavy):
 		return "too heavy"
+	case errors.Is(err, errDropped):
+		return "dropped"
 	case errors.Is(err, ErrQueueFull):
 		return "queue full"
 	case errors.Is(err, ErrExpired):
 		return "expired"
-	case errors.Is(err, ErrDropped):
-		return "dropped"
 	case errors.Is(err, ErrStopped):
 		return "stopped"
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -306,22 +294,22 @@ func TestAccountingWithEveryPolicyMixed(t *testing.T) {
 					WithPriorityAging(50*time.Millisecond),
 					WithQueueTimeout(150*time.Millisecond),
 					WithRateLimit(200, 4),
-					WithDeadLetter(func(func(), error) { letters.Add(1) }),
+					WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}),
 				)
 				rng := rand.New(rand.NewPCG(3, 4))
 				var runs, plainRuns atomic.Int64
 				var handles []*Task
 				outcomes := map[string]int{}
 				for i := range 400 {
-					opts := []TaskOption{Priority(rng.IntN(5) - 2)}
+					opts := []TaskOption{TaskOption{Priority: rng.IntN(5) - 2}}
 					if rng.IntN(3) == 0 {
-						opts = append(opts, Delay(time.Duration(rng.IntN(500))*time.Millisecond))
+						opts = append(opts, TaskOption{Delay: time.Duration(rng.IntN(500))*time.Millisecond})
 					}
 					if rng.IntN(3) == 0 {
-						opts = append(opts, Retry(Backoff(10*time.Millisecond, 80*time.Millisecond, 3)))
+						opts = append(opts, TaskOption{Retry: Backoff(10*time.Millisecond, 80*time.Millisecond, 2)})
 					}
 					if rng.IntN(4) == 0 {
-						opts = append(opts, Weight(1+rng.IntN(4))) // 4: too heavy for 3
+						opts = append(opts, TaskOption{Weight: 1+rng.IntN(4)}) // 4: too heavy for 3
 					}
 					fails, sleep := rng.IntN(3) == 0, time.Duration(rng.IntN(10))*time.Millisecond
 					ctx := t.Context()

@@ -154,8 +154,8 @@ func TestTasksQueuedAtStopAreAbandonedNotCanceled(t *testing.T) {
 				fn := func(context.Context) error { ran.Add(1); return nil }
 				tasks := []*Task{p.Go(t.Context(), fn), p.Go(t.Context(), fn)}
 				futures := []*Future[int]{
-					Call(t.Context(), p, func(context.Context) (int, error) { ran.Add(1); return 1, nil }),
-					Call(t.Context(), p, func(context.Context) (int, error) { ran.Add(1); return 2, nil }),
+					GoResult(t.Context(), p, func(context.Context) (int, error) { ran.Add(1); return 1, nil }),
+					GoResult(t.Context(), p, func(context.Context) (int, error) { ran.Add(1); return 2, nil }),
 				}
 				g := p.Group(context.Background())
 				for range 3 {
@@ -205,12 +205,12 @@ func TestStopAndStopWaitAreIdempotentAndConcurrent(t *testing.T) {
 					p.StopWait()
 				}
 				// Every caller returns only once the pool fully stopped.
-				assert.Equal(t, StateStopped, p.Status().State, "state when caller %d returned", i)
+				assert.Equal(t, "stopped", stateOf(p.Status()), "state when caller %d returned", i)
 				assert.Equal(t, 0, p.Status().Workers, "workers when caller %d returned", i)
 			})
 		}
 		synctest.Wait()
-		assert.Equal(t, StateStopping, p.Status().State, "stopping while tasks run")
+		assert.Equal(t, "stopping", stateOf(p.Status()), "stopping while tasks run")
 		g.open()
 		callers.Wait()
 		p.Stop()
@@ -244,7 +244,7 @@ func TestStopDuringStopWaitAbandonsTheRest(t *testing.T) {
 func TestUnusedPoolStopsClean(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(8)
-		assert.Equal(t, StateRunning, p.Status().State)
+		assert.Equal(t, "running", stateOf(p.Status()))
 		p.Stop()
 		requireStoppedClean(t, p)
 	})
@@ -267,7 +267,7 @@ func TestStopPublishesTheAbandonedQueueWhileTasksRun(t *testing.T) {
 		time.Sleep(time.Hour) // the pool is quiet for an hour: dispatch has nothing else to do
 		synctest.Wait()
 		s := p.Status()
-		assert.Equal(t, StateStopping, s.State, "state")
+		assert.Equal(t, "stopping", stateOf(s), "state")
 		assert.Equal(t, uint64(10), s.Abandoned, "abandoned")
 		assert.Equal(t, 0, p.WaitingQueueSize(), "WaitingQueueSize an hour after Stop abandoned the queue")
 		assert.Equal(t, 0, s.Waiting, "Status.Waiting an hour after Stop abandoned the queue")
@@ -656,7 +656,7 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 					}
 				}()
 				synctest.Wait()
-				assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
+				assert.Equal(t, "stopping", stateOf(p.Status()), "dispatch waits for the straggler")
 				ran := false
 				p.taskQueue <- message{task: func() { ran = true }}
 				<-stopped
@@ -678,7 +678,7 @@ func TestSendRefusedAtStopWakesDispatch(t *testing.T) {
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
 		synctest.Wait()
-		assert.Equal(t, StateStopping, p.Status().State, "dispatch waits for the straggler")
+		assert.Equal(t, "stopping", stateOf(p.Status()), "dispatch waits for the straggler")
 		p.sendRefused(&p.taskSends) // its check sees stopping closed
 		<-stopped
 		s := requireStoppedClean(t, p)
@@ -745,7 +745,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				hold := newStallingHandler("pool stopping")
 				letters := new(letterBox)
-				p := New(1, WithLogger(slog.New(hold)), WithDeadLetter(letters.handle))
+				p := New(1, WithLogger(slog.New(hold)), WithHooks(Hooks{DeadLetter: letters.handle}))
 				running := newGate()
 				defer running.release()
 				p.Submit(running.task())
@@ -822,17 +822,17 @@ func TestDropOldestCallsDuringStopAreRefusedAsStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var dropped atomic.Int64
 		letters := new(letterBox)
-		p := New(1, WithMaxWaiting(1, DropOldest), WithDeadLetter(letters.handle),
+		p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{DeadLetter: letters.handle}),
 			WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }}))
-		scheduled := p.Go(t.Context(), noopFn, Delay(time.Second)) // fills the bound
+		scheduled := p.Go(t.Context(), noopFn, TaskOption{Delay: time.Second}) // fills the bound
 		stopped := make(chan struct{})
 		go func() { p.StopWait(); close(stopped) }()
 		synctest.Wait()
-		require.Equal(t, StateStopping, p.Status().State, "StopWait waits for the scheduled task")
+		require.Equal(t, "stopping", stateOf(p.Status()), "StopWait waits for the scheduled task")
 
 		assert.ErrorIs(t, p.Do(func() {}), ErrStopped, "Do")
 		assert.ErrorIs(t, p.DoWait(func() {}), ErrStopped, "DoWait")
-		assert.False(t, p.TrySubmit(func() {}), "TrySubmit")
+		assert.False(t, tryDo(p, func() {}), "TryDo")
 		assert.ErrorIs(t, p.Go(t.Context(), noopFn).Wait(), ErrStopped, "Go")
 		err, panicked := recovered(func() { p.Submit(func() {}) })
 		assert.True(t, panicked, "Submit panics")
@@ -856,11 +856,11 @@ func TestTooHeavyTaskOnStoppedPoolIsRefusedAsStopped(t *testing.T) {
 		var dropped atomic.Int64
 		p := New(2, WithHooks(Hooks{TaskDropped: func(TaskInfo) { dropped.Add(1) }}))
 		p.Stop()
-		assert.ErrorIs(t, p.Go(t.Context(), noopFn, Weight(3)).Wait(), ErrStopped, "Go")
-		_, err := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, Weight(3)).Wait()
+		assert.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Weight: 3}).Wait(), ErrStopped, "Go")
+		_, err := GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, TaskOption{Weight: 3}).Wait()
 		assert.ErrorIs(t, err, ErrStopped, "Call")
 		g := p.Group(t.Context())
-		g.Go(noopFn, Weight(3))
+		g.Go(noopFn, TaskOption{Weight: 3})
 		assert.ErrorIs(t, g.Wait(), ErrStopped, "Group.Go")
 		s := p.Status()
 		assert.Zero(t, s.Rejected, "rejected")
@@ -1119,8 +1119,8 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 	size := 1 + rng.IntN(4)
 	var letters atomic.Int64
 	opts := []Option{
-		WithPanicHandler(func(any) {}),
-		WithDeadLetter(func(func(), error) { letters.Add(1) }),
+		WithHooks(Hooks{Panic: func(any) {}}),
+		WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}),
 		WithIdleTimeout(time.Duration(1+rng.IntN(5)) * time.Millisecond),
 	}
 	if rng.IntN(2) == 0 {
@@ -1191,12 +1191,12 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(20))*time.Millisecond)
 			w := 1 + rng.IntN(size)
 			var topts []TaskOption
-			topts = append(topts, Priority(rng.IntN(5)-2), Weight(w))
+			topts = append(topts, TaskOption{Priority: rng.IntN(5)-2}, TaskOption{Weight: w})
 			if rng.IntN(2) == 0 {
-				topts = append(topts, Delay(time.Duration(rng.IntN(3000))*time.Microsecond))
+				topts = append(topts, TaskOption{Delay: time.Duration(rng.IntN(3000))*time.Microsecond})
 			}
 			if rng.IntN(2) == 0 {
-				topts = append(topts, Retry(Backoff(100*time.Microsecond, time.Millisecond, 1+rng.IntN(4))))
+				topts = append(topts, TaskOption{Retry: Backoff(100*time.Microsecond, time.Millisecond, 1+rng.IntN(4)-1)})
 			}
 			fail := rng.IntN(2) == 0
 			d := time.Duration(rng.IntN(500)) * time.Microsecond
@@ -1225,8 +1225,8 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 						return errFlaky
 					}
 					return nil
-				}, Weight(w), Priority(rng.IntN(3)), Delay(time.Duration(rng.IntN(2000))*time.Microsecond),
-					Retry(Backoff(50*time.Microsecond, 500*time.Microsecond, 3)))
+				}, TaskOption{Weight: w}, TaskOption{Priority: rng.IntN(3)}, TaskOption{Delay: time.Duration(rng.IntN(2000))*time.Microsecond},
+					TaskOption{Retry: Backoff(50*time.Microsecond, 500*time.Microsecond, 2)})
 			}
 			wait(g.Wait)
 		case 4:
@@ -1266,7 +1266,7 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 	}
 	// Everything the pool learned must be final now.
 	s := p.Status()
-	assert.Equal(t, StateStopped, s.State)
+	assert.Equal(t, "stopped", stateOf(s))
 	assert.Zero(t, s.Workers, "workers")
 	assert.Zero(t, s.Busy, "busy")
 	assert.Zero(t, s.Waiting, "waiting")
@@ -1317,7 +1317,7 @@ func TestStressMixed2(t *testing.T) {
 // gives back no room it never took: after the stop every place of the
 // bound is free, and no more. (It joined the queue, and leaving it gave a
 // place back, so a pool with no room had one.) Real scheduling, many
-// rounds: a Stop races TrySubmit, Do and Submit on a queue with no room.
+// rounds: a Stop races TryDo, Do and Submit on a queue with no room.
 func TestAPlainTaskAdmittedToAWorkerAsStopBeginsGivesBackNoRoom(t *testing.T) {
 	const rounds = 3000
 	for range rounds {
@@ -1325,7 +1325,7 @@ func TestAPlainTaskAdmittedToAWorkerAsStopBeginsGivesBackNoRoom(t *testing.T) {
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
 		for range 3 {
-			p.TrySubmit(func() {})
+			tryDo(p, func() {})
 			_ = p.Do(func() {})
 		}
 		<-stopped

@@ -68,7 +68,7 @@ func TestTaskContextCarriesCallerValuesAndDeadline(t *testing.T) {
 func TestPanicInTaskIsPanicErrorWithTheTaskFrame(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var handled atomic.Int64
-		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
+		p := New(1, WithHooks(Hooks{Panic: func(any) { handled.Add(1) }}))
 		err := p.Go(t.Context(), panickingFn).Wait()
 		var pe *PanicError
 		require.ErrorAs(t, err, &pe, "Wait's error")
@@ -373,7 +373,7 @@ func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
 		}},
 		{"Future.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
 			second := blockSecondWorker(t, p)
-			f := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
+			f := GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
 			requireQueued(t, p, 2)
 			f.Cancel()
 			_, err := f.Wait()
@@ -421,7 +421,7 @@ func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
 			require.Equal(t, 2, p.Status().Busy, "busy")
 			go p.Pause(t.Context()) // its barrier waits for the first worker; StopWait ends it
 			synctest.Wait()
-			require.Equal(t, StatePaused, p.Status().State, "state")
+			require.Equal(t, "paused", stateOf(p.Status()), "state")
 			p.Submit(func() {})
 			for range 3 {
 				g.Go(fn)
@@ -580,12 +580,12 @@ func TestCallReturnsTypedValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
-		f := Call(t.Context(), p, func(context.Context) (string, error) { return "answer", nil })
+		f := GoResult(t.Context(), p, func(context.Context) (string, error) { return "answer", nil })
 		v, err := f.Wait()
 		assert.NoError(t, err)
 		assert.Equal(t, "answer", v, "value")
 		assert.True(t, isDone(f.Done()), "Done")
-		failed := Call(t.Context(), p, func(context.Context) (int, error) { return 7, errTask })
+		failed := GoResult(t.Context(), p, func(context.Context) (int, error) { return 7, errTask })
 		n, err := failed.Wait()
 		assert.Same(t, errTask, err)
 		assert.Equal(t, 7, n, "value returned with the error")
@@ -596,7 +596,7 @@ func TestCanceledFutureHasZeroValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		blocker := blockOneWorker(t, p)
-		f := Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
+		f := GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
 		f.Cancel()
 		n, err := f.Wait()
 		assert.Same(t, context.Canceled, err)
@@ -629,7 +629,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.Stop()
-			f := Call(t.Context(), p, runs(func() (int, error) { panic("second run") }), Retry(twoRuns))
+			f := GoResult(t.Context(), p, runs(func() (int, error) { panic("second run") }), TaskOption{Retry: twoRuns})
 			v, err := f.Wait()
 			var pe *PanicError
 			assert.ErrorAs(t, err, &pe)
@@ -640,7 +640,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.Stop()
-			f := Call(t.Context(), p, runs(func() (int, error) { runtime.Goexit(); return 2, nil }), Retry(every))
+			f := GoResult(t.Context(), p, runs(func() (int, error) { runtime.Goexit(); return 2, nil }), TaskOption{Retry: every})
 			v, err := f.Wait()
 			assert.Same(t, ErrGoexit, err)
 			assert.Zero(t, v, "value")
@@ -650,7 +650,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.Stop()
-			f := Call(t.Context(), p, runs(func() (int, error) { return 2, errTask }), Retry(twoRuns))
+			f := GoResult(t.Context(), p, runs(func() (int, error) { return 2, errTask }), TaskOption{Retry: twoRuns})
 			v, err := f.Wait()
 			assert.Same(t, errTask, err)
 			assert.Equal(t, 2, v, "value")
@@ -659,7 +659,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 	t.Run("abandoned by Stop while waiting for its next run", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
-			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))
+			f := GoResult(t.Context(), p, runs(func() (int, error) { return 2, nil }), TaskOption{Retry: every})
 			synctest.Wait()
 			require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
 			p.Stop()
@@ -674,7 +674,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.Stop()
-			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))
+			f := GoResult(t.Context(), p, runs(func() (int, error) { return 2, nil }), TaskOption{Retry: every})
 			synctest.Wait()
 			require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
 			f.Cancel()
@@ -689,7 +689,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 			p := New(1, WithQueueTimeout(time.Second))
 			defer p.Stop()
 			t0 := time.Now()
-			f := Call(t.Context(), p, runs(func() (int, error) { return 2, nil }), Retry(every))
+			f := GoResult(t.Context(), p, runs(func() (int, error) { return 2, nil }), TaskOption{Retry: every})
 			synctest.Wait()
 			blocker := blockOneWorker(t, p) // due at 1s, the next run waits in the queue
 			v, err := f.Wait()
@@ -712,9 +712,9 @@ func TestHandleConstructorsRejectNilArguments(t *testing.T) {
 		nilCtx := context.Context(nil)
 		assert.PanicsWithValue(t, "workerpool: Go called with a nil context", func() { p.Go(nilCtx, fn) })
 		assert.PanicsWithValue(t, "workerpool: Go called with a nil func", func() { p.Go(t.Context(), nil) })
-		assert.PanicsWithValue(t, "workerpool: Call called with a nil context", func() { Call(nilCtx, p, call) })
-		assert.PanicsWithValue(t, "workerpool: Call called with a nil func", func() { Call[int](t.Context(), p, nil) })
-		assert.PanicsWithValue(t, "workerpool: Call called with a nil pool", func() { Call(t.Context(), nil, call) })
+		assert.PanicsWithValue(t, "workerpool: Call called with a nil context", func() { GoResult(nilCtx, p, call) })
+		assert.PanicsWithValue(t, "workerpool: Call called with a nil func", func() { GoResult[int](t.Context(), p, nil) })
+		assert.PanicsWithValue(t, "workerpool: Call called with a nil pool", func() { GoResult(t.Context(), nil, call) })
 		assert.PanicsWithValue(t, "workerpool: Group called with a nil context", func() { p.Group(nilCtx) })
 		assert.PanicsWithValue(t, "workerpool: Group.Go called with a nil func", func() { p.Group(t.Context()).Go(nil) })
 		assert.PanicsWithValue(t, "workerpool: Group.SetLimit(0) would never run a task", func() { p.Group(t.Context()).SetLimit(0) })
@@ -742,7 +742,7 @@ func TestAccountingBalancesWithHandles(t *testing.T) {
 			case 2:
 				p.Submit(func() {})
 			case 3:
-				Call(t.Context(), p, func(context.Context) (int, error) { return i, nil })
+				GoResult(t.Context(), p, func(context.Context) (int, error) { return i, nil })
 			}
 		}
 		cancel()
@@ -786,13 +786,13 @@ func TestGoWithOptionsAllocs(t *testing.T) {
 	}).AllocedBytesPerOp()
 	assert.LessOrEqual(t, bytes, int64(160), "bytes of Go without options")
 	for name, opts := range map[string][]TaskOption{
-		"Priority":        {Priority(1)},
-		"Priority(-7)":    {Priority(-7)},
-		"Weight(2)":       {Weight(2)},
-		"Priority+Weight": {Priority(5), Weight(1)},
-		"Key":             {Key("account-1")},
-		"Key+Priority":    {Key("account-1"), Priority(2)},
-		"Delay(0)":        {Delay(0)}, // no option in effect: no option state
+		"Priority":        {TaskOption{Priority: 1}},
+		"TaskOption{Priority: -7}":    {TaskOption{Priority: -7}},
+		"TaskOption{Weight: 2}":       {TaskOption{Weight: 2}},
+		"Priority+Weight": {TaskOption{Priority: 5}, TaskOption{Weight: 1}},
+		"Key":             {TaskOption{Key: "account-1"}},
+		"Key+Priority":    {TaskOption{Key: "account-1"}, TaskOption{Priority: 2}},
+		"TaskOption{Delay: 0}":        {TaskOption{Delay: 0}}, // no option in effect: no option state
 	} {
 		got := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn, opts...).Wait() })
 		if got > base { // the handle and its options are one allocation
@@ -811,7 +811,7 @@ func TestGoWithOptionsAllocs(t *testing.T) {
 			for i := range 16 {
 				opts := opts
 				if len(opts) > 0 {
-					opts = []TaskOption{Priority(i % 8)}
+					opts = []TaskOption{TaskOption{Priority: i % 8}}
 				}
 				p.Go(ctx, func(context.Context) error { wg.Done(); return nil }, opts...)
 			}
@@ -821,7 +821,7 @@ func TestGoWithOptionsAllocs(t *testing.T) {
 			wg.Wait()
 		})
 	}
-	plain, ranked := queued(), queued(Priority(0))
+	plain, ranked := queued(), queued(TaskOption{Priority: 0})
 	if ranked > plain+16 {
 		t.Errorf("16 queued Go with Priority over 8 levels: %v allocs, without: %v (one more each at most)", ranked, plain)
 	}
@@ -861,12 +861,12 @@ func BenchmarkCallWait(b *testing.B) {
 	fn := func(context.Context) (int, error) { return 1, nil }
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = Call(ctx, p, fn).Wait()
+		_, _ = GoResult(ctx, p, fn).Wait()
 	}
 }
 
 // BenchmarkGoOptions is the Task round trip, Go then Wait, on an idle pool
-// of 4, without options ("none"), with Priority(1) ("priority") and with
+// of 4, without options ("none"), with TaskOption{Priority: 1} ("priority") and with
 // Key ("key"). Go without options allocates its Task alone (at most 160
 // B); with an option the Task and its option state are one allocation:
 // compare allocs/op and B/op. A key costs its flow's bookkeeping in
@@ -886,13 +886,13 @@ func BenchmarkGoOptions(b *testing.B) {
 	b.Run("priority", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = p.Go(ctx, fn, Priority(1)).Wait()
+			_ = p.Go(ctx, fn, TaskOption{Priority: 1}).Wait()
 		}
 	})
 	b.Run("key", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = p.Go(ctx, fn, Key("account-1")).Wait()
+			_ = p.Go(ctx, fn, TaskOption{Key: "account-1"}).Wait()
 		}
 	})
 }

@@ -25,14 +25,14 @@ type infoCall struct {
 func infoCalls() []infoCall {
 	labeled := TaskInfo{Label: "resize", Priority: 2, Weight: 2, Attempt: 1}
 	plain := TaskInfo{Weight: 1, Attempt: 1}
-	opts := []TaskOption{Label("resize"), Priority(2), Weight(2)}
+	opts := []TaskOption{TaskOption{Label: "resize"}, TaskOption{Priority: 2}, TaskOption{Weight: 2}}
 	fn := func(task func()) func(context.Context) error {
 		return func(context.Context) error { task(); return nil }
 	}
 	return []infoCall{
 		{"Submit", plain, func(t *testing.T, p *WorkerPool, task func()) { p.Submit(task); p.StopWait() }},
 		{"SubmitWait", plain, func(t *testing.T, p *WorkerPool, task func()) { p.SubmitWait(task) }},
-		{"TrySubmit", plain, func(t *testing.T, p *WorkerPool, task func()) { require.True(t, p.TrySubmit(task)); p.StopWait() }},
+		{"TryDo", plain, func(t *testing.T, p *WorkerPool, task func()) { require.True(t, tryDo(p, task)); p.StopWait() }},
 		{"DoBatch", plain, func(t *testing.T, p *WorkerPool, task func()) {
 			require.NoError(t, p.DoBatch([]func(){task}))
 			p.StopWait()
@@ -53,7 +53,7 @@ func infoCalls() []infoCall {
 			require.NoError(t, p.Go(t.Context(), fn(task), opts...).Wait())
 		}},
 		{"Call", labeled, func(t *testing.T, p *WorkerPool, task func()) {
-			_, err := Call(t.Context(), p, func(ctx context.Context) (int, error) { return 0, fn(task)(ctx) }, opts...).Wait()
+			_, err := GoResult(t.Context(), p, func(ctx context.Context) (int, error) { return 0, fn(task)(ctx) }, opts...).Wait()
 			require.NoError(t, err)
 		}},
 		{"Group.Go", labeled, func(t *testing.T, p *WorkerPool, task func()) {
@@ -180,7 +180,7 @@ func TestTaskStartedNilOrPanicKeepsTheContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				finished := make(chan context.Context, 1)
-				p := New(1, WithPanicHandler(func(any) {}), WithHooks(Hooks{
+				p := New(1, WithHooks(Hooks{Panic: func(any) {}}), WithHooks(Hooks{
 					TaskStarted:  tc.start,
 					TaskFinished: func(ctx context.Context, _ TaskInfo) { finished <- ctx },
 				}))
@@ -206,7 +206,7 @@ func TestTaskInfoAttemptsUnderRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := new(hookLog)
 		p := New(1, WithHooks(l.hooks()))
-		always := Retry(func(int, error) (time.Duration, bool) { return time.Second, true })
+		always := TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Second, true }}
 		runs := 0
 		task := p.Go(t.Context(), func(context.Context) error {
 			runs++
@@ -214,10 +214,10 @@ func TestTaskInfoAttemptsUnderRetry(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, always, Label("sync"))
+		}, always, TaskOption{Label: "sync"})
 		require.NoError(t, task.Wait())
 
-		stuck := p.Go(t.Context(), func(context.Context) error { return errFlaky }, always, Label("stuck"))
+		stuck := p.Go(t.Context(), func(context.Context) error { return errFlaky }, always, TaskOption{Label: "stuck"})
 		time.Sleep(time.Second / 2) // its first run failed; its second is a second away
 		p.Stop()
 		require.ErrorIs(t, stuck.Wait(), ErrStopped)
@@ -245,18 +245,18 @@ func TestTaskDroppedKnowsWhichTask(t *testing.T) {
 		l := new(hookLog)
 		p := New(1, WithName("mail"), WithMaxWaiting(1, DropOldest), WithQueueTimeout(time.Minute), WithHooks(l.hooks()))
 		gate := blockOneWorker(t, p)
-		require.NoError(t, p.DoContext(context.Background(), func() {}, Label("dropped"), Priority(1)))
-		require.NoError(t, p.DoContext(context.Background(), func() {}, Label("expired"), Weight(1))) // drops "dropped"
+		require.NoError(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "dropped"}, TaskOption{Priority: 1}))
+		require.NoError(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "expired"}, TaskOption{Weight: 1})) // drops "dropped"
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		groupCtx, cancel := context.WithCancel(t.Context())
 		g := p.Group(groupCtx)
 		g.SetLimit(1)
-		g.Go(noopFn, Label("queued"))            // waits behind the gate
-		g.Go(noopFn, Label("held"), Priority(3)) // held by the limit
+		g.Go(noopFn, TaskOption{Label: "queued"})            // waits behind the gate
+		g.Go(noopFn, TaskOption{Label: "held"}, TaskOption{Priority: 3}) // held by the limit
 		cancel()
 		require.ErrorIs(t, g.Wait(), context.Canceled)
-		abandoned := p.Go(t.Context(), noopFn, Label("abandoned"), Priority(-1))
+		abandoned := p.Go(t.Context(), noopFn, TaskOption{Label: "abandoned"}, TaskOption{Priority: -1})
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
 		synctest.Wait()
@@ -270,7 +270,7 @@ func TestTaskDroppedKnowsWhichTask(t *testing.T) {
 				byLabel[c.info.Label] = c.info
 			}
 		}
-		assert.Equal(t, TaskInfo{Pool: "mail", Label: "dropped", Priority: 1, Weight: 1, Attempt: 1, Err: ErrDropped}, byLabel["dropped"])
+		assert.Equal(t, TaskInfo{Pool: "mail", Label: "dropped", Priority: 1, Weight: 1, Attempt: 1, Err: errDropped}, byLabel["dropped"])
 		assert.Equal(t, TaskInfo{Pool: "mail", Label: "expired", Weight: 1, Attempt: 1, Err: ErrExpired}, byLabel["expired"])
 		assert.Equal(t, TaskInfo{Pool: "mail", Label: "abandoned", Priority: -1, Weight: 1, Attempt: 1, Err: ErrStopped}, byLabel["abandoned"])
 		assert.Equal(t, TaskInfo{Pool: "mail", Label: "queued", Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["queued"], "a queued group task")
@@ -287,8 +287,8 @@ func TestRefusedDoTellsTaskDroppedItsLabel(t *testing.T) {
 		defer p.Stop()
 		gate := blockOneWorker(t, p)
 		defer gate.open()
-		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, Label("thumb"), Priority(4)), ErrQueueFull)
-		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, Label("wait")), ErrQueueFull)
+		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "thumb"}, TaskOption{Priority: 4}), ErrQueueFull)
+		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, TaskOption{Label: "wait"}), ErrQueueFull)
 		calls := l.callsNow()
 		var dropped []TaskInfo
 		for _, c := range calls {
@@ -312,13 +312,13 @@ func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 		l := new(hookLog)
 		p := New(1, WithMaxWaiting(0, Reject), WithHooks(l.hooks()))
 		gate := blockOneWorker(t, p)
-		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, Key("full"), Label("do")), ErrQueueFull)
-		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, Key("full"), Label("wait")), ErrQueueFull)
-		require.ErrorIs(t, p.Go(t.Context(), noopFn, Key("heavy"), Label("go"), Weight(2)).Wait(), ErrTooHeavy)
+		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, TaskOption{Key: "full"}, TaskOption{Label: "do"}), ErrQueueFull)
+		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, TaskOption{Key: "full"}, TaskOption{Label: "wait"}), ErrQueueFull)
+		require.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Key: "heavy"}, TaskOption{Label: "go"}, TaskOption{Weight: 2}).Wait(), ErrTooHeavy)
 		g := p.Group(t.Context())
-		g.Go(noopFn, Key("heavy"), Label("group"), Weight(2))
+		g.Go(noopFn, TaskOption{Key: "heavy"}, TaskOption{Label: "group"}, TaskOption{Weight: 2})
 		require.ErrorIs(t, g.Wait(), ErrTooHeavy)
-		g.Go(noopFn, Key("skipped"), Label("skipped")) // the group's context is done: skipped
+		g.Go(noopFn, TaskOption{Key: "skipped"}, TaskOption{Label: "skipped"}) // the group's context is done: skipped
 		gate.open()
 		p.Stop()
 
@@ -340,11 +340,11 @@ func TestDoWaitWithOptions(t *testing.T) {
 		defer p.Stop()
 		t0 := time.Now()
 		var ranAt time.Duration
-		require.NoError(t, p.DoWaitContext(context.Background(), func() { ranAt = time.Since(t0) }, Delay(3*time.Second), Label("later")))
+		require.NoError(t, p.DoWaitContext(context.Background(), func() { ranAt = time.Since(t0) }, TaskOption{Delay: 3*time.Second}, TaskOption{Label: "later"}))
 		assert.Equal(t, 3*time.Second, ranAt, "ran when due")
 		assert.Equal(t, 3*time.Second, time.Since(t0), "DoWait returned once it ran")
 		err, panicked := recovered(func() {
-			_ = p.DoWaitContext(context.Background(), func() {}, Retry(Backoff(time.Second, time.Second, 1)))
+			_ = p.DoWaitContext(context.Background(), func() {}, TaskOption{Retry: Backoff(time.Second, time.Second, 0)})
 		})
 		assert.True(t, panicked, "Retry panics")
 		assert.Contains(t, errString(err), "use Go")
@@ -356,7 +356,7 @@ func TestDoWaitWithOptions(t *testing.T) {
 func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithName("images"), WithLogger(slog.New(logs)), WithPanicHandler(func(any) {}))
+		p := New(1, WithName("images"), WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
 		defer p.Stop()
 		runs := 0
 		task := p.Go(t.Context(), func(context.Context) error {
@@ -365,7 +365,7 @@ func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 				panic("boom")
 			}
 			return errFlaky
-		}, Label("resize"), Retry(Backoff(time.Second, time.Second, 2)))
+		}, TaskOption{Label: "resize"}, TaskOption{Retry: Backoff(time.Second, time.Second, 1)})
 		require.Error(t, task.Wait())
 		require.NoError(t, p.DoWait(func() { panic("plain") }))
 		records := logs.withMessage("task panicked")

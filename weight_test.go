@@ -37,7 +37,7 @@ func TestWeightsNeverExceedTheSize(t *testing.T) {
 		for range 300 {
 			w := 1 + rng.IntN(4)
 			d := time.Duration(1+rng.IntN(20)) * time.Millisecond
-			tasks = append(tasks, p.Go(t.Context(), m.task(w, d), Weight(w)))
+			tasks = append(tasks, p.Go(t.Context(), m.task(w, d), TaskOption{Weight: w}))
 			if rng.IntN(3) == 0 {
 				p.Submit(func() { _ = m.task(1, d)(t.Context()) })
 			}
@@ -59,11 +59,11 @@ func TestHeavyTaskIsNotOvertaken(t *testing.T) {
 		p := New(4)
 		defer p.Stop()
 		l, ctx := newStartLog(), t.Context()
-		c.give(p, ctx, func(context.Context) error { time.Sleep(time.Second); return nil }, Weight(2))
+		c.give(p, ctx, func(context.Context) error { time.Sleep(time.Second); return nil }, TaskOption{Weight: 2})
 		p.Submit(func() { time.Sleep(2 * time.Second) })
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Busy, "running tasks, not slots")
-		heavy := c.give(p, ctx, l.fn("heavy"), Weight(3))
+		heavy := c.give(p, ctx, l.fn("heavy"), TaskOption{Weight: 3})
 		light := c.give(p, ctx, l.fn("light"))
 		synctest.Wait()
 		assert.Equal(t, 2, p.Status().Waiting, "one slot is free, but the heavy task needs 3")
@@ -91,7 +91,7 @@ func TestHeavyRetryFreesSlotsBetweenRuns(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, Weight(2), Retry(func(int, error) (time.Duration, bool) { return 50 * time.Millisecond, true }))
+		}, TaskOption{Weight: 2}, TaskOption{Retry: func(int, error) (time.Duration, bool) { return 50 * time.Millisecond, true }})
 		time.Sleep(20 * time.Millisecond) // the heavy task waits for its retry
 		var light atomic.Int32
 		for range 2 {
@@ -116,11 +116,11 @@ func TestHeavyRetryFreesSlotsBetweenRuns(t *testing.T) {
 func TestTooHeavyIsRefusedAtOnceByEveryCall(t *testing.T) {
 	forEachOptionCall(t, func(t *testing.T, c optionCall) {
 		letters := new(letterBox)
-		p := New(2, WithDeadLetter(letters.handle))
+		p := New(2, WithHooks(Hooks{DeadLetter: letters.handle}))
 		defer p.Stop()
 		ran := false
-		assert.ErrorIs(t, c.give(p, t.Context(), func(context.Context) error { ran = true; return nil }, Weight(3))(), ErrTooHeavy)
-		assert.NoError(t, c.give(p, t.Context(), func(context.Context) error { return nil }, Weight(-7))(), "Weight(-7) is 1")
+		assert.ErrorIs(t, c.give(p, t.Context(), func(context.Context) error { ran = true; return nil }, TaskOption{Weight: 3})(), ErrTooHeavy)
+		assert.NoError(t, c.give(p, t.Context(), func(context.Context) error { return nil }, TaskOption{Weight: -7})(), "TaskOption{Weight: -7} is 1")
 		synctest.Wait()
 		assert.False(t, ran, "the heavy task ran")
 		s := p.Status()
@@ -130,7 +130,7 @@ func TestTooHeavyIsRefusedAtOnceByEveryCall(t *testing.T) {
 	})
 }
 
-// Weight(n) with n < 1 is weight 1; a task heavier than the pool is
+// TaskOption{Weight: n} with n < 1 is weight 1; a task heavier than the pool is
 // refused at once with ErrTooHeavy, counted Rejected and not Submitted, in
 // Go, Call and Group.Go alike.
 func TestTooHeavyIsRefusedAtOnce(t *testing.T) {
@@ -138,15 +138,15 @@ func TestTooHeavyIsRefusedAtOnce(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
 		ctx := t.Context()
-		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, Weight(0)).Wait())
-		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, Weight(-7)).Wait())
-		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, Weight(2)).Wait())
+		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Weight: 0}).Wait())
+		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Weight: -7}).Wait())
+		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Weight: 2}).Wait())
 		ran := false
-		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { ran = true; return nil }, Weight(3)).Wait(), ErrTooHeavy)
-		_, err := Call(ctx, p, func(context.Context) (int, error) { ran = true; return 1, nil }, Weight(1<<40)).Wait()
+		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { ran = true; return nil }, TaskOption{Weight: 3}).Wait(), ErrTooHeavy)
+		_, err := GoResult(ctx, p, func(context.Context) (int, error) { ran = true; return 1, nil }, TaskOption{Weight: 1<<40}).Wait()
 		assert.ErrorIs(t, err, ErrTooHeavy)
 		g := p.Group(ctx)
-		g.Go(func(context.Context) error { ran = true; return nil }, Weight(3))
+		g.Go(func(context.Context) error { ran = true; return nil }, TaskOption{Weight: 3})
 		assert.ErrorIs(t, g.Wait(), ErrTooHeavy)
 		assert.False(t, ran)
 		s := p.Status()
@@ -168,9 +168,9 @@ func TestResizeBelowAWaitingWeightDropsIt(t *testing.T) {
 		}
 		ctx := t.Context()
 		l := newStartLog()
-		queued := p.Go(ctx, l.fn("queued"), Weight(3))
+		queued := p.Go(ctx, l.fn("queued"), TaskOption{Weight: 3})
 		light := p.Go(ctx, l.fn("light"))
-		scheduled := p.Go(ctx, l.fn("scheduled"), Weight(4), Delay(time.Second))
+		scheduled := p.Go(ctx, l.fn("scheduled"), TaskOption{Weight: 4}, TaskOption{Delay: time.Second})
 		synctest.Wait()
 		p.Resize(2)
 		assert.ErrorIs(t, queued.Wait(), ErrTooHeavy)
@@ -194,7 +194,7 @@ func TestResizeBelowAScheduledHeavyTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4)
 		var ran atomic.Bool
-		h := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, Weight(3), Delay(time.Second))
+		h := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, TaskOption{Weight: 3}, TaskOption{Delay: time.Second})
 		p.Resize(2)
 		time.Sleep(2 * time.Second)
 		assert.ErrorIs(t, h.Wait(), ErrTooHeavy)
@@ -216,8 +216,8 @@ func TestResizeDropsAScheduledHeavyTaskAtOnce(t *testing.T) {
 		for range 4 {
 			p.Submit(func() { <-block })
 		}
-		hq := p.Go(context.Background(), func(context.Context) error { close(queued); return nil }, Weight(3))
-		hs := p.Go(context.Background(), func(context.Context) error { return nil }, Weight(3), Delay(time.Hour))
+		hq := p.Go(context.Background(), func(context.Context) error { close(queued); return nil }, TaskOption{Weight: 3})
+		hs := p.Go(context.Background(), func(context.Context) error { return nil }, TaskOption{Weight: 3}, TaskOption{Delay: time.Hour})
 		synctest.Wait()
 		p.Resize(2)
 		synctest.Wait()
@@ -243,7 +243,7 @@ func TestResizeStartsHeavyThatNowFits(t *testing.T) {
 		block := make(chan struct{})
 		p.Submit(func() { <-block }) // one slot
 		var started atomic.Bool
-		h := p.Go(context.Background(), func(context.Context) error { started.Store(true); return nil }, Weight(3))
+		h := p.Go(context.Background(), func(context.Context) error { started.Store(true); return nil }, TaskOption{Weight: 3})
 		synctest.Wait()
 		assert.False(t, started.Load(), "weight 3 with one slot in use of 3")
 		p.Resize(4)
@@ -262,7 +262,7 @@ func TestHeavyTaskAtStop(t *testing.T) {
 			p := New(2)
 			p.Submit(func() { time.Sleep(time.Second) })
 			l := newStartLog()
-			heavy := p.Go(t.Context(), l.fn("heavy"), Weight(2))
+			heavy := p.Go(t.Context(), l.fn("heavy"), TaskOption{Weight: 2})
 			synctest.Wait()
 			if wait {
 				p.StopWait()
@@ -285,11 +285,11 @@ func TestWeightsAbove2To31AreNotCapped(t *testing.T) {
 		const size = math.MaxInt32 + 11
 		p := New(size)
 		defer p.Stop()
-		assert.ErrorIs(t, p.Go(t.Context(), noopFn, Weight(size+1)).Wait(), ErrTooHeavy, "heavier than the pool")
+		assert.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Weight: size+1}).Wait(), ErrTooHeavy, "heavier than the pool")
 		heavy, plain := newGate(), newGate()
 		defer heavy.release()
 		defer plain.release()
-		p.Go(t.Context(), fnOf(heavy.wait), Weight(size-1))
+		p.Go(t.Context(), fnOf(heavy.wait), TaskOption{Weight: size-1})
 		p.Submit(plain.task()) // the one slot left
 		var ran atomic.Bool
 		p.Submit(func() { ran.Store(true) })
@@ -319,7 +319,7 @@ func TestResizeBelowAHeavyTaskParkedOnAQueueWithNoRoomReleasesTheSubmitters(t *t
 		p.Submit(running.task())
 		synctest.Wait()
 		heavy := make(chan error, 1)
-		go func() { heavy <- p.Go(t.Context(), noopFn, Weight(2)).Wait() }()
+		go func() { heavy <- p.Go(t.Context(), noopFn, TaskOption{Weight: 2}).Wait() }()
 		synctest.Wait() // parked: one slot of two is free
 		p.Resize(1)
 		running.open()

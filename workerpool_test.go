@@ -92,7 +92,7 @@ func TestFIFOAcrossEveryKindOfTask(t *testing.T) {
 				tk := p.Go(context.Background(), func(context.Context) error { rec.task(i, nil)(); return nil })
 				handles = append(handles, tk)
 			case 3:
-				Call(context.Background(), p, func(context.Context) (int, error) { rec.task(i, nil)(); return i, nil })
+				GoResult(context.Background(), p, func(context.Context) (int, error) { rec.task(i, nil)(); return i, nil })
 			case 4:
 				g.Go(func(context.Context) error { rec.task(i, nil)(); return nil })
 			}
@@ -293,10 +293,10 @@ func TestSubmitWaitInsideTaskIsEndedByExternalStop(t *testing.T) {
 func TestDoWaitReturnsAfterHandledPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var handled atomic.Bool
-		p := New(1, WithPanicHandler(func(any) {
+		p := New(1, WithHooks(Hooks{Panic: func(any) {
 			time.Sleep(time.Second) // DoWait must wait for the handler
 			handled.Store(true)
-		}))
+		}}))
 		defer p.Stop()
 		require.NoError(t, p.DoWait(func() { panic("boom") }))
 		assert.True(t, handled.Load(), "handler finished before DoWait returned")
@@ -381,12 +381,12 @@ func TestPanicHandlerRecoversAndWorkerGoesOn(t *testing.T) {
 			recovered []any
 			stacks    []string
 		)
-		p := New(1, WithPanicHandler(func(r any) {
+		p := New(1, WithHooks(Hooks{Panic: func(r any) {
 			mu.Lock()
 			defer mu.Unlock()
 			recovered = append(recovered, r)
 			stacks = append(stacks, string(debug.Stack()))
-		}))
+		}}))
 		p.Submit(panickingTask)
 		var after atomic.Bool
 		p.Submit(func() { after.Store(true) })
@@ -473,7 +473,7 @@ func TestGoexitAccounting(t *testing.T) {
 func TestGoexitWhilePanicHandlerInstalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var handled atomic.Int64
-		p := New(1, WithPanicHandler(func(any) { handled.Add(1) }))
+		p := New(1, WithHooks(Hooks{Panic: func(any) { handled.Add(1) }}))
 		p.Submit(runtime.Goexit)
 		p.Submit(panickingTask)
 		p.StopWait()
@@ -566,7 +566,7 @@ func TestZeroIdleTimeoutMeansDefault(t *testing.T) {
 		p := New(1, WithIdleTimeout(time.Hour), WithIdleTimeout(0))
 		defer p.Stop()
 		p.SubmitWait(func() {})
-		time.Sleep(2*DefaultIdleTimeout - time.Millisecond)
+		time.Sleep(2*defaultIdleTimeout - time.Millisecond)
 		synctest.Wait()
 		assert.Equal(t, 1, p.Status().Workers, "before two default periods")
 		time.Sleep(time.Millisecond)
@@ -643,7 +643,7 @@ func TestIdleWorkerKeepsNoTaskReachable(t *testing.T) {
 		assert.True(t, plain.Value() == nil, "the last plain task's captured data, kept by the idle worker")
 
 		value := func() weak.Pointer[[1 << 16]byte] {
-			f := Call(context.Background(), p, func(context.Context) (*[1 << 16]byte, error) {
+			f := GoResult(context.Background(), p, func(context.Context) (*[1 << 16]byte, error) {
 				return new([1 << 16]byte), nil
 			})
 			v, err := f.Wait()
@@ -713,7 +713,7 @@ func TestNilOptionIsIgnored(t *testing.T) {
 }
 
 func TestNilPanicHandlerMeansNone(t *testing.T) {
-	cfg := newConfig([]Option{WithPanicHandler(func(any) {}), WithPanicHandler(nil)})
+	cfg := newConfig([]Option{WithHooks(Hooks{Panic: func(any) {}}), WithHooks(Hooks{Panic: nil})})
 	assert.Nil(t, cfg.panicHandler, "last option wins")
 }
 
