@@ -463,10 +463,10 @@ func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) 
 			goTask("k1-canceled", TaskOption{Key: "k1"}).Cancel()
 		}
 	}
-	goTask("g1", TaskOption{Key: "k1"}, TaskOption{Priority: 1})
-	do("h1", TaskOption{Key: "k2"}, TaskOption{Priority: 1})
+	goTask("g1", TaskOption{Key: "k1", Priority: 1})
+	do("h1", TaskOption{Key: "k2", Priority: 1})
 	do("d")
-	goTask("g2", TaskOption{Priority: -1}, TaskOption{Key: "k3"})
+	goTask("g2", TaskOption{Priority: -1, Key: "k3"})
 	do("e", TaskOption{Priority: 1})
 	for _, h := range []int{5, 2, 4, 1, 3} {
 		name := "s" + strconv.Itoa(h)

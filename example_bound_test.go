@@ -19,7 +19,9 @@ func ExampleWithMaxWaiting() {
 	for range 2 {
 		p.Submit(func() {}) // held: the queue is now full
 	}
-	fmt.Println("TryDo on a full queue:", tryDo(p, func() {}))
+	now, cancel := context.WithCancel(context.Background())
+	cancel() // a ctx already done: DoContext never waits
+	fmt.Println("a try on a full queue:", p.DoContext(now, func() {}))
 
 	admitted := make(chan struct{})
 	go func() {
@@ -32,7 +34,7 @@ func ExampleWithMaxWaiting() {
 	s := p.Status()
 	fmt.Println("submitted:", s.Submitted, "completed:", s.Completed, "rejected:", s.Rejected)
 	// Output:
-	// TryDo on a full queue: false
+	// a try on a full queue: workerpool: waiting queue full
 	// submitted: 3 completed: 3 rejected: 1
 }
 
@@ -80,22 +82,24 @@ func ExampleWorkerPool_DoContext() {
 	// <nil>
 }
 
-// TryDo never waits: false means the queue was full and the task was
-// not queued.
-func ExampleWorkerPool_TryDo() {
+// DoContext with a ctx that is already done never waits: it takes the
+// task if it can start or find room at once, and else returns ErrQueueFull.
+func ExampleWorkerPool_DoContext_try() {
 	p := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.Block))
 	started, release := make(chan struct{}), make(chan struct{})
 	p.Submit(func() { close(started); <-release }) // keeps the one worker busy
 	<-started
 
-	fmt.Println(tryDo(p, func() {})) // queued
-	fmt.Println(tryDo(p, func() {})) // the queue is full: not queued
+	now, cancel := context.WithCancel(context.Background())
+	cancel()
+	fmt.Println(p.DoContext(now, func() {})) // queued
+	fmt.Println(p.DoContext(now, func() {})) // the queue is full: not queued
 	close(release)
 	p.StopWait()
 	fmt.Println("rejected:", p.Status().Rejected)
 	// Output:
-	// true
-	// false
+	// <nil>
+	// workerpool: waiting queue full
 	// rejected: 1
 }
 

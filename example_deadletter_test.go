@@ -12,7 +12,7 @@ import (
 // Dead letters: nothing is lost silently. A Submit refused by a full queue
 // (Reject) and a task that Stop abandons both reach the handler, in order,
 // before Stop returns.
-func ExampleWithDeadLetter() {
+func ExampleHooks_deadLetter() {
 	p := workerpool.New(1,
 		workerpool.WithMaxWaiting(1, workerpool.Reject),
 		workerpool.WithHooks(workerpool.Hooks{DeadLetter: func(task func(), reason error) {

@@ -12,7 +12,7 @@ import (
 // Each account's operations run one at a time, in the order they were
 // submitted, while different accounts run in parallel: WithKeys(1, nil)
 // with the account as the key.
-func ExampleKey() {
+func ExampleTaskOption_key() {
 	p := workerpool.New(4, workerpool.WithKeys(1, nil))
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -40,7 +40,7 @@ func ExampleKey() {
 
 // A tenant with a backlog does not starve another: keys share the pool by
 // deficit round robin, here with twice the share for "big".
-func ExampleWithKeyWeights() {
+func ExampleWithKeys_share() {
 	p := workerpool.New(1, workerpool.WithKeys(-1, func(tenant string) int {
 		if tenant == "big" {
 			return 2
@@ -65,7 +65,7 @@ func ExampleWithKeyWeights() {
 // Politeness per host: at most 2 requests to one host at a time, however
 // many workers are free; other hosts go past the held ones. The first two
 // requests to a.example wait for each other, so two do run at once.
-func ExampleWithKeyLimit() {
+func ExampleWithKeys() {
 	p := workerpool.New(8, workerpool.WithKeys(2, nil))
 	ctx := context.Background()
 	var mu sync.Mutex

@@ -20,7 +20,7 @@ func ExampleWithHooks() {
 	var mu sync.Mutex
 	runs := map[string]int{}
 	var failed, lost []string
-	p := workerpool.New(1, workerpool.WithName("files"), workerpool.WithMaxWaiting(1, workerpool.Reject), workerpool.WithHooks(workerpool.Hooks{
+	p := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.Reject), workerpool.WithHooks(workerpool.Hooks{
 		TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
 			mu.Lock()
 			defer mu.Unlock()
@@ -31,7 +31,7 @@ func ExampleWithHooks() {
 			if t.Err != nil {
 				mu.Lock()
 				defer mu.Unlock()
-				failed = append(failed, fmt.Sprintf("%s/%s attempt %d: %v", t.Pool, t.Label, t.Attempt, t.Err))
+				failed = append(failed, fmt.Sprintf("%s attempt %d: %v", t.Label, t.Attempt, t.Err))
 			}
 		},
 		TaskDropped: func(t workerpool.TaskInfo) {
@@ -58,13 +58,13 @@ func ExampleWithHooks() {
 	// workerpool: waiting queue full
 	// context canceled
 	// map[open:1 watch:1]
-	// files/open attempt 1: no such file
-	// files/watch attempt 1: context canceled
+	// open attempt 1: no such file
+	// watch attempt 1: context canceled
 	// [thumbnail: workerpool: waiting queue full index: workerpool: pool stopped]
 }
 
 // The logger gets one record per Resize and a summary when the pool stops,
-// never a record per task.
+// never a record per task. Each record carries the logger's attributes.
 func ExampleWithLogger() {
 	noTime := func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
@@ -73,7 +73,7 @@ func ExampleWithLogger() {
 		return a
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
-	p := workerpool.New(2, workerpool.WithName("thumbnails"), workerpool.WithLogger(logger))
+	p := workerpool.New(2, workerpool.WithLogger(logger.With("pool", "thumbnails")))
 	for range 100 {
 		p.Submit(func() {})
 	}
@@ -84,9 +84,9 @@ func ExampleWithLogger() {
 	// level=INFO msg="pool stopped" pool=thumbnails submitted=100 completed=100 panicked=0 abandoned=0 canceled=0 dropped=0 expired=0 retried=0 rejected=0
 }
 
-// Label names the kind of a task for hooks, logs and metrics; it changes
-// nothing in how the task runs.
-func ExampleLabel() {
+// A Label names the kind of a task for hooks, logs and metrics; it
+// changes nothing in how the task runs.
+func ExampleTaskOption_label() {
 	var mu sync.Mutex
 	runs := map[string]int{}
 	p := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{
@@ -106,23 +106,14 @@ func ExampleLabel() {
 	// Output: map[:1 resize:3 send-mail:1]
 }
 
-// WithName names the pool in its log records and in the metrics and
-// tracing modules' pool label.
-func ExampleWithName() {
-	p := workerpool.New(2, workerpool.WithName("mailer"))
-	defer p.Stop()
-	fmt.Printf("%q\n", p.Name())
-	// Output: "mailer"
-}
-
-// With a panic handler a panicking task is recovered, the handler gets the
-// value on the panicking goroutine (debug.Stack there shows the task), and
-// the worker goes on. Without one, the panic crashes the program, as in a
+// With a Panic hook a panicking task is recovered, the hook gets the value
+// on the panicking goroutine (debug.Stack there shows the task), and the
+// worker goes on. Without one, the panic crashes the program, as in a
 // plain goroutine.
-func ExampleWithPanicHandler() {
+func ExampleHooks_panic() {
 	p := workerpool.New(1, workerpool.WithHooks(workerpool.Hooks{Panic: func(recovered any) {
 		fmt.Println("recovered:", recovered)
-		fmt.Println("stack shows the task:", strings.Contains(string(debug.Stack()), "ExampleWithPanicHandler"))
+		fmt.Println("stack shows the task:", strings.Contains(string(debug.Stack()), "ExampleHooks_panic"))
 	}}))
 	p.Submit(func() { panic("bad image") })
 	p.Submit(func() { fmt.Println("the worker goes on") })
@@ -136,11 +127,3 @@ func ExampleWithPanicHandler() {
 	// completed: 2 panicked: 1
 }
 
-// Name is "" unless WithName gave one.
-func ExampleWorkerPool_Name() {
-	anonymous, named := workerpool.New(1), workerpool.New(1, workerpool.WithName("mailer"))
-	defer anonymous.Stop()
-	defer named.Stop()
-	fmt.Printf("%q %q\n", anonymous.Name(), named.Name())
-	// Output: "" "mailer"
-}

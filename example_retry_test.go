@@ -9,9 +9,10 @@ import (
 	"github.com/e86d9661/workerpool"
 )
 
-// A task that fails twice runs a third time: Backoff waits a random delay of
-// up to 1ms, then up to 2ms, between the runs, and gives up after 5 runs.
-func ExampleRetry() {
+// A task that fails twice runs a third time: Backoff waits a random delay
+// of up to 1ms, then up to 2ms, between the runs, and would retry it up to
+// 4 times.
+func ExampleTaskOption_retry() {
 	p := workerpool.New(2)
 	runs := 0 // the runs of one task never overlap
 	task := p.Go(context.Background(), func(context.Context) error {
@@ -35,34 +36,28 @@ func ExampleRetry() {
 }
 
 // An error that retrying cannot fix ends the task at once, whatever its
-// RetryPolicy says; errors.Is still finds it.
+// retry policy says; errors.Is still finds it, and so does code that
+// settles work by the same rule, through the mark's Permanent method.
 func ExamplePermanent() {
 	p := workerpool.New(2)
 	errNotFound := errors.New("user not found")
 	runs := 0
 	err := p.Go(context.Background(), func(context.Context) error {
 		runs++
-		return workerpool.Permanent(errNotFound)
-	}, workerpool.TaskOption{Retry: workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 4)}).Wait()
+		return fmt.Errorf("load profile: %w", workerpool.Permanent(errNotFound))
+	}, workerpool.TaskOption{Retry: workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 3)}).Wait()
 	p.StopWait()
 	fmt.Println("runs:", runs)
-	fmt.Println(err, errors.Is(err, errNotFound))
+	var mark interface{ Permanent() bool }
+	fmt.Println(err, errors.Is(err, errNotFound), errors.As(err, &mark) && mark.Permanent())
 	// Output:
 	// runs: 1
-	// user not found true
+	// load profile: user not found true true
 }
 
-// IsPermanent sees a Permanent mark through wrapping, as the pool does
-// before a retry.
-func ExampleIsPermanent() {
-	errNotFound := errors.New("user not found")
-	err := fmt.Errorf("load profile: %w", workerpool.Permanent(errNotFound))
-	fmt.Println(workerpool.IsPermanent(err), workerpool.IsPermanent(errNotFound), workerpool.IsPermanent(nil))
-	// Output: true false false
-}
-
-// Backoff's delays are random up to a cap that doubles with each run, up
-// to max; after the last allowed run it says stop.
+// Backoff(base, max, retries) retries a failed task up to retries times,
+// after random delays up to a cap that doubles with each retry, up to max.
+// It never retries a panic.
 func ExampleBackoff() {
 	policy := workerpool.Backoff(100*time.Millisecond, 300*time.Millisecond, 3)
 	err := errors.New("connection refused")
@@ -71,20 +66,23 @@ func ExampleBackoff() {
 		fmt.Printf("after run %d: retry %v, delay within %v: %v\n",
 			attempt+1, retry, limit*time.Millisecond, delay >= 0 && delay <= limit*time.Millisecond)
 	}
+	_, retry := policy(1, &workerpool.PanicError{Value: "nil map"})
+	fmt.Println("after a panic: retry", retry)
 	// Output:
 	// after run 1: retry true, delay within 100ms: true
 	// after run 2: retry true, delay within 200ms: true
 	// after run 3: retry true, delay within 300ms: true
 	// after run 4: retry false, delay within 300ms: true
+	// after a panic: retry false
 }
 
-// A policy of one's own: retry only what may pass, here a busy server, at
-// most 3 runs, 1ms apart.
-func ExampleRetryPolicy() {
+// A policy of one's own: retry only what may pass, here a busy server, up
+// to 2 retries, 1ms apart.
+func ExampleTaskOption_retryPolicy() {
 	errBusy := errors.New("server busy")
-	onlyBusy := func(int, error) (time.Duration, bool)(func(attempt int, err error) (time.Duration, bool) {
+	onlyBusy := func(attempt int, err error) (time.Duration, bool) {
 		return time.Millisecond, attempt < 3 && errors.Is(err, errBusy)
-	})
+	}
 
 	p := workerpool.New(1)
 	answers := []error{errBusy, errors.New("bad request"), nil}

@@ -13,7 +13,7 @@ import (
 
 // Delayed tasks wait in the dispatcher's timer heap, holding no goroutine,
 // and start in the order they come due.
-func ExampleDelay() {
+func ExampleTaskOption_delay() {
 	p := workerpool.New(1)
 	ctx := context.Background()
 	say := func(s string) func(context.Context) error {
@@ -35,7 +35,7 @@ func ExampleDelay() {
 // Among waiting tasks the highest level starts first, and tasks of one level
 // start in the order they were submitted. (Here the one worker is kept busy
 // so that all five wait.)
-func ExamplePriority() {
+func ExampleTaskOption_priority() {
 	p := workerpool.New(1)
 	started, release := make(chan struct{}), make(chan struct{})
 	p.Submit(func() { close(started); <-release }) // keeps the one worker busy
@@ -90,7 +90,7 @@ func ExampleWithPriorityAging() {
 // A heavy task takes several of the pool's slots: beside a task of weight 3,
 // a pool of size 4 runs one light task at a time. A task heavier than the
 // pool is refused.
-func ExampleWeight() {
+func ExampleTaskOption_weight() {
 	p := workerpool.New(4)
 	ctx := context.Background()
 	var mu sync.Mutex
@@ -153,7 +153,7 @@ func ExampleWithRateLimit() {
 // At runs a task at a wall-clock time; until then it waits in the
 // dispatcher's timer heap, holding no goroutine, and counts as scheduled.
 // Stop abandons a task not due yet; StopWait would wait for it.
-func ExampleAt() {
+func ExampleTaskOption_delayUntil() {
 	p := workerpool.New(1)
 	ctx := context.Background()
 	due := time.Now().Add(10 * time.Millisecond)

@@ -1,7 +1,6 @@
 package workerpool_test
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -25,42 +24,26 @@ func ExampleWorkerPool_Resize() {
 	// size: 1 max workers: 1
 }
 
-// SetMinWorkers keeps warm workers from now on, as WithMinWorkers does
-// from New.
-func ExampleWorkerPool_SetMinWorkers() {
-	p := workerpool.New(8)
-	defer p.Stop()
-	p.SetMinWorkers(3)                   // started at once, and never retired however idle
-	_ = p.WaitIdle(context.Background()) // the dispatcher took the change before it answers
-	fmt.Println("workers:", p.Status().Workers)
-	p.SetMinWorkers(20) // at most the size
-	_ = p.WaitIdle(context.Background())
-	fmt.Println("workers:", p.Status().Workers)
-	// Output:
-	// workers: 3
-	// workers: 8
-}
-
 // A size schedule gives the pool other sizes by the time of day. The
 // windows must not overlap: New panics, naming them, if they do.
-func ExampleWithSizeSchedule() {
+func ExampleWithMinWorkers_schedule() {
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	p := workerpool.New(4, workerpool.WithMinWorkers(1), workerpool.sizeSchedule(berlin,
-		workerpool.SizeWindow{From: "12:00", To: "16:00", Min: 10, Max: 20}, // the afternoon peak
-		workerpool.SizeWindow{From: "22:00", To: "06:00", Min: 0, Max: 1},   // nights: To before From wraps
+	p := workerpool.New(4, workerpool.WithMinWorkers(1,
+		workerpool.SizeWindow{From: "12:00", To: "16:00", Min: 10, Max: 20, Location: berlin}, // the afternoon peak
+		workerpool.SizeWindow{From: "22:00", To: "06:00", Min: 0, Max: 1, Location: berlin},   // nights: To before From wraps
 	)) // the rest of the day: 1 to 4 workers, New's and WithMinWorkers's
 	defer p.Stop()
 
 	defer func() { fmt.Println(recover()) }()
-	workerpool.New(4, workerpool.sizeSchedule(berlin,
+	workerpool.New(4, workerpool.WithMinWorkers(0,
 		workerpool.SizeWindow{From: "08:00", To: "12:00", Min: 2, Max: 8},
 		workerpool.SizeWindow{From: "11:30", To: "14:00", Min: 0, Max: 2},
 	))
-	// Output: workerpool: WithSizeSchedule window 1 (11:30-14:00) overlaps window 0 (08:00-12:00)
+	// Output: workerpool: WithMinWorkers window 1 (11:30-14:00) overlaps window 0 (08:00-12:00)
 }
 
 // After a burst, idle workers retire one per idle period, down to zero; a
@@ -88,15 +71,6 @@ func ExampleWithIdleTimeout() {
 	// Output:
 	// workers in the burst: 4
 	// workers once idle: 0
-}
-
-// Without WithIdleTimeout, or with WithIdleTimeout(0), a worker retires
-// once the pool has had no task for DefaultIdleTimeout.
-func ExampleDefaultIdleTimeout() {
-	p := workerpool.New(4, workerpool.WithIdleTimeout(0)) // the same as no option
-	defer p.Stop()
-	fmt.Println("idle workers retire after", 2*time.Second)
-	// Output: idle workers retire after 2s
 }
 
 // Warm workers: New starts the floor at once, and idle retirement stops

@@ -35,7 +35,7 @@ func ExampleWorkerPool_Go() {
 
 // Typed results, collected in submission order whatever order the tasks
 // finish in.
-func ExampleCall() {
+func ExampleGoResult() {
 	p := workerpool.New(3)
 	defer p.StopWait()
 

@@ -178,14 +178,14 @@ func ExampleWorkerPool_Do() {
 // New starts only the dispatcher goroutine: workers start as tasks come, up
 // to the size (a size below 1 means 1). Stop the pool when done with it.
 func ExampleNew() {
-	p := workerpool.New(0, workerpool.WithName("thumbnails"))
-	fmt.Println(p.Name(), "size:", p.Size(), "workers:", p.Status().Workers)
+	p := workerpool.New(0)
+	fmt.Println("size:", p.Size(), "workers:", p.Status().Workers)
 	p.Resize(4)
-	fmt.Println(p.Name(), "size:", p.Size())
+	fmt.Println("size:", p.Size())
 	p.StopWait()
 	// Output:
-	// thumbnails size: 1 workers: 0
-	// thumbnails size: 4
+	// size: 1 workers: 0
+	// size: 4
 }
 
 // Submit queues a task and returns at once. On a stopped pool it panics

@@ -416,7 +416,7 @@ func (r *fuzzRun) keyOptions(t fuzzTask, label bool) []TaskOption {
 	case t.key == "" || !label:
 		return []TaskOption{TaskOption{Key: t.key}}
 	}
-	return []TaskOption{TaskOption{Key: t.key}, TaskOption{Label: fuzzLabel(t.priority, t.weight, t.key)}}
+	return []TaskOption{TaskOption{Key: t.key, Label: fuzzLabel(t.priority, t.weight, t.key)}}
 }
 
 // checkKeys reports whether Status.Keys, as the pool counts it (Status
@@ -1071,7 +1071,7 @@ func (r *fuzzRun) optionTask(arg int) {
 		opts = append(opts, TaskOption{Weight: weight})
 	case 2:
 		weight, fails = 2, 1
-		opts = append(opts, TaskOption{Weight: weight}, TaskOption{Retry: Backoff(10*time.Millisecond, 40*time.Millisecond, 1)})
+		opts = append(opts, TaskOption{Weight: weight, Retry: Backoff(10*time.Millisecond, 40*time.Millisecond, 1)})
 	default:
 		fails, permanent = 1, true
 		opts = append(opts, TaskOption{Retry: func(int, error) (time.Duration, bool) { return 0, true }})

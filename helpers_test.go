@@ -307,6 +307,12 @@ func recovered(f func()) (err error, panicked bool) {
 // the pool took it.
 func tryDo(p *WorkerPool, task func()) bool { return p.DoContext(doneContext, task) == nil }
 
+// tryDoContext tries a no-op task with opts on p: DoContext with a ctx
+// that is already done.
+func tryDoContext(p *WorkerPool, opts ...TaskOption) error {
+	return p.DoContext(doneContext, func() {}, opts...)
+}
+
 // doneContext is a context that is already canceled.
 var doneContext = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1023,10 +1029,15 @@ func stateOf(s Status) string {
 // sizeSchedule is WithMinWorkers's schedule alone, with every window read
 // on loc's clock: it leaves the floor as other options set it.
 func sizeSchedule(loc *time.Location, windows ...SizeWindow) Option {
+	table := newSizeTable(inLocation(loc, windows))
+	return func(c *config) { c.sizes = table }
+}
+
+// inLocation is a copy of windows, each read on loc's clock.
+func inLocation(loc *time.Location, windows []SizeWindow) []SizeWindow {
 	windows = slices.Clone(windows)
 	for i := range windows {
 		windows[i].Location = loc
 	}
-	table := newSizeTable(windows)
-	return func(c *config) { c.sizes = table }
+	return windows
 }

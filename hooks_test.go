@@ -139,7 +139,7 @@ func TestHooksCountWaitFromDueTime(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, TaskOption{Retry: policy}, TaskOption{Delay: time.Second})
+		}, TaskOption{Retry: policy, Delay: time.Second})
 		require.NoError(t, flaky.Wait())
 		got := l.finishedNow()[2:]
 		assert.Equal(t, []finish{{0, time.Second, errFlaky}, {0, time.Second, errFlaky}, {0, time.Second, nil}}, got,

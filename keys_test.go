@@ -223,7 +223,7 @@ func TestHeavyKeyedTaskIsNotOvertaken(t *testing.T) {
 		l := newStartTrace()
 		ctx := context.Background()
 		p.Go(ctx, l.fn("blocker", time.Second))
-		p.Go(ctx, l.fn("heavy", time.Second), TaskOption{Key: "a"}, TaskOption{Weight: 2})
+		p.Go(ctx, l.fn("heavy", time.Second), TaskOption{Key: "a", Weight: 2})
 		for i := range 3 {
 			p.Go(ctx, l.fn("b"+strconv.Itoa(i), 3*time.Second), TaskOption{Key: "b"})
 		}
@@ -257,8 +257,8 @@ func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
 		pauseCtx, resume := context.WithCancel(ctx)
 		go p.Pause(pauseCtx)
 		synctest.Wait()
-		p.Go(ctx, l.fn("a", time.Second), TaskOption{Key: "a"}, TaskOption{Weight: size})
-		p.Go(ctx, l.fn("b", time.Second), TaskOption{Key: "b"}, TaskOption{Weight: size/2+1})
+		p.Go(ctx, l.fn("a", time.Second), TaskOption{Key: "a", Weight: size})
+		p.Go(ctx, l.fn("b", time.Second), TaskOption{Key: "b", Weight: size/2+1})
 		p.Go(ctx, l.fn("u", time.Second), TaskOption{Weight: size/2})
 		time.Sleep(2 * time.Second)
 		resume()
@@ -283,7 +283,7 @@ func TestKeysPriorityBeforeFairness(t *testing.T) {
 				if k == "b" {
 					prio = 1
 				}
-				p.DoContext(context.Background(), func() { mu.Lock(); got = append(got, name); mu.Unlock() }, TaskOption{Key: k}, TaskOption{Priority: prio})
+				p.DoContext(context.Background(), func() { mu.Lock(); got = append(got, name); mu.Unlock() }, TaskOption{Key: k, Priority: prio})
 			}
 		}
 		g.open()
@@ -300,7 +300,7 @@ func TestStatusKeysCountsWaitingScheduledAndRunning(t *testing.T) {
 		run := fnOf(gate.wait)
 		a1 := p.Go(ctx, run, TaskOption{Key: "a"})
 		a2 := p.Go(ctx, run, TaskOption{Key: "a"})
-		b := p.Go(ctx, run, TaskOption{Key: "b"}, TaskOption{Delay: 10*time.Second})
+		b := p.Go(ctx, run, TaskOption{Key: "b", Delay: 10*time.Second})
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 2, s.Keys, "a (running and waiting), b (scheduled)")
@@ -382,7 +382,7 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 		for i := 0; i < n; {
 			for range min(batch, n-i) {
 				gate := gate
-				p.DoContext(context.Background(), gate.wait, TaskOption{Key: "key-"+strconv.Itoa(i)}, TaskOption{Label: "x"})
+				p.DoContext(context.Background(), gate.wait, TaskOption{Key: "key-"+strconv.Itoa(i), Label: "x"})
 				i++
 			}
 			gate.open()
@@ -412,7 +412,7 @@ func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
 	p := New(4, WithKeys(1, nil), WithIdleTimeout(-1))
 	defer p.Stop()
 	ctx := context.Background()
-	p.Go(ctx, noopFn, TaskOption{Key: "hot"}, TaskOption{Delay: 24*time.Hour})
+	p.Go(ctx, noopFn, TaskOption{Key: "hot", Delay: 24*time.Hour})
 	// flush has dispatch take every release posted so far: it takes them
 	// as it handles the Pause, whose barrier nothing holds.
 	flush := func() {

@@ -36,12 +36,12 @@ func pick(r map[string]any, keys ...string) map[string]any {
 // stack for each recovered panic (plain tasks, DoWait, handles, hooks, the
 // retry policy, the dead-letter handler), an Info record per Resize, and
 // one Info summary at stop with the final counts; never a record per task.
-// Every record carries the pool's name.
+// Every record carries the attributes of the logger it was given.
 func TestLoggerRecordsAtInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs logBuffer
 		hookPanicked := false
-		p := New(1, WithName("images"), WithLogger(logs.logger(slog.LevelDebug)),
+		p := New(1, WithLogger(logs.logger(slog.LevelDebug).With("pool", "images")),
 			WithHooks(Hooks{Panic: func(any) {}}), WithMaxWaiting(1, Reject),
 			WithHooks(Hooks{DeadLetter: func(func(), error) { panic("letter") }}),
 			WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
@@ -138,7 +138,7 @@ func TestLoggerLevels(t *testing.T) {
 func TestObserveResizeLogsOncePerResizeOnRunningPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b logBuffer
-		p := New(3, WithLogger(b.logger(slog.LevelInfo)), WithName("rz"))
+		p := New(3, WithLogger(b.logger(slog.LevelInfo).With("pool", "rz")))
 		p.Resize(3)
 		p.Resize(0)  // 1
 		p.Resize(-5) // still 1
@@ -152,11 +152,3 @@ func TestObserveResizeLogsOncePerResizeOnRunningPool(t *testing.T) {
 	})
 }
 
-func TestName(t *testing.T) {
-	p := New(1, WithName("thumbnails"))
-	defer p.Stop()
-	assert.Equal(t, "thumbnails", p.Name())
-	q := New(1)
-	defer q.Stop()
-	assert.Equal(t, "", q.Name(), "no name")
-}

@@ -311,7 +311,7 @@ func TestPauseBarrierMixed(t *testing.T) {
 			n := 5 + rng.IntN(15)
 			for i := range n {
 				name := fmt.Sprint("b", i)
-				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3}, TaskOption{Weight: 1 + rng.IntN(size)}}
+				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3, Weight: 1 + rng.IntN(size)}}
 				due := time.Duration(0)
 				if rng.IntN(3) == 0 {
 					due = time.Duration(rng.IntN(100)) * time.Millisecond
@@ -331,7 +331,7 @@ func TestPauseBarrierMixed(t *testing.T) {
 			synctest.Wait()
 			for i := range 5 + rng.IntN(10) {
 				name := fmt.Sprint("a", i)
-				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3}, TaskOption{Weight: 1 + rng.IntN(size)}}
+				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3, Weight: 1 + rng.IntN(size)}}
 				if rng.IntN(3) == 0 {
 					o = append(o, TaskOption{Delay: time.Duration(rng.IntN(100))*time.Millisecond})
 				}
@@ -437,7 +437,7 @@ func TestPauseAndARetryOfAKeyWithTasksBeforeTheBarrier(t *testing.T) {
 					}
 					run("retried 2", time.Millisecond)
 					return nil
-				}, TaskOption{Key: "k"}, TaskOption{Priority: c.priority}, TaskOption{Retry: Backoff(10*time.Millisecond, 10*time.Millisecond, 1)})
+				}, TaskOption{Key: "k", Priority: c.priority, Retry: Backoff(10*time.Millisecond, 10*time.Millisecond, 1)})
 				synctest.Wait() // its first run failed: it waits 10ms for its retry
 				busy := p.Go(t.Context(), func(context.Context) error { run("busy", 20*time.Millisecond); return nil })
 				later := p.Go(t.Context(), func(context.Context) error { run("later", 0); return nil }, TaskOption{Key: "k"})

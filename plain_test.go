@@ -67,7 +67,7 @@ func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
 		}, []error{ErrExpired, ErrExpired}},
 		{"too heavy after a Resize", nil, func(p *WorkerPool, do func(...TaskOption)) {
 			do(TaskOption{Weight: 2})
-			do(TaskOption{Weight: 2}, TaskOption{Delay: time.Second})
+			do(TaskOption{Weight: 2, Delay: time.Second})
 			p.Resize(1)
 		}, []error{ErrTooHeavy, ErrTooHeavy}},
 	}
@@ -133,7 +133,7 @@ func TestDoWithOptionsReusesItsCarriers(t *testing.T) {
 	done := wg.Done
 	for name, opts := range map[string][]TaskOption{
 		"Priority": {TaskOption{Priority: 3}},
-		"Weight":   {TaskOption{Weight: 1}, TaskOption{Priority: -1}},
+		"Weight":   {TaskOption{Weight: 1, Priority: -1}},
 		"Delay":    {TaskOption{Delay: time.Nanosecond}},
 	} {
 		allocs := testing.AllocsPerRun(1000, func() {
@@ -180,7 +180,7 @@ func TestReleasedCarriersAreNeverTouched(t *testing.T) {
 			}
 			p := New(2, options...)
 			for i := range 30 {
-				opts := []TaskOption{TaskOption{Priority: i % 3}, TaskOption{Delay: time.Duration(i%4) * 10 * time.Millisecond}, TaskOption{Weight: 1 + i%2}}
+				opts := []TaskOption{TaskOption{Priority: i % 3, Delay: time.Duration(i%4) * 10 * time.Millisecond, Weight: 1 + i%2}}
 				go func() {
 					_ = p.DoContext(context.Background(), func() { time.Sleep(time.Duration(i%3) * 10 * time.Millisecond) }, opts...)
 				}()
@@ -268,7 +268,7 @@ func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
 // accepted runs when due, although ctx ended before, with a carrier or
 // without one.
 func TestDoContextDelayedTaskOutlivesItsContext(t *testing.T) {
-	for _, opts := range [][]TaskOption{{TaskOption{Delay: time.Second}}, {TaskOption{Delay: time.Second}, TaskOption{Priority: 2}}} {
+	for _, opts := range [][]TaskOption{{TaskOption{Delay: time.Second}}, {TaskOption{Delay: time.Second, Priority: 2}}} {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.StopWait()

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests for the size schedule (WithSizeSchedule) and SetMinWorkers. Each
+// Tests for the size schedule (WithMinWorkers's windows) and the floor. Each
 // runs in a synctest bubble, whose fake clock starts at 2000-01-01
 // 00:00:00 UTC: the times below are computed from there, by hand.
 
@@ -226,7 +226,7 @@ func TestSizeScheduleDaylightSavingTimeInsideAWindowIsNoBoundary(t *testing.T) {
 	})
 }
 
-func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
+func TestResizeInsideASizeWindowHoldsUntilItsEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithIdleTimeout(-1), sizeSchedule(time.UTC,
 			SizeWindow{From: "10:00", To: "12:00", Min: 1, Max: 4},
@@ -238,11 +238,9 @@ func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
 		})
 		time.Sleep(30 * time.Minute)
 		p.Resize(8)
-		p.SetMinWorkers(3)
 		synctest.Wait()
 		s := p.Status()
 		require.Equal(t, 8, s.MaxWorkers, "MaxWorkers after Resize(8) inside the window")
-		require.Equal(t, 3, s.Workers, "Workers after SetMinWorkers(3) inside the window")
 		// The dispatcher's timer fires for a delayed task inside the window:
 		// no boundary, the calls' sizes hold.
 		var ran atomic.Bool
@@ -264,11 +262,9 @@ func TestResizeAndSetMinWorkersInsideASizeWindowHoldUntilItsEnd(t *testing.T) {
 		// the windows replace while they last.
 		time.Sleep(time.Hour)
 		p.Resize(6)
-		p.SetMinWorkers(5)
 		synctest.Wait()
 		s = p.Status()
 		require.Equal(t, 6, s.MaxWorkers, "MaxWorkers after Resize(6) outside the windows")
-		require.Equal(t, 5, s.Workers, "Workers after SetMinWorkers(5) outside the windows")
 		checkSizeSteps(t, p, sizeStep{time.Now(), 6, 5}, []sizeStep{
 			{utc(1, 2, 10, 0), 4, 4},
 			{utc(1, 2, 12, 0), 2, 2},
@@ -414,98 +410,6 @@ func TestSizeScheduleStopReleasesTheTimerAtOnce(t *testing.T) {
 		assert.False(t, d.timers.armed, "timer armed after Stop")
 		assert.False(t, d.timers.timer.Stop(), "timer running after Stop")
 		assert.Equal(t, 4, p.Size(), "Size after Stop: the window's")
-	})
-}
-
-func TestSetMinWorkersStartsWorkersAtOnceAndIdleRetirementKeepsThem(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(5, WithIdleTimeout(time.Second))
-		defer p.Stop()
-		p.SetMinWorkers(3)
-		synctest.Wait() // no time passes
-		require.Equal(t, 3, p.Status().Workers, "workers right after SetMinWorkers(3)")
-		assert.Equal(t, 0, p.Status().Busy, "busy")
-		time.Sleep(time.Hour)
-		synctest.Wait()
-		assert.Equal(t, 3, p.Status().Workers, "workers after an idle hour")
-		g := newGate()
-		defer g.release()
-		for range 5 {
-			p.Submit(g.task())
-		}
-		synctest.Wait()
-		require.Equal(t, 5, p.Status().Workers, "workers under load")
-		t0 := time.Now() // the idle period started with the fourth worker
-		g.open()
-		// The tick at t0+1s saw the tasks: retirement starts at t0+2s, one
-		// worker per period, down to the floor.
-		for _, c := range []struct {
-			at      time.Duration
-			workers int
-		}{
-			{2*time.Second - time.Nanosecond, 5},
-			{2 * time.Second, 4},
-			{3 * time.Second, 3},
-			{time.Hour, 3},
-		} {
-			time.Sleep(time.Until(t0.Add(c.at)))
-			synctest.Wait()
-			assert.Equal(t, c.workers, p.Status().Workers, "workers at t0+%v", c.at)
-		}
-		p.SetMinWorkers(10) // capped at the size
-		synctest.Wait()
-		assert.Equal(t, 5, p.Status().Workers, "workers after SetMinWorkers(10) on a pool of 5")
-		p.Resize(4)
-		synctest.Wait()
-		assert.Equal(t, 4, p.Status().Workers, "workers after Resize(4)")
-		p.Resize(7)
-		synctest.Wait()
-		assert.Equal(t, 7, p.Status().Workers, "workers after Resize(7): min(10, 7)")
-		// Lowering the floor lets idle retirement take the workers above it,
-		// one per period from the call on.
-		t0 = time.Now()
-		p.SetMinWorkers(-1) // means 0
-		for _, c := range []struct {
-			at      time.Duration
-			workers int
-		}{
-			{time.Second - time.Nanosecond, 7},
-			{time.Second, 6},
-			{6 * time.Second, 1},
-			{7*time.Second - time.Nanosecond, 1},
-			{7 * time.Second, 0},
-			{time.Hour, 0},
-		} {
-			time.Sleep(time.Until(t0.Add(c.at)))
-			synctest.Wait()
-			assert.Equal(t, c.workers, p.Status().Workers, "workers at t0+%v after SetMinWorkers(-1)", c.at)
-		}
-		p.Stop()
-		assert.NotPanics(t, func() { p.SetMinWorkers(3) }, "SetMinWorkers after Stop")
-		synctest.Wait()
-		s := requireStoppedClean(t, p)
-		assert.Equal(t, 0, s.Workers, "workers after SetMinWorkers after Stop")
-		assert.Equal(t, uint64(5), s.Completed, "completed")
-	})
-}
-
-func TestSetMinWorkersWhileStoppingDoesNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(3, WithIdleTimeout(-1))
-		defer p.Stop()
-		g := newGate()
-		defer g.release()
-		p.Submit(g.task())
-		synctest.Wait()
-		go p.StopWait()
-		synctest.Wait()
-		require.Equal(t, "stopping", stateOf(p.Status()), "state")
-		p.SetMinWorkers(3)
-		synctest.Wait()
-		assert.Equal(t, 1, p.Status().Workers, "workers after SetMinWorkers while stopping")
-		g.open()
-		p.StopWait()
-		requireStoppedClean(t, p)
 	})
 }
 
@@ -663,7 +567,7 @@ func randomSizeTable(r *rand.Rand, loc *time.Location) *sizeTable {
 		}
 		if tb := func() (tb *sizeTable) {
 			defer func() { _ = recover() }() // overlapping: try again
-			return newSizeTable(loc, windows)
+			return newSizeTable(inLocation(loc, windows))
 		}(); tb != nil {
 			return tb
 		}
@@ -730,7 +634,7 @@ func TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear(t *testing.T) {
 	at := func(month time.Month, day, hour, minute int) time.Time {
 		return time.Date(2040, month, day, hour, minute, 0, 0, loc)
 	}
-	tb := newSizeTable(loc, []SizeWindow{{From: "12:00", To: "13:00", Max: 1}})
+	tb := newSizeTable(inLocation(loc, []SizeWindow{{From: "12:00", To: "13:00", Max: 1}}))
 	for _, c := range []struct{ from, want time.Time }{
 		{at(12, 30, 14, 0), at(12, 31, 12, 0)},  // the bad end, 2040-12-31 00:00 UTC, comes first
 		{at(12, 31, 1, 0), at(12, 31, 12, 0)},   // at the bad end
@@ -795,8 +699,8 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 		defer g.release()
 		running := p.Go(ctx, fnOf(g.wait), TaskOption{Weight: 3})                    // runs through the window
 		waiting := p.Go(ctx, noopFn, TaskOption{Weight: 3})                          // waits for slots
-		heldBack := p.Go(ctx, noopFn, TaskOption{Key: "k"}, TaskOption{Weight: 3})               // behind waiting
-		scheduled := p.Go(ctx, noopFn, TaskOption{Weight: 3}, TaskOption{Delay: 90*time.Minute}) // due inside the window
+		heldBack := p.Go(ctx, noopFn, TaskOption{Key: "k", Weight: 3})               // behind waiting
+		scheduled := p.Go(ctx, noopFn, TaskOption{Weight: 3, Delay: 90*time.Minute}) // due inside the window
 		plain := func() {}
 		require.NoError(t, p.DoContext(context.Background(), plain, TaskOption{Weight: 3}), "Do with TaskOption{Weight: 3} before the window")
 		light := p.Go(ctx, noopFn, TaskOption{Weight: 2})
@@ -833,8 +737,7 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 	})
 }
 
-// A stop at the very moment of a boundary, with a Resize and a
-// SetMinWorkers made then too, counts the boundary on one side of it: the
+// A stop at the very moment of a boundary, with a Resize made then too, counts the boundary on one side of it: the
 // stop returns, with no worker, no goroutine and no armed timer left, Size
 // the size the pool ran on as it stopped (the one before the boundary,
 // the window's or the Resize's), and the sizes change no more afterwards.
@@ -847,7 +750,7 @@ func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
 	for name, stop := range stops {
 		t.Run(name, func(t *testing.T) {
 			seen := map[int]int{}
-			for round := range 50 {
+			for range 50 {
 				synctest.Test(t, func(t *testing.T) {
 					p, d := start(2, []Option{WithIdleTimeout(-1), sizeSchedule(time.UTC,
 						SizeWindow{From: "01:00", To: "02:00", Min: 4, Max: 4},
@@ -857,7 +760,6 @@ func TestSizeScheduleBoundaryRacingEachStop(t *testing.T) {
 						p.Submit(sleeper(time.Hour)) // two run until 01:00, three wait
 					}
 					var calls sync.WaitGroup
-					calls.Go(func() { time.Sleep(time.Hour); p.SetMinWorkers(round % 4) })
 					calls.Go(func() { time.Sleep(time.Hour); p.Resize(3) })
 					time.Sleep(time.Hour) // 01:00: the boundary's timer fires now too
 					stop(p)

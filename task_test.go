@@ -789,9 +789,9 @@ func TestGoWithOptionsAllocs(t *testing.T) {
 		"Priority":        {TaskOption{Priority: 1}},
 		"TaskOption{Priority: -7}":    {TaskOption{Priority: -7}},
 		"TaskOption{Weight: 2}":       {TaskOption{Weight: 2}},
-		"Priority+Weight": {TaskOption{Priority: 5}, TaskOption{Weight: 1}},
+		"Priority+Weight": {TaskOption{Priority: 5, Weight: 1}},
 		"Key":             {TaskOption{Key: "account-1"}},
-		"Key+Priority":    {TaskOption{Key: "account-1"}, TaskOption{Priority: 2}},
+		"Key+Priority":    {TaskOption{Key: "account-1", Priority: 2}},
 		"TaskOption{Delay: 0}":        {TaskOption{Delay: 0}}, // no option in effect: no option state
 	} {
 		got := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn, opts...).Wait() })

@@ -25,7 +25,7 @@ type infoCall struct {
 func infoCalls() []infoCall {
 	labeled := TaskInfo{Label: "resize", Priority: 2, Weight: 2, Attempt: 1}
 	plain := TaskInfo{Weight: 1, Attempt: 1}
-	opts := []TaskOption{TaskOption{Label: "resize"}, TaskOption{Priority: 2}, TaskOption{Weight: 2}}
+	opts := []TaskOption{TaskOption{Label: "resize", Priority: 2, Weight: 2}}
 	fn := func(task func()) func(context.Context) error {
 		return func(context.Context) error { task(); return nil }
 	}
@@ -45,9 +45,6 @@ func infoCalls() []infoCall {
 		{"DoContext with options", labeled, func(t *testing.T, p *WorkerPool, task func()) {
 			require.NoError(t, p.DoContext(t.Context(), task, opts...))
 			p.StopWait()
-		}},
-		{"DoWait with options", labeled, func(t *testing.T, p *WorkerPool, task func()) {
-			require.NoError(t, p.DoWaitContext(context.Background(), task, opts...))
 		}},
 		{"Go", labeled, func(t *testing.T, p *WorkerPool, task func()) {
 			require.NoError(t, p.Go(t.Context(), fn(task), opts...).Wait())
@@ -72,12 +69,11 @@ func TestTaskInfoOnEveryCallPath(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := new(hookLog)
-				p := New(2, WithName("images"), WithHooks(l.hooks()))
+				p := New(2, WithHooks(l.hooks()))
 				defer p.Stop()
 				c.run(t, p, func() { time.Sleep(time.Second) })
 				synctest.Wait()
 				want := c.want
-				want.Pool = "images"
 				calls := l.callsNow()
 				require.Len(t, calls, 2, "one start and one finish")
 				assert.Equal(t, "started", calls[0].hook)
@@ -243,20 +239,20 @@ func TestTaskInfoAttemptsUnderRetry(t *testing.T) {
 func TestTaskDroppedKnowsWhichTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := new(hookLog)
-		p := New(1, WithName("mail"), WithMaxWaiting(1, DropOldest), WithQueueTimeout(time.Minute), WithHooks(l.hooks()))
+		p := New(1, WithMaxWaiting(1, DropOldest), WithQueueTimeout(time.Minute), WithHooks(l.hooks()))
 		gate := blockOneWorker(t, p)
-		require.NoError(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "dropped"}, TaskOption{Priority: 1}))
-		require.NoError(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "expired"}, TaskOption{Weight: 1})) // drops "dropped"
+		require.NoError(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "dropped", Priority: 1}))
+		require.NoError(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "expired", Weight: 1})) // drops "dropped"
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		groupCtx, cancel := context.WithCancel(t.Context())
 		g := p.Group(groupCtx)
 		g.SetLimit(1)
 		g.Go(noopFn, TaskOption{Label: "queued"})            // waits behind the gate
-		g.Go(noopFn, TaskOption{Label: "held"}, TaskOption{Priority: 3}) // held by the limit
+		g.Go(noopFn, TaskOption{Label: "held", Priority: 3}) // held by the limit
 		cancel()
 		require.ErrorIs(t, g.Wait(), context.Canceled)
-		abandoned := p.Go(t.Context(), noopFn, TaskOption{Label: "abandoned"}, TaskOption{Priority: -1})
+		abandoned := p.Go(t.Context(), noopFn, TaskOption{Label: "abandoned", Priority: -1})
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
 		synctest.Wait()
@@ -270,11 +266,11 @@ func TestTaskDroppedKnowsWhichTask(t *testing.T) {
 				byLabel[c.info.Label] = c.info
 			}
 		}
-		assert.Equal(t, TaskInfo{Pool: "mail", Label: "dropped", Priority: 1, Weight: 1, Attempt: 1, Err: errDropped}, byLabel["dropped"])
-		assert.Equal(t, TaskInfo{Pool: "mail", Label: "expired", Weight: 1, Attempt: 1, Err: ErrExpired}, byLabel["expired"])
-		assert.Equal(t, TaskInfo{Pool: "mail", Label: "abandoned", Priority: -1, Weight: 1, Attempt: 1, Err: ErrStopped}, byLabel["abandoned"])
-		assert.Equal(t, TaskInfo{Pool: "mail", Label: "queued", Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["queued"], "a queued group task")
-		assert.Equal(t, TaskInfo{Pool: "mail", Label: "held", Priority: 3, Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["held"], "a group task the limit held")
+		assert.Equal(t, TaskInfo{Label: "dropped", Priority: 1, Weight: 1, Attempt: 1, Err: errDropped}, byLabel["dropped"])
+		assert.Equal(t, TaskInfo{Label: "expired", Weight: 1, Attempt: 1, Err: ErrExpired}, byLabel["expired"])
+		assert.Equal(t, TaskInfo{Label: "abandoned", Priority: -1, Weight: 1, Attempt: 1, Err: ErrStopped}, byLabel["abandoned"])
+		assert.Equal(t, TaskInfo{Label: "queued", Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["queued"], "a queued group task")
+		assert.Equal(t, TaskInfo{Label: "held", Priority: 3, Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["held"], "a group task the limit held")
 	})
 }
 
@@ -287,8 +283,8 @@ func TestRefusedDoTellsTaskDroppedItsLabel(t *testing.T) {
 		defer p.Stop()
 		gate := blockOneWorker(t, p)
 		defer gate.open()
-		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "thumb"}, TaskOption{Priority: 4}), ErrQueueFull)
-		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, TaskOption{Label: "wait"}), ErrQueueFull)
+		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, TaskOption{Label: "thumb", Priority: 4}), ErrQueueFull)
+		require.ErrorIs(t, tryDoContext(p, TaskOption{Label: "try"}), ErrQueueFull)
 		calls := l.callsNow()
 		var dropped []TaskInfo
 		for _, c := range calls {
@@ -298,7 +294,7 @@ func TestRefusedDoTellsTaskDroppedItsLabel(t *testing.T) {
 		}
 		assert.Equal(t, []TaskInfo{
 			{Label: "thumb", Priority: 4, Weight: 1, Attempt: 1, Err: ErrQueueFull},
-			{Label: "wait", Weight: 1, Attempt: 1, Err: ErrQueueFull},
+			{Label: "try", Weight: 1, Attempt: 1, Err: ErrQueueFull},
 		}, dropped)
 	})
 }
@@ -312,13 +308,13 @@ func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 		l := new(hookLog)
 		p := New(1, WithMaxWaiting(0, Reject), WithHooks(l.hooks()))
 		gate := blockOneWorker(t, p)
-		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, TaskOption{Key: "full"}, TaskOption{Label: "do"}), ErrQueueFull)
-		require.ErrorIs(t, p.DoWaitContext(context.Background(), func() {}, TaskOption{Key: "full"}, TaskOption{Label: "wait"}), ErrQueueFull)
-		require.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Key: "heavy"}, TaskOption{Label: "go"}, TaskOption{Weight: 2}).Wait(), ErrTooHeavy)
+		require.ErrorIs(t, p.DoContext(context.Background(), func() {}, TaskOption{Key: "full", Label: "do"}), ErrQueueFull)
+		require.ErrorIs(t, tryDoContext(p, TaskOption{Key: "full", Label: "try"}), ErrQueueFull)
+		require.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Key: "heavy", Label: "go", Weight: 2}).Wait(), ErrTooHeavy)
 		g := p.Group(t.Context())
-		g.Go(noopFn, TaskOption{Key: "heavy"}, TaskOption{Label: "group"}, TaskOption{Weight: 2})
+		g.Go(noopFn, TaskOption{Key: "heavy", Label: "group", Weight: 2})
 		require.ErrorIs(t, g.Wait(), ErrTooHeavy)
-		g.Go(noopFn, TaskOption{Key: "skipped"}, TaskOption{Label: "skipped"}) // the group's context is done: skipped
+		g.Go(noopFn, TaskOption{Key: "skipped", Label: "skipped"}) // the group's context is done: skipped
 		gate.open()
 		p.Stop()
 
@@ -328,26 +324,7 @@ func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 				keys[c.info.Label] = c.info.Key
 			}
 		}
-		assert.Equal(t, map[string]string{"do": "full", "wait": "full", "go": "heavy", "group": "heavy", "skipped": "skipped"}, keys)
-	})
-}
-
-// DoWait takes options as Do does: it waits for a delayed task's due time
-// and its run, and panics on Retry.
-func TestDoWaitWithOptions(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1)
-		defer p.Stop()
-		t0 := time.Now()
-		var ranAt time.Duration
-		require.NoError(t, p.DoWaitContext(context.Background(), func() { ranAt = time.Since(t0) }, TaskOption{Delay: 3*time.Second}, TaskOption{Label: "later"}))
-		assert.Equal(t, 3*time.Second, ranAt, "ran when due")
-		assert.Equal(t, 3*time.Second, time.Since(t0), "DoWait returned once it ran")
-		err, panicked := recovered(func() {
-			_ = p.DoWaitContext(context.Background(), func() {}, TaskOption{Retry: Backoff(time.Second, time.Second, 0)})
-		})
-		assert.True(t, panicked, "Retry panics")
-		assert.Contains(t, errString(err), "use Go")
+		assert.Equal(t, map[string]string{"do": "full", "try": "full", "go": "heavy", "group": "heavy", "skipped": "skipped"}, keys)
 	})
 }
 
@@ -356,7 +333,7 @@ func TestDoWaitWithOptions(t *testing.T) {
 func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithName("images"), WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
+		p := New(1, WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
 		defer p.Stop()
 		runs := 0
 		task := p.Go(t.Context(), func(context.Context) error {
@@ -365,7 +342,7 @@ func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 				panic("boom")
 			}
 			return errFlaky
-		}, TaskOption{Label: "resize"}, TaskOption{Retry: Backoff(time.Second, time.Second, 1)})
+		}, TaskOption{Label: "resize", Retry: Backoff(time.Second, time.Second, 1)})
 		require.Error(t, task.Wait())
 		require.NoError(t, p.DoWait(func() { panic("plain") }))
 		records := logs.withMessage("task panicked")

@@ -170,7 +170,7 @@ func TestResizeBelowAWaitingWeightDropsIt(t *testing.T) {
 		l := newStartLog()
 		queued := p.Go(ctx, l.fn("queued"), TaskOption{Weight: 3})
 		light := p.Go(ctx, l.fn("light"))
-		scheduled := p.Go(ctx, l.fn("scheduled"), TaskOption{Weight: 4}, TaskOption{Delay: time.Second})
+		scheduled := p.Go(ctx, l.fn("scheduled"), TaskOption{Weight: 4, Delay: time.Second})
 		synctest.Wait()
 		p.Resize(2)
 		assert.ErrorIs(t, queued.Wait(), ErrTooHeavy)
@@ -194,7 +194,7 @@ func TestResizeBelowAScheduledHeavyTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(4)
 		var ran atomic.Bool
-		h := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, TaskOption{Weight: 3}, TaskOption{Delay: time.Second})
+		h := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil }, TaskOption{Weight: 3, Delay: time.Second})
 		p.Resize(2)
 		time.Sleep(2 * time.Second)
 		assert.ErrorIs(t, h.Wait(), ErrTooHeavy)
@@ -217,7 +217,7 @@ func TestResizeDropsAScheduledHeavyTaskAtOnce(t *testing.T) {
 			p.Submit(func() { <-block })
 		}
 		hq := p.Go(context.Background(), func(context.Context) error { close(queued); return nil }, TaskOption{Weight: 3})
-		hs := p.Go(context.Background(), func(context.Context) error { return nil }, TaskOption{Weight: 3}, TaskOption{Delay: time.Hour})
+		hs := p.Go(context.Background(), func(context.Context) error { return nil }, TaskOption{Weight: 3, Delay: time.Hour})
 		synctest.Wait()
 		p.Resize(2)
 		synctest.Wait()
