@@ -401,9 +401,7 @@ func TestNilDeadLetterHandlerMeansTheTasksAreOnlyCounted(t *testing.T) {
 	for _, policy := range []Overflow{Reject, DropOldest} {
 		t.Run(policy.string(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var letters atomic.Int64
-				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1),
-					WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}), WithHooks(Hooks{DeadLetter: nil}))
+				p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: nil}))
 				defer p.Stop()
 				running := newGate()
 				defer running.release()
@@ -419,7 +417,6 @@ func TestNilDeadLetterHandlerMeansTheTasksAreOnlyCounted(t *testing.T) {
 				running.open()
 				<-stopped
 				s := requireStoppedClean(t, p)
-				assert.Zero(t, letters.Load(), "the replaced handler was called")
 				assert.Zero(t, ran.Load(), "ran")
 				assert.Equal(t, uint64(1), s.Abandoned, "abandoned")
 				if policy == Reject {
@@ -471,9 +468,9 @@ func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) 
 	for _, h := range []int{5, 2, 4, 1, 3} {
 		name := "s" + strconv.Itoa(h)
 		if h%2 == 0 {
-			goTask(name, TaskOption{Delay: time.Duration(h)*time.Hour})
+			goTask(name, TaskOption{Delay: time.Duration(h) * time.Hour})
 		} else {
-			do(name, TaskOption{Delay: time.Duration(h)*time.Hour})
+			do(name, TaskOption{Delay: time.Duration(h) * time.Hour})
 		}
 	}
 }

@@ -126,4 +126,3 @@ func ExampleHooks_panic() {
 	// the worker goes on
 	// completed: 2 panicked: 1
 }
-

@@ -19,8 +19,8 @@ func ExampleTaskOption_delay() {
 	say := func(s string) func(context.Context) error {
 		return func(context.Context) error { fmt.Println(s); return nil }
 	}
-	later := p.Go(ctx, say("20ms later"), workerpool.TaskOption{Delay: 20*time.Millisecond})
-	p.Go(ctx, say("10ms later"), workerpool.TaskOption{Delay: 10*time.Millisecond})
+	later := p.Go(ctx, say("20ms later"), workerpool.TaskOption{Delay: 20 * time.Millisecond})
+	p.Go(ctx, say("10ms later"), workerpool.TaskOption{Delay: 10 * time.Millisecond})
 	_ = p.Go(ctx, say("at once"), workerpool.TaskOption{Delay: time.Until(time.Now())}).Wait()
 	fmt.Println("scheduled:", p.Status().Scheduled)
 	_ = later.Wait()
@@ -165,7 +165,7 @@ func ExampleTaskOption_delayUntil() {
 	tomorrow := p.Go(ctx, func(context.Context) error {
 		fmt.Println("never runs")
 		return nil
-	}, workerpool.TaskOption{Delay: time.Until(time.Now().Add(24*time.Hour))})
+	}, workerpool.TaskOption{Delay: time.Until(time.Now().Add(24 * time.Hour))})
 	_ = p.DoWait(func() {}) // the dispatcher has taken the task before this one
 	fmt.Println("scheduled:", p.Status().Scheduled)
 	p.Stop()

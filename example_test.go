@@ -164,7 +164,7 @@ func ExampleWorkerPool_Do() {
 		fmt.Println("dead letter:", err)
 	}}))
 	ran := make(chan struct{})
-	_ = p.DoContext(context.Background(), func() { fmt.Println("10ms later"); close(ran) }, workerpool.TaskOption{Delay: 10*time.Millisecond})
+	_ = p.DoContext(context.Background(), func() { fmt.Println("10ms later"); close(ran) }, workerpool.TaskOption{Delay: 10 * time.Millisecond})
 	_ = p.DoContext(context.Background(), func() { fmt.Println("an hour later") }, workerpool.TaskOption{Delay: time.Hour})
 	<-ran
 	fmt.Println("scheduled:", p.Status().Scheduled)

@@ -78,7 +78,7 @@ func TestExpiryCountsFromWhenATaskBecameDue(t *testing.T) {
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(2900 * time.Millisecond) })
 		l, ctx := newStartLog(), t.Context()
-		late := p.Go(ctx, l.fn("delayed 2s"), TaskOption{Delay: 2*time.Second})
+		late := p.Go(ctx, l.fn("delayed 2s"), TaskOption{Delay: 2 * time.Second})
 		early := p.Go(ctx, l.fn("at once"))
 		require.NoError(t, late.Wait())
 		assert.ErrorIs(t, early.Wait(), ErrExpired)

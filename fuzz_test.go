@@ -414,9 +414,9 @@ func (r *fuzzRun) keyOptions(t fuzzTask, label bool) []TaskOption {
 	case !r.keyed:
 		return nil
 	case t.key == "" || !label:
-		return []TaskOption{TaskOption{Key: t.key}}
+		return []TaskOption{{Key: t.key}}
 	}
-	return []TaskOption{TaskOption{Key: t.key, Label: fuzzLabel(t.priority, t.weight, t.key)}}
+	return []TaskOption{{Key: t.key, Label: fuzzLabel(t.priority, t.weight, t.key)}}
 }
 
 // checkKeys reports whether Status.Keys, as the pool counts it (Status
@@ -909,7 +909,7 @@ func (r *fuzzRun) group(arg int) {
 func (r *fuzzRun) checkGroupErr(err error, what string) {
 	switch {
 	case err == nil, errors.Is(err, errTask), errors.Is(err, ErrStopped):
-	case errors.Is(err, ErrQueueFull):
+	case refusedFull(err):
 		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 	case errors.Is(err, errDropped):
 		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: errDropped under %v: %v", what, r.policy, err)
@@ -1061,7 +1061,7 @@ func (r *fuzzRun) delayedTask(arg int) {
 // Its fn meters the slots it takes. Wait must report success, a Permanent
 // end after one run, or why the task stopped.
 func (r *fuzzRun) optionTask(arg int) {
-	opts := []TaskOption{TaskOption{Priority: arg%5 - 2}}
+	opts := []TaskOption{{Priority: arg%5 - 2}}
 	weight, fails, permanent := 1, 0, false
 	switch arg / 5 {
 	case 0:
@@ -1178,7 +1178,7 @@ func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 	case err == nil:
 	case errors.Is(err, ErrStopped):
 		assert.True(r.t, r.anyStop.Load(), "%s: ErrStopped without a stop: %v", what, err)
-	case errors.Is(err, ErrQueueFull):
+	case refusedFull(err):
 		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 		r.rejectedSure.Add(1)
 	case errors.Is(err, errDropped):
@@ -1279,7 +1279,7 @@ func (r *fuzzRun) settle(pt *plainTask, err error, what string) {
 	switch {
 	case errors.Is(err, ErrStopped):
 		assert.True(r.t, r.anyStop.Load(), "%s refused without a stop: %v", what, err)
-	case errors.Is(err, ErrQueueFull):
+	case refusedFull(err):
 		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v", what, r.policy)
 		r.rejectedSure.Add(1)
 	case errors.Is(err, context.DeadlineExceeded):
@@ -1326,10 +1326,10 @@ func (r *fuzzRun) submitChild() {
 // once accepted goes to the dead-letter handler, which checkPlainTasks
 // checks.
 func (r *fuzzRun) plainOptionTask(arg int) {
-	opts := []TaskOption{TaskOption{Priority: arg%5 - 2}}
+	opts := []TaskOption{{Priority: arg%5 - 2}}
 	if arg%4 >= 2 {
 		r.delayed.Store(true)
-		opts = append(opts, TaskOption{Delay: time.Duration(arg%4+1)*50*time.Millisecond})
+		opts = append(opts, TaskOption{Delay: time.Duration(arg%4+1) * 50 * time.Millisecond})
 	}
 	weight := 1
 	if arg%3 == 2 {
@@ -1415,7 +1415,7 @@ func (r *fuzzRun) doBatch(arg int) {
 	err := r.p.DoBatch(batch)
 	r.checkRefusedAsStopped(stopped, err, "DoBatch")
 	switch {
-	case errors.Is(err, ErrQueueFull):
+	case refusedFull(err):
 		assert.True(r.t, r.bounded && (len(pts) > r.bound || r.refuses()), "DoBatch of %d: ErrQueueFull under %v, bound %d", len(pts), r.policy, r.bound)
 		r.rejectedSure.Add(int64(len(pts)))
 		for _, pt := range pts {
@@ -1571,7 +1571,7 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 			assert.Fail(t, "a plain task's call never returned", desc)
 			continue
 		case verdictSubmitted:
-			if len(letters) == 1 && errors.Is(letters[0], ErrQueueFull) {
+			if len(letters) == 1 && refusedFull(letters[0]) {
 				assert.True(t, runs == 0 && r.bounded && r.refuses(), "a Submit refused as ErrQueueFull: %s, under %v", desc, r.policy)
 				rejectedLetters++
 				continue

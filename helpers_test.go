@@ -1041,3 +1041,10 @@ func inLocation(loc *time.Location, windows []SizeWindow) []SizeWindow {
 	}
 	return windows
 }
+
+// refusedFull reports whether err says a full queue refused the task, as
+// opposed to dropping it for a newer one (errDropped, which also wraps
+// ErrQueueFull).
+func refusedFull(err error) bool {
+	return errors.Is(err, ErrQueueFull) && !errors.Is(err, errDropped)
+}

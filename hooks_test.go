@@ -126,7 +126,7 @@ func TestHooksCountWaitFromDueTime(t *testing.T) {
 		p := New(1, WithHooks(l.hooks()))
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(8 * time.Second) })
-		late := p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: 5*time.Second}) // due at 5s, starts at 8s
+		late := p.Go(t.Context(), func(context.Context) error { return nil }, TaskOption{Delay: 5 * time.Second}) // due at 5s, starts at 8s
 		require.NoError(t, late.Wait())
 		assert.Equal(t, []time.Duration{0, 3 * time.Second}, l.startedNow(), "a task due at 5s that starts at 8s waited 3s")
 
@@ -339,7 +339,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 						err := p.DoWait(body)
 						check("DoWait", err)
 					case 1:
-						task := p.Go(ctx, func(context.Context) error { body(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(200))*time.Microsecond})
+						task := p.Go(ctx, func(context.Context) error { body(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(200)) * time.Microsecond})
 						// (no Cancel here: under DropOldest it can crash the pool, see
 						// TestObserveDropOldestRefusalRacingCancelDoesNotCrash)
 						check("Task.Wait", task.Wait())
@@ -727,7 +727,7 @@ func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 			<-running
 			ctx, cancel := context.WithCancel(context.Background())
 			p.Go(ctx, fn, TaskOption{Delay: time.Hour}) // fills the bound once dispatch has scheduled it
-			task := p.Go(ctx, fn)           // passes scheduledFill before that, then is refused by dispatch
+			task := p.Go(ctx, fn)                       // passes scheduledFill before that, then is refused by dispatch
 			task.Cancel()
 			_ = task.Wait()
 			cancel()
@@ -821,7 +821,7 @@ func obsStopRace(t *testing.T, seed int) {
 					_ = p.DoContext(c, fn)
 					cc()
 				case 5:
-					tasks = append(tasks, p.Go(ctx, tfn, TaskOption{Delay: time.Duration(sr.IntN(500))*time.Microsecond}))
+					tasks = append(tasks, p.Go(ctx, tfn, TaskOption{Delay: time.Duration(sr.IntN(500)) * time.Microsecond}))
 				case 6:
 					n := 0
 					tasks = append(tasks, p.Go(ctx, func(context.Context) error {
@@ -844,14 +844,14 @@ func obsStopRace(t *testing.T, seed int) {
 						tasks[sr.IntN(len(tasks))].Cancel()
 					}
 				case 9:
-					g.Go(func(context.Context) error { fn(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(100))*time.Microsecond})
+					g.Go(func(context.Context) error { fn(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(100)) * time.Microsecond})
 				case 10:
 					g.Go(func(context.Context) error { fn(); return nil })
 					if sr.IntN(4) == 0 {
 						g.Go(func(context.Context) error { fn(); return errTask }) // cancels the group
 					}
 				case 11:
-					tasks = append(tasks, p.Go(ctx, tfn, TaskOption{Weight: 1+sr.IntN(3)}))
+					tasks = append(tasks, p.Go(ctx, tfn, TaskOption{Weight: 1 + sr.IntN(3)}))
 					if sr.IntN(3) == 0 {
 						p.Resize(1 + sr.IntN(3))
 					}
@@ -912,20 +912,24 @@ func TestObserveHooksUnderStopRaces(t *testing.T) {
 
 // --- options, and hooks that panic or call runtime.Goexit ---
 
-// Regression guards: WithHooks(Hooks{}) is no hooks; of several WithHooks
-// the last wins; a nil logger logs nothing and WithLogger(nil) after a
-// logger removes it.
-func TestObserveOptionsLastWinsAndZeroHooks(t *testing.T) {
+// Several WithHooks combine: each non-nil hook replaces the one set
+// before it, and nil ones change nothing; WithHooks(Hooks{}) alone is no
+// hooks. A nil logger logs nothing and WithLogger(nil) after a logger
+// removes it.
+func TestObserveOptionsCombineHooksAndLastLoggerWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var first, last atomic.Int64
-		p := New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { first.Add(1); return ctx }}),
-			WithHooks(Hooks{TaskFinished: func(context.Context, TaskInfo) { last.Add(1) }}))
+		var first, replaced, finished atomic.Int64
+		p := New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { replaced.Add(1); return ctx }}),
+			WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { first.Add(1); return ctx }}),
+			WithHooks(Hooks{TaskFinished: func(context.Context, TaskInfo) { finished.Add(1) }}),
+			WithHooks(Hooks{}))
 		require.NoError(t, p.DoWait(func() {}))
 		p.StopWait()
-		assert.Zero(t, first.Load(), "first WithHooks replaced")
-		assert.Equal(t, int64(1), last.Load(), "last WithHooks")
+		assert.Zero(t, replaced.Load(), "a TaskStarted that a later one replaced")
+		assert.Equal(t, int64(1), first.Load(), "the later TaskStarted, kept past a WithHooks without one")
+		assert.Equal(t, int64(1), finished.Load(), "TaskFinished, set by another WithHooks")
 
-		p = New(1, WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context { return ctx }}), WithHooks(Hooks{}))
+		p = New(1, WithHooks(Hooks{}))
 		assert.False(t, p.cfg.timed, "WithHooks(Hooks{}) reads no clock")
 		p.StopWait()
 

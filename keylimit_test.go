@@ -25,7 +25,9 @@ import (
 // two events race.
 
 // keyOpts is TaskOption{Key: k} with opts.
-func keyOpts(k string, opts ...TaskOption) []TaskOption { return append([]TaskOption{TaskOption{Key: k}}, opts...) }
+func keyOpts(k string, opts ...TaskOption) []TaskOption {
+	return append([]TaskOption{{Key: k}}, opts...)
+}
 
 // Limit 1: a task of a key that holds its one slot waits in the queue
 // holding no worker, while tasks of other keys and tasks without a key,
@@ -130,7 +132,7 @@ func TestKeyLimitRetryKeepsItsKeysSlot(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, keyOpts("a", TaskOption{Retry: fixedRetries(5*time.Second)})...)
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(5 * time.Second)})...)
 		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		p.Go(ctx, r.fn("b1", time.Second), TaskOption{Key: "b"})
 
@@ -158,7 +160,7 @@ func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		p.Go(ctx, r.fn("aD", time.Second), keyOpts("a", TaskOption{Delay: 2*time.Second})...)
+		p.Go(ctx, r.fn("aD", time.Second), keyOpts("a", TaskOption{Delay: 2 * time.Second})...)
 		p.Go(ctx, r.fn("a2", 3*time.Second), TaskOption{Key: "a"})
 		synctest.Wait()
 		s := p.Status()
@@ -639,7 +641,7 @@ func TestKeyLimitWaitIdleWaitsForHeldBackTasks(t *testing.T) {
 				return errFlaky
 			}
 			return nil
-		}, keyOpts("a", TaskOption{Retry: fixedRetries(2*time.Second)})...)
+		}, keyOpts("a", TaskOption{Retry: fixedRetries(2 * time.Second)})...)
 		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		idle := goWaitIdle(p, ctx, r.t0)
 
@@ -818,7 +820,7 @@ func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Hour)})...)
 		done := r.watch(a1)
 		for range 3 {
-			p.Go(ctx, noopFn, TaskOption{Delay: 2*time.Hour})
+			p.Go(ctx, noopFn, TaskOption{Delay: 2 * time.Hour})
 		}
 		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 
@@ -992,7 +994,7 @@ func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
 			return errFlaky
 		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Hour)})...)
 		for range 3 {
-			p.Go(ctx, noopFn, TaskOption{Delay: time.Second*3/2})
+			p.Go(ctx, noopFn, TaskOption{Delay: time.Second * 3 / 2})
 		}
 		p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		r.sleepUntil(time.Second * 5 / 4) // a1 waits for its run at 1h1s, a2 for a's slot

@@ -55,7 +55,7 @@ func TestKeyLimitOneRunsEachKeyInOrder(t *testing.T) {
 }
 
 func TestKeysWithoutLimitRunAtOnce(t *testing.T) {
-	for _, limit := range []int{0, -5} {
+	for _, limit := range []int{-1, -5} {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(4, WithKeys(limit, nil))
 			defer p.StopWait()
@@ -258,8 +258,8 @@ func TestKeysHeavyFrontsCostOneRound(t *testing.T) {
 		go p.Pause(pauseCtx)
 		synctest.Wait()
 		p.Go(ctx, l.fn("a", time.Second), TaskOption{Key: "a", Weight: size})
-		p.Go(ctx, l.fn("b", time.Second), TaskOption{Key: "b", Weight: size/2+1})
-		p.Go(ctx, l.fn("u", time.Second), TaskOption{Weight: size/2})
+		p.Go(ctx, l.fn("b", time.Second), TaskOption{Key: "b", Weight: size/2 + 1})
+		p.Go(ctx, l.fn("u", time.Second), TaskOption{Weight: size / 2})
 		time.Sleep(2 * time.Second)
 		resume()
 		p.StopWait()
@@ -300,7 +300,7 @@ func TestStatusKeysCountsWaitingScheduledAndRunning(t *testing.T) {
 		run := fnOf(gate.wait)
 		a1 := p.Go(ctx, run, TaskOption{Key: "a"})
 		a2 := p.Go(ctx, run, TaskOption{Key: "a"})
-		b := p.Go(ctx, run, TaskOption{Key: "b", Delay: 10*time.Second})
+		b := p.Go(ctx, run, TaskOption{Key: "b", Delay: 10 * time.Second})
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 2, s.Keys, "a (running and waiting), b (scheduled)")
@@ -382,7 +382,7 @@ func TestKeyStateIsFreedOnceKeysAreDone(t *testing.T) {
 		for i := 0; i < n; {
 			for range min(batch, n-i) {
 				gate := gate
-				p.DoContext(context.Background(), gate.wait, TaskOption{Key: "key-"+strconv.Itoa(i), Label: "x"})
+				p.DoContext(context.Background(), gate.wait, TaskOption{Key: "key-" + strconv.Itoa(i), Label: "x"})
 				i++
 			}
 			gate.open()
@@ -412,7 +412,7 @@ func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
 	p := New(4, WithKeys(1, nil), WithIdleTimeout(-1))
 	defer p.Stop()
 	ctx := context.Background()
-	p.Go(ctx, noopFn, TaskOption{Key: "hot", Delay: 24*time.Hour})
+	p.Go(ctx, noopFn, TaskOption{Key: "hot", Delay: 24 * time.Hour})
 	// flush has dispatch take every release posted so far: it takes them
 	// as it handles the Pause, whose barrier nothing holds.
 	flush := func() {
@@ -425,7 +425,7 @@ func TestKeyStateIsFreedWhileAKeyStaysActive(t *testing.T) {
 		p.Pause(pauseCtx) // the burst waits until it is all queued
 		g := p.Group(ctx)
 		for i := range n {
-			g.Go(noopFn, TaskOption{Key: "key-"+strconv.Itoa(i)})
+			g.Go(noopFn, TaskOption{Key: "key-" + strconv.Itoa(i)})
 		}
 		resume()
 		require.NoError(t, g.Wait())
@@ -615,12 +615,12 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 		settle error
 	}{
 		{"canceled while queued", nil, false, context.Canceled},
-		{"canceled while scheduled", []TaskOption{TaskOption{Delay: time.Hour}}, false, context.Canceled},
+		{"canceled while scheduled", []TaskOption{{Delay: time.Hour}}, false, context.Canceled},
 		{"too heavy after a Resize, queued", nil, true, ErrTooHeavy},
-		{"too heavy after a Resize, scheduled", []TaskOption{TaskOption{Delay: time.Hour}}, true, ErrTooHeavy},
+		{"too heavy after a Resize, scheduled", []TaskOption{{Delay: time.Hour}}, true, ErrTooHeavy},
 	}
 	for _, c := range cases {
-		for _, limit := range []int{0, 1} {
+		for _, limit := range []int{-1, 1} {
 			t.Run(c.name+"/limit="+strconv.Itoa(limit), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					p := New(2, WithKeys(limit, nil), WithIdleTimeout(-1))
@@ -632,7 +632,7 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 					ctx := context.Background()
 					var tasks []*Task
 					for i := range 3 {
-						opts := append([]TaskOption{TaskOption{Key: "q" + strconv.Itoa(i)}}, c.opts...)
+						opts := append([]TaskOption{{Key: "q" + strconv.Itoa(i)}}, c.opts...)
 						if i == 1 && c.heavy {
 							opts = append(opts, TaskOption{Weight: 2})
 						}

@@ -126,7 +126,6 @@ func TestLoggerLevels(t *testing.T) {
 		assert.Equal(t, []string{"pool stopped"}, messages(info.records(t, slog.LevelDebug)), "an Info logger's records")
 		assert.Equal(t, []string{"pool started", "pool stopping", "shutdown gave up", "pool stopped"}, messages(debug.records(t, slog.LevelDebug)),
 			"a Debug logger's records")
-		assert.Equal(t, "", debug.records(t, slog.LevelDebug)[0]["pool"], "an unnamed pool's records carry pool=\"\"")
 	})
 }
 
@@ -151,4 +150,3 @@ func TestObserveResizeLogsOncePerResizeOnRunningPool(t *testing.T) {
 		}
 	})
 }
-

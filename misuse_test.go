@@ -27,7 +27,7 @@ func TestZeroWorkerPoolPanicsSayingToUseNew(t *testing.T) {
 		"DoWait":        func(p *WorkerPool) { _ = p.DoWait(task) },
 		"SubmitWait":    func(p *WorkerPool) { p.SubmitWait(task) },
 		"DoContext":     func(p *WorkerPool) { _ = p.DoContext(ctx, task, TaskOption{Label: "l"}) },
-		"TryDo":     func(p *WorkerPool) { tryDo(p, task) },
+		"TryDo":         func(p *WorkerPool) { tryDo(p, task) },
 		"DoBatch":       func(p *WorkerPool) { _ = p.DoBatch([]func(){task}) },
 		"Go":            func(p *WorkerPool) { p.Go(ctx, noopFn) },
 		"Go with Delay": func(p *WorkerPool) { p.Go(ctx, noopFn, TaskOption{Delay: 1}) },
@@ -36,17 +36,19 @@ func TestZeroWorkerPoolPanicsSayingToUseNew(t *testing.T) {
 		// A zero WorkerPool has size 0: without the check, a weighted task
 		// would be refused as too heavy (counted in Rejected), and a
 		// group whose context is done would count its tasks as canceled.
-		"Go with Weight":            func(p *WorkerPool) { p.Go(ctx, noopFn, TaskOption{Weight: 2}) },
-		"Call with Weight":          func(p *WorkerPool) { GoResult(ctx, p, func(context.Context) (int, error) { return 0, nil }, TaskOption{Weight: 2}) },
-		"DoContext with Weight":     func(p *WorkerPool) { _ = p.DoContext(ctx, task, TaskOption{Weight: 2}) },
-		"Group":                     func(p *WorkerPool) { p.Group(ctx) },
-		"Group.Go, canceled group":  func(p *WorkerPool) { p.Group(canceledContext()).Go(noopFn) },
-		"Pause":                     func(p *WorkerPool) { p.Pause(ctx) },
-		"WaitIdle":                  func(p *WorkerPool) { _ = p.WaitIdle(ctx) },
-		"Resize":                    func(p *WorkerPool) { p.Resize(2) },
-		"Stop":                      func(p *WorkerPool) { p.Stop() },
-		"StopWait":                  func(p *WorkerPool) { p.StopWait() },
-		"Shutdown":                  func(p *WorkerPool) { _ = p.Shutdown(ctx) },
+		"Go with Weight": func(p *WorkerPool) { p.Go(ctx, noopFn, TaskOption{Weight: 2}) },
+		"Call with Weight": func(p *WorkerPool) {
+			GoResult(ctx, p, func(context.Context) (int, error) { return 0, nil }, TaskOption{Weight: 2})
+		},
+		"DoContext with Weight":    func(p *WorkerPool) { _ = p.DoContext(ctx, task, TaskOption{Weight: 2}) },
+		"Group":                    func(p *WorkerPool) { p.Group(ctx) },
+		"Group.Go, canceled group": func(p *WorkerPool) { p.Group(canceledContext()).Go(noopFn) },
+		"Pause":                    func(p *WorkerPool) { p.Pause(ctx) },
+		"WaitIdle":                 func(p *WorkerPool) { _ = p.WaitIdle(ctx) },
+		"Resize":                   func(p *WorkerPool) { p.Resize(2) },
+		"Stop":                     func(p *WorkerPool) { p.Stop() },
+		"StopWait":                 func(p *WorkerPool) { p.StopWait() },
+		"Shutdown":                 func(p *WorkerPool) { _ = p.Shutdown(ctx) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

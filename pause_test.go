@@ -311,7 +311,7 @@ func TestPauseBarrierMixed(t *testing.T) {
 			n := 5 + rng.IntN(15)
 			for i := range n {
 				name := fmt.Sprint("b", i)
-				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3, Weight: 1 + rng.IntN(size)}}
+				o := []TaskOption{{Priority: rng.IntN(7) - 3, Weight: 1 + rng.IntN(size)}}
 				due := time.Duration(0)
 				if rng.IntN(3) == 0 {
 					due = time.Duration(rng.IntN(100)) * time.Millisecond
@@ -331,9 +331,9 @@ func TestPauseBarrierMixed(t *testing.T) {
 			synctest.Wait()
 			for i := range 5 + rng.IntN(10) {
 				name := fmt.Sprint("a", i)
-				o := []TaskOption{TaskOption{Priority: rng.IntN(7) - 3, Weight: 1 + rng.IntN(size)}}
+				o := []TaskOption{{Priority: rng.IntN(7) - 3, Weight: 1 + rng.IntN(size)}}
 				if rng.IntN(3) == 0 {
-					o = append(o, TaskOption{Delay: time.Duration(rng.IntN(100))*time.Millisecond})
+					o = append(o, TaskOption{Delay: time.Duration(rng.IntN(100)) * time.Millisecond})
 				}
 				add(name, 0, o...)
 				after = append(after, name)
@@ -413,7 +413,7 @@ func TestPauseAndARetryOfAKeyWithTasksBeforeTheBarrier(t *testing.T) {
 	}{
 		{"limit 1, same level", 1, 0, []string{"retried 1 at 0s", "busy at 0s", "retried 2 at 20ms", "later at 21ms"}},
 		{"limit 1, higher level", 1, 1, []string{"retried 1 at 0s", "busy at 0s", "retried 2 at 20ms", "later at 21ms"}},
-		{"no limit", 0, 0, []string{"retried 1 at 0s", "busy at 0s", "later at 20ms"}},
+		{"no limit", -1, 0, []string{"retried 1 at 0s", "busy at 0s", "later at 20ms"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -180,7 +180,7 @@ func TestReleasedCarriersAreNeverTouched(t *testing.T) {
 			}
 			p := New(2, options...)
 			for i := range 30 {
-				opts := []TaskOption{TaskOption{Priority: i % 3, Delay: time.Duration(i%4) * 10 * time.Millisecond, Weight: 1 + i%2}}
+				opts := []TaskOption{{Priority: i % 3, Delay: time.Duration(i%4) * 10 * time.Millisecond, Weight: 1 + i%2}}
 				go func() {
 					_ = p.DoContext(context.Background(), func() { time.Sleep(time.Duration(i%3) * 10 * time.Millisecond) }, opts...)
 				}()
@@ -295,9 +295,9 @@ func BenchmarkDoOptions(b *testing.B) {
 		opts []TaskOption
 	}{
 		{"none", nil},
-		{"priority", []TaskOption{TaskOption{Priority: 1}}},
-		{"delay", []TaskOption{TaskOption{Delay: time.Microsecond}}},
-		{"label", []TaskOption{TaskOption{Label: "thumbnail"}}},
+		{"priority", []TaskOption{{Priority: 1}}},
+		{"delay", []TaskOption{{Delay: time.Microsecond}}},
+		{"label", []TaskOption{{Label: "thumbnail"}}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			p := New(4)
@@ -309,4 +309,3 @@ func BenchmarkDoOptions(b *testing.B) {
 		})
 	}
 }
-

@@ -99,10 +99,10 @@ func TestPriorityAgingTiesGoToTheOlder(t *testing.T) {
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(2 * time.Second) })
 		l, ctx := newStartLog(), t.Context()
-		p.Go(ctx, l.fn("a: level 0, aged 2"))                      // at 0: reaches 2 at 2s
-		time.Sleep(time.Second)                                    //
+		p.Go(ctx, l.fn("a: level 0, aged 2"))                                  // at 0: reaches 2 at 2s
+		time.Sleep(time.Second)                                                //
 		p.Go(ctx, l.fn("b: level 1, aged 1"), TaskOption{Priority: 1})         // at 1s: reaches 2 at 2s
-		time.Sleep(500 * time.Millisecond)                         //
+		time.Sleep(500 * time.Millisecond)                                     //
 		p.Go(ctx, l.fn("c: level 2, aged 0.5: 2"), TaskOption{Priority: 2})    // at 1.5s: 2 at 2s
 		p.Go(ctx, l.fn("d: level 1, aged 0.5: 1"), TaskOption{Priority: 1})    // at 1.5s: 1 at 2s
 		p.Go(ctx, l.fn("e: level -2, aged 0.5: -2"), TaskOption{Priority: -2}) // at 1.5s
@@ -322,7 +322,7 @@ func TestGoWithManyLevelsAllocs(t *testing.T) {
 			for i := range tasks {
 				fn := func(context.Context) error { wg.Done(); return nil }
 				if ranked {
-					p.Go(ctx, fn, TaskOption{Priority: i+1})
+					p.Go(ctx, fn, TaskOption{Priority: i + 1})
 				} else {
 					p.Go(ctx, fn)
 				}
@@ -357,7 +357,7 @@ func benchmarkQueuedLevels(b *testing.B, levels int) {
 			if levels == 1 {
 				p.Go(context.Background(), fn)
 			} else {
-				p.Go(context.Background(), fn, TaskOption{Priority: i%levels})
+				p.Go(context.Background(), fn, TaskOption{Priority: i % levels})
 			}
 		}
 		resume()

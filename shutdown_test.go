@@ -402,7 +402,9 @@ func TestQueuedChildOfCutTaskIsGivenUpInQueueOrder(t *testing.T) {
 		name string
 		give func(p *WorkerPool, ctx context.Context) error
 	}{
-		{"Go", func(p *WorkerPool, ctx context.Context) error { return p.Go(ctx, noopFn, TaskOption{Label: "child"}).Wait() }},
+		{"Go", func(p *WorkerPool, ctx context.Context) error {
+			return p.Go(ctx, noopFn, TaskOption{Label: "child"}).Wait()
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -244,19 +244,19 @@ func TestResizeInsideASizeWindowHoldsUntilItsEnd(t *testing.T) {
 		// The dispatcher's timer fires for a delayed task inside the window:
 		// no boundary, the calls' sizes hold.
 		var ran atomic.Bool
-		require.NoError(t, p.DoContext(context.Background(), func() { ran.Store(true) }, TaskOption{Delay: 10*time.Minute}), "Do with Delay")
+		require.NoError(t, p.DoContext(context.Background(), func() { ran.Store(true) }, TaskOption{Delay: 10 * time.Minute}), "Do with Delay")
 		time.Sleep(10 * time.Minute)
 		synctest.Wait()
 		require.True(t, ran.Load(), "the delayed task ran")
-		checkSizeSteps(t, p, sizeStep{time.Now(), 8, 3}, []sizeStep{
-			{utc(1, 1, 12, 0), 2, 2}, // the next window's sizes, not the calls'
+		checkSizeSteps(t, p, sizeStep{time.Now(), 8, 1}, []sizeStep{
+			{utc(1, 1, 12, 0), 2, 1}, // the next window's size, not the call's
 		})
 		time.Sleep(30 * time.Minute)
 		p.Resize(5)
 		synctest.Wait()
 		require.Equal(t, 5, p.Status().MaxWorkers, "MaxWorkers after Resize(5) inside the second window")
-		checkSizeSteps(t, p, sizeStep{time.Now(), 5, 2}, []sizeStep{
-			{utc(1, 1, 13, 0), 2, 2}, // the pool's own: New's 2, not 8 nor 5
+		checkSizeSteps(t, p, sizeStep{time.Now(), 5, 1}, []sizeStep{
+			{utc(1, 1, 13, 0), 2, 1}, // the pool's own: New's 2, not 8 nor 5
 		})
 		// Outside every window, the calls set the pool's own sizes, which
 		// the windows replace while they last.
@@ -265,15 +265,15 @@ func TestResizeInsideASizeWindowHoldsUntilItsEnd(t *testing.T) {
 		synctest.Wait()
 		s = p.Status()
 		require.Equal(t, 6, s.MaxWorkers, "MaxWorkers after Resize(6) outside the windows")
-		checkSizeSteps(t, p, sizeStep{time.Now(), 6, 5}, []sizeStep{
-			{utc(1, 2, 10, 0), 4, 4},
-			{utc(1, 2, 12, 0), 2, 2},
-			{utc(1, 2, 13, 0), 6, 5},
+		checkSizeSteps(t, p, sizeStep{time.Now(), 6, 1}, []sizeStep{
+			{utc(1, 2, 10, 0), 4, 1},
+			{utc(1, 2, 12, 0), 2, 1},
+			{utc(1, 2, 13, 0), 6, 1},
 		})
 	})
 }
 
-func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
+func TestWithMinWorkersBadScheduleMakesNewPanicNamingTheWindow(t *testing.T) {
 	ok := SizeWindow{From: "08:00", To: "10:00", Min: 1, Max: 2}
 	cases := []struct {
 		name    string
@@ -281,66 +281,70 @@ func TestWithSizeScheduleBadInputMakesNewPanicNamingTheWindow(t *testing.T) {
 		windows []SizeWindow
 		want    string
 	}{
-		{"nil loc", nil, nil, "workerpool: WithSizeSchedule with a nil *time.Location"},
-		{"nil loc with windows", nil, []SizeWindow{ok}, "workerpool: WithSizeSchedule with a nil *time.Location"},
+		{"two Locations", nil, []SizeWindow{{From: "08:00", To: "09:00", Max: 1, Location: time.UTC}, {From: "10:00", To: "11:00", Max: 1}},
+			"workerpool: WithMinWorkers window 1 (10:00-11:00) names another Location than the first window"},
 		{"From without a leading zero", time.UTC, []SizeWindow{ok, {From: "9:00", To: "12:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 1 (9:00-12:00): From "9:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 1 (9:00-12:00): From "9:00" is not a time of day "HH:MM"`},
 		{"To 24:00", time.UTC, []SizeWindow{{From: "22:00", To: "24:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (22:00-24:00): To "24:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (22:00-24:00): To "24:00" is not a time of day "HH:MM"`},
 		{"minute 60", time.UTC, []SizeWindow{{From: "12:60", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (12:60-13:00): From "12:60" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (12:60-13:00): From "12:60" is not a time of day "HH:MM"`},
 		{"letters", time.UTC, []SizeWindow{{From: "ab:cd", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (ab:cd-13:00): From "ab:cd" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (ab:cd-13:00): From "ab:cd" is not a time of day "HH:MM"`},
 		{"empty To", time.UTC, []SizeWindow{{From: "12:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (12:00-): To "" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (12:00-): To "" is not a time of day "HH:MM"`},
 		{"seconds", time.UTC, []SizeWindow{{From: "12:00:00", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (12:00:00-13:00): From "12:00:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (12:00:00-13:00): From "12:00:00" is not a time of day "HH:MM"`},
 		{"a sign", time.UTC, []SizeWindow{{From: "-1:00", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (-1:00-13:00): From "-1:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (-1:00-13:00): From "-1:00" is not a time of day "HH:MM"`},
 		{"one digit each", time.UTC, []SizeWindow{{From: "1:0", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (1:0-13:00): From "1:0" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (1:0-13:00): From "1:0" is not a time of day "HH:MM"`},
 		{"a leading space", time.UTC, []SizeWindow{{From: " 9:00", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 ( 9:00-13:00): From " 9:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 ( 9:00-13:00): From " 9:00" is not a time of day "HH:MM"`},
 		{"a trailing space", time.UTC, []SizeWindow{{From: "08:00", To: "9:00 ", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (08:00-9:00 ): To "9:00 " is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (08:00-9:00 ): To "9:00 " is not a time of day "HH:MM"`},
 		{"a plus sign", time.UTC, []SizeWindow{{From: "+9:00", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (+9:00-13:00): From "+9:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (+9:00-13:00): From "+9:00" is not a time of day "HH:MM"`},
 		{"To minute 60", time.UTC, []SizeWindow{{From: "08:00", To: "09:60", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (08:00-09:60): To "09:60" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (08:00-09:60): To "09:60" is not a time of day "HH:MM"`},
 		{"Arabic-Indic digits", time.UTC, []SizeWindow{{From: "٠٩:٠٠", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (٠٩:٠٠-13:00): From "٠٩:٠٠" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (٠٩:٠٠-13:00): From "٠٩:٠٠" is not a time of day "HH:MM"`},
 		{"a two-byte letter before the colon", time.UTC, []SizeWindow{{From: "é:00", To: "13:00", Max: 1}},
-			`workerpool: WithSizeSchedule window 0 (é:00-13:00): From "é:00" is not a time of day "HH:MM"`},
+			`workerpool: WithMinWorkers window 0 (é:00-13:00): From "é:00" is not a time of day "HH:MM"`},
 		{"Max 0", time.UTC, []SizeWindow{ok, {From: "07:00", To: "08:00", Max: 1}, {From: "10:00", To: "11:00", Max: 0}},
-			"workerpool: WithSizeSchedule window 2 (10:00-11:00): Max 0 is below 1"},
+			"workerpool: WithMinWorkers window 2 (10:00-11:00): Max 0 is below 1"},
 		{"Min -1", time.UTC, []SizeWindow{{From: "10:00", To: "11:00", Min: -1, Max: 3}},
-			"workerpool: WithSizeSchedule window 0 (10:00-11:00): Min -1 is below 0"},
+			"workerpool: WithMinWorkers window 0 (10:00-11:00): Min -1 is below 0"},
 		{"Min above Max", time.UTC, []SizeWindow{ok, {From: "10:00", To: "11:00", Min: 5, Max: 3}},
-			"workerpool: WithSizeSchedule window 1 (10:00-11:00): Min 5 is above Max 3"},
+			"workerpool: WithMinWorkers window 1 (10:00-11:00): Min 5 is above Max 3"},
 		{"overlap", time.UTC, []SizeWindow{ok, {From: "09:59", To: "11:00", Max: 3}},
-			"workerpool: WithSizeSchedule window 1 (09:59-11:00) overlaps window 0 (08:00-10:00)"},
+			"workerpool: WithMinWorkers window 1 (09:59-11:00) overlaps window 0 (08:00-10:00)"},
 		{"overlap past midnight", time.UTC, []SizeWindow{{From: "01:00", To: "03:00", Max: 1}, ok, {From: "23:00", To: "01:01", Max: 3}},
-			"workerpool: WithSizeSchedule window 2 (23:00-01:01) overlaps window 0 (01:00-03:00)"},
+			"workerpool: WithMinWorkers window 2 (23:00-01:01) overlaps window 0 (01:00-03:00)"},
 		{"a night window over an early morning one", time.UTC, []SizeWindow{{From: "05:00", To: "07:00", Max: 1}, {From: "22:00", To: "05:01", Max: 3}},
-			"workerpool: WithSizeSchedule window 1 (22:00-05:01) overlaps window 0 (05:00-07:00)"},
+			"workerpool: WithMinWorkers window 1 (22:00-05:01) overlaps window 0 (05:00-07:00)"},
 		{"a window inside another", time.UTC, []SizeWindow{ok, {From: "08:30", To: "09:00", Max: 3}},
-			"workerpool: WithSizeSchedule window 1 (08:30-09:00) overlaps window 0 (08:00-10:00)"},
+			"workerpool: WithMinWorkers window 1 (08:30-09:00) overlaps window 0 (08:00-10:00)"},
 		{"a whole day and another", time.UTC, []SizeWindow{{From: "20:00", To: "20:00", Max: 3}, ok},
-			"workerpool: WithSizeSchedule window 1 (08:00-10:00) overlaps window 0 (20:00-20:00)"},
+			"workerpool: WithMinWorkers window 1 (08:00-10:00) overlaps window 0 (20:00-20:00)"},
 		{"the same window twice", time.UTC, []SizeWindow{ok, ok},
-			"workerpool: WithSizeSchedule window 1 (08:00-10:00) overlaps window 0 (08:00-10:00)"},
+			"workerpool: WithMinWorkers window 1 (08:00-10:00) overlaps window 0 (08:00-10:00)"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				option := sizeSchedule(c.loc, c.windows...) // checked as New applies it
+				windows := c.windows
+				if c.loc != nil {
+					windows = inLocation(c.loc, windows)
+				}
+				option := WithMinWorkers(0, windows...) // checked as New applies it
 				assert.PanicsWithValue(t, c.want, func() { New(2, option) }, "New")
 			})
 		})
 	}
 }
 
-func TestWithSizeScheduleAcceptsAdjacentWindowsAndNone(t *testing.T) {
+func TestWithMinWorkersAcceptsAdjacentWindowsAndNone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, sizeSchedule(time.UTC,
 			SizeWindow{From: "00:00", To: "08:00", Min: 0, Max: 1},
@@ -353,7 +357,7 @@ func TestWithSizeScheduleAcceptsAdjacentWindowsAndNone(t *testing.T) {
 		assert.Equal(t, 5, p.Size(), "Size at 23:59")
 		p.Stop()
 		// No windows: no schedule, also after one (the last option wins).
-		p = New(2, sizeSchedule(time.UTC, SizeWindow{From: "00:00", To: "00:00", Max: 9}), sizeSchedule(time.UTC))
+		p = New(2, WithMinWorkers(0, SizeWindow{From: "00:00", To: "00:00", Max: 9}), WithMinWorkers(0))
 		assert.Equal(t, 2, p.Size(), "Size with no windows")
 		p.Stop()
 	})
@@ -697,10 +701,10 @@ func TestSizeWindowBelowATasksWeightDropsItAsResizeDoes(t *testing.T) {
 		ctx := context.Background()
 		g := newGate()
 		defer g.release()
-		running := p.Go(ctx, fnOf(g.wait), TaskOption{Weight: 3})                    // runs through the window
-		waiting := p.Go(ctx, noopFn, TaskOption{Weight: 3})                          // waits for slots
-		heldBack := p.Go(ctx, noopFn, TaskOption{Key: "k", Weight: 3})               // behind waiting
-		scheduled := p.Go(ctx, noopFn, TaskOption{Weight: 3, Delay: 90*time.Minute}) // due inside the window
+		running := p.Go(ctx, fnOf(g.wait), TaskOption{Weight: 3})                      // runs through the window
+		waiting := p.Go(ctx, noopFn, TaskOption{Weight: 3})                            // waits for slots
+		heldBack := p.Go(ctx, noopFn, TaskOption{Key: "k", Weight: 3})                 // behind waiting
+		scheduled := p.Go(ctx, noopFn, TaskOption{Weight: 3, Delay: 90 * time.Minute}) // due inside the window
 		plain := func() {}
 		require.NoError(t, p.DoContext(context.Background(), plain, TaskOption{Weight: 3}), "Do with TaskOption{Weight: 3} before the window")
 		light := p.Go(ctx, noopFn, TaskOption{Weight: 2})

@@ -301,15 +301,15 @@ func TestAccountingWithEveryPolicyMixed(t *testing.T) {
 				var handles []*Task
 				outcomes := map[string]int{}
 				for i := range 400 {
-					opts := []TaskOption{TaskOption{Priority: rng.IntN(5) - 2}}
+					opts := []TaskOption{{Priority: rng.IntN(5) - 2}}
 					if rng.IntN(3) == 0 {
-						opts = append(opts, TaskOption{Delay: time.Duration(rng.IntN(500))*time.Millisecond})
+						opts = append(opts, TaskOption{Delay: time.Duration(rng.IntN(500)) * time.Millisecond})
 					}
 					if rng.IntN(3) == 0 {
 						opts = append(opts, TaskOption{Retry: Backoff(10*time.Millisecond, 80*time.Millisecond, 2)})
 					}
 					if rng.IntN(4) == 0 {
-						opts = append(opts, TaskOption{Weight: 1+rng.IntN(4)}) // 4: too heavy for 3
+						opts = append(opts, TaskOption{Weight: 1 + rng.IntN(4)}) // 4: too heavy for 3
 					}
 					fails, sleep := rng.IntN(3) == 0, time.Duration(rng.IntN(10))*time.Millisecond
 					ctx := t.Context()

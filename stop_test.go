@@ -1191,9 +1191,9 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(20))*time.Millisecond)
 			w := 1 + rng.IntN(size)
 			var topts []TaskOption
-			topts = append(topts, TaskOption{Priority: rng.IntN(5)-2, Weight: w})
+			topts = append(topts, TaskOption{Priority: rng.IntN(5) - 2, Weight: w})
 			if rng.IntN(2) == 0 {
-				topts = append(topts, TaskOption{Delay: time.Duration(rng.IntN(3000))*time.Microsecond})
+				topts = append(topts, TaskOption{Delay: time.Duration(rng.IntN(3000)) * time.Microsecond})
 			}
 			if rng.IntN(2) == 0 {
 				topts = append(topts, TaskOption{Retry: Backoff(100*time.Microsecond, time.Millisecond, 1+rng.IntN(4)-1)})
@@ -1225,7 +1225,7 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 						return errFlaky
 					}
 					return nil
-				}, TaskOption{Weight: w, Priority: rng.IntN(3), Delay: time.Duration(rng.IntN(2000))*time.Microsecond},
+				}, TaskOption{Weight: w, Priority: rng.IntN(3), Delay: time.Duration(rng.IntN(2000)) * time.Microsecond},
 					TaskOption{Retry: Backoff(50*time.Microsecond, 500*time.Microsecond, 2)})
 			}
 			wait(g.Wait)

@@ -712,9 +712,9 @@ func TestHandleConstructorsRejectNilArguments(t *testing.T) {
 		nilCtx := context.Context(nil)
 		assert.PanicsWithValue(t, "workerpool: Go called with a nil context", func() { p.Go(nilCtx, fn) })
 		assert.PanicsWithValue(t, "workerpool: Go called with a nil func", func() { p.Go(t.Context(), nil) })
-		assert.PanicsWithValue(t, "workerpool: Call called with a nil context", func() { GoResult(nilCtx, p, call) })
-		assert.PanicsWithValue(t, "workerpool: Call called with a nil func", func() { GoResult[int](t.Context(), p, nil) })
-		assert.PanicsWithValue(t, "workerpool: Call called with a nil pool", func() { GoResult(t.Context(), nil, call) })
+		assert.PanicsWithValue(t, "workerpool: GoResult called with a nil context", func() { GoResult(nilCtx, p, call) })
+		assert.PanicsWithValue(t, "workerpool: GoResult called with a nil func", func() { GoResult[int](t.Context(), p, nil) })
+		assert.PanicsWithValue(t, "workerpool: GoResult called with a nil pool", func() { GoResult(t.Context(), nil, call) })
 		assert.PanicsWithValue(t, "workerpool: Group called with a nil context", func() { p.Group(nilCtx) })
 		assert.PanicsWithValue(t, "workerpool: Group.Go called with a nil func", func() { p.Group(t.Context()).Go(nil) })
 		assert.PanicsWithValue(t, "workerpool: Group.SetLimit(0) would never run a task", func() { p.Group(t.Context()).SetLimit(0) })
@@ -786,13 +786,13 @@ func TestGoWithOptionsAllocs(t *testing.T) {
 	}).AllocedBytesPerOp()
 	assert.LessOrEqual(t, bytes, int64(160), "bytes of Go without options")
 	for name, opts := range map[string][]TaskOption{
-		"Priority":        {TaskOption{Priority: 1}},
-		"TaskOption{Priority: -7}":    {TaskOption{Priority: -7}},
-		"TaskOption{Weight: 2}":       {TaskOption{Weight: 2}},
-		"Priority+Weight": {TaskOption{Priority: 5, Weight: 1}},
-		"Key":             {TaskOption{Key: "account-1"}},
-		"Key+Priority":    {TaskOption{Key: "account-1", Priority: 2}},
-		"TaskOption{Delay: 0}":        {TaskOption{Delay: 0}}, // no option in effect: no option state
+		"Priority":                 {TaskOption{Priority: 1}},
+		"TaskOption{Priority: -7}": {TaskOption{Priority: -7}},
+		"TaskOption{Weight: 2}":    {TaskOption{Weight: 2}},
+		"Priority+Weight":          {TaskOption{Priority: 5, Weight: 1}},
+		"Key":                      {TaskOption{Key: "account-1"}},
+		"Key+Priority":             {TaskOption{Key: "account-1", Priority: 2}},
+		"TaskOption{Delay: 0}":     {TaskOption{Delay: 0}}, // no option in effect: no option state
 	} {
 		got := testing.AllocsPerRun(500, func() { _ = p.Go(ctx, fn, opts...).Wait() })
 		if got > base { // the handle and its options are one allocation
@@ -811,7 +811,7 @@ func TestGoWithOptionsAllocs(t *testing.T) {
 			for i := range 16 {
 				opts := opts
 				if len(opts) > 0 {
-					opts = []TaskOption{TaskOption{Priority: i % 8}}
+					opts = []TaskOption{{Priority: i % 8}}
 				}
 				p.Go(ctx, func(context.Context) error { wg.Done(); return nil }, opts...)
 			}

@@ -25,7 +25,7 @@ type infoCall struct {
 func infoCalls() []infoCall {
 	labeled := TaskInfo{Label: "resize", Priority: 2, Weight: 2, Attempt: 1}
 	plain := TaskInfo{Weight: 1, Attempt: 1}
-	opts := []TaskOption{TaskOption{Label: "resize", Priority: 2, Weight: 2}}
+	opts := []TaskOption{{Label: "resize", Priority: 2, Weight: 2}}
 	fn := func(task func()) func(context.Context) error {
 		return func(context.Context) error { task(); return nil }
 	}
@@ -347,8 +347,8 @@ func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 		require.NoError(t, p.DoWait(func() { panic("plain") }))
 		records := logs.withMessage("task panicked")
 		require.Len(t, records, 2)
-		assert.Equal(t, map[string]string{"pool": "images", "label": "resize", "attempt": "2", "panic": "boom"}, records[0].attrs("pool", "label", "attempt", "panic"))
-		assert.Equal(t, map[string]string{"pool": "images", "attempt": "1", "panic": "plain"}, records[1].attrs("pool", "label", "attempt", "panic"),
+		assert.Equal(t, map[string]string{"label": "resize", "attempt": "2", "panic": "boom"}, records[0].attrs("label", "attempt", "panic"))
+		assert.Equal(t, map[string]string{"attempt": "1", "panic": "plain"}, records[1].attrs("label", "attempt", "panic"),
 			"a plain task has no label")
 	})
 }

@@ -143,7 +143,7 @@ func TestTooHeavyIsRefusedAtOnce(t *testing.T) {
 		require.NoError(t, p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Weight: 2}).Wait())
 		ran := false
 		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { ran = true; return nil }, TaskOption{Weight: 3}).Wait(), ErrTooHeavy)
-		_, err := GoResult(ctx, p, func(context.Context) (int, error) { ran = true; return 1, nil }, TaskOption{Weight: 1<<40}).Wait()
+		_, err := GoResult(ctx, p, func(context.Context) (int, error) { ran = true; return 1, nil }, TaskOption{Weight: 1 << 40}).Wait()
 		assert.ErrorIs(t, err, ErrTooHeavy)
 		g := p.Group(ctx)
 		g.Go(func(context.Context) error { ran = true; return nil }, TaskOption{Weight: 3})
@@ -285,11 +285,11 @@ func TestWeightsAbove2To31AreNotCapped(t *testing.T) {
 		const size = math.MaxInt32 + 11
 		p := New(size)
 		defer p.Stop()
-		assert.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Weight: size+1}).Wait(), ErrTooHeavy, "heavier than the pool")
+		assert.ErrorIs(t, p.Go(t.Context(), noopFn, TaskOption{Weight: size + 1}).Wait(), ErrTooHeavy, "heavier than the pool")
 		heavy, plain := newGate(), newGate()
 		defer heavy.release()
 		defer plain.release()
-		p.Go(t.Context(), fnOf(heavy.wait), TaskOption{Weight: size-1})
+		p.Go(t.Context(), fnOf(heavy.wait), TaskOption{Weight: size - 1})
 		p.Submit(plain.task()) // the one slot left
 		var ran atomic.Bool
 		p.Submit(func() { ran.Store(true) })

@@ -712,9 +712,11 @@ func TestNilOptionIsIgnored(t *testing.T) {
 	})
 }
 
-func TestNilPanicHandlerMeansNone(t *testing.T) {
-	cfg := newConfig([]Option{WithHooks(Hooks{Panic: func(any) {}}), WithHooks(Hooks{Panic: nil})})
-	assert.Nil(t, cfg.panicHandler, "last option wins")
+func TestNilPanicHookMeansNone(t *testing.T) {
+	cfg := newConfig([]Option{WithHooks(Hooks{Panic: nil})})
+	assert.Nil(t, cfg.panicHandler, "no Panic hook")
+	cfg = newConfig([]Option{WithHooks(Hooks{Panic: func(any) {}}), WithHooks(Hooks{TaskDropped: func(TaskInfo) {}})})
+	assert.NotNil(t, cfg.panicHandler, "a later WithHooks without a Panic hook keeps the earlier one")
 }
 
 // --- benchmarks ---
