@@ -1468,3 +1468,27 @@ func (c *stopStallingContext) resume() {
 		close(c.release)
 	}
 }
+
+// A task dropped for a newer one (DropOldest) reports an error that wraps
+// ErrQueueFull, and says it was dropped: a handle's Wait, DoWait and the
+// dead-letter handler alike.
+func TestADroppedTaskReportsAnErrorWrappingErrQueueFull(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var letters []error
+		p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{DeadLetter: func(_ func(), reason error) { letters = append(letters, reason) }}))
+		g := blockOneWorker(t, p)
+		task := p.Go(t.Context(), noopFn)
+		waited := make(chan error, 1)
+		go func() { waited <- p.DoWait(func() {}) }() // drops task
+		synctest.Wait()
+		p.Submit(func() {}) // drops the DoWait's task
+		synctest.Wait()
+		require.NoError(t, p.Do(func() {})) // drops the Submit's task
+		g.open()
+		p.StopWait()
+		for what, err := range map[string]error{"Task.Wait": task.Wait(), "DoWait": <-waited, "dead letter": letters[0]} {
+			assert.ErrorIs(t, err, ErrQueueFull, what)
+			assert.Contains(t, err.Error(), "dropped", what)
+		}
+	})
+}

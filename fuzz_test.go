@@ -741,7 +741,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.pending.Go(func() { r.stop(arg%3, arg/3) })
 	case 14: // TryDo a task that takes arg ms
 		r.tryDo(sleepFor(arg))
-	case 15: // DoContext with a ctx that ends after arg ms, or never
+	case 15: // DoContext with a ctx that ends after arg ms, or never, or is already done (a try)
 		r.doContext(arg)
 	case 16: // DoBatch of arg%5+1 tasks, with a nil among them when arg%3 == 0
 		r.doBatch(arg)
@@ -1387,7 +1387,11 @@ func (r *fuzzRun) tryDo(task func()) {
 // when arg%3 > 0.
 func (r *fuzzRun) doContext(arg int) {
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
-	if arg%3 > 0 {
+	try := arg%6 == 3 // a ctx already done: a try, which never waits for room
+	switch {
+	case try:
+		ctx = doneContext
+	case arg%3 > 0:
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(arg)*time.Millisecond)
 	}
 	defer cancel()
@@ -1395,6 +1399,12 @@ func (r *fuzzRun) doContext(arg int) {
 	stopped := r.p.Stopped()
 	err := r.p.DoContext(ctx, pt.fn)
 	r.checkRefusedAsStopped(stopped, err, "DoContext")
+	if try && refusedFull(err) {
+		assert.True(r.t, r.bounded, "a try refused as ErrQueueFull without a bound")
+		pt.verdict.Store(verdictRefused)
+		r.rejectedSure.Add(1)
+		return
+	}
 	r.settle(pt, err, "DoContext")
 }
 

@@ -636,3 +636,35 @@ func TestRetryPolicyGoexitEndsTheTask(t *testing.T) {
 		assert.Equal(t, uint64(1), s.Completed)
 	})
 }
+
+// Backoff(base, max, retries) counts retries, not runs: a task that always
+// fails runs retries+1 times. It never retries a panic, which a policy of
+// one's own still sees as a *PanicError and may retry.
+func TestBackoffRetriesUpToItsCountAndNeverAPanic(t *testing.T) {
+	policy := Backoff(0, 0, 2)
+	for attempt, want := range []bool{true, true, false} {
+		_, retry := policy(attempt+1, errFlaky)
+		assert.Equal(t, want, retry, "after run %d", attempt+1)
+	}
+	_, retry := policy(1, fmt.Errorf("wrapped: %w", &PanicError{Value: "x"}))
+	assert.False(t, retry, "a panic")
+	_, retry = Backoff(0, 0, 0)(1, errFlaky)
+	assert.False(t, retry, "retries 0: no retry")
+
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		defer p.Stop()
+		runs, panics := 0, 0
+		err := p.Go(t.Context(), func(context.Context) error { runs++; return errFlaky }, TaskOption{Retry: Backoff(time.Second, time.Second, 3)}).Wait()
+		assert.ErrorIs(t, err, errFlaky)
+		assert.Equal(t, 4, runs, "runs of a task that always fails, under Backoff(..., 3)")
+		err = p.Go(t.Context(), func(context.Context) error { panics++; panic("bug") }, TaskOption{Retry: Backoff(time.Second, time.Second, 3)}).Wait()
+		var pe *PanicError
+		assert.ErrorAs(t, err, &pe)
+		assert.Equal(t, 1, panics, "runs of a task that panics, under Backoff")
+		panics = 0
+		always := func(int, error) (time.Duration, bool) { return 0, panics < 3 }
+		_ = p.Go(t.Context(), func(context.Context) error { panics++; panic("bug") }, TaskOption{Retry: always}).Wait()
+		assert.Equal(t, 3, panics, "a policy of one's own retries a panic")
+	})
+}

@@ -403,3 +403,17 @@ func TestTimerHeapShrinksAfterABurst(t *testing.T) {
 	assert.Equal(t, keptEntries, cap(h), "one copy down to keptEntries")
 	assert.Len(t, h, 5)
 }
+
+// Several TaskOptions combine field by field: each field comes from the
+// last option that sets it, and a zero field changes nothing.
+func TestTaskOptionsCombineFieldByField(t *testing.T) {
+	p := New(1)
+	defer p.Stop()
+	o := p.parseOptions([]TaskOption{{Priority: 2, Key: "a", Weight: 3}, {Label: "l", Priority: 5}, {Key: "b"}, {}})
+	assert.Equal(t, 5, o.priority, "priority")
+	assert.Equal(t, "b", o.key, "key")
+	assert.Equal(t, "l", o.label, "label")
+	assert.Equal(t, 3, o.weight, "weight")
+	assert.Zero(t, o.due, "no delay")
+	assert.Equal(t, 1, p.parseOptions([]TaskOption{{Weight: -4}}).weight, "a weight below 1 means 1")
+}

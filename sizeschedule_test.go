@@ -855,3 +855,9 @@ func TestSizeScheduleBoundaryKeepsPausesAndKeyLimits(t *testing.T) {
 		assert.Equal(t, 200*time.Minute, idle.at, "WaitIdle returned when the last task ended")
 	})
 }
+
+// A window without a Location reads the local clock.
+func TestASizeWindowWithoutALocationReadsTheLocalClock(t *testing.T) {
+	assert.Same(t, time.Local, newSizeTable([]SizeWindow{{From: "08:00", To: "09:00", Max: 1}}).loc)
+	assert.Same(t, time.UTC, newSizeTable(inLocation(time.UTC, []SizeWindow{{From: "08:00", To: "09:00", Max: 1}})).loc)
+}
