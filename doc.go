@@ -15,21 +15,93 @@
 //	err := task.Wait() // nil, upload's error, a *PanicError, or why it never ran (ErrStopped...)
 //	p.StopWait()       // returns once every accepted task has run
 //
-// It is a drop-in superset of github.com/gammazero/workerpool v1.3: the same
-// names and behaviour, plus task handles with errors, results and contexts,
-// groups, a shutdown with a deadline, a bounded queue, dead letters,
-// resizing at run time and by the time of day, a scheduler (priorities with
-// aging, delayed tasks, retries with backoff, expiry, weighted tasks, keys
-// with per-key order and fair shares, and a rate limit, none of which holds
-// a goroutine while it waits), [WorkerPool.Status], hooks, a panic handler,
-// and fixes for that library's hangs (see the README).
+// It is a drop-in superset of github.com/gammazero/workerpool v1.3: the
+// same ten methods with the same signatures and behaviour (Size, Stop,
+// StopWait, Stopped, Do, DoWait, Submit, SubmitWait, WaitingQueueSize,
+// Pause), plus task handles with errors, results and contexts, groups, a
+// shutdown with a deadline, a bounded queue, dead letters, sizing at run
+// time and by the time of day, a scheduler (priorities with aging, delays,
+// retries with backoff, expiry, weights, keys with fair shares and limits,
+// a rate limit; none of which holds a goroutine while it waits),
+// [WorkerPool.Status], hooks and a logger.
 //
-// This comment is the full contract, under the headings below: the
-// dispatcher; tasks, results and groups; the bounded queue; dead letters;
-// sizing; scheduling and keys; task states; stopping; Status; observability;
-// what zero and negative values mean; idle workers; pausing; panics; and the
-// calls that deadlock by design. The examples show each call at work, and
-// the README compares the package with its peers.
+// This comment is the full contract. The tables below say which call does
+// what, with which options, and which errors mean what; the headings after
+// them give the rules: the dispatcher; tasks, results and groups; the
+// bounded queue; dead letters; sizing; scheduling and keys; task states;
+// stopping; Status; observability; idle workers; pausing; panics; and the
+// calls that deadlock by design. A method's own documentation says what it
+// does, what it blocks on and what it returns, and links here.
+//
+// # Calls
+//
+// gammazero's calls take a plain func() and no option:
+//
+//	gammazero       blocks on                       returns, and after a stop
+//	Submit          room, under Block               nothing; panics (ErrStopped) once stopping began
+//	SubmitWait      room, then the task's end       nothing; panics with why the task never ran
+//	Do              room, under Block               ErrStopped, ErrQueueFull, or nil once accepted
+//	DoWait          room, then the task's end       why the task never ran (the table of errors), or nil
+//
+// A plain task no one waits for (Submit, Do, DoContext, DoBatch) that never
+// runs goes to [Hooks].DeadLetter with why. The calls of this package take
+// a [TaskOption] each (several combine field by field):
+//
+//	Call                   blocks on                         reports                          the task's ctx
+//	WorkerPool.Go          room, under Block, until ctx      *Task: Wait, Done, Cancel        ctx (canceled by Cancel, by a Shutdown that gives up)
+//	GoResult               as Go                             *Future[T]: a Task with a value  as Go
+//	Group.Go               as Go, with the group's ctx       the group's Wait                 the group's ctx
+//	WorkerPool.DoContext   room, under Block, until ctx      error at the call; DeadLetter    ctx's values, without its cancellation
+//
+// DoContext with a ctx that is already done never waits: it takes the task
+// if it can start or find room at once, and else returns [ErrQueueFull].
+// [WorkerPool.DoBatch] queues many plain tasks in one hand-off, all or none.
+// A func() fails only by panicking, so DoContext panics when given a
+// TaskOption.Retry. The handles always recover their func's panic into a
+// [*PanicError] with the stack, and report [ErrGoexit] for
+// runtime.Goexit; a plain task's panic crashes the program unless
+// Hooks.Panic is set (see Panics). Every call is safe for concurrent use,
+// and every call refuses a nil ctx with a panic.
+//
+// # Options
+//
+// The pool's options, each set once at [New] (the last one given wins; for
+// WithHooks, each hook):
+//
+//	Option               default                 zero and negative values
+//	WithMaxWaiting       no bound                n < 0: no bound; 0: a queue with no room; above math.MaxInt32: math.MaxInt32
+//	WithIdleTimeout      2s                      0: the default; d < 0: workers never retire
+//	WithMinWorkers       0, no schedule          n < 1: none kept; no windows: no schedule
+//	WithKeys             no limit, share 1       limit < 0: no limit; 0 panics; a share below 1, or one that panics: 1
+//	WithRateLimit        no limit                perSecond <= 0, NaN or +Inf: no limit; burst < 1: 1
+//	WithPriorityAging    no aging                d <= 0: no aging
+//	WithQueueTimeout     no expiry               d <= 0: no expiry
+//	WithHooks            no hooks                a nil hook: none (a later nil changes nothing)
+//	WithLogger           no logging              nil: no logging
+//
+// Limits follow one rule: a negative limit means no limit, and n >= 0
+// means at most n. A concurrency limit of 0, which would let no task start
+// (WithKeys's limit, [Group.SetLimit]), panics. Sizes are at least 1: New
+// and [WorkerPool.Resize] read n < 1 as 1. The fields of [TaskOption] say
+// what their zero values mean: each is the default.
+//
+// # Errors
+//
+// Each error says why a task never ran, or how it ended; calls often wrap
+// it with detail, so test with errors.Is:
+//
+//	Error          why                                              reported by                      counted in Status
+//	ErrStopped     submitted once stopping began, or abandoned      the call; a waiter; DeadLetter   Abandoned (the call's own: not accepted, not counted)
+//	ErrQueueFull   refused by a full queue, or dropped for a newer  the call; a waiter; DeadLetter   Rejected; a drop, Dropped
+//	ErrExpired     waited longer than WithQueueTimeout              a waiter; DeadLetter             Expired
+//	ErrTooHeavy    heavier than the pool, at once or after Resize   the call; a waiter; DeadLetter   Rejected; after a Resize, Dropped
+//	ErrGoexit      the func (or TaskStarted) called runtime.Goexit  a waiter; DeadLetter             Completed
+//
+// A task canceled before it started (its ctx, Cancel) reports its ctx's
+// error and counts in Canceled. A task a stop abandoned while it waited for
+// a retry reports ErrStopped joined with its last run's error. TaskDropped
+// hears of every task counted in Rejected, Dropped, Abandoned, Canceled or
+// Expired, with the same error.
 //
 // # Dispatcher
 //
@@ -56,8 +128,8 @@
 // has. A context that is done before the task starts cancels it too, so a
 // deadline covers the time in the queue as well as the run. A handle always
 // recovers its func's panic and returns it as a [*PanicError] carrying the
-// stack; runtime.Goexit is reported as [ErrGoexit]. [Call] does the same for
-// a func that returns a value, with a typed [Future].
+// stack; runtime.Goexit is reported as [ErrGoexit]. [GoResult] does the same
+// for a func that returns a value, with a typed [Future].
 //
 // [WorkerPool.Group] gives errgroup semantics on the shared pool: the first
 // error cancels the group's context, so its queued tasks are canceled and
@@ -75,33 +147,33 @@
 // that can start on a free worker at once never needs room: whatever room
 // it took on its way is free again by the time the pool answers the next
 // submit, whether or not its worker has started it). By the time a task's
-// Wait reports its outcome (a Task's, a Future's or a group's Wait, DoWait,
-// DoWaitContext, SubmitWait), its worker counts as free, and the slots of
+// Wait reports its outcome (a handle's or a group's Wait, DoWait,
+// SubmitWait), its worker counts as free, and the slots of
 // its weight and of its key are given back: a program that submits one
 // task after another, each once the last one's Wait returned, never meets
 // a fuller pool than the last task left. With a full queue, each call
 // meets the overflow policy:
 //
-//	call                Block                          Reject                                   DropOldest
-//	Submit              waits for room                 not queued: Rejected, dead letter         accepted; oldest dropped
-//	Do, DoWait          waits                          ErrQueueFull                             accepted; oldest dropped
-//	DoContext,          waits until room or ctx done   ErrQueueFull                             accepted; oldest dropped
-//	DoWaitContext
-//	TrySubmit           false at once                  false                                    true; oldest dropped
-//	SubmitWait          waits                          panics (wraps ErrQueueFull)              accepted; oldest dropped
-//	Go, Call            wait until room or ctx done    handle reports ErrQueueFull              accepted; oldest dropped
-//	Group.Go            waits until room or the        the group's error becomes ErrQueueFull   accepted; oldest dropped
-//	                    group's context is done
-//	DoBatch (k tasks)   waits until all k fit          ErrQueueFull unless all k fit            accepted; oldest dropped
+//	full queue            Block                          Reject                                   DropOldest
+//	Submit                waits for room                 not queued: Rejected, dead letter         accepted; oldest dropped
+//	Do, DoWait            waits                          ErrQueueFull                             accepted; oldest dropped
+//	DoContext             waits until room or ctx done   ErrQueueFull                             accepted; oldest dropped
+//	DoContext, ctx done   ErrQueueFull at once           ErrQueueFull                             accepted; oldest dropped
+//	SubmitWait            waits                          panics (wraps ErrQueueFull)              accepted; oldest dropped
+//	Go, GoResult          wait until room or ctx done    handle reports ErrQueueFull              accepted; oldest dropped
+//	Group.Go              waits until room or the        the group's error becomes ErrQueueFull   accepted; oldest dropped
+//	                      group's context is done
+//	DoBatch (k tasks)     waits until all k fit          ErrQueueFull unless all k fit            accepted; oldest dropped
 //
 // Under DropOldest, while scheduled tasks (which are never dropped) alone
 // fill the bound, and with a bound of 0, there is nothing to drop: every
 // call meets Reject's column.
 //
-// A dropped task with a handle reports [ErrDropped]; a dropped plain task
-// goes to the dead-letter handler. Submitters that wait for room get it
-// strictly in arrival order: a waiting batch at the head holds back the
-// submitters behind it, and TrySubmit never overtakes a waiting submitter.
+// A dropped task's waiter learns an error wrapping [ErrQueueFull] that
+// says it was dropped; a dropped plain task goes to the dead-letter
+// handler. Submitters that wait for room get it strictly in arrival order:
+// a waiting batch at the head holds back the submitters behind it, and a
+// DoContext whose ctx is done never overtakes a waiting submitter.
 // A canceled queued task frees its room at once, also one whose context
 // ends while no one waits for it. A DoBatch is one
 // admission: it needs room for all its tasks, even those that then start
@@ -123,25 +195,23 @@
 // WithMaxWaiting(0, overflow) is a queue with no room: "run now on a free
 // worker, or meet the overflow". Block waits for a free worker; Reject
 // refuses unless one is free, and so does DropOldest, which has nothing to
-// drop; TrySubmit never waits; a DoBatch never fits. A task with Delay or
-// At, which must wait, is refused with ErrQueueFull at once under every
-// policy, and a task of Weight n starts once n slots are free at once. A
-// negative n means no bound.
+// drop; a DoContext whose ctx is done never waits; a DoBatch never fits. A
+// task with a Delay, which must wait, is refused with ErrQueueFull at once
+// under every policy, and a task of Weight n starts once n slots are free
+// at once. A negative n means no bound.
 //
 // # Dead letters
 //
 // Nothing is lost silently: every accepted task runs, or its waiter learns
-// why not, or, for a plain task whose submitter cannot learn it, the
-// handler set by [WithDeadLetter] gets it with the reason: a Submit refused
-// under Reject ([ErrQueueFull]), a task dropped ([ErrDropped]), a task that
-// expired in the queue ([ErrExpired]), a task abandoned by Stop or a
-// Shutdown that gave up, queued or scheduled ([ErrStopped]), a weighted
-// task that a Resize made too heavy ([ErrTooHeavy]). The handler
-// runs on a goroutine of the pool, never the dispatcher's, for one task at a
+// why not, or, for a plain task whose submitter cannot learn it,
+// [Hooks].DeadLetter gets it with the reason (the table of errors): a
+// Submit refused under Reject, a task dropped, a task that expired in the
+// queue, a task abandoned by Stop or a Shutdown that gave up, queued or
+// scheduled, a weighted task that a Resize made too heavy. DeadLetter runs
+// on a goroutine of the pool, never the dispatcher's, for one task at a
 // time, in the order the tasks were given up; Stop, StopWait and Shutdown
 // return only after it has returned for every task given up before or
-// during the stop. Without a handler such tasks are only counted in
-// [Status].
+// during the stop. Without it such tasks are only counted in [Status].
 //
 // # Size at run time
 //
@@ -150,110 +220,111 @@
 // workers at once and busy ones as their task ends, and no task starts
 // while the running ones are at or above the new size. [WithMinWorkers]
 // keeps a floor of warm workers that New starts and idle retirement never
-// removes, and [WorkerPool.SetMinWorkers] changes it at run time: raised,
-// the missing workers start at once; lowered, idle retirement takes the
-// workers above it. [WorkerPool.WaitIdle] waits, without stopping or holding back
-// anything, for a moment at which no task runs or waits. [WorkerPool.DoBatch]
-// queues many tasks in one hand-off to the dispatcher, which saves one of a
-// task's two goroutine hand-offs.
+// removes. [WorkerPool.WaitIdle] waits, without stopping or holding back
+// anything, for a moment at which no task runs or waits.
+// [WorkerPool.DoBatch] queues many tasks in one hand-off to the
+// dispatcher, which saves one of a task's two goroutine hand-offs.
 //
 // # Sizing by the clock
 //
-// [WithSizeSchedule](loc, windows...) gives the pool other sizes at times
-// of day: inside a [SizeWindow] "09:00" to "17:00" it runs with the
-// window's Max as its size and its Min as its floor; outside every window,
-// with its own (New's maxWorkers and WithMinWorkers's n, as Resize and
-// SetMinWorkers last set them outside windows). A To at or before From
-// wraps past midnight, so "22:00" to "06:00" is the night. At each
-// boundary the pool changes exactly as Resize and SetMinWorkers would
-// change it, on the dispatcher's one timer: no goroutine and no timer of
-// its own, and nothing at all in a pool without a schedule (with one, the
+// WithMinWorkers(n, windows...) also gives the pool other sizes at times of
+// day: inside a [SizeWindow] "09:00" to "17:00" it runs with the window's
+// Max as its size and its Min as its floor; outside every window, with its
+// own (New's maxWorkers, as Resize last set it outside windows, and n). A
+// To at or before From wraps past midnight, so "22:00" to "06:00" is the
+// night. At each boundary the pool changes exactly as Resize would change
+// it, on the dispatcher's one timer: no goroutine and no timer of its own,
+// and nothing at all in a pool without a schedule (with one, the
 // dispatcher always waits on its timer too, which makes each hand-off a
 // little dearer, as while a delayed task waits).
 //
-// A Resize or SetMinWorkers call inside a window holds for the rest of that
-// window only: when it ends, the pool returns to its own sizes, or takes
-// the next window's if one begins there. Whether a window is in effect
-// depends only on what the clock in loc reads. When daylight saving time
-// begins and the clock skips an hour, a boundary in it takes effect at the
-// skip (with the clock going from 02:00 to 03:00, a window from 02:30
-// begins at 03:00, and one that lies in the skipped hour does not occur
-// that day); when it ends and the clock reads an hour twice, a window in
-// that hour occurs twice, and a window that the clock leaves by going back
-// ends at that moment and begins again when the clock reaches its From. A
-// change that skips a window's To and skips or lands on its From, or goes
-// back to its From, while the clock stays in the window ends it and begins
-// it again.
-// Once stopping has begun the sizes no longer change. Overlapping windows,
-// a From or To that is not "HH:MM", a Max below 1, a Min below 0 or above
-// Max, and a nil loc make New panic with a message naming the window.
+// A Resize inside a window holds for the rest of that window only: when it
+// ends, the pool returns to its own sizes, or takes the next window's if
+// one begins there; a Resize outside every window sets the pool's own. A
+// call made as a boundary passes counts as made just before it or just
+// after it, never both nor neither. Whether a window is in effect depends
+// only on what the clock of the windows' Location reads (its wall clock: a
+// machine that slept, or a clock set forward, is followed at the next
+// boundary the dispatcher wakes for; a clock set back is followed from the
+// boundary the pool expected next, once the clock reads it). When daylight
+// saving time begins and the clock skips an hour, a boundary in it takes
+// effect at the skip (with the clock going from 02:00 to 03:00, a window
+// from 02:30 begins at 03:00, and one that lies in the skipped hour does
+// not occur that day); when it ends and the clock reads an hour twice, a
+// window in that hour occurs twice, and a window that the clock leaves by
+// going back ends at that moment and begins again when the clock reaches
+// its From. A change that skips a window's To and skips or lands on its
+// From, or goes back to its From, while the clock stays in the window ends
+// it and begins it again. Once stopping has begun the sizes no longer
+// change. Overlapping windows, a From or To that is not "HH:MM", a Max
+// below 1, a Min below 0 or above Max, and windows of different Locations
+// make New panic with a message naming the window.
 //
 // # Scheduling
 //
-// [WorkerPool.Go], [Call], [Group.Go], [WorkerPool.DoContext] and
-// [WorkerPool.DoWaitContext] take options ([TaskOption]) that make the pool a
+// The calls that take a [TaskOption] (the table of calls) make the pool a
 // scheduler, not just a queue; the pool options [WithPriorityAging],
-// [WithQueueTimeout] and [WithRateLimit] set its policies. Each is state
-// the dispatcher owns: waiting never costs a goroutine, a worker or a
-// time.Timer per task (the dispatcher keeps one timer for the earliest
-// moment it waits for). Tasks given no option (Submit, Do, DoWait,
-// SubmitWait, TrySubmit, DoBatch, and DoContext without opts) keep the defaults (priority 0, no delay,
-// no retry, weight 1), and their path takes no lock and makes no
+// [WithQueueTimeout], [WithRateLimit] and [WithKeys] set its policies. Each
+// is state the dispatcher owns: waiting never costs a goroutine, a worker
+// or a time.Timer per task (the dispatcher keeps one timer for the
+// earliest moment it waits for). Tasks given no option, gammazero's calls
+// and DoBatch among them, keep the defaults (priority 0, no delay, no
+// retry, weight 1, no key), and their path takes no lock and makes no
 // allocation.
 //
-// Plain tasks with options. gammazero's calls (Submit, Do, DoWait,
-// SubmitWait) keep its signatures and take no option; DoContext and
-// DoWaitContext accept a func() with Delay, At, Priority, Weight, Key and
-// Label, under the same rules and with the same errors as a handle's.
-// DoContext returns once the task is accepted, and its task that never
-// runs (abandoned by a stop, also while it waits for its due time;
-// dropped; expired; too heavy after a Resize) goes to the dead-letter
-// handler once, with why, as any plain task does; DoWaitContext returns
-// once the task ran, and returns why if it never does, as DoWait. Retry
-// needs an error to act on, which
-// a func() cannot return: DoContext and DoWaitContext panic when given it. A
-// plain task with only a delay waits in the timer heap as it is; one with
-// a priority, a weight or a label rides a carrier the pool reuses (so does
-// every DoContext task in a pool with TaskStarted or TaskFinished hooks,
-// with its ctx's values: see Observability). Neither allocates once the
-// pool is warm (but for those values), and neither holds a goroutine:
-// at 10,000 tasks a delayed DoContext costs the CPU of a
+// Plain tasks with options. DoContext gives a func() any option but Retry,
+// under the same rules and with the same errors as a handle's. It returns
+// once the task is accepted, and its task that never runs (abandoned by a
+// stop, also while it waits for its due time; dropped; expired; too heavy
+// after a Resize) goes to the dead-letter handler once, with why, as any
+// plain task does. A plain task with only a delay waits in the timer heap
+// as it is; one with a priority, a weight, a key or a label rides a carrier
+// the pool reuses (so does every DoContext task in a pool with TaskStarted
+// or TaskFinished hooks, with its ctx's values: see Observability). Neither
+// allocates once the pool is warm (but for those values), and neither
+// holds a goroutine: at 10,000 tasks a delayed DoContext costs the CPU of a
 // time.AfterFunc(d, func() { p.Submit(f) }) per task and a quarter of its
 // memory, and at a million pending tasks under a third of both (see the
 // benchmarks' README).
 //
-// Priority. [Priority](level) takes any int; the default, and the level of
-// every plain task, is 0. The queue is a FIFO per level: the highest level
-// waiting starts next, and within a level the task that became due first
-// (for a task without a delay, the one submitted first). Priority orders
-// only waiting tasks; it never preempts a running one. With
+// Priority. TaskOption.Priority takes any int; the default, and the level
+// of every plain task, is 0. The queue is a FIFO per level: the highest
+// level waiting starts next, and within a level the task that became due
+// first (for a task without a delay, the one submitted first). Priority
+// orders only waiting tasks; it never preempts a running one. With
 // WithPriorityAging(d), a waiting task's level rises by one for each d it
-// has waited in the queue, so low levels cannot starve; of two tasks that
-// reach the same level, the one that joined the queue first starts first.
+// has waited in the queue (at most 2^30 levels, never past math.MaxInt), so
+// low levels cannot starve; of two tasks that reach the same level, the
+// one that joined the queue first starts first.
 //
-// Delayed tasks. With [Delay] or [At] a task is not due before a moment.
+// Delayed tasks. With TaskOption.Delay a task is not due before a moment.
 // Until then it waits in the dispatcher's timer heap and counts in
 // Status.Scheduled, not Waiting. When it comes due it is handled as a task
 // accepted then: it starts on a free worker or joins the back of its
 // level. Tasks due at the same moment keep their submission order. A
 // handle's Cancel, or its context ending, removes a scheduled task at once:
 // it leaves Scheduled and joins Canceled before Wait returns. A plain task
-// of DoContext has no context: once accepted it runs when due, or a
-// stop abandons it (DoWaitContext's ctx, like a handle's, removes it).
+// of DoContext has no context: once accepted it runs when due, or a stop
+// abandons it.
 //
-// Retries. With [Retry](policy), a run that returns an error (a
-// *PanicError included) asks the [RetryPolicy] with attempt 1, 2, ...;
-// if it says retry, the task goes back through the timer heap for the
-// delay it gave, holding no worker, and runs again. A [Permanent] error (see [IsPermanent]), a
-// run that called runtime.Goexit, and a done context (Cancel, its ctx, the
-// group's context, or a Shutdown that gave up) end the retries; Wait then
-// returns the last run's error. [Backoff](base, max, attempts) is
-// exponential backoff with full jitter. A task waiting for its next run is
-// a scheduled task in every respect below; if it never runs again
-// (canceled, abandoned, expired, dropped), Wait returns why, joined with
-// the last run's error, so that errors.Is finds both. Status.Retried counts
-// the runs after a task's first. In a Group only a task's final error
-// counts: a run that will be retried does not cancel the group.
+// Retries. With TaskOption.Retry, a run that returns an error (a
+// *PanicError included) asks the policy with attempt 1, 2, ...; if it says
+// retry, the task goes back through the timer heap for the delay it gave,
+// holding no worker, and runs again. The policy is not asked, and the task
+// ends, when the error wraps a [Permanent] one, when the run called
+// runtime.Goexit, or when the task's context is done (Cancel, its ctx, the
+// group's context, or a Shutdown that gave up); Wait then returns the last
+// run's error. A policy that panics ends the retries: the task ends with a
+// *PanicError carrying the panic value, joined with the run's error.
+// [Backoff](base, max, retries) is exponential backoff with full jitter,
+// for up to retries retries; it never retries a panic. A task waiting for
+// its next run is a scheduled task in every respect below; if it never runs
+// again (canceled, abandoned, expired, dropped), Wait returns why, joined
+// with the last run's error, so that errors.Is finds both. Status.Retried
+// counts the runs after a task's first. In a Group only a task's final
+// error counts: a run that will be retried does not cancel the group. So a
+// policy that always retries a task that always fails keeps StopWait
+// waiting; Stop, or a Shutdown with a deadline, ends it.
 //
 // Expiry. With WithQueueTimeout(d), a task that has waited d in the queue
 // since it became due without starting expires at that moment, wherever it
@@ -263,7 +334,7 @@
 // Pause holds expire too. A handle's own ctx deadline covers its time in
 // the queue and its run together.
 //
-// Weights. A task of [Weight](n) starts only once n of the pool's Size
+// Weights. A task of TaskOption.Weight n starts only once n of the pool's Size
 // worker slots are free, and holds them until it returns, so the weights of
 // the running tasks never exceed Size (Status.Busy counts tasks, not
 // slots). The task to start next, in priority order, is never overtaken:
@@ -287,27 +358,29 @@
 // that come due during a pause wait in the queue for it to end. A task
 // whose run failed and waits for a retry is such a task: Pause may return
 // before its next run, which the pause then holds (but for a keyed task
-// under WithKeyLimit, whose retry keeps its key's slots: the pause lets
-// it run, as the tasks of its key before the barrier wait for it). WaitIdle
+// under a key limit, whose retry keeps its key's slots: the pause lets it
+// run, as the tasks of its key before the barrier wait for it). WaitIdle
 // waits until no task is scheduled either.
 //
-// Keys. [Key](k) makes a task belong to key k (an account, a tenant, a
-// document); the tasks without a key share as one more key of weight 1.
-// Within a key, the tasks of one priority level start in the order they
-// became ready (accepted, or due for Delay, At and retries). Among the
+// Keys. TaskOption.Key makes a task belong to a key (an account, a tenant,
+// a document); the tasks without a key share as one more key of share 1.
+// A key orders its tasks' starts and shares the pool fairly; it does not
+// run a key's tasks one at a time: WithKeys(1, nil) does. Within a key,
+// the tasks of one priority level start in the order they became ready
+// (accepted, or due for a delay or a retry). Among the
 // tasks of one level that may start, the dispatcher serves the keys by
 // deficit round robin, counting slots (a Weight(3) task uses 3): a round
-// gives each key with tasks waiting its weight in starts
-// ([WithKeyWeights], 1 by default), a key with no task waiting keeps no
-// credit, so a key of weight w gets w times the share of a key of weight
-// 1 while both have tasks waiting, and a key with a backlog of 100,000
+// gives each key with tasks waiting its share in starts ([WithKeys]'s
+// share, 1 by default), a key with no task waiting keeps no credit, so a
+// key of share w gets w times the starts of a key of share 1 while both
+// have tasks waiting, and a key with a backlog of 100,000
 // tasks delays another key's new task by at most one round of the keys
 // with tasks waiting, not by the backlog. Picking the next key costs the
 // same whatever the number of keys. Priority levels come first: fairness
 // orders the tasks of one level. With no keyed task in the pool, the
 // order is exactly that of a pool without keys.
 //
-// Under [WithKeyLimit](n), at most n slots of one key's tasks are out with
+// Under WithKeys(n, share), at most n slots of one key's tasks are out with
 // workers at once: a task whose key holds n waits in the queue holding no
 // worker, and the tasks of other keys and those without a key go past it
 // (a task that can start at once needs no room under a bound). With n = 1
@@ -329,11 +402,12 @@
 // scheduled or running (Status.Keys counts those keys): a pool that has
 // seen millions of distinct keys holds no more memory than one that has
 // seen ten once they are done, up to the state of a few dozen keys kept
-// for reuse. A keyed task rides a carrier (Go and Call make their handle
-// and its options in one allocation; Do's carrier is reused), and on a key
+// for reuse. A keyed task rides a carrier (Go and GoResult make their
+// handle and its options in one allocation; DoContext's carrier is
+// reused), and on a key
 // that is already active it allocates nothing more. A Pause, expiry,
 // aging and DropOldest look at the front of every key's queue, and so does
-// dispatch after a keyed task waiting under WithKeyLimit is canceled
+// dispatch after a keyed task waiting under a key limit is canceled
 // (that its key's next task may start at once), so their steps cost in
 // proportion to the keys with tasks waiting.
 //
@@ -382,11 +456,11 @@
 //     wherever it was (in the queue, or handed to a worker); Wait returns
 //     ErrStopped. A task whose own context ended first is canceled instead.
 //   - dropped: a full queue dropped it to make room for a newer task
-//     (DropOldest); Wait returns ErrDropped. Or a Resize made the pool
+//     (DropOldest); Wait returns an error wrapping ErrQueueFull. Or a Resize made the pool
 //     smaller than its weight; Wait returns ErrTooHeavy.
 //   - expired: it waited in the queue longer than WithQueueTimeout; Wait
 //     returns ErrExpired.
-//   - scheduled: not due yet (Delay, At), or waiting for its next run
+//   - scheduled: not due yet (a Delay), or waiting for its next run
 //     (Retry); counted in Status.Scheduled.
 //
 // A settled task (canceled, abandoned, dropped or expired) has left
@@ -394,7 +468,7 @@
 // key, if it was the key's last task) and is counted in Status.Canceled,
 // Abandoned, Dropped or Expired by the time its Wait or Done reports it.
 // Plain tasks from Submit and Do have no waiter: they are scheduled (given
-// Delay or At), queued, then started and finished, or abandoned, dropped
+// a Delay), queued, then started and finished, or abandoned, dropped
 // or expired (and given to the dead-letter handler).
 //
 // # Stopping
@@ -448,7 +522,7 @@
 // during a StopWait or Shutdown abandons what has not started yet. Once
 // stopping has begun, Submit and SubmitWait panic with an error wrapping
 // ErrStopped, Do and DoWait return [ErrStopped], a Task or Future made by
-// Go or Call reports ErrStopped, and a Group's Wait reports it unless an
+// Go or GoResult reports ErrStopped, and a Group's Wait reports it unless an
 // earlier error came first. Every Wait returns once the pool has stopped.
 //
 // Admission is linearizable: a submit that races with a stop is either
@@ -489,118 +563,91 @@
 // # Observability
 //
 // Operators ask how long tasks wait, how long they run, and what was lost.
-// [WorkerPool.Status] answers the counts at any moment; [WithName] names
-// the pool for logs and metrics; [WithHooks] and [WithLogger] answer the
-// rest, and cost nothing when not set: without TaskStarted and
-// TaskFinished the pool reads no clock for a task, and the submit and run
-// paths allocate nothing either way.
+// [WorkerPool.Status] answers the counts at any moment; [WithHooks] and
+// [WithLogger] answer the rest, and cost nothing when not set: without
+// TaskStarted and TaskFinished the pool reads no clock for a task, and the
+// submit and run paths allocate nothing either way.
 //
-// [Hooks] are three funcs, and each learns which task it is about in a
-// [TaskInfo], passed by value (no allocation): the pool's name, the task's
-// [Label] (a kind of task, "" if none), its priority, weight and attempt
-// (1 for the first run, 2, ... under Retry), and the times and outcome of
+// Each hook learns which task it is about in a [TaskInfo], passed by value
+// (no allocation): the task's label, key, priority, weight and attempt (1
+// for the first run, 2, ... under a retry), and the times and outcome of
 // the run. TaskStarted and TaskFinished run in the worker goroutine around
 // each run of a task, a retried task's every attempt included, with its
 // wait (from the moment it joined the queue, accepted or come due, to its
 // start; 0 for a task that a worker took at once) and, for TaskFinished,
 // its run time and error: the handle's error, a [*PanicError] for every
 // recovered panic, [ErrGoexit], or nil for a plain func that returned.
+// TaskFinished runs before the task's Wait returns, before DoWait returns,
+// and before the worker takes its next task.
 //
 // TaskStarted gets a context and returns the one the task runs with, which
-// TaskFinished gets too (nil means unchanged): for Go, Call and Group.Go the
-// task's own context (the caller's ctx, or the group's, which Cancel and a
+// TaskFinished gets too (nil means unchanged): the task's ctx of the table
+// of calls, and context.Background() for gammazero's calls and DoBatch. A
+// Go task's ctx is the caller's (or the group's), which Cancel and a
 // Shutdown that gives up still cancel through whatever TaskStarted derived
-// from it); for DoContext its ctx's values without its cancellation
-// (context.WithoutCancel: the task may run after ctx is done); for
-// DoWaitContext its ctx; for Submit,
-// Do, DoWait and the other plain calls context.Background(). So a span
+// from it; DoContext's is its ctx's values without its cancellation
+// (context.WithoutCancel: the task may run after ctx is done). So a span
 // started in TaskStarted is a child of the submitter's span and the parent
 // of everything the task does (a plain func() cannot see it, but its span
 // is still the submitter's child for DoContext). A TaskStarted that panics
-// (under a panic handler) leaves the task its own context, and its run gets
+// (under a Panic hook) leaves the task its own context, and its run gets
 // no TaskFinished: a TaskFinished is the end of what its TaskStarted began,
-// so one whose TaskStarted did not return could only end another run's
-// (through the ctx the hook was given, which may carry the run of the task
-// that submitted this one). Hooks that chain others must pass each
-// TaskStarted the ctx the one before returned.
+// so one whose TaskStarted did not return could only end another run's.
+// Hooks that chain others must pass each TaskStarted the ctx the one
+// before returned. A TaskStarted that calls runtime.Goexit ends the run
+// before the task's func is called: the task never runs, its waiter learns
+// an error wrapping ErrGoexit that says so (a plain task goes to the
+// dead-letter handler with it), and it counts in Completed, as a run that
+// ended in runtime.Goexit.
 //
-// TaskDropped runs exactly once for each task counted in Rejected,
-// Dropped, Abandoned, Canceled or Expired, with why in TaskInfo.Err
-// (wrapping [ErrQueueFull], [ErrTooHeavy], [ErrDropped], [ErrExpired],
-// [ErrStopped], or the task's context error) and the attempt that never
-// ran: in the call that refused the task, before it returns, and otherwise
-// on the dead-letter goroutine, before a plain task goes to the dead-letter
-// handler. No hook ever runs on the dispatcher, and every hook call for
+// TaskDropped runs exactly once for each task that never runs, with why in
+// TaskInfo.Err (the table of errors, or the task's context error) and the
+// attempt that never ran: in the call that refused the task, before it
+// returns, and otherwise on the dead-letter goroutine, one call at a time
+// in the order the tasks were given up, just before a plain task goes to
+// DeadLetter. No hook ever runs on the dispatcher, and every hook call for
 // tasks given up before or during a stop has returned when Stop, StopWait
-// or Shutdown returns. So after a stop, the TaskDropped calls equal
-// Rejected + Dropped + Abandoned + Canceled + Expired, TaskStarted is called
-// once per run, and TaskFinished once per run whose TaskStarted returned. Status.Dropped counts only the
-// tasks dropped from a full queue (DropOldest) or heavier than the pool
-// after a Resize; the TaskDropped hook is told of every task that never
-// runs, whatever the reason. A TaskStarted that calls runtime.Goexit ends
-// the run before the task's func is called: the task never runs, its
-// waiter learns an error wrapping ErrGoexit that says so (a plain task
-// goes to the dead-letter handler with it), and it counts in Completed,
-// as a run that ended in runtime.Goexit. A panicking hook is treated like a task's
-// panic (see Panics), but not counted as one.
+// or Shutdown returns. So after a stop TaskStarted has been called once
+// per run, TaskFinished once per run whose TaskStarted returned, and
+// TaskDropped once per task in the buckets of Status that count tasks
+// which never ran (see Status). A task refused because the pool is
+// stopping was never accepted nor counted, and gets no call. A panicking
+// hook is treated like a task's panic (see Panics), but not counted as
+// one.
 //
-// A Label costs a task what any option costs (see Scheduling): a Go with a
-// Label allocates its options beside its Task; a plain task with a Label
-// rides a carrier the pool reuses, so DoContext and DoWaitContext with a Label
-// allocate nothing once the pool is warm. In a pool with TaskStarted or
+// A label costs a task what any option costs (see Scheduling): a Go with a
+// label allocates its options beside its Task; a plain task with a label
+// rides a carrier the pool reuses, so DoContext with a label allocates
+// nothing once the pool is warm. In a pool with TaskStarted or
 // TaskFinished, every DoContext task rides such a carrier, with its ctx's
 // values (one allocation, context.WithoutCancel's).
 //
 // The logger gets, at Info and above, exactly one Error record with the
 // stack per recovered panic (a task's, a handle's, a hook's, a retry
-// policy's, the dead-letter handler's), one Info record per Resize, and
-// one Info summary of the final counts when the pool has stopped: never a
-// record per task. Everything else is at Debug. Every record carries
-// pool=[WorkerPool.Name]; the record of a task's panic, or of its retry
-// policy's, also carries its label (if it has one) and attempt.
+// policy's, the dead-letter handler's), one Info record per Resize on a
+// pool that has not begun to stop (the same size included), and one Info
+// summary of the final counts when the pool has stopped, logged before the
+// stop returns: never a record per task. Everything else (the pool's
+// start, the start of a stop, a Shutdown that gives up) is at Debug. Every
+// record carries the logger's own attributes (give it the pool's name with
+// slog.Logger.With); the record of a task's panic, or of its retry
+// policy's, also carries its label (if it has one) and attempt. Records
+// are logged on the goroutine where the event happens, never while the
+// dispatcher waits for them, but the stop summary, which the dispatcher
+// logs as its last act.
 //
 // The nested modules github.com/e86d9661/workerpool/workerpoolprom
 // (Prometheus) and github.com/e86d9661/workerpool/workerpoolotel
 // (OpenTelemetry) export Status at scrape time, and, fed by the hooks, the
-// wait and run times by pool and label, failures by outcome and the work
-// still running, under one vocabulary; workerpoolotel also makes a span
-// for every run, on every call path.
-//
-// # Options: zero and negative values
-//
-// Every option's zero value, and its negative or out-of-range values, in
-// one place (each option's own documentation says the same):
-//
-//	New(n) / Resize(n)          n < 1 means 1
-//	WithIdleTimeout(d)          0 means DefaultIdleTimeout; d < 0 means never retire
-//	WithMaxWaiting(n, o)        n < 0 means no bound; 0 is a queue with no room; n > math.MaxInt32 means math.MaxInt32
-//	WithMinWorkers(n)           n < 1 means none; so for SetMinWorkers(n)
-//	WithSizeSchedule(loc)       no windows means no schedule; a nil loc panics (see Sizing by the clock)
-//	WithPriorityAging(d)        d <= 0 means no aging
-//	WithQueueTimeout(d)         d <= 0 means no expiry
-//	WithRateLimit(r, b)         r <= 0, NaN or +Inf means no limit; b < 1 means 1
-//	WithName("")                no name
-//	WithPanicHandler(nil), WithDeadLetter(nil), WithLogger(nil), WithHooks(Hooks{})
-//	                            none: panics crash the program; lost tasks are only counted; no logs; no hooks
-//	Delay(d)                    d <= 0 means no delay
-//	At(t)                       a t that has passed (the zero time included) means no delay
-//	Weight(n)                   n < 1 means 1
-//	Priority(n)                 any int; 0 is the default
-//	Key("")                     no key; any other string, however long, is a key
-//	WithKeyLimit(n)             n < 1 means no limit
-//	WithKeyWeights(w)           nil means weight 1 each; w(k) < 1, or a w that panics, means 1
-//	Retry(nil)                  no retries
-//	Group.SetLimit(n)           n < 0 means no limit; 0 panics (it would never run a task)
-//
-// Only WithIdleTimeout reads 0 as its default; for every other duration 0
-// turns the policy off.
+// wait and run times by label, failures by outcome and the work still
+// running, under one vocabulary; workerpoolotel also makes a span for
+// every run, on every call path.
 //
 // # Idle workers
 //
 // When no task comes in for a whole idle period (see [WithIdleTimeout]), the
 // dispatcher retires one idle worker, then one more per further period, down
-// to zero, or to the floor [WithMinWorkers], [WorkerPool.SetMinWorkers] or
-// a size window keeps. Busy workers are never
+// to zero, or to the floor [WithMinWorkers] or a size window keeps. Busy workers are never
 // retired, and a task submitted after the pool shrank starts a new worker.
 // An idle pool with no workers above the floor arms no timer.
 //
@@ -618,12 +665,12 @@
 // By default a plain task that panics crashes the program, exactly as a
 // panic in a plain goroutine does: hidden panics hide bugs. (Tasks, Futures
 // and groups return the panic as an error instead; someone waits for it.)
-// With [WithPanicHandler], the pool recovers the panic and calls the handler
+// With [Hooks].Panic, the pool recovers the panic and calls the hook
 // in the panicking goroutine, where debug.Stack still shows the task's
 // frames; the worker then goes on, and the logger, if any, gets the panic
 // with its stack. A panic in a hook or in the dead-letter handler is
 // treated the same way, without counting in Status.Panicked (a
-// RetryPolicy's panic is always recovered: it ends the task's retries with
+// retry policy's panic is always recovered: it ends the task's retries with
 // a *PanicError). A task that calls runtime.Goexit (as
 // t.FailNow does) ends its worker goroutine, and a new goroutine takes its
 // place, so neither a panic nor Goexit ever costs the pool a worker or
@@ -649,8 +696,9 @@
 //     wait for room until the pause ends.
 //   - Under Block, a submit from inside a task waits for room that only a
 //     worker taking a queued task frees: when every worker does so at once,
-//     they wait forever. Use TrySubmit, or DoContext with a deadline, there.
-//   - Under WithKeyLimit(n), a task that waits (DoWait, a Task's Wait, a
+//     they wait forever. Use DoContext with a deadline, or with a ctx that
+//     is already done (which never waits), there.
+//   - Under WithKeys(n, share), a task that waits (DoWait, a Task's Wait, a
 //     Group's Wait) for another task of its own key, while the tasks of
 //     its key running with it fill the limit, waits forever: the awaited
 //     task cannot start before the waiting one returns. With n = 1 that is
