@@ -99,9 +99,9 @@ func (r *room) admit(n int) bool {
 // Hooks.DeadLetter. Under Block it waits for room only until ctx is done,
 // and then returns ctx's error without queuing task; with a ctx that is
 // already done it never waits: it takes task if it can start or find room
-// at once, and else returns ErrQueueFull. Otherwise it returns what the
-// package documentation's table of calls gives (ErrQueueFull, ErrTooHeavy,
-// ErrStopped). ctx bounds only the wait for room: once accepted, the task
+// at once, and else returns ErrQueueFull. Otherwise it returns why the
+// pool refused task, as the package documentation's table of errors says.
+// ctx bounds only the wait for room: once accepted, the task
 // no longer looks at ctx (give Go a context to cancel a task that waits).
 // The hooks see ctx's values. A nil task is ignored and DoContext returns
 // nil. It panics if ctx is nil, and if opts hold a Retry. Safe for

@@ -8,7 +8,7 @@ import (
 
 // deadLetters hands the tasks that will never run, and whose submitting
 // call cannot tell it, to the TaskDropped hook (see Hooks) and, the plain
-// ones, to the handler set by WithDeadLetter: one task at a time, in the
+// ones, to Hooks.DeadLetter: one task at a time, in the
 // order they were given up, on a goroutine of the pool (never the
 // dispatcher's). A deliverer goroutine starts, in p.goroutines, when the
 // first letter comes and returns once it has delivered them all, so a stop
@@ -79,7 +79,7 @@ func (p *WorkerPool) deliverDeadLetters() {
 	defer func() {
 		if !handedOver {
 			// The handler called runtime.Goexit (or panicked with no
-			// panic handler, and the program is going down): a fresh
+			// Panic hook, and the program is going down): a fresh
 			// deliverer takes over the letters left.
 			p.goroutines.Go(p.deliverDeadLetters)
 		}
@@ -120,7 +120,7 @@ func (p *WorkerPool) giveUpStarted(task func(), why error) {
 }
 
 // callDeadLetter calls the dead-letter handler. A panic in it is treated as
-// a task's: the panic handler takes it if there is one.
+// a task's: the Panic hook takes it if there is one.
 func (p *WorkerPool) callDeadLetter(l deadLetter) {
 	if p.cfg.panicHandler != nil {
 		defer p.recoverCallbackPanic("dead-letter handler")

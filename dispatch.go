@@ -180,7 +180,7 @@ func (d *dispatcher) advance() {
 }
 
 // dropSettledKeyed lets go at once of the keyed jobs settled (a Cancel,
-// their ctx, a Resize) while they waited under WithKeyLimit, so that their
+// their ctx, a Resize) while they waited under a key limit (WithKeys), so that their
 // keys' next tasks may start now, as a canceled task leaves its key at
 // once: the retries that held their keys' slots (see flows.holdsSlots), in
 // the timer heap or at the front of their key's queue, give them back
@@ -480,7 +480,7 @@ func (d *dispatcher) countSubmitted() {
 	d.crew.sawTask = true
 }
 
-// resize adopts the pool's size and floor as Resize, SetMinWorkers or a
+// resize adopts the pool's size and floor as Resize or a
 // boundary of the size schedule left them: the crew retires and
 // starts workers, the jobs heavier than the new size are dropped (and the
 // parked submitters of such jobs refused), and, growing, workers start for

@@ -263,8 +263,8 @@
 // # Scheduling
 //
 // The calls that take a [TaskOption] (the table of calls) make the pool a
-// scheduler, not just a queue; the pool options [WithPriorityAging],
-// [WithQueueTimeout], [WithRateLimit] and [WithKeys] set its policies. Each
+// scheduler, not just a queue, and pool options (the table of options) set
+// its policies: aging, expiry, a rate limit and keys. Each
 // is state the dispatcher owns: waiting never costs a goroutine, a worker
 // or a time.Timer per task (the dispatcher keeps one timer for the
 // earliest moment it waits for). Tasks given no option, gammazero's calls
@@ -402,9 +402,9 @@
 // scheduled or running (Status.Keys counts those keys): a pool that has
 // seen millions of distinct keys holds no more memory than one that has
 // seen ten once they are done, up to the state of a few dozen keys kept
-// for reuse. A keyed task rides a carrier (Go and GoResult make their
-// handle and its options in one allocation; DoContext's carrier is
-// reused), and on a key
+// for reuse. A keyed task rides a carrier (a handle is made with its
+// options in one allocation; a plain task's carrier is reused), and on a
+// key
 // that is already active it allocates nothing more. A Pause, expiry,
 // aging and DropOldest look at the front of every key's queue, and so does
 // dispatch after a keyed task waiting under a key limit is canceled

@@ -16,10 +16,11 @@ package workerpool_test
 //	Option      pool options         exported funcs whose result type is Option
 //	Error       errors               exported package-level vars whose name starts with Err
 //	TaskOption  TaskOption fields    the exported fields of struct type TaskOption
-//	Hooks       Hooks fields         the exported fields of struct type Hooks
-//	Status      Status fields        the exported fields of struct type Status
 //
 // A set with no member (no such type, or no exported field) does not exist.
+// The fields of TaskOption, the options of a task, need no table in doc.go:
+// the struct lists them, each with its doc; a list of them elsewhere is
+// checked as any other.
 //
 // The tables. In the package comment of doc.go, a reference table is a
 // preformatted (indented, not a list) block whose first line is a header row
@@ -519,8 +520,6 @@ func loadDocPackage(dir string) (*docPackage, error) {
 		newDocSet("Option", "pool options", "an exported func whose result type is Option", options...),
 		newDocSet("Error", "errors", "an exported package-level var whose name starts with Err", errs...),
 		newDocSet("TaskOption", "TaskOption fields", "an exported field of struct type TaskOption", fields["TaskOption"]...),
-		newDocSet("Hooks", "Hooks fields", "an exported field of struct type Hooks", fields["Hooks"]...),
-		newDocSet("Status", "Status fields", "an exported field of struct type Status", fields["Status"]...),
 	}
 	// A short name that also names something else of the package (not a
 	// member of the same set) is doubtful.
@@ -997,7 +996,7 @@ func docTable(b docBlock) (docTab, bool) {
 		tab.header = head[0]
 	}
 	switch tab.header {
-	case "Call", "Option", "Error", "TaskOption", "Hooks", "Status":
+	case "Call", "Option", "Error", "TaskOption":
 	default:
 		return docTab{}, false
 	}
@@ -1095,7 +1094,7 @@ func (pkg *docPackage) check() map[string][]string {
 			names = append(names, set.rowName(m))
 		}
 		switch {
-		case len(tabs) == 0 && len(set.members) > 0:
+		case len(tabs) == 0 && len(set.members) > 0 && set.header != "TaskOption": // the struct is its table
 			var sample strings.Builder
 			var rows []string
 			w := len(set.header)

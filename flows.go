@@ -26,8 +26,8 @@ import (
 // again, at the back, when its key gives back slots.
 type flows struct {
 	p       *WorkerPool
-	limit   int                  // WithKeyLimit's n; 0: none
-	weight  func(key string) int // WithKeyWeights's w; nil: 1 each
+	limit   int                  // WithKeys's limit; 0: none
+	weight  func(key string) int // WithKeys's share; nil: 1 each
 	byKey   map[string]*flow     // the keys with tasks in the pool (see flow.members), or with settled ones still queued
 	levels  []*keyedLevel        // the levels with keyed tasks queued, lowest first
 	spare   spares               // emptied flows, queues and levels kept for reuse
@@ -224,8 +224,8 @@ func (f *flows) activate(key string) *flow {
 	return fl
 }
 
-// weightOf asks WithKeyWeights's func for key's weight: below 1, or if
-// it panics (with a panic handler; see Hooks), 1.
+// weightOf asks WithKeys's share for key's weight: below 1, or if
+// it panics (with a Panic hook; see Hooks), 1.
 func (f *flows) weightOf(key string) (w int) {
 	w = 1
 	if f.weight == nil {

@@ -14,8 +14,8 @@ type Future[T any] struct {
 }
 
 // GoResult is [WorkerPool.Go] for a fn that returns a value: it queues fn
-// to run on a worker of p, exactly as p.Go does (opts included), and
-// returns a handle to its value and error. (It is a function, not a
+// to run on a worker of p exactly as that method does (opts included),
+// and returns a handle to its value and error. (It is a function, not a
 // method, because a method cannot have type parameters.) It never blocks,
 // and panics if ctx, p or fn is nil.
 func GoResult[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Context) (T, error), opts ...TaskOption) *Future[T] {

@@ -297,8 +297,8 @@ func (g *Group) changedLocked() {
 // room until the group's context is done). A task the group held back
 // (held) skips the bound instead: it joins the queue even if it is full, so
 // that releasing it never blocks a worker, and the group's limit bounds it.
-// A refused t settles with why: ErrStopped, ErrQueueFull, ErrTooHeavy, or
-// the cause of the group's cancellation. Refusing a task that Go sends
+// A refused t settles with why it was refused (the package documentation's
+// table of errors), or with the cause of the group's cancellation. Refusing a task that Go sends
 // refuses the Go call, counted as any refused submit is; a held task was
 // counted from its Go call, so it ends in Abandoned (ErrStopped) or in
 // Dropped (ErrTooHeavy, after a Resize).

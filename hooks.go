@@ -142,7 +142,7 @@ func (p *WorkerPool) taskStarted(r *taskRun) context.Context {
 // clock as the run ends with *err and calls TaskFinished. It is deferred
 // before TaskStarted is called, so a hook that calls runtime.Goexit ends
 // the run, not the pool's bookkeeping. A panic that no one recovered (a
-// func() task's, with no panic handler) is recovered here only to give
+// func() task's, with no Panic hook) is recovered here only to give
 // TaskFinished its *PanicError, and then raised again with the same value:
 // it crashes the program as before, its stack showing the task's frames.
 func (p *WorkerPool) finishRun(r *taskRun, err *error) {

@@ -366,8 +366,8 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	return err, true
 }
 
-// countKeySettle counts a keyed job settled while it waited under
-// WithKeyLimit, before the settle wakes dispatch, so that dispatch lets go
+// countKeySettle counts a keyed job settled while it waited under a key
+// limit (WithKeys), before the settle wakes dispatch, so that dispatch lets go
 // of it at once and its key's next task may start (see
 // dispatcher.dropSettledKeyed): in p.keySettles if it was queued, where it
 // may have been the front that its key's limit held back, or if it held

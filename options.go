@@ -76,24 +76,17 @@ func WithIdleTimeout(d time.Duration) Option {
 // WithMaxWaiting bounds the waiting queue to n tasks: tasks accepted and
 // waiting for a worker, including those a Pause holds and, under Block and
 // Reject, those on their way to the dispatcher with the room they took.
-// Scheduled tasks (Delay, At, a retry's next run) count too. Running tasks do not count, and a task that can
-// start on a free worker at once never needs room. When the queue is full,
-// overflow says what a new task meets: Block waits for room, Reject
-// refuses it with ErrQueueFull, DropOldest drops the oldest waiting task
-// with an error wrapping ErrQueueFull to make room. The table in the package documentation
-// gives every call's behaviour. n above math.MaxInt32 means
-// math.MaxInt32.
-//
-// n = 0 is a queue with no room: a task runs at once on a free worker, or
-// meets overflow (a task a Group held back, or a retry, still joins the
-// queue past the bound, as with any n). Block then waits for a free
-// worker (for a task of Weight k, for k free slots, and a Resize below k
-// refuses it with ErrTooHeavy); Reject, and TrySubmit
-// under every policy, refuse unless one is free; DropOldest has nothing to
-// drop and refuses as Reject does. A task with Delay or At, which must
-// wait, is refused with ErrQueueFull at once under every policy. A
-// negative n means no bound, and overflow is then unused.
-// An overflow that is not one of the three panics when New applies it.
+// Scheduled tasks (a delay, a retry's next run) count too. Running tasks
+// do not count, and a task that can start on a free worker at once never
+// needs room. When the queue is full, overflow says what a new task meets:
+// Block waits for room, Reject refuses it with ErrQueueFull, DropOldest
+// drops the oldest waiting task, with an error wrapping ErrQueueFull, to
+// make room. The package documentation (Bounded queue and back-pressure)
+// gives every call's behaviour. n = 0 is a queue with no room: a task runs
+// at once on a free worker, or meets overflow. A negative n means no
+// bound, and overflow is then unused; n above math.MaxInt32 means
+// math.MaxInt32. An overflow that is not one of the three panics when New
+// applies it.
 //
 // Default: no bound.
 func WithMaxWaiting(n int, overflow Overflow) Option {
@@ -218,7 +211,7 @@ func WithRateLimit(perSecond float64, burst int) Option {
 
 // WithLogger makes the pool log to l. At Info and above it logs exactly:
 //   - one Error record for each panic it recovers, with the panic value and
-//     the stack: a task's (plain tasks under a panic handler, and handles,
+//     the stack: a task's (plain tasks under a Panic hook, and handles,
 //     which always recover), a hook's, a retry policy's, and the dead-letter
 //     handler's;
 //   - one Info record per Resize on a pool that has not begun to stop (a
@@ -228,7 +221,8 @@ func WithRateLimit(perSecond float64, burst int) Option {
 //
 // Never one record per task. Everything else it logs (the pool's start,
 // the start of a stop, a Shutdown that gives up) is at Debug. Every record
-// carries pool=Name() and further slog key/value pairs. Records are logged
+// carries l's own attributes (give it the pool's name with l.With), and
+// further slog key/value pairs. Records are logged
 // on the goroutine where the event happens, never while the dispatcher
 // waits for them, but the stop summary, which the dispatcher logs as its
 // last act. A nil l logs nothing.

@@ -67,7 +67,7 @@ func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Conte
 }
 
 // call runs the task as a plain one: a panic crashes the program, or goes
-// to the panic handler.
+// to the Panic hook.
 func (pj *plainJob) call(context.Context) (panicked bool, err error) {
 	return pj.job.pool.callPlain(pj.fn, &pj.job)
 }

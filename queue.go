@@ -784,7 +784,7 @@ func (q *waitQueue) dropTooHeavy(size int) {
 }
 
 // abandonAll gives up what is left in the queue in queue order (see
-// WithDeadLetter): the order in which head would hand the tasks out were
+// Hooks.DeadLetter): the order in which head would hand the tasks out were
 // each to end before the next is chosen, with no pause, key limit or
 // expiry holding any back (a stop ends every pause first). It releases
 // each closure as it goes: a plain task goes to the dead-letter handler

@@ -118,12 +118,11 @@ func (h timerHeap) init() {
 }
 
 // timers is the dispatcher's part for time: the heap of the jobs not due
-// yet (Delay, At, a retry), the earliest first, settled ones included until
+// yet (a delay, a retry), the earliest first, settled ones included until
 // they are swept or come due, and the dispatcher's one timer, which wakes
 // it for the earliest of what it waits for in time: the next scheduled job
-// coming due, the oldest queued task expiring (WithQueueTimeout), the next
-// aging period (WithPriorityAging), the next token of the rate limit and
-// the next boundary of the size schedule (WithSizeSchedule).
+// coming due, the oldest queued task expiring, the next aging period, the
+// next token of the rate limit and the next boundary of the size schedule.
 // Each asks for its moment with wakeAt; when the timer fires, the
 // dispatcher does what is due and arms it for what is left (see
 // timers.fire). A timer that fires for nothing (its job was

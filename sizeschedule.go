@@ -24,7 +24,7 @@ type SizeWindow struct {
 // minutesPerDay is the length of the clock's day that a schedule divides.
 const minutesPerDay = 24 * 60
 
-// sizeTable is a size schedule as WithSizeSchedule checked it: the
+// sizeTable is a size schedule as WithMinWorkers checked it: the
 // windows, which window each minute of the day belongs to, and the
 // minutes at which a window begins or ends. It never changes after New.
 type sizeTable struct {
@@ -190,13 +190,13 @@ func (t *sizeTable) untilMark(at time.Time) time.Duration {
 }
 
 // sizing is the dispatcher's part for the size schedule (see
-// WithSizeSchedule): which window is in effect, the pool's own sizes
+// WithMinWorkers): which window is in effect, the pool's own sizes
 // while one is, and the next boundary, which it asks the dispatcher's one
 // timer to wake it for (see timers.fire). At a boundary it sets p.size and
 // p.minWorkers to the sizes of the period that begins and resizes, as a
-// Resize or SetMinWorkers call does. The dispatcher owns it.
+// Resize call does. The dispatcher owns it.
 //
-// A Resize or SetMinWorkers call swaps its value into p.size or
+// A Resize call swaps its value into p.size or
 // p.minWorkers before it sends its message, and a boundary swaps too: so
 // the two are ordered by their swaps. A value a boundary swaps out as a
 // window begins is the pool's own (what the calls before the boundary
@@ -212,7 +212,7 @@ type sizing struct {
 	on bool
 	in int // the window in effect, or -1: the pool's own sizes apply
 	// own are the pool's own sizes while a window is in effect: New's
-	// maxWorkers and WithMinWorkers's n, as Resize and SetMinWorkers last
+	// maxWorkers and WithMinWorkers's n, as Resize last
 	// set them outside windows. (Outside, they are p.size and
 	// p.minWorkers.)
 	ownMax, ownMin int64

@@ -33,15 +33,15 @@ type Status struct {
 	Scheduled  int  // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
 	Keys       int  // keys (see Key) with tasks waiting, scheduled or running
 
-	Submitted uint64 // tasks accepted since New: plain tasks, DoWait and DoWaitContext calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
+	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried; and those whose run a TaskStarted hook ended with runtime.Goexit before their func was called
-	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the panic handler, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
+	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the Panic hook, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up; any stop for group tasks held back by SetLimit)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
 	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy). Status.Dropped counts only the tasks dropped from a full queue (DropOldest) or heavier than the pool after a Resize; the TaskDropped hook is told of every task that never runs, whatever the reason, so its calls are Rejected + Dropped + Abandoned + Canceled + Expired.
 	Expired   uint64 // accepted tasks that waited in the queue longer than WithQueueTimeout and never ran
 	Retried   uint64 // runs of a task after its first, under Retry; not a bucket of Submitted
-	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a TrySubmit that returned false included); never accepted
+	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a DoContext whose ctx was done included); never accepted
 }
 
 // counts are the counters behind Status that the pool's goroutines keep as
@@ -106,7 +106,7 @@ func (t *settledTotals) add(to uint32, n uint64) {
 }
 
 // Size returns the maximum number of workers: as given to New, or to the
-// last Resize, or a size window's while it lasts (see WithSizeSchedule);
+// last Resize, or a size window's while it lasts (see WithMinWorkers);
 // at least 1. It never blocks.
 func (p *WorkerPool) Size() int {
 	return int(p.size.Load())

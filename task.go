@@ -9,7 +9,7 @@ import (
 
 // A PanicError is the error a Task or Group reports for a fn that panicked.
 // Handles always recover their fn's panics: the caller gets the panic as
-// this error, and the pool's panic handler is not called.
+// this error, and the Panic hook is not called.
 type PanicError struct {
 	Value any    // what fn panicked with
 	Stack []byte // the panicking goroutine's stack, taken before it unwound: it shows fn's frames
@@ -59,7 +59,7 @@ type Task struct {
 // takes a worker; canceled while the dispatcher is handing it out, it may
 // still reach a worker, which skips it. A panic in fn is recovered and
 // reported as a
-// *PanicError; the pool's panic handler is not called. If the pool stops
+// *PanicError; the Panic hook is not called. If the pool stops
 // before fn starts (Go was called on a stopped pool, or Stop or a Shutdown
 // that gave up abandoned the task), fn never runs and Wait reports
 // ErrStopped.
@@ -106,7 +106,7 @@ func mustHave(ctx context.Context, haveFn bool, method string) {
 }
 
 // init readies t to run with ctx on p, its job owned by owner: t itself
-// for Go, its Future for Call.
+// for Go, its Future for GoResult.
 func (t *Task) init(p *WorkerPool, ctx context.Context, owner jobOwner) {
 	t.job.init(p, owner)
 	t.ctx.parent, t.ctx.pool = ctx, p
@@ -114,8 +114,8 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, owner jobOwner) {
 }
 
 // submitTask gives t to the pool (under Block, waiting for room until the
-// caller's ctx is done), or settles it with why it was refused: ErrStopped,
-// ErrQueueFull, ErrTooHeavy, or the caller's ctx error. With a bound, a
+// caller's ctx is done), or settles it with why it was refused (the
+// package documentation's table of errors) or the caller's ctx error. With a bound, a
 // delay or a retry policy, an accepted task watches a cancelable ctx at
 // once, so that a queued or scheduled task whose ctx ends gives back its
 // room and leaves Scheduled then, whether or not anyone waits for it.

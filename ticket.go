@@ -138,7 +138,7 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 
 // queueFull reports whether as many tasks wait in the queue as the bound
 // allows, and at least one does: a new task could not start before them.
-// Under WithKeyLimit it reports false: the waiting tasks may be held back
+// Under a key limit (WithKeys) it reports false: the waiting tasks may be held back
 // by their keys' limits, and a task of another key, or without one, may
 // start before them on a free worker, which only the dispatcher knows.
 func (p *WorkerPool) queueFull() bool {

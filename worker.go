@@ -139,7 +139,7 @@ func (p *WorkerPool) abandonTaken(task func()) {
 
 // callPlain runs a func() task: a plain one, or the task of j, a DoWait
 // call's or a carried plain task's (j nil for a plain task). With a
-// panic handler it recovers a panic, calls the handler and reports that fn
+// Panic hook it recovers a panic, calls the hook and reports that fn
 // panicked; without one the panic crashes the program. It returns the
 // recovered panic as a *PanicError if a TaskFinished hook or the logger
 // looks at it, else nil.
@@ -169,8 +169,8 @@ func (p *WorkerPool) recoverPanic(panicked *bool, err *error, j *job) {
 
 // recoverCallbackPanic is recoverPanic for a func of the pool's user that
 // is not a task (what names it: a hook, the dead-letter handler): the
-// panic is logged and handed to the panic handler, but not counted in
-// Status.Panicked. Deferred only with a panic handler.
+// panic is logged and handed to the Panic hook, but not counted in
+// Status.Panicked. Deferred only with a Panic hook.
 func (p *WorkerPool) recoverCallbackPanic(what string) {
 	if r := recover(); r != nil {
 		if p.cfg.log != nil {
@@ -322,7 +322,7 @@ func (c *crew) retireSurplus() bool {
 	return true
 }
 
-// resize adopts the pool's size and floor as Resize, SetMinWorkers or a
+// resize adopts the pool's size and floor as Resize or a
 // size window left them (the last one wins): it retires ready workers
 // above the size at once (busy ones as they come back), starts the
 // workers the floor asks for, and starts the idle clock if a lower floor

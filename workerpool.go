@@ -19,15 +19,15 @@ type WorkerPool struct {
 	epoch time.Time   // New's time: the pool's clock counts from it (see now)
 
 	// minWorkers is the floor before its cap at size: WithMinWorkers's n,
-	// then the last SetMinWorkers's or size window's; dispatch re-reads
+	// then a size window's; dispatch re-reads
 	// it on a resize.
 	minWorkers setting
 
-	// settings orders the Resize and SetMinWorkers calls (see change).
+	// settings orders the Resize calls (see change).
 	settings settings
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
-	// and Do, jobs from DoWait, Go, Call and Group.Go, Pause calls, and
+	// and Do, jobs from DoWait, the handles and group tasks, Pause calls, and
 	// idle ticks. Unbuffered on purpose: dispatch does the queueing, and a
 	// send that completes is the moment a task is accepted. The first
 	// Stop, StopWait or Shutdown sends one empty message after closing
@@ -72,8 +72,7 @@ type WorkerPool struct {
 	_ cacheLinePad
 	// taskSends and controlSends count the sends that passed, or are
 	// about to make, their stopping check: taskSends those that carry one
-	// task each (Submit, Do, DoWait, DoContext, DoWaitContext, Go, Call,
-	// Group.Go), controlSends the
+	// task each (a task of any submitting call but DoBatch), controlSends the
 	// others (Pause, Resize, WaitIdle, tickets). Each only grows, but for
 	// refused sends, which take themselves out. Dispatch reads their sum
 	// while stopping (see dispatcher.admitStragglers); Status counts
@@ -102,7 +101,7 @@ type WorkerPool struct {
 	// waitQueue.inQueue).
 	queuedSettles atomic.Uint64
 	// keySettles counts the keyed jobs settled while queued, or while they
-	// held their keys' slots, under WithKeyLimit; holderSettles those that
+	// held their keys' slots, under a key limit (WithKeys); holderSettles those that
 	// held their keys' slots (see job.countKeySettle).
 	keySettles    atomic.Uint64
 	holderSettles atomic.Uint64
@@ -256,13 +255,13 @@ func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 }
 
 // DoWait queues task and waits until it has finished running: returned,
-// called runtime.Goexit, or panicked and the panic handler returned. It
+// called runtime.Goexit, or panicked and the Panic hook returned. It
 // returns ErrStopped at once when the pool is stopped, and as soon as Stop
 // or a Shutdown that gives up abandons task before it starts; with
 // StopWait, task runs first. Under the queue policies it returns why task
-// never ran: ErrQueueFull (Reject), errDropped (DropOldest, wrapping ErrQueueFull) and ErrExpired
-// (WithQueueTimeout). A nil task is ignored and DoWait returns nil. The
-// waiter is reused: DoWait allocates nothing once the pool is warm.
+// never ran (the package documentation's table of errors). A nil task is
+// ignored and DoWait returns nil. The waiter is reused: DoWait allocates
+// nothing once the pool is warm.
 //
 // DoWait called from inside a task waits forever if every worker is busy
 // (always, with one worker), until an external Stop abandons the task.
@@ -305,12 +304,10 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 }
 
 // SubmitWait queues task and waits until it has finished running, like
-// DoWait, and panics where DoWait would return an error: with an error
-// wrapping ErrStopped when the pool is stopped or a stop abandons task
-// before it starts, ErrQueueFull when a full queue refuses it (Reject),
-// ErrQueueFull when a full queue drops it (DropOldest), and ErrExpired when
-// it waited longer than WithQueueTimeout. The same deadlock as
-// DoWait's applies to calls from inside a task. Safe for concurrent use.
+// DoWait, and panics where DoWait would return an error, with an error
+// that wraps DoWait's (the package documentation's table of errors says
+// which means what). The same deadlock as DoWait's applies to calls from
+// inside a task. Safe for concurrent use.
 func (p *WorkerPool) SubmitWait(task func()) {
 	switch err := p.DoWait(task); err {
 	case nil:
@@ -443,7 +440,7 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 // one wins. After stopping has begun Resize does nothing. Safe for
 // concurrent use.
 //
-// Under a size schedule (see WithSizeSchedule), a Resize inside a window
+// Under a size schedule (see WithMinWorkers), a Resize inside a window
 // sets the size for the rest of that window only, and one outside every
 // window sets the pool's own size, which windows replace while they last.
 func (p *WorkerPool) Resize(maxWorkers int) {
