@@ -369,7 +369,7 @@
 // the tasks of one priority level start in the order they became ready
 // (accepted, or due for a delay or a retry). Among the
 // tasks of one level that may start, the dispatcher serves the keys by
-// deficit round robin, counting slots (a Weight(3) task uses 3): a round
+// deficit round robin, counting slots (a task of Weight 3 uses 3): a round
 // gives each key with tasks waiting its share in starts ([WithKeys]'s
 // share, 1 by default), a key with no task waiting keeps no credit, so a
 // key of share w gets w times the starts of a key of share 1 while both

@@ -11,7 +11,7 @@ import (
 	"github.com/gammazero/deque"
 )
 
-// flows is the waiting queue's part for keys (see Key): the state of each
+// flows is the waiting queue's part for keys (see TaskOption.Key): the state of each
 // key with tasks in the pool, the queues of its waiting tasks, one per
 // priority level, and, per level, the ring that serves them by deficit
 // round robin. The waiting queue owns it (so the dispatcher does); no

@@ -81,7 +81,7 @@ func (f *Future[T]) conclude(err error, ran bool) {
 // value of the run whose outcome Wait reports. The value is T's zero value
 // when that run did not return (it panicked or called runtime.Goexit), and
 // when the task ended without a last run: it was skipped, canceled,
-// abandoned, dropped or expired, before its first run or, under Retry,
+// abandoned, dropped or expired, before its first run or, under a retry,
 // while it waited for its next one.
 func (f *Future[T]) Wait() (T, error) {
 	f.mustBeMade("Wait")

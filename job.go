@@ -23,7 +23,7 @@ import (
 //     queue (dispatch may have handed it straight to a worker).
 //   - queued: in the waiting queue and counted in Status.Waiting, until it
 //     leaves this state; dispatch moves it here when it queues it.
-//   - scheduled: not due yet (Delay, At, or waiting for its next run under
+//   - scheduled: not due yet (a Delay, or waiting for its next run under
 //     a retry policy): dispatch keeps it in its timer heap and counts it in
 //     Status.Scheduled, until it moves it back to pending when it is due
 //     (it is then handled as a job just accepted). The worker whose run
@@ -93,7 +93,7 @@ type jobOptions struct {
 	after   uint64
 	readyAt int64
 
-	// For a keyed task (see Key): flow is its key's state, set by
+	// For a keyed task (see TaskOption.Key): flow is its key's state, set by
 	// dispatch as it accepts the job, and kept until the job is reused.
 	// member says the job counts among flow.members: set by dispatch as
 	// it gives the job its flow, and swapped off, once, by whoever takes
@@ -109,7 +109,7 @@ type jobOptions struct {
 	keyHeld atomic.Bool
 }
 
-// key is the job's key (see Key), "" for none.
+// key is the job's key (see TaskOption.Key), "" for none.
 func (j *job) key() string {
 	if j.opts == nil {
 		return ""

@@ -43,7 +43,7 @@ type waitQueue struct {
 	rankedSeq uint64
 	heaviest  int // the most weight of a job ever queued: a Resize below it looks for jobs to drop
 
-	// flows holds the keyed tasks (see Key): their keys' state, their
+	// flows holds the keyed tasks (see TaskOption.Key): their keys' state, their
 	// queues and the rings that serve them.
 	flows flows
 

@@ -30,17 +30,17 @@ type Status struct {
 	Workers    int  // live worker goroutines, busy or idle
 	Busy       int  // workers running a task (or being handed one)
 	Waiting    int  // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
-	Scheduled  int  // accepted tasks not due yet (Delay, At, or waiting for a retry), in the timer heap; they join Waiting when due
-	Keys       int  // keys (see Key) with tasks waiting, scheduled or running
+	Scheduled  int  // accepted tasks not due yet (a Delay, or waiting for a retry), in the timer heap; they join Waiting when due
+	Keys       int  // keys (TaskOption.Key) with tasks waiting, scheduled or running
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried; and those whose run a TaskStarted hook ended with runtime.Goexit before their func was called
 	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the Panic hook, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up; any stop for group tasks held back by SetLimit)
 	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
-	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy). Status.Dropped counts only the tasks dropped from a full queue (DropOldest) or heavier than the pool after a Resize; the TaskDropped hook is told of every task that never runs, whatever the reason, so its calls are Rejected + Dropped + Abandoned + Canceled + Expired.
+	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy); only those: TaskDropped hears of every task that never runs
 	Expired   uint64 // accepted tasks that waited in the queue longer than WithQueueTimeout and never ran
-	Retried   uint64 // runs of a task after its first, under Retry; not a bucket of Submitted
+	Retried   uint64 // runs of a task after its first, under TaskOption.Retry; not a bucket of Submitted
 	Rejected  uint64 // tasks refused because the queue was full, or heavier than the pool (ErrTooHeavy), whatever the call (a DoContext whose ctx was done included); never accepted
 }
 

@@ -46,28 +46,27 @@ type Task struct {
 	unwatch func() bool   // stops the watch of the caller's ctx (see doneChan); nil if there is none
 }
 
-// Go queues fn to run on a worker, like Submit, and returns its handle. It
-// never blocks. fn receives a context that is canceled when ctx is, when
-// the handle's Cancel is called, when a Shutdown gives up waiting, and once
-// fn has returned.
+// Go queues fn to run on a worker, like Submit, and returns its handle,
+// whose Wait reports fn's error, or why fn never ran. Under Block it waits
+// for room until ctx is done; otherwise it never blocks. fn receives a
+// context that is canceled when ctx is, when the handle's Cancel is
+// called, when a Shutdown gives up waiting, and once fn has returned. opts
+// schedule the task (see TaskOption).
 //
 // If ctx is done before fn starts (a deadline covers the time in the queue
 // as well as the run), or Cancel is called first, fn never runs: the task
 // is counted in Status.Canceled, and no longer in Status.Waiting, as soon
 // as Wait or Done reports it (with a bound, as soon as ctx is done, so that
-// its room frees at once). Canceled while it waits in the queue, it never
-// takes a worker; canceled while the dispatcher is handing it out, it may
-// still reach a worker, which skips it. A panic in fn is recovered and
-// reported as a
-// *PanicError; the Panic hook is not called. If the pool stops
-// before fn starts (Go was called on a stopped pool, or Stop or a Shutdown
-// that gave up abandoned the task), fn never runs and Wait reports
-// ErrStopped.
+// its room frees at once). Canceled while it waits, it never takes a
+// worker; canceled while the dispatcher is handing it out, it may still
+// reach a worker, which skips it. A panic in fn is recovered and reported
+// as a *PanicError; the Panic hook is not called. If the pool stops before
+// fn starts, fn never runs and Wait reports ErrStopped.
 //
-// opts schedule the task (see TaskOption): with Delay or At, fn does not
-// start before it is due, and until then it waits in the pool's timer heap,
-// counted in Status.Scheduled, holding no worker and no goroutine; ctx
-// ending or Cancel removes it from there at once.
+// So that a Shutdown drains a task rather than cancels it, give it a ctx
+// that lives as long as the work should (context.Background(), or
+// context.WithoutCancel of a request's ctx): Shutdown cancels a task's
+// context only once it gives up waiting.
 //
 // Go panics if ctx or fn is nil. Safe for concurrent use.
 func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error, opts ...TaskOption) *Task {
@@ -202,7 +201,7 @@ func (t *Task) doneChan(watch bool) <-chan struct{} {
 // context.Canceled at once, and the queued task never takes a worker. If fn
 // is running, Cancel cancels its context and Wait returns what fn returns
 // (a Retry policy does not run it again). If fn waits for its next run
-// under Retry, Cancel removes it at once: Wait returns context.Canceled
+// under a retry, Cancel removes it at once: Wait returns context.Canceled
 // joined with the last run's error.
 // Once fn has finished, Cancel does nothing. It never blocks.
 func (t *Task) Cancel() {

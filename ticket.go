@@ -19,7 +19,7 @@ type ticket struct {
 	tasks int  // the tasks it carries (a batch's non-nil ones)
 	need  int  // places it waits for before it is admitted (Block); 0: none (it took them, or the pool has no room to count)
 	try   bool // one task that found no room and must not wait for it: started at once, given room, or refused with ErrQueueFull
-	// delayed says the job has a due time (Delay, At), so it never starts
+	// delayed says the job has a due time (a Delay), so it never starts
 	// without room, weight is its Weight (1 for a plain task): it starts
 	// without room only once that many slots are free, and key is its Key,
 	// whose limit and queue it must also be free of. Dispatch reads these,

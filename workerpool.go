@@ -519,9 +519,16 @@ func (p *WorkerPool) StopWait() {
 // abandoned no accepted task (tasks dropped, expired or canceled for their
 // own reasons do not count), ctx's error if Shutdown gave up, and an error
 // wrapping ErrStopped if tasks were abandoned all the same: by a Stop, or
-// tasks a Group held back because of SetLimit, which every stop drops. With a ctx that is never done Shutdown
-// is StopWait; with one that is done already it starts no queued task: it
-// abandons the queue and cancels running tasks at once.
+// tasks a Group held back because of SetLimit, which every stop drops.
+// With a ctx that is never done Shutdown is StopWait; with one that is done
+// already it starts no queued task: it abandons the queue and cancels
+// running tasks at once.
+//
+// To drain, the tasks need contexts that the reason for the shutdown does
+// not end: a task whose own ctx is canceled is canceled, not drained. A
+// program that stops on a signal (signal.NotifyContext) gives its tasks
+// context.WithoutCancel of that ctx, or context.Background(), and Shutdown
+// a ctx with the deadline it grants them; see the Shutdown examples.
 //
 // Shutdown is safe to call concurrently with Stop, StopWait, itself and
 // every other method; a Stop during a Shutdown abandons the queue at once,
