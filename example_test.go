@@ -12,18 +12,13 @@ import (
 )
 
 func Example() {
-	p := workerpool.New(2)
-	var mu sync.Mutex
-	total := 0
+	p := workerpool.New(2) // at most 2 tasks run at once; the rest wait, in order
+	var total atomic.Int64
 	for i := 1; i <= 10; i++ {
-		p.Submit(func() {
-			mu.Lock()
-			total += i
-			mu.Unlock()
-		})
+		p.Submit(func() { total.Add(int64(i)) }) // never blocks
 	}
 	p.StopWait() // every submitted task has run when StopWait returns
-	fmt.Println("total:", total)
+	fmt.Println("total:", total.Load())
 	// Output: total: 55
 }
 
