@@ -105,8 +105,8 @@ func ExampleWorkerPool_DoContext_try() {
 
 // Under DropOldest a full queue makes room for the newest task by dropping
 // the oldest waiting one: the freshest work wins (video frames, cache
-// refreshes). A dropped Task's Wait reports ErrDropped; a dropped plain
-// task goes to the dead-letter handler with it.
+// refreshes). A dropped Task's Wait reports an error wrapping ErrQueueFull;
+// a dropped plain task goes to the dead-letter handler with it.
 func ExampleWithMaxWaiting_dropOldest() {
 	p := workerpool.New(1, workerpool.WithMaxWaiting(2, workerpool.DropOldest))
 	started, release := make(chan struct{}), make(chan struct{})

@@ -23,13 +23,10 @@ func ExampleHooks_deadLetter() {
 	p.Pause(hold)
 	p.Submit(func() {}) // held: the queue is now full
 	p.Submit(func() {}) // refused under Reject: to the handler
-	p.Stop()            // abandons the held task: to the handler too
-	s := p.Status()
-	fmt.Println("rejected:", s.Rejected, "abandoned:", s.Abandoned)
+	p.Stop()            // abandons the held task: to the handler too, before Stop returns
 	// Output:
 	// dead letter: workerpool: waiting queue full
 	// dead letter: workerpool: pool stopped
-	// rejected: 1 abandoned: 1
 }
 
 // Tasks that wait in the queue too long expire instead of running late: a

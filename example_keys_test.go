@@ -13,15 +13,13 @@ import (
 // submitted, while different accounts run in parallel: WithKeys(1, nil)
 // with the account as the key.
 func ExampleTaskOption_key() {
-	p := workerpool.New(4, workerpool.WithKeys(1, nil))
-	ctx := context.Background()
+	p := workerpool.New(4, workerpool.WithKeys(1, nil)) // Key alone would not run a key's tasks one at a time
 	var mu sync.Mutex
 	ledgers := map[string][]string{}
 	for _, op := range []struct{ account, entry string }{
-		{"acct-1", "+100"}, {"acct-2", "+50"}, {"acct-1", "-30"},
-		{"acct-2", "-50"}, {"acct-1", "+5"}, {"acct-2", "+20"},
+		{"acct-1", "+100"}, {"acct-2", "+50"}, {"acct-1", "-30"}, {"acct-2", "-50"}, {"acct-1", "+5"},
 	} {
-		p.Go(ctx, func(context.Context) error {
+		p.Go(context.Background(), func(context.Context) error {
 			mu.Lock()
 			defer mu.Unlock()
 			ledgers[op.account] = append(ledgers[op.account], op.entry)
@@ -29,13 +27,8 @@ func ExampleTaskOption_key() {
 		}, workerpool.TaskOption{Key: op.account})
 	}
 	p.StopWait()
-	fmt.Println("acct-1:", ledgers["acct-1"])
-	fmt.Println("acct-2:", ledgers["acct-2"])
-	fmt.Println("keys left:", p.Status().Keys)
-	// Output:
-	// acct-1: [+100 -30 +5]
-	// acct-2: [+50 -50 +20]
-	// keys left: 0
+	fmt.Println(ledgers, "keys left:", p.Status().Keys)
+	// Output: map[acct-1:[+100 -30 +5] acct-2:[+50 -50]] keys left: 0
 }
 
 // A tenant with a backlog does not starve another: keys share the pool by

@@ -118,11 +118,10 @@ func ExampleHooks_panic() {
 	p.Submit(func() { panic("bad image") })
 	p.Submit(func() { fmt.Println("the worker goes on") })
 	p.StopWait()
-	s := p.Status()
-	fmt.Println("completed:", s.Completed, "panicked:", s.Panicked)
+	fmt.Println("panicked:", p.Status().Panicked)
 	// Output:
 	// recovered: bad image
 	// stack shows the task: true
 	// the worker goes on
-	// completed: 2 panicked: 1
+	// panicked: 1
 }

@@ -18,21 +18,14 @@ func ExampleTaskOption_retry() {
 	task := p.Go(context.Background(), func(context.Context) error {
 		runs++
 		if runs < 3 {
-			err := errors.New("connection refused")
-			fmt.Printf("run %d: %v\n", runs, err)
-			return err
+			return errors.New("connection refused")
 		}
-		fmt.Printf("run %d: ok\n", runs)
 		return nil
 	}, workerpool.TaskOption{Retry: workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 4)})
 	err := task.Wait() // the last run's error
 	p.StopWait()
-	fmt.Println("err:", err, "retried:", p.Status().Retried)
-	// Output:
-	// run 1: connection refused
-	// run 2: connection refused
-	// run 3: ok
-	// err: <nil> retried: 2
+	fmt.Println("runs:", runs, "err:", err, "retried:", p.Status().Retried)
+	// Output: runs: 3 err: <nil> retried: 2
 }
 
 // An error that retrying cannot fix ends the task at once, whatever its

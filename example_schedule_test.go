@@ -42,15 +42,14 @@ func ExampleTaskOption_priority() {
 	<-started
 
 	ctx := context.Background()
-	for _, t := range []struct {
-		name  string
-		level int
-	}{{"backup", -1}, {"email a", 0}, {"alert", 10}, {"email b", 0}, {"report", 5}} {
-		p.Go(ctx, func(context.Context) error {
-			fmt.Println(t.name)
-			return nil
-		}, workerpool.TaskOption{Priority: t.level})
+	say := func(s string) func(context.Context) error {
+		return func(context.Context) error { fmt.Println(s); return nil }
 	}
+	p.Go(ctx, say("backup"), workerpool.TaskOption{Priority: -1})
+	p.Go(ctx, say("email a")) // level 0, the default
+	p.Go(ctx, say("alert"), workerpool.TaskOption{Priority: 10})
+	p.Go(ctx, say("email b"))
+	p.Go(ctx, say("report"), workerpool.TaskOption{Priority: 5})
 	close(release)
 	p.StopWait()
 	// Output:

@@ -41,3 +41,35 @@ func ExampleWorkerPool_Shutdown() {
 	fmt.Println(s.Submitted, s.Completed+s.Abandoned+s.Canceled)
 	// Output: 8 8
 }
+
+// Which context to give a task so that Shutdown drains it: a task runs with
+// the ctx given to Go, so a request's ctx that ends with the request skips
+// the task (or cancels it while it runs). Give tasks that must outlive the
+// request a context that lives as long as the work should:
+// context.WithoutCancel(reqCtx) keeps the request's values without its end.
+// Shutdown then runs them; it cancels their context only if its own budget
+// runs out.
+func ExampleWorkerPool_Shutdown_requestContext() {
+	p := workerpool.New(1)
+	started, release := make(chan struct{}), make(chan struct{})
+	p.Submit(func() { close(started); <-release }) // a busy worker: the tasks below wait
+	<-started
+
+	reqCtx, endRequest := context.WithCancel(context.Background())
+	saved := p.Go(context.WithoutCancel(reqCtx), func(context.Context) error {
+		fmt.Println("audit record saved")
+		return nil
+	})
+	skipped := p.Go(reqCtx, func(context.Context) error { return nil })
+	endRequest() // the handler returned before its tasks started
+	close(release)
+
+	budget, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fmt.Println("shutdown:", p.Shutdown(budget))
+	fmt.Println("saved:", saved.Wait(), "skipped:", skipped.Wait())
+	// Output:
+	// audit record saved
+	// shutdown: <nil>
+	// saved: <nil> skipped: context canceled
+}

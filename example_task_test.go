@@ -16,16 +16,12 @@ import (
 func ExampleWorkerPool_Go() {
 	p := workerpool.New(2)
 	defer p.StopWait()
-
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // covers queue wait and run
 	defer cancel()
-	task := p.Go(ctx, func(context.Context) error {
-		return errors.New("disk full")
-	})
+	task := p.Go(ctx, func(context.Context) error { return errors.New("disk full") })
 	fmt.Println(task.Wait())
 
-	// A panic comes back as an error, with the task's stack.
-	var pe *workerpool.PanicError
+	var pe *workerpool.PanicError // a panic comes back as an error, with the task's stack
 	err := p.Go(ctx, func(context.Context) error { panic("bug") }).Wait()
 	fmt.Println(errors.As(err, &pe), pe.Value)
 	// Output:

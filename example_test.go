@@ -12,18 +12,13 @@ import (
 )
 
 func Example() {
-	p := workerpool.New(2)
-	var mu sync.Mutex
-	total := 0
+	p := workerpool.New(2) // at most 2 tasks run at once; the rest wait, in order
+	var total atomic.Int64
 	for i := 1; i <= 10; i++ {
-		p.Submit(func() {
-			mu.Lock()
-			total += i
-			mu.Unlock()
-		})
+		p.Submit(func() { total.Add(int64(i)) }) // never blocks
 	}
 	p.StopWait() // every submitted task has run when StopWait returns
-	fmt.Println("total:", total)
+	fmt.Println("total:", total.Load())
 	// Output: total: 55
 }
 
@@ -156,10 +151,10 @@ func ExampleWorkerPool_DoBatch() {
 	// Output: [0 1 2 3 4]
 }
 
-// Do takes the same options for a fire-and-forget func(): a delayed plain
+// DoContext takes options for a fire-and-forget func(): a delayed plain
 // task waits in the timer heap, with no handle and no goroutine, and one
 // that a stop abandons goes to the dead-letter handler.
-func ExampleWorkerPool_Do() {
+func ExampleWorkerPool_DoContext_delay() {
 	p := workerpool.New(1, workerpool.WithHooks(workerpool.Hooks{DeadLetter: func(_ func(), err error) {
 		fmt.Println("dead letter:", err)
 	}}))
@@ -173,6 +168,24 @@ func ExampleWorkerPool_Do() {
 	// 10ms later
 	// scheduled: 1
 	// dead letter: workerpool: pool stopped
+}
+
+// Do queues a task like Submit, but returns an error instead of panicking
+// when the pool has stopped (or, under Reject, when the queue is full).
+func ExampleWorkerPool_Do() {
+	p := workerpool.New(2)
+	var done atomic.Int64
+	for range 3 {
+		if err := p.Do(func() { done.Add(1) }); err != nil {
+			fmt.Println(err)
+		}
+	}
+	p.StopWait()
+	fmt.Println("done:", done.Load())
+	fmt.Println(p.Do(func() {})) // a stopped pool: an error, not a panic
+	// Output:
+	// done: 3
+	// workerpool: pool stopped
 }
 
 // New starts only the dispatcher goroutine: workers start as tasks come, up
