@@ -338,6 +338,3 @@ func later(t, d int64) int64 {
 	}
 	return t + d
 }
-
-// clockOf is t on the pool's clock.
-func (p *WorkerPool) clockOf(t time.Time) int64 { return int64(t.Sub(p.epoch)) }
