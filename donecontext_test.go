@@ -70,10 +70,9 @@ func (r *tryRace) task(body func()) (func(), *tryOutcome) {
 
 // tryConfig is one configuration of the pool and of the tries.
 type tryConfig struct {
-	name  string
-	opts  []Option
-	task  []TaskOption // each try's options, picked by the try's number
-	block bool         // the pool blocks: tries may be refused under it
+	name string
+	opts []Option
+	task []TaskOption // each try's options, picked by the try's number
 }
 
 func tryConfigs() []tryConfig {
