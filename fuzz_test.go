@@ -76,6 +76,7 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0xb0, 250, 243, 240, 20, 19, 3, 6, 4, 248, 18, 1})    // DropOldest, bound 3: delayed handles fill it, a pause, WaitIdle, StopWait
 	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})            // delayed handles, a cancel, a pause, then Stop
 	f.Add([]byte{0xb1, 200, 203, 206, 17, 210, 0, 215, 219, 13, 6, 1}) // DropOldest: plain tasks with options, a Resize to 1, a Stop from another goroutine
+	f.Add([]byte{0x10, 206, 0})                                        // Block, bound 1: a try with a delay alone, abandoned by Stop: its room comes back
 	// Keyed runs (see the key byte above):
 	f.Add([]byte{0x01, 24, 88, 88, 70, 45, 88, 70, 25, 88, 13, 88, 70, 1})              // size 2, key limit 1: Tasks and Calls of k0, k1, k0; a Stop races the submits, then StopWait
 	f.Add([]byte{0x03, 84, 2, 2, 65, 230, 231, 225, 226, 85, 227, 33, 8, 209, 1})       // size 4, limit 1, weights: DoWaits of k0, heavy and retried Tasks of k2 and k3; a StopWait racing
@@ -1322,14 +1323,19 @@ func (r *fuzzRun) submitChild() {
 // plainOptionTask gives a plain task options through DoContext, with a
 // live ctx when arg is odd and with one already done when it is even (a
 // try, which never waits for room and may be refused as ErrQueueFull under
-// every bound): a priority, a delay of 150 or 200ms when arg%4 >= 2, and a
+// every bound): a priority (none for a try with a delay), a delay of 150
+// or 200ms when arg%4 >= 2, and a
 // weight of 2 when arg%3 == 2 (too heavy for a pool of one, or after a
 // Resize to one); the live ones, and keyed ones, carry a Label (see
 // fuzzLabel), and a try with a delay alone takes the path without a
 // carrier. A task lost once accepted goes to the dead-letter handler, which
 // checkPlainTasks checks.
 func (r *fuzzRun) plainOptionTask(arg int) {
-	opts := []TaskOption{{Priority: arg%5 - 2}}
+	priority, try := arg%5-2, arg%2 == 0
+	if try && arg%4 >= 2 {
+		priority = 0 // a try with a delay has no priority: with a delay alone it takes the path without a carrier
+	}
+	opts := []TaskOption{{Priority: priority}}
 	if arg%4 >= 2 {
 		r.delayed.Store(true)
 		opts = append(opts, TaskOption{Delay: time.Duration(arg%4+1) * 50 * time.Millisecond})
@@ -1339,13 +1345,13 @@ func (r *fuzzRun) plainOptionTask(arg int) {
 		weight = 2
 		opts = append(opts, TaskOption{Weight: 2})
 	}
-	t := r.newTask(arg%5-2, weight, arg%4 < 2)
-	if arg%2 == 1 || t.key != "" { // the live ones have a label; the tries with a delay alone keep their carrier-less path, unless keyed
-		opts = append(opts, TaskOption{Label: fuzzLabel(arg%5-2, weight, t.key)})
+	t := r.newTask(priority, weight, arg%4 < 2)
+	if !try || t.key != "" { // the live ones have a label; the tries with a delay alone keep their carrier-less path, unless keyed
+		opts = append(opts, TaskOption{Label: fuzzLabel(priority, weight, t.key)})
 	}
 	opts = append(opts, r.keyOptions(t, false)...)
 	pt := r.plain(r.keyRun(t, sleepFor(arg%5)))
-	ctx, try := context.Background(), arg%2 == 0
+	ctx := context.Background()
 	if try {
 		ctx = doneContext
 	}
