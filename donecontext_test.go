@@ -31,17 +31,29 @@ type tryOutcome struct {
 // tryRace is one pool under a race of tries with a stop: every task it
 // tries is a closure of its own, so that the dead-letter handler knows it.
 type tryRace struct {
-	mu       sync.Mutex
-	outcomes map[*func()]*tryOutcome
-	byFunc   map[uintptr]*tryOutcome
-	dropped  atomic.Int64 // TaskDropped calls
+	mu                sync.Mutex
+	byFunc            map[uintptr]*tryOutcome
+	dropped           atomic.Int64 // TaskDropped calls
+	started, finished atomic.Int64 // TaskStarted and TaskFinished calls, in a timed round
 }
 
 func newTryRace() *tryRace {
-	return &tryRace{outcomes: map[*func()]*tryOutcome{}, byFunc: map[uintptr]*tryOutcome{}}
+	return &tryRace{byFunc: map[uintptr]*tryOutcome{}}
 }
 
-func (r *tryRace) hooks() Hooks {
+// hooks are the round's hooks; timed ones also count the runs, which makes
+// every try ride a carrier with its ctx's values (see doWithOptions).
+func (r *tryRace) hooks(timed bool) Hooks {
+	if timed {
+		return Hooks{
+			TaskStarted:  func(ctx context.Context, _ TaskInfo) context.Context { r.started.Add(1); return ctx },
+			TaskFinished: func(context.Context, TaskInfo) { r.finished.Add(1) },
+		}
+	}
+	return Hooks{}
+}
+
+func (r *tryRace) letters() Hooks {
 	return Hooks{
 		TaskDropped: func(TaskInfo) { r.dropped.Add(1) },
 		DeadLetter: func(task func(), _ error) {
@@ -112,7 +124,8 @@ func tryConfigs() []tryConfig {
 // try accepted runs once or reaches the dead-letter handler once; every
 // one refused never does, and is counted in Rejected and told to
 // TaskDropped if refused as a full queue, neither if refused as stopped.
-// After the stop the counts add up.
+// After the stop the counts add up, and in the rounds with TaskStarted and
+// TaskFinished (every try then rides a carrier) each run got one of each.
 func TestTriesRacingAStopLoseNothingAndReportEachRefusalOnce(t *testing.T) {
 	rounds := 100
 	if testing.Short() {
@@ -131,7 +144,8 @@ func TestTriesRacingAStopLoseNothingAndReportEachRefusalOnce(t *testing.T) {
 
 func tryStopRace(t *testing.T, c tryConfig, mode stopMode, round int) {
 	r := newTryRace()
-	p := New(2, append(c.opts, WithHooks(r.hooks()))...)
+	timed := round%2 == 1
+	p := New(2, append(c.opts, WithHooks(r.letters()), WithHooks(r.hooks(timed)))...)
 	rng := rand.New(rand.NewPCG(uint64(round), 35))
 	var all []*tryOutcome
 	var mu sync.Mutex
@@ -161,7 +175,9 @@ func tryStopRace(t *testing.T, c tryConfig, mode stopMode, round int) {
 	wg.Wait()
 	s := requireStoppedClean(t, p)
 	var full, stopped uint64
+	var runs int64
 	for i, o := range all {
+		runs += int64(o.runs.Load())
 		switch {
 		case o.err == nil:
 			assert.Equal(t, int32(1), o.runs.Load()+o.letters.Load(), "try %d accepted: runs %d, letters %d", i, o.runs.Load(), o.letters.Load())
@@ -178,6 +194,10 @@ func tryStopRace(t *testing.T, c tryConfig, mode stopMode, round int) {
 	assert.Equal(t, full, s.Rejected, "round %d: Rejected counts the tries refused as full, no more", round)
 	assert.Equal(t, uint64(len(all))-full-stopped, s.Submitted, "round %d: Submitted counts the tries accepted", round)
 	assert.Equal(t, int64(neverRun(s)), r.dropped.Load(), "round %d: one TaskDropped per task never run: %+v", round, s)
+	if timed {
+		assert.Equal(t, runs, r.started.Load(), "round %d: one TaskStarted per run", round)
+		assert.Equal(t, runs, r.finished.Load(), "round %d: one TaskFinished per run", round)
+	}
 }
 
 // A try of a task that could start at once on a free worker, under a key
