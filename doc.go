@@ -173,7 +173,10 @@
 // says it was dropped; a dropped plain task goes to the dead-letter
 // handler. Submitters that wait for room get it strictly in arrival order:
 // a waiting batch at the head holds back the submitters behind it, and a
-// DoContext whose ctx is done never overtakes a waiting submitter.
+// DoContext whose ctx is done never overtakes a waiting submitter (under
+// WithKeys, a submitter that only its key's limit keeps from starting
+// holds back no task that can start at once on a free worker, a try's
+// included).
 // A canceled queued task frees its room at once, also one whose context
 // ends while no one waits for it. A DoBatch is one
 // admission: it needs room for all its tasks, even those that then start

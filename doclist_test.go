@@ -746,9 +746,8 @@ var (
 	// A name in lower case that begins a sentence: "t.Attempt", "submitTask".
 	docLowerIdent = regexp.MustCompile(`^[a-z][A-Za-z0-9_]*(?:\.[A-Za-z_]|[A-Z])`)
 	// An abbreviation whose dot ends no sentence: "e.g.", "i.e.".
-	docAbbrev    = regexp.MustCompile(`\b[A-Za-z]\.[A-Za-z]$`)
-	docIdentPath = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`)
-	docInnerUp   = regexp.MustCompile(`^.[^A-Z]*[A-Z]`)
+	docAbbrev  = regexp.MustCompile(`\b[A-Za-z]\.[A-Za-z]$`)
+	docInnerUp = regexp.MustCompile(`^.[^A-Z]*[A-Z]`)
 )
 
 // A docToken is an identifier path in a sentence, as a possible mention.

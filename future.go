@@ -6,7 +6,9 @@ import "context"
 // produces a value of type T. Cancel and Done are its Task's; Wait also
 // returns the value. Its methods are safe for concurrent use and may be
 // called any number of times. Only GoResult makes a usable Future: the
-// methods of a zero Future panic, saying so.
+// methods of a zero Future panic, saying so, and so does Wait on a nil
+// *Future; Cancel and Done, its Task's, reach that Task through the
+// pointer, so on a nil *Future they panic as a nil dereference.
 type Future[T any] struct {
 	Task
 	fn    func(ctx context.Context) (T, error)

@@ -19,9 +19,9 @@ import (
 )
 
 // FuzzPool decodes data into a pool's options and a sequence of operations
-// (Submit, Do, TryDo, DoContext, DoBatch, DoWait, DoWaitContext, Go,
-// Call, Group.Go,
-// Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
+// (Submit, Do, DoContext with a live ctx or with one already done (a try,
+// tryDo), with options or without, DoBatch, DoWait, Go, GoResult,
+// Group.Go, Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
 // another goroutine while the operations go on), runs them in a synctest
 // bubble, ends with a stop, and checks the contract: bounded concurrency,
 // FIFO starts, a bounded queue, Status.Busy equal to the tasks running in
@@ -53,8 +53,8 @@ import (
 // Its arg picks the pool's key options: arg%3 the key limit (0: none,
 // then WithKeys(1, nil) and (2)), arg/3 the key weights (0: none, 1:
 // fuzzRun.keyWeight, 2: the same, which panics for "k3", 3: a nil func).
-// In a keyed run the calls that take options (DoWaitContext, Go, Call,
-// Group.Go, DoContext with options) give their task the key that op 5 last
+// In a keyed run the calls that take options (Go, GoResult, Group.Go,
+// DoContext with options) give their task the key that op 5 last
 // picked, and the checks add each key's limit, the start order within a
 // key, the hooks' TaskInfo.Key and Status.Keys (see checkKeyed). A second
 // op 4 right after the key byte, which would end no pause either, is the
@@ -76,6 +76,7 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0xb0, 250, 243, 240, 20, 19, 3, 6, 4, 248, 18, 1})    // DropOldest, bound 3: delayed handles fill it, a pause, WaitIdle, StopWait
 	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})            // delayed handles, a cancel, a pause, then Stop
 	f.Add([]byte{0xb1, 200, 203, 206, 17, 210, 0, 215, 219, 13, 6, 1}) // DropOldest: plain tasks with options, a Resize to 1, a Stop from another goroutine
+	f.Add([]byte{0x10, 206, 0})                                        // Block, bound 1: a try with a delay alone, abandoned by Stop: its room comes back
 	// Keyed runs (see the key byte above):
 	f.Add([]byte{0x01, 24, 88, 88, 70, 45, 88, 70, 25, 88, 13, 88, 70, 1})              // size 2, key limit 1: Tasks and Calls of k0, k1, k0; a Stop races the submits, then StopWait
 	f.Add([]byte{0x03, 84, 2, 2, 65, 230, 231, 225, 226, 85, 227, 33, 8, 209, 1})       // size 4, limit 1, weights: DoWaits of k0, heavy and retried Tasks of k2 and k3; a StopWait racing
@@ -168,12 +169,12 @@ type fuzzRun struct {
 	groupTasks    atomic.Int64 // of maybe, group tasks: the pool may have rejected or dropped them unseen
 	groupSure     atomic.Int64 // of groupTasks, those whose Group.Go call the pool cannot have refused: counted in Submitted
 	rejectedSure  atomic.Int64 // refusals the pool must have counted in Rejected
-	rejectedMaybe atomic.Int64 // TryDo falses: counted unless a stop refused them
+	rejectedMaybe atomic.Int64 // tryDo falses: counted unless a stop refused them
 	droppedSure   atomic.Int64 // handles that reported errDropped
 	ran           atomic.Int64 // task bodies that ran
 	panics        atomic.Int64 // task panics
 	handlerPanics atomic.Int64 // dead-letter handler panics
-	handled       atomic.Int64 // panics the panic handler took
+	handled       atomic.Int64 // panics the Panic hook took
 	inHandler     atomic.Int64 // dead-letter handler calls in progress
 	running       atomic.Int64 // task funcs running (see track): in a quiet moment, Status.Busy
 	resubmits     atomic.Int64 // dead letters the handler may still resubmit (see deadLetter); 0 unless the policy byte asks for it
@@ -197,7 +198,7 @@ type fuzzRun struct {
 
 	// keyed says the input's first op is the key byte (see FuzzPool): the
 	// calls that take options give their task key, which op 5 picks from
-	// fuzzKeys. keyLimit is WithKeyLimit's n (0: none); the key weights
+	// fuzzKeys. keyLimit is WithKeys's limit (0: none); the key shares
 	// are keyWeight's, which panics for "k3" if weightPanics.
 	keyed          bool
 	key            string
@@ -217,9 +218,9 @@ type fuzzRun struct {
 // that keys collide, and no key.
 var fuzzKeys = [...]string{"k0", "k1", "k2", "k3", ""}
 
-// keyWeight is the run's WithKeyWeights func: 1, 2 and 3 for "k0" to
+// keyWeight is the run's WithKeys share: 1, 2 and 3 for "k0" to
 // "k2", and for any other key 0 (which means 1), or a panic if the run
-// has weightPanics (the pool has a panic handler, so the key then weighs
+// has weightPanics (the pool has a Panic hook, so the key then weighs
 // 1). The pool calls it on the dispatcher goroutine.
 func (r *fuzzRun) keyWeight(key string) int {
 	r.weightCalls.Add(1)
@@ -525,8 +526,8 @@ func (l *countingLog) Handle(_ context.Context, r slog.Record) error {
 	return nil
 }
 
-// A plainTask is one plain task of the run (Submit, Do, TryDo,
-// DoContext, DoBatch): what its call said, how often a worker ran it, and
+// A plainTask is one plain task of the run (Submit, Do, DoContext,
+// DoBatch): what its call said, how often a worker ran it, and
 // the dead letters it got.
 type plainTask struct {
 	fn      func()       // what was submitted; kept so that its funcKey stays unique
@@ -728,7 +729,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.goTask(arg)
 	case 9: // a Group of arg%5+1 tasks, maybe limited, maybe failing
 		r.group(arg)
-	case 10: // a Call whose value is checked
+	case 10: // a GoResult whose value is checked
 		r.call(arg)
 	case 11: // cancel a handle made earlier
 		if n := len(r.handles); n > 0 {
@@ -739,7 +740,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.sharedGo(arg)
 	case 13: // a stop from another goroutine while the ops go on
 		r.pending.Go(func() { r.stop(arg%3, arg/3) })
-	case 14: // TryDo a task that takes arg ms
+	case 14: // try (tryDo: DoContext with a done ctx) a task that takes arg ms
 		r.tryDo(sleepFor(arg))
 	case 15: // DoContext with a ctx that ends after arg ms, or never, or is already done (a try)
 		r.doContext(arg)
@@ -1042,7 +1043,7 @@ func (r *fuzzRun) delayedTask(arg int) {
 		r.keyRun(t, r.body(func() {}))()
 		return arg, nil
 	}), append(r.keyOptions(t, true), TaskOption{Delay: time.Until(due)})...)
-	r.checkHandleRefusedAsStopped(stopped, f, "Call with At")
+	r.checkHandleRefusedAsStopped(stopped, f, "GoResult with a Delay")
 	r.handles = append(r.handles, f)
 	r.pending.Go(func() {
 		v, err := f.Wait()
@@ -1309,7 +1310,7 @@ func (r *fuzzRun) checkRefusedAsStopped(stopped bool, err error, what string) {
 	}
 }
 
-// submitChild is a task that submits a child: with TryDo under Block,
+// submitChild is a task that submits a child: with tryDo under Block,
 // so that workers never all wait for room that only a worker can free.
 func (r *fuzzRun) submitChild() {
 	if r.bounded && r.policy == Block {
@@ -1319,14 +1320,22 @@ func (r *fuzzRun) submitChild() {
 	r.submit(func() {})
 }
 
-// plainOptionTask gives a plain task options through Do or DoContext
-// (arg%2): a priority, a delay of 150 or 200ms when arg%4 >= 2, and a
+// plainOptionTask gives a plain task options through DoContext, with a
+// live ctx when arg is odd and with one already done when it is even (a
+// try, which never waits for room and may be refused as ErrQueueFull under
+// every bound): a priority (none for a try with a delay), a delay of 150
+// or 200ms when arg%4 >= 2, and a
 // weight of 2 when arg%3 == 2 (too heavy for a pool of one, or after a
-// Resize to one); DoContext's carry a Label (see fuzzLabel). A task lost
-// once accepted goes to the dead-letter handler, which checkPlainTasks
-// checks.
+// Resize to one); the live ones, and keyed ones, carry a Label (see
+// fuzzLabel), and a try with a delay alone takes the path without a
+// carrier. A task lost once accepted goes to the dead-letter handler, which
+// checkPlainTasks checks.
 func (r *fuzzRun) plainOptionTask(arg int) {
-	opts := []TaskOption{{Priority: arg%5 - 2}}
+	priority, try := arg%5-2, arg%2 == 0
+	if try && arg%4 >= 2 {
+		priority = 0 // a try with a delay has no priority: with a delay alone it takes the path without a carrier
+	}
+	opts := []TaskOption{{Priority: priority}}
 	if arg%4 >= 2 {
 		r.delayed.Store(true)
 		opts = append(opts, TaskOption{Delay: time.Duration(arg%4+1) * 50 * time.Millisecond})
@@ -1336,21 +1345,26 @@ func (r *fuzzRun) plainOptionTask(arg int) {
 		weight = 2
 		opts = append(opts, TaskOption{Weight: 2})
 	}
-	t := r.newTask(arg%5-2, weight, arg%4 < 2)
-	if arg%2 == 1 || t.key != "" { // DoContext's tasks have a label; Do's delayed ones keep their carrier-less path, unless keyed
-		opts = append(opts, TaskOption{Label: fuzzLabel(arg%5-2, weight, t.key)})
+	t := r.newTask(priority, weight, arg%4 < 2)
+	if !try || t.key != "" { // the live ones have a label; the tries with a delay alone keep their carrier-less path, unless keyed
+		opts = append(opts, TaskOption{Label: fuzzLabel(priority, weight, t.key)})
 	}
 	opts = append(opts, r.keyOptions(t, false)...)
 	pt := r.plain(r.keyRun(t, sleepFor(arg%5)))
-	stopped := r.p.Stopped()
-	var err error
-	if arg%2 == 0 {
-		err = r.p.DoContext(context.Background(), pt.fn, opts...)
-	} else {
-		err = r.p.DoContext(context.Background(), pt.fn, opts...)
+	ctx := context.Background()
+	if try {
+		ctx = doneContext
 	}
-	r.checkRefusedAsStopped(stopped, err, "Do with options")
-	r.settle(pt, err, "Do with options")
+	stopped := r.p.Stopped()
+	err := r.p.DoContext(ctx, pt.fn, opts...)
+	r.checkRefusedAsStopped(stopped, err, "DoContext with options")
+	if try && refusedFull(err) {
+		assert.True(r.t, r.bounded, "a try with options refused as ErrQueueFull without a bound")
+		pt.verdict.Store(verdictRefused)
+		r.rejectedSure.Add(1)
+		return
+	}
+	r.settle(pt, err, "DoContext with options")
 }
 
 // submitPlain submits a plain task with Submit, which panics once a stop
@@ -1371,7 +1385,7 @@ func (r *fuzzRun) submitPlain(task func()) {
 	pt.verdict.Store(verdictSubmitted)
 }
 
-// trySubmit submits a plain task with TryDo.
+// tryDo submits a plain task with DoContext and a ctx already done: a try.
 func (r *fuzzRun) tryDo(task func()) {
 	pt := r.plain(task)
 	if tryDo(r.p, pt.fn) {
@@ -1379,7 +1393,7 @@ func (r *fuzzRun) tryDo(task func()) {
 		return
 	}
 	pt.verdict.Store(verdictRefused)
-	assert.True(r.t, r.anyStop.Load() || r.bounded && (r.policy != DropOldest || r.refuses()), "TryDo false under %v, bound %d, without a stop", r.policy, r.bound)
+	assert.True(r.t, r.anyStop.Load() || r.bounded && (r.policy != DropOldest || r.refuses()), "a try refused under %v, bound %d, without a stop", r.policy, r.bound)
 	r.rejectedMaybe.Add(1)
 }
 

@@ -77,7 +77,7 @@ type TaskInfo struct {
 	Err      error         // TaskFinished: this run's outcome; TaskDropped: why it never ran
 }
 
-// merge sets the hooks that h sets.
+// merge sets in h the hooks that with sets; its nil ones change nothing.
 func (h *Hooks) merge(with Hooks) {
 	if with.TaskStarted != nil {
 		h.TaskStarted = with.TaskStarted

@@ -6,14 +6,6 @@ import (
 	"runtime/debug"
 )
 
-// newLogger returns l with the pool's name on every record, or nil.
-func newLogger(l *slog.Logger, name string) *slog.Logger {
-	if l == nil {
-		return nil
-	}
-	return l.With("pool", name)
-}
-
 // logPanic logs a recovered panic: what panicked, its value and stack.
 func (p *WorkerPool) logPanic(what string, e *PanicError) {
 	if p.cfg.log != nil {

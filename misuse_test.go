@@ -74,8 +74,10 @@ func TestZeroWorkerPoolReadsAsEmpty(t *testing.T) {
 	assert.Zero(t, s.Submitted+s.Completed, "Status")
 }
 
-// A handle that Go, Call or WorkerPool.Group did not make, or a nil one,
-// panics with a message naming the method, not with a nil dereference.
+// A handle that Go, GoResult or WorkerPool.Group did not make, or a nil
+// one, panics with a message naming the method, not with a nil
+// dereference: all but Cancel and Done on a nil *Future, which are its
+// embedded Task's, reached through the nil pointer (see Future).
 func TestHandlesNotMadeByThePoolPanicSayingSo(t *testing.T) {
 	var nilTask *Task
 	var nilFuture *Future[int]
@@ -89,6 +91,7 @@ func TestHandlesNotMadeByThePoolPanicSayingSo(t *testing.T) {
 		"Future.Wait on a zero one":   func() { _, _ = (&Future[int]{}).Wait() },
 		"Future.Done on a zero one":   func() { (&Future[int]{}).Done() },
 		"Future.Cancel on a zero one": func() { (&Future[int]{}).Cancel() },
+		"Future.Task.Wait on a zero":  func() { _ = (&Future[int]{}).Task.Wait() },
 		"Group.Wait on a nil Group":   func() { _ = nilGroup.Wait() },
 		"Group.Go on a zero Group":    func() { (&Group{}).Go(noopFn) },
 		"Group.Wait on a zero Group":  func() { _ = (&Group{}).Wait() },

@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -261,6 +262,39 @@ func TestDelayedPlainTaskHoldsItsPlaceInTheBound(t *testing.T) {
 				assert.Equal(t, uint64(1), s.Rejected, "rejected")
 			})
 		})
+	}
+}
+
+// A delayed plain task that a stop abandons gives back the room it held
+// under Block and Reject, with a carrier or without one (a delay alone),
+// with a ctx that was done (a try) or not: a stopped pool's room is back to
+// its bound.
+func TestADelayedPlainTaskThatAStopAbandonsGivesBackItsRoom(t *testing.T) {
+	for _, policy := range []Overflow{Block, Reject} {
+		for _, mode := range stopModes {
+			if !mode.abandons {
+				continue
+			}
+			for carrier, opts := range map[string][]TaskOption{"a delay alone": {{Delay: time.Second}}, "a carrier": {{Delay: time.Second, Label: "l"}}} {
+				for _, ctx := range []context.Context{context.Background(), doneContext} {
+					name := fmt.Sprintf("%s/%s/%s/ctx done %t", policy.string(), mode.name, carrier, ctx.Err() != nil)
+					t.Run(name, func(t *testing.T) {
+						synctest.Test(t, func(t *testing.T) {
+							box := new(letterBox)
+							p := New(1, WithMaxWaiting(2, policy), WithHooks(Hooks{DeadLetter: box.handle}))
+							require.NoError(t, p.DoContext(ctx, func() {}, opts...))
+							require.NoError(t, p.DoContext(ctx, func() {}, opts...))
+							synctest.Wait()
+							require.Equal(t, 2, p.Status().Scheduled, "scheduled")
+							mode.stop(p)
+							s := requireStoppedClean(t, p)
+							assert.Equal(t, uint64(2), s.Abandoned, "abandoned")
+							assert.Len(t, box.got(), 2, "dead letters")
+						})
+					})
+				}
+			}
+		}
 	}
 }
 

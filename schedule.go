@@ -236,7 +236,8 @@ func (t *timers) dropTooHeavy(size int) {
 
 // abandonAll settles every scheduled job as a stop that abandons its tasks
 // does (see waitQueue.abandonAll), in the order they come due, and empties
-// the heap.
+// the heap. A plain task (a delay alone) gives back its place under Block
+// and Reject, as a job does.
 func (t *timers) abandonAll() {
 	slices.SortFunc(t.heap, func(a, b timerEntry) int {
 		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq))
@@ -244,6 +245,9 @@ func (t *timers) abandonAll() {
 	for _, e := range t.heap {
 		if e.job == nil {
 			t.p.counts.scheduled.Add(-1)
+			if t.p.cfg.roomed {
+				t.p.giveRoom(1) // the place it held since its submit, as a scheduled job gives back its own
+			}
 			t.p.counts.settled.count(jobAbandoned)
 			t.p.giveUpPlain(e.fn, ErrStopped)
 			continue
@@ -334,6 +338,3 @@ func later(t, d int64) int64 {
 	}
 	return t + d
 }
-
-// clockOf is t on the pool's clock.
-func (p *WorkerPool) clockOf(t time.Time) int64 { return int64(t.Sub(p.epoch)) }

@@ -404,6 +404,32 @@ func TestTimerHeapShrinksAfterABurst(t *testing.T) {
 	assert.Len(t, h, 5)
 }
 
+// A Delay of zero or less is no delay, and a field that a later option
+// sets wins: so a later negative Delay (time.Until of a moment past, say)
+// clears an earlier one, as a later Weight below 1 sets the weight to 1;
+// a later Delay of zero, a field not set, changes nothing.
+func TestALaterDelayBelowZeroMeansNoDelay(t *testing.T) {
+	forEachOptionCall(t, func(t *testing.T, c optionCall) {
+		p := New(4)
+		defer p.Stop()
+		l, ctx := newStartLog(), t.Context()
+		for name, opts := range map[string][]TaskOption{
+			"negative": {{Delay: time.Hour}, {Delay: -time.Second}},
+			"past":     {{Delay: time.Hour}, {Delay: time.Until(time.Now().Add(-time.Minute))}},
+			"zero":     {{Delay: 2 * time.Second}, {Delay: 0, Priority: 1}},
+		} {
+			c.give(p, ctx, l.fn(name), opts...)
+		}
+		time.Sleep(time.Minute)
+		p.StopWait()
+		assert.Equal(t, map[string]time.Duration{"negative": 0, "past": 0, "zero": 2 * time.Second}, l.at)
+	})
+	p := New(1)
+	defer p.Stop()
+	assert.Zero(t, p.parseOptions([]TaskOption{{Delay: time.Hour}, {Delay: -1}}).due, "due after a later Delay of -1")
+	assert.Equal(t, 1, p.parseOptions([]TaskOption{{Weight: 3}, {Weight: -1}}).weight, "weight after a later Weight of -1")
+}
+
 // Several TaskOptions combine field by field: each field comes from the
 // last option that sets it, and a zero field changes nothing.
 func TestTaskOptionsCombineFieldByField(t *testing.T) {

@@ -21,6 +21,14 @@ type SizeWindow struct {
 	Location *time.Location // the clock From and To are read on, the same for every window of a schedule; nil: time.Local
 }
 
+// locationOf is w's Location: time.Local for nil.
+func locationOf(w SizeWindow) *time.Location {
+	if w.Location == nil {
+		return time.Local
+	}
+	return w.Location
+}
+
 // minutesPerDay is the length of the clock's day that a schedule divides.
 const minutesPerDay = 24 * 60
 
@@ -41,14 +49,11 @@ func newSizeTable(windows []SizeWindow) *sizeTable {
 	if len(windows) == 0 {
 		return nil
 	}
-	loc := windows[0].Location
+	loc := locationOf(windows[0])
 	for i, w := range windows {
-		if w.Location != loc {
+		if locationOf(w) != loc {
 			panic(fmt.Sprintf("workerpool: WithMinWorkers %s names another Location than the first window", windowName(i, w)))
 		}
-	}
-	if loc == nil {
-		loc = time.Local
 	}
 	t := &sizeTable{loc: loc, windows: slices.Clone(windows)}
 	for m := range t.owner {

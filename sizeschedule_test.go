@@ -861,3 +861,19 @@ func TestASizeWindowWithoutALocationReadsTheLocalClock(t *testing.T) {
 	assert.Same(t, time.Local, newSizeTable([]SizeWindow{{From: "08:00", To: "09:00", Max: 1}}).loc)
 	assert.Same(t, time.UTC, newSizeTable(inLocation(time.UTC, []SizeWindow{{From: "08:00", To: "09:00", Max: 1}})).loc)
 }
+
+// A window without a Location is on time.Local: a schedule whose windows
+// name time.Local, some by nil and some by name, has one Location, and New
+// takes it, whichever window comes first.
+func TestSizeWindowsOfNilAndTimeLocalShareOneLocation(t *testing.T) {
+	for _, first := range []*time.Location{nil, time.Local} {
+		second := time.Local
+		if first != nil {
+			second = nil
+		}
+		windows := []SizeWindow{{From: "08:00", To: "09:00", Max: 1, Location: first}, {From: "10:00", To: "11:00", Max: 2, Location: second}}
+		var tb *sizeTable
+		require.NotPanics(t, func() { tb = newSizeTable(windows) }, "first window's Location %v, second's %v", first, second)
+		assert.Same(t, time.Local, tb.loc, "the schedule's Location")
+	}
+}

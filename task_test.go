@@ -2,6 +2,7 @@ package workerpool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -589,6 +590,49 @@ func TestCallReturnsTypedValue(t *testing.T) {
 		n, err := failed.Wait()
 		assert.Same(t, errTask, err)
 		assert.Equal(t, 7, n, "value returned with the error")
+	})
+}
+
+// Cancel races a Future's runs, with a stop racing both: whatever wins,
+// Wait's value is that of the run whose outcome it reports (2 with nil
+// from the second run, 1 with errFlaky from a first run that Cancel kept
+// from a retry), T's zero value with an error that says why the task
+// never ran again, and the Future's Task, used as a *Task, reports the
+// same error, as Done does.
+func TestFutureCancelRacingItsRunsKeepsTheValueOfTheRunItReports(t *testing.T) {
+	untilFailure(t, 300, func(t *testing.T, round int) {
+		p := New(2, WithIdleTimeout(-1))
+		var runs atomic.Int32
+		f := GoResult(context.Background(), p, func(ctx context.Context) (int, error) {
+			if runs.Add(1) == 1 {
+				return 1, errFlaky
+			}
+			return 2, nil
+		}, TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Duration(round%3) * time.Millisecond, true }})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			time.Sleep(time.Duration(round%4) * time.Millisecond)
+			f.Cancel()
+		})
+		if round%5 == 0 {
+			wg.Go(p.Stop)
+		}
+		v, err := f.Wait()
+		assert.Equal(t, err, (&f.Task).Wait(), "round %d: the Future's Task reports the Future's error", round)
+		assert.True(t, isDone(f.Done()), "round %d: Done once Wait returned", round)
+		switch {
+		case err == nil:
+			assert.Equal(t, 2, v, "round %d: value of the second run", round)
+		case err == errFlaky:
+			assert.Equal(t, 1, v, "round %d: value of the first run, kept from a retry", round)
+		case errors.Is(err, context.Canceled), errors.Is(err, ErrStopped):
+			assert.Zero(t, v, "round %d: %v", round, err)
+		default:
+			assert.Fail(t, "Wait's error", "round %d: %v", round, err)
+		}
+		wg.Wait()
+		p.Stop()
+		requireStoppedClean(t, p)
 	})
 }
 

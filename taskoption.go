@@ -68,8 +68,11 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 	o := taskOptions{weight: 1}
 	for i := range opts {
 		opt := &opts[i]
-		if opt.Delay > 0 {
+		switch {
+		case opt.Delay > 0:
 			o.due = later(p.now(), int64(opt.Delay))
+		case opt.Delay < 0: // set, to no delay: it wins over an earlier one
+			o.due = 0
 		}
 		if opt.Priority != 0 {
 			o.priority = opt.Priority

@@ -105,8 +105,10 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 // meanwhile, or else waits for room (wait: until ctx, if any, is done) or is
 // refused with ErrQueueFull. A task that must not wait is refused without
 // asking the dispatcher when the queue is full of waiting tasks (none could
-// start before them) or submitters wait before it; a delayed one, when the
-// queue has no room at all (a bound of 0).
+// start before them) or submitters wait before it (under a key limit only
+// the dispatcher knows whether their keys' limits alone hold them back, so
+// that it may start before them: see admission.accept); a delayed one, when
+// the queue has no room at all (a bound of 0).
 func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context) error {
 	j := m.job
 	delayed := m.due != 0 || j != nil && j.due() != 0
@@ -115,7 +117,7 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 		return ErrStopped
 	case delayed && p.cfg.bound == 0:
 		return ErrQueueFull // a task that must wait can never fit a queue with no room
-	case !wait && (p.queueFull() || p.room.parked()):
+	case !wait && (p.queueFull() || p.cfg.keyLimit == 0 && p.room.parked()):
 		return ErrQueueFull
 	}
 	t := p.newTicket()
