@@ -233,8 +233,9 @@ func WithStats(s *Stats) Option {
 // Label means the consumer's name. o.Retry must be nil: a failed message
 // is nak'd for redelivery as WithBackoff says, never run again in place.
 //
-// Default: the zero TaskOption, so each message's task is a plain task
-// labelled with the consumer's name.
+// Default: the zero TaskOption: each message's task has the pool's default
+// priority and weight, no key and no delay, and the consumer's name as its
+// Label.
 func WithTaskOption(o workerpool.TaskOption) Option {
 	return func(c *config) {
 		if o.Retry != nil {
