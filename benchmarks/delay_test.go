@@ -18,9 +18,9 @@ import (
 //
 //   - afterfunc: time.AfterFunc(delay, func() { p.Submit(task) }), a runtime
 //     timer and a closure per task, as users do it without Delay;
-//   - do: p.DoContext(ctx, task, workerpool.Delay(delay)), a plain task waiting as it
+//   - do: p.DoContext(ctx, task, workerpool.TaskOption{Delay: delay}), a plain task waiting as it
 //     is in the pool's own timer heap: one heap entry, no carrier;
-//   - go: p.Go(ctx, fn, workerpool.Delay(delay)), the same with a Task
+//   - go: p.Go(ctx, fn, workerpool.TaskOption{Delay: delay}), the same with a Task
 //     handle per task;
 //   - relay: the floor of the pool's mechanism (see delayRelay): one
 //     rendezvous per task with a dispatcher that keeps a heap and one
@@ -87,11 +87,11 @@ func benchDelayed(b *testing.B, delays []time.Duration, way string) {
 			for _, d := range delays {
 				switch way {
 				case "do":
-					if err := p.DoContext(context.Background(), task, workerpool.Delay(d)); err != nil {
+					if err := p.DoContext(context.Background(), task, workerpool.TaskOption{Delay: d}); err != nil {
 						b.Fatal(err)
 					}
 				case "go":
-					p.Go(ctx, fn, workerpool.Delay(d))
+					p.Go(ctx, fn, workerpool.TaskOption{Delay: d})
 				case "relay":
 					floor.SubmitAfter(d, relayTask)
 				default:

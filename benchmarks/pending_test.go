@@ -18,9 +18,9 @@ import (
 //
 //   - queued/submit and queued/pond: a plain task, here and in pond;
 //   - queued/go: a Task handle;
-//   - scheduled/do: p.DoContext(ctx, task, workerpool.Delay(time.Hour)), a plain task in
+//   - scheduled/do: p.DoContext(ctx, task, workerpool.TaskOption{Delay: time.Hour}), a plain task in
 //     the pool's timer heap;
-//   - scheduled/go: p.Go(ctx, fn, workerpool.Delay(time.Hour)), with a handle;
+//   - scheduled/go: p.Go(ctx, fn, workerpool.TaskOption{Delay: time.Hour}), with a handle;
 //   - scheduled/afterfunc: time.AfterFunc(time.Hour, func() { p.Submit(task) }),
 //     a runtime timer and a closure.
 //
@@ -71,11 +71,11 @@ func pendingHeap(b *testing.B, way string, n int) float64 {
 				case "queued/go":
 					p.Go(ctx, fn)
 				case "scheduled/do":
-					if err := p.DoContext(context.Background(), task, workerpool.Delay(time.Hour)); err != nil {
+					if err := p.DoContext(context.Background(), task, workerpool.TaskOption{Delay: time.Hour}); err != nil {
 						b.Fatal(err)
 					}
 				case "scheduled/go":
-					p.Go(ctx, fn, workerpool.Delay(time.Hour))
+					p.Go(ctx, fn, workerpool.TaskOption{Delay: time.Hour})
 				case "scheduled/afterfunc":
 					timers = append(timers, time.AfterFunc(time.Hour, func() { p.Submit(task) }))
 				}

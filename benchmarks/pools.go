@@ -104,7 +104,7 @@ type library struct {
 
 	// keyed opens the pool as a keyPool for the keyed scenarios (needs
 	// "order" and "fair"), each key's tasks at most limit at once (limit
-	// < 1: no limit); nil if the library has no keys.
+	// < 0: no limit, as for WithKeys); nil if the library has no keys.
 	keyed func(workers, limit int) pool
 	// byHand says how a key's goroutine submits a task and waits for it
 	// in the hand-written answer of scenario n, "" for a library not run
@@ -120,17 +120,17 @@ func blocksAtWorkers(open func(int) pool) func(workers, bound int) pool {
 
 var libraries = []library{
 	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
-		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, Delay(d)) in the delayed scenarios", open: openOurs,
+		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, TaskOption{Delay: d}) in the delayed scenarios", open: openOurs,
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
 		delayed: openOurs, byHand: "SubmitWait"},
 	{name: "ours+afterfunc",
-		note:    "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without Delay; run in the delayed scenarios only",
+		note:    "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without TaskOption.Delay; run in the delayed scenarios only",
 		delayed: openOursAfterFunc},
 	{name: "ours+hooks", queues: true,
 		note: "this library with all three Hooks set to funcs that do nothing: what the hooks cost the pool (two clock reads and two calls per task, a third read for a task that waits in the queue); run where the plain pool runs",
 		open: openOursHooked},
 	{name: "ours+key",
-		note:  "this library with keys: New(8, WithKeyLimit(1)) and DoContext(ctx, task, Key(k)) in n, New(8) and DoContext(ctx, task, Key(tenant)) in o; run in the keyed scenarios only",
+		note:  "this library with keys: New(8, WithKeys(1, nil)) and DoContext(ctx, task, TaskOption{Key: k}) in n, New(8) and DoContext(ctx, task, TaskOption{Key: tenant}) in o; run in the keyed scenarios only",
 		keyed: openOursKeyed},
 	{name: floor, queues: true, batches: true,
 		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter; a heap and one timer in the delayed scenarios", open: openRelay,
@@ -207,7 +207,7 @@ func (a oursPool) Close()             { a.wp.StopWait() }
 func (a oursPool) Resize(workers int) { a.wp.Resize(workers) }
 
 func (a oursPool) SubmitAfter(d time.Duration, t *task) {
-	if err := a.wp.DoContext(context.Background(), t.fn, workerpool.Delay(d)); err != nil {
+	if err := a.wp.DoContext(context.Background(), t.fn, workerpool.TaskOption{Delay: d}); err != nil {
 		panic(err)
 	}
 }
@@ -232,11 +232,11 @@ func (a oursPool) SubmitBatch(batch []func()) {
 type oursKeyed struct{ oursPool }
 
 func openOursKeyed(workers, limit int) pool {
-	return oursKeyed{oursPool{workerpool.New(workers, workerpool.WithKeyLimit(limit))}}
+	return oursKeyed{oursPool{workerpool.New(workers, workerpool.WithKeys(limit, nil))}}
 }
 
 func (a oursKeyed) SubmitKey(key string, t *task) {
-	if err := a.wp.DoContext(context.Background(), t.fn, workerpool.Key(key)); err != nil {
+	if err := a.wp.DoContext(context.Background(), t.fn, workerpool.TaskOption{Key: key}); err != nil {
 		panic(err)
 	}
 }

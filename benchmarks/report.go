@@ -393,7 +393,7 @@ func (r *run) writeKeyVsByHand(p *printer) {
 	if !okK || !okH {
 		return
 	}
-	p.f("**WithKeyLimit(1) vs the hand-written answer, both on this library:** %s / %s ns per task = **%s**; %.1f / %.1f B allocated per task; %.0f / %.0f goroutines (%.0f / %.0f KiB of stacks) once every task is submitted.\n\n",
+	p.f("**WithKeys(1, nil) vs the hand-written answer, both on this library:** %s / %s ns per task = **%s**; %.1f / %.1f B allocated per task; %.0f / %.0f goroutines (%.0f / %.0f KiB of stacks) once every task is submitted.\n\n",
 		fmtNs(k.ns), fmtNs(h.ns), fmtRatio(r.ratio("n", "ours+key", "ours")), k.bytes, h.bytes, k.goroutines, h.goroutines, k.stacks/1024, h.stacks/1024)
 }
 

@@ -58,18 +58,18 @@ var scenarioNotes = map[string]string{
 	"m2": delayedNote,
 	"n": "1,000 keys (the count scales with -scale, 100 tasks each), submitted by one goroutine in the realistic stream, interleaved across keys: task i belongs to key i mod 1,000. " +
 		"Each task spins ~1 µs (c's work) and checks that its key's tasks run one at a time and in order; a run where they do not fails. " +
-		"ours+key is this library with New(8, WithKeyLimit(1)) and DoContext(ctx, task, Key(k)); ours, gammazero, pond and ants run the usual hand-written answer on a plain pool of 8: " +
+		"ours+key is this library with New(8, WithKeys(1, nil)) and DoContext(ctx, task, TaskOption{Key: k}); ours, gammazero, pond and ants run the usual hand-written answer on a plain pool of 8: " +
 		"a goroutine and a channel per key (buffered to hold the key's tasks, so the submitter never blocks, as a queue would not block it), each goroutine taking its key's tasks in order and submitting each with a synchronous call before the next. " +
 		"Goroutines and stacks are counted when the last task has been submitted: the hand-written answer's goroutine per key shows there, not in B/task.",
 	"o": "Eight tasks that wait for a gate hold the 8 workers while one submitter gives the flooding tenant's 100,000 tasks, which queue; then it opens the gate. " +
 		"The 99 trickling tenants' 100 tasks each (task i of tenant i mod 99) arrive while the burst drains: about one flooding task in ten, as it starts, gives the next of them, so each tenant gives one task about every thousand of the burst's. " +
-		"Every task spins ~1 µs (c's work). ours+key gives each task with DoContext(ctx, task, Key(tenant)) on New(8), no key limit; ours, gammazero and pond get the same stream without keys (first come, first served). " +
+		"Every task spins ~1 µs (c's work). ours+key gives each task with DoContext(ctx, task, TaskOption{Key: tenant}) on New(8), no key limit; ours, gammazero and pond get the same stream without keys (first come, first served). " +
 		"A task's wait runs from just before its submit until it starts; the columns give the trickling tenants' p50 and p99 (ants has no queue: its tasks would wait in the blocked submitter, n/a).",
 }
 
 // delayedNote is the note of the delayed-task scenarios.
 const delayedNote = "Each task is given with a delay drawn uniformly from [0, 1 s) (the same fixed-seed sequence for every pool), and the run lasts until the last has run, so wall time is about a second for everyone: compare CPU ns/task and B/task. " +
-	"ours gives a plain task with DoContext(ctx, task, Delay(d)), waiting as it is in the pool's timer heap (one entry, no carrier); ours+afterfunc is the same pool driven the way users do it without Delay, time.AfterFunc(d, func() { Submit(task) }), a runtime timer, a closure and, when it fires, a goroutine per task; " +
+	"ours gives a plain task with DoContext(ctx, task, TaskOption{Delay: d}), waiting as it is in the pool's timer heap (one entry, no carrier); ours+afterfunc is the same pool driven the way users do it without Delay, time.AfterFunc(d, func() { Submit(task) }), a runtime timer, a closure and, when it fires, a goroutine per task; " +
 	"the relay keeps the tasks in a heap with one timer (relay_delay.go), the floor of this design for delayed tasks. The others have no delayed submit: n/a."
 
 // waitingBound is the bound on waiting tasks in scenario j.
@@ -157,7 +157,11 @@ func (s scenario) open(lib library) pool {
 		return lib.delayed(s.workers())
 	case "order", "fair":
 		if lib.keyed != nil {
-			return lib.keyed(s.workers(), btoi(s.needs == "order")) // n: one at a time; o: no limit
+			limit := -1 // o: no limit
+			if s.needs == "order" {
+				limit = 1 // n: one at a time
+			}
+			return lib.keyed(s.workers(), limit)
 		}
 	}
 	return lib.open(s.workers())

@@ -65,7 +65,7 @@ func TestBoundAndUnconfirmedTerms(t *testing.T) {
 	stats := new(natsfeed.Stats)
 	stop := watchAckPending(t, url)
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
-		return fmt.Errorf("job %d: %w", job(msg), natsfeed.ErrPermanent)
+		return workerpool.Permanent(fmt.Errorf("job %d", job(msg)))
 	}, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
 	eventually(t, func() bool { return stats.Counts().Terminated == n }, "every job terminated")
 	high, polls := stop()

@@ -8,8 +8,9 @@
 // (never Consume, which prefetches hundreds), runs the [Handler] on the
 // pool, and settles each message by the handler's result: nil
 // acknowledges it (confirmed by the server, off the worker), an error naks
-// it with a backoff delay by its delivery count, an error wrapping
-// [ErrPermanent] or marked with [workerpool.Permanent] terminates it. The
+// it with a backoff delay by its delivery count, an error marked with
+// [workerpool.Permanent] terminates it, and a panic naks it and is
+// reported to the feed's error handler, never crashing the program. The
 // bound ([WithMaxInFlight], by default 2 to 8 times the pool's size, as
 // the round trip to the server and the handlers' time ask) counts every
 // message from the pull request that asks for it to its settlement, so it
@@ -148,10 +149,11 @@
 //
 // # Observability
 //
-// Each message's handler runs in the pool as a task with a
-// [workerpool.Label]: the consumer's name, or [WithLabel]'s. The pool's
-// hooks see it in TaskInfo.Label, so workerpoolprom's histograms and
-// workerpoolotel's spans tell the feed's tasks from the pool's others.
+// Each message's handler runs in the pool as a task (of WorkerPool.Go)
+// with a Label ([workerpool.TaskOption]): the consumer's name, or the one
+// [WithTaskOption] gives. The pool's hooks see it in TaskInfo.Label, so
+// workerpoolprom's histograms and workerpoolotel's spans tell the feed's
+// tasks from the pool's others.
 // [WithStats] counts what the feed took and how it settled it; the
 // subpackages workerpoolprom/natsfeedprom (a Prometheus collector) and
 // workerpoolotel/natsfeedotel (observable instruments) export those counts

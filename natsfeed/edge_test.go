@@ -114,15 +114,14 @@ func TestEdgeRefusedMessagesDoNotSpin(t *testing.T) {
 	assert.LessOrEqual(t, errs.count("not run"), 10, "refusals reported in 1.5s")
 }
 
-// TestEdgePanickingBackoffPolicy: a backoff policy that panics leaves the
-// message unsettled and uncounted: Feed returns with InFlight 1 and
-// Taken != Acked+Nacked+Terminated+Unsettled, and the error handler never
-// hears of it (the pool's own contract: "a RetryPolicy's panic is always
-// recovered").
+// TestEdgePanickingBackoffPolicy: a backoff policy that panics leaves no
+// message unsettled or uncounted: each is nak'd with the fetch wait as its
+// delay, and the error handler hears of it with the *PanicError (the
+// task's handle recovers it, so the pool's Panic hook does not).
 func TestEdgePanickingBackoffPolicy(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 1)
 	var panics atomic.Int64
-	pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) { panics.Add(1) }))
+	pool := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{Panic: func(any) { panics.Add(1) }}))
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	var errs edgeErrors
@@ -133,12 +132,22 @@ func TestEdgePanickingBackoffPolicy(t *testing.T) {
 		return errors.New("transient")
 	}, natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { panic("policy bug") }),
 		natsfeed.WithErrorHandler(errs.handler), natsfeed.WithStats(stats))
-	eventually(t, func() bool { return panics.Load() >= 1 }, "the policy's panic reached the pool")
+	eventually(t, func() bool { return errs.count("backoff policy did not return") >= 1 }, "the policy's panic reported")
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
 	edgeBalanced(t, c)
-	assert.NotEmpty(t, errs.all(), "the unsettled message reported to the error handler")
+	assert.Equal(t, c.Taken, c.Nacked, "every delivery nak'd: %+v", c)
+	assert.Zero(t, panics.Load(), "panics passed to the pool's Panic hook")
+	for _, err := range errs.all() {
+		if strings.Contains(err.Error(), "backoff policy did not return") {
+			var pe *workerpool.PanicError
+			if assert.ErrorAs(t, err, &pe, "reported with the *PanicError") {
+				assert.Equal(t, "policy bug", pe.Value, "the panic's value")
+			}
+			assert.Contains(t, err.Error(), "nak'd with the fetch wait as delay", "the report")
+		}
+	}
 }
 
 // TestEdgeHugePoolSize: a pool of math.MaxInt workers (New accepts it;
@@ -201,7 +210,7 @@ func TestEdgeMaxRequestBatch(t *testing.T) {
 	edgeBalanced(t, stats.Counts())
 }
 
-// TestEdgeLongPermanentReason: a handler's ErrPermanent error whose text is
+// TestEdgeLongPermanentReason: a handler's permanent error whose text is
 // above the connection's max payload (1MB by default) becomes the term
 // reason: TermWithReason fails to publish, the message is not terminated
 // but left to AckWait, and is redelivered and handled again forever.
@@ -215,7 +224,7 @@ func TestEdgeLongPermanentReason(t *testing.T) {
 	stats := new(natsfeed.Stats)
 	big := strings.Repeat("x", 2<<20)
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-		return fmt.Errorf("bad input %s: %w", big, natsfeed.ErrPermanent)
+		return workerpool.Permanent(fmt.Errorf("bad input %s", big))
 	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
 	eventually(t, func() bool { c := stats.Counts(); return c.Terminated+c.Unsettled == 1 }, "the message settled")
 	cancel()
@@ -798,13 +807,25 @@ func TestEdgeServerShutdown(t *testing.T) {
 	assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
 }
 
-// TestEdgePermanentErrors: ErrPermanent and workerpool.Permanent, the
-// pool's own "do not retry" mark, speak one language: either, found
-// directly, through errors.Join or through several wraps, terminates the
-// message with the error's text as the reason, whatever the backoff
-// policy would say, and it is never redelivered.
+// edgeMark is an error with its own Permanent method, as net.Error has its
+// own Timeout: Feed finds the mark as workerpool.Permanent's, whatever its
+// type, and follows what it reports.
+type edgeMark struct {
+	msg       string
+	permanent bool
+}
+
+func (e edgeMark) Error() string   { return e.msg }
+func (e edgeMark) Permanent() bool { return e.permanent }
+
+// TestEdgePermanentErrors: workerpool.Permanent, the pool's own "do not
+// retry" mark, and any error with a Permanent method that reports true,
+// found directly, through errors.Join or through several wraps,
+// terminate the message with the error's text as the reason, whatever the
+// backoff policy would say, and it is never redelivered. A Permanent
+// method that reports false is no mark: that error naks as any other.
 func TestEdgePermanentErrors(t *testing.T) {
-	js, cons := setup(t, 30*time.Second, 5)
+	js, cons := setup(t, 30*time.Second, 6)
 	terminated := advisories(t, js)
 	pool := workerpool.New(4)
 	defer pool.Stop()
@@ -814,30 +835,34 @@ func TestEdgePermanentErrors(t *testing.T) {
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		switch job(msg) {
 		case 0:
-			return errors.Join(errors.New("bad"), natsfeed.ErrPermanent)
+			return errors.Join(errors.New("bad"), workerpool.Permanent(errors.New("for good")))
 		case 1:
-			return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", errors.Join(natsfeed.ErrPermanent)))
+			return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", workerpool.Permanent(errors.New("for good"))))
 		case 2:
 			return workerpool.Permanent(errors.New("pool's permanent"))
 		case 3:
-			return fmt.Errorf("outer: %w", errors.Join(errors.New("bad"), workerpool.Permanent(errors.New("pool's permanent"))))
+			return fmt.Errorf("outer: %w", edgeMark{"own mark", true})
+		case 4:
+			if delivered(msg) == 1 {
+				return edgeMark{"no mark", false}
+			}
 		}
 		return nil
 	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) {
 		policyCalls.Add(1)
 		return 0, true
 	}))
-	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 4 && c.Acked == 1 }, "4 terminated, 1 acked")
+	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 4 && c.Acked == 2 }, "4 terminated, 2 acked")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	assert.Equal(t, natsfeed.Counts{Taken: 5, Acked: 1, Terminated: 4, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
-	assert.Zero(t, policyCalls.Load(), "backoff policy calls")
+	assert.Equal(t, natsfeed.Counts{Taken: 7, Redelivered: 1, Acked: 2, Nacked: 1, Terminated: 4, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Equal(t, int64(1), policyCalls.Load(), "backoff policy calls: the error whose Permanent reports false")
 	eventually(t, func() bool { return len(terminated()) == 4 }, "4 term advisories")
 	assert.Equal(t, map[uint64]string{
-		1: "bad\nnatsfeed: permanent failure",
-		2: "outer: inner: natsfeed: permanent failure",
+		1: "bad\nfor good",
+		2: "outer: inner: for good",
 		3: "pool's permanent",
-		4: "outer: bad\npool's permanent",
+		4: "outer: own mark",
 	}, terminated(), "reasons")
 }
 
@@ -1107,7 +1132,7 @@ func TestEdgeCancelOnStopTerminates(t *testing.T) {
 		return hctx.Err()
 	}, natsfeed.WithStats(stats), natsfeed.WithCancelOnStop(),
 		// At most one delivery: any failure terminates.
-		natsfeed.WithBackoff(workerpool.Backoff(time.Second, time.Minute, 1)))
+		natsfeed.WithBackoff(workerpool.Backoff(time.Second, time.Minute, 0)))
 	eventually(t, func() bool { return inside.Load() == 1 }, "the handler running")
 	cancel()
 	require.NoError(t, wait(), "Feed")
@@ -1197,7 +1222,7 @@ func TestEdgeSettlementPanics(t *testing.T) {
 	js, cons := setup(t, 30*time.Second, 1)
 	terminated := advisories(t, js)
 	var panics atomic.Int64
-	pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) { panics.Add(1) }))
+	pool := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{Panic: func(any) { panics.Add(1) }}))
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
@@ -1211,6 +1236,7 @@ func TestEdgeSettlementPanics(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 	edgeBalanced(t, stats.Counts())
 	assert.Equal(t, int64(0), panics.Load(), "panics")
+	assert.Zero(t, pool.Status().Panicked, "runs that panicked")
 	eventually(t, func() bool { return len(terminated()) == 1 }, "a term advisory")
 	assert.Equal(t, map[uint64]string{1: "natsfeed: the handler's error cannot be printed"}, terminated(), "the reason")
 }

@@ -122,8 +122,8 @@ func stopWhenSettled(stats *natsfeed.Stats, n int64, stop func()) {
 }
 
 // A Handler's result settles its message: nil acknowledges it, an error
-// wrapping ErrPermanent terminates it (retrying cannot cure a malformed
-// job), and any other error gives it back for redelivery.
+// marked with workerpool.Permanent terminates it (retrying cannot cure a
+// malformed job), and any other error gives it back for redelivery.
 func ExampleHandler() {
 	d := newDemo(jetstream.ConsumerConfig{}, "ok", "malformed", "busy")
 	defer d.cleanup()
@@ -142,7 +142,7 @@ func ExampleHandler() {
 		fmt.Println("delivery", meta.NumDelivered, "of", job)
 		switch {
 		case job == "malformed":
-			return fmt.Errorf("job %q: %w", job, natsfeed.ErrPermanent)
+			return workerpool.Permanent(fmt.Errorf("job %q is malformed", job))
 		case job == "busy" && meta.NumDelivered == 1:
 			return errors.New("database busy") // redelivered after the backoff delay
 		}
@@ -150,7 +150,7 @@ func ExampleHandler() {
 	}
 	err := natsfeed.Feed(ctx, pool, d.cons, handle,
 		natsfeed.WithStats(&stats),
-		natsfeed.WithBackoff(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 5)),
+		natsfeed.WithBackoff(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 4)),
 		natsfeed.WithErrorHandler(func(error) {}), // quiet: nothing to report here
 		natsfeed.WithMaxInFlight(1),               // one at a time: the jobs run in the stream's order
 	)
@@ -167,8 +167,9 @@ func ExampleHandler() {
 }
 
 // The backoff policy sets the delay before a failed message is delivered
-// again, by its delivery count, and when to give up: here 3 deliveries in
-// all, then the message is terminated.
+// again, by its delivery count, and when to give up: here 2 redeliveries
+// after the first delivery, 3 deliveries in all, then the message is
+// terminated.
 func ExampleWithBackoff() {
 	d := newDemo(jetstream.ConsumerConfig{}, "hopeless")
 	defer d.cleanup()
@@ -184,7 +185,7 @@ func ExampleWithBackoff() {
 		return errors.New("upstream refused")
 	},
 		natsfeed.WithStats(&stats),
-		natsfeed.WithBackoff(workerpool.Backoff(10*time.Millisecond, time.Second, 3)),
+		natsfeed.WithBackoff(workerpool.Backoff(10*time.Millisecond, time.Second, 2)),
 	)
 	c := stats.Counts()
 	fmt.Println("feed:", err, "nacked:", c.Nacked, "terminated:", c.Terminated)
@@ -215,7 +216,7 @@ func ExampleWithStats() {
 		return nil
 	},
 		natsfeed.WithStats(&stats),
-		natsfeed.WithBackoff(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 5)),
+		natsfeed.WithBackoff(workerpool.Backoff(time.Millisecond, 10*time.Millisecond, 4)),
 		natsfeed.WithErrorHandler(func(error) {}),
 	)
 	c := stats.Counts()
@@ -302,9 +303,10 @@ func ExampleWithErrorHandler() {
 	// feed: <nil>
 }
 
-// WithLabel names the pool's tasks for these messages in hooks, logs and
-// metrics; by default they carry the consumer's name.
-func ExampleWithLabel() {
+// WithTaskOption gives the pool's tasks for these messages their options:
+// here a Label, which names them in hooks, logs and metrics (by default
+// they carry the consumer's name).
+func ExampleWithTaskOption() {
 	d := newDemo(jetstream.ConsumerConfig{}, "a.png")
 	defer d.cleanup()
 	labels := make(chan string, 1)
@@ -317,7 +319,7 @@ func ExampleWithLabel() {
 	err := natsfeed.Feed(ctx, pool, d.cons, func(context.Context, jetstream.Msg) error {
 		stop()
 		return nil
-	}, natsfeed.WithLabel("resize"))
+	}, natsfeed.WithTaskOption(workerpool.TaskOption{Label: "resize"}))
 	fmt.Println("feed:", err, "label:", <-labels)
 	// Output: feed: <nil> label: resize
 }

@@ -18,17 +18,13 @@ import (
 
 // A Handler does the work a message asks for. It runs on a worker of the
 // pool given to Feed, and its result settles the message: nil acknowledges
-// it, an error wrapping ErrPermanent terminates it, any other error gives
-// it back for redelivery after the backoff delay. ctx carries Feed's ctx's
-// values; it ends with Feed's ctx only under WithCancelOnStop. A Handler
-// must not settle msg itself, and must be idempotent: see the package
-// documentation.
+// it, an error marked with [workerpool.Permanent] (retrying cannot cure
+// it) terminates it, any other error gives it back for redelivery after
+// the backoff delay, and so does a panic, which Feed recovers and reports.
+// ctx carries Feed's ctx's values; it ends with Feed's ctx only under
+// WithCancelOnStop. A Handler must not settle msg itself, and must be
+// idempotent: see the package documentation.
 type Handler func(ctx context.Context, msg jetstream.Msg) error
-
-// ErrPermanent marks a handler error that retrying cannot cure: a message
-// whose handler returns an error wrapping it (fmt.Errorf("...: %w",
-// ErrPermanent), or errors.Join) is terminated, never redelivered.
-var ErrPermanent = errors.New("natsfeed: permanent failure")
 
 // errAbandoned is the failure passed to the backoff policy for a handler
 // that panicked or called runtime.Goexit.
@@ -90,9 +86,10 @@ const (
 //     or was last beaten (since the first try, under WithProgress) has
 //     passed; then the
 //     message counts as Unsettled and the server redelivers it.
-//   - returns an error wrapping ErrPermanent, or marked with
-//     [workerpool.Permanent]: terminated, with the error's text (its first
-//     1024 bytes) as the reason.
+//   - returns an error marked with [workerpool.Permanent] (or wrapping
+//     one; any error with a method Permanent() bool that reports true
+//     counts, as errors.As finds it): terminated, with the error's text
+//     (its first 1024 bytes) as the reason.
 //   - returns its ctx's error after Feed's ctx ended, under
 //     WithCancelOnStop: given back as the drain gives back what waits
 //     (below), whatever the policy says; a drain is not a failure.
@@ -100,11 +97,14 @@ const (
 //     for the message's delivery count (WithBackoff), or terminated if the
 //     policy gives up.
 //   - panics or calls runtime.Goexit: nak'd with the policy's delay (never
-//     terminated), and then the pool's panic policy applies: its panic
-//     handler, or a crash without one ([workerpool.WithPanicHandler]). So
+//     terminated), and reported to the error handler with the pool's
+//     [*workerpool.PanicError] (the panic value and the stack) or
+//     [workerpool.ErrGoexit]. The task's handle recovers the panic, as
+//     every handle does: the pool counts it in Status.Panicked and logs it,
+//     its Hooks.Panic is not called, and the program does not crash. So
 //     does a panic or runtime.Goexit in the backoff policy, whose message
 //     is nak'd with the fetch wait as the delay (the policy is not asked
-//     again), and reported.
+//     again).
 //   - never runs, because the pool refused it or gave it up: reported, and
 //     given back if the pool stopped (as a drain does, below; this also
 //     ends Feed),
@@ -186,7 +186,7 @@ type feed struct {
 	ackWait    time.Duration         // the consumer's: how long an acknowledgement is worth trying
 	maxBatch   int                   // the most messages one pull request asks for
 	maxPulls   int                   // the most pull requests out at once: maxPulls, or the consumer's MaxWaiting if lower
-	label      workerpool.TaskOption // the Label of every message's task (see WithLabel)
+	task       workerpool.TaskOption // the options of every message's task (see WithTaskOption)
 	pace       pace                  // measured for the default bound: not under WithMaxInFlight
 
 	// held counts the messages the feed holds or has asked for, against
@@ -259,11 +259,10 @@ func newFeed(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Co
 	if cfg.cancelOnStop {
 		f.handlerCtx = ctx
 	}
-	label := cfg.label
-	if !cfg.labelSet {
-		label = consumerName(cons)
+	f.task = cfg.task
+	if f.task.Label == "" {
+		f.task.Label = consumerName(cons)
 	}
-	f.label = workerpool.Label(label)
 	if info := cons.CachedInfo(); info != nil {
 		if err := f.fit(info.Config); err != nil {
 			return nil, err
@@ -616,35 +615,43 @@ func (r *ring) remove(d *delivery) {
 }
 
 // A delivery is one message the feed holds, from its arrival until it is
-// settled. Its goroutine waits in DoWait while a worker runs handle, and
-// then acknowledges the message if the handler returned nil: the worker is
-// free for the next message while the server confirms. The worker settles
-// a failure itself (a nak or term is sent without waiting), so that the
-// backoff policy and a panic meet the pool's panic policy. handled and
-// settled are written by the worker, then read by the goroutine after
-// DoWait; linked, running, prev and next are guarded by the feed's mu.
+// settled. Its goroutine waits on the Task of the pool's Go while a worker
+// runs handle, and then acknowledges the message if the handler returned
+// nil: the worker is free for the next message while the server confirms.
+// The worker settles a failure itself (a nak or term is sent without
+// waiting), also one whose handler or backoff policy panics or calls
+// runtime.Goexit, which the Task then reports. began, returned, handled,
+// settled and asked are written by the worker, then read by the goroutine
+// after the Task's Wait; linked, running, prev and next are guarded by the
+// feed's mu.
 type delivery struct {
 	f   *feed
 	msg jetstream.Msg
 	// beaten is when the server last restarted the message's AckWait: its
 	// arrival, or its last beat. Written under the feed's mu while it is on
 	// holding; read by ack once it is off.
-	beaten  time.Time
-	attempt int  // the server's delivery count, 1 on the first
-	handled bool // the handler returned nil: acknowledge
-	settled bool // nak'd or terminated
-	asked   bool // the backoff policy was called for it: never twice
+	beaten   time.Time
+	attempt  int  // the server's delivery count, 1 on the first
+	began    bool // a worker took it and called the handler
+	returned bool // the handler returned
+	handled  bool // the handler returned nil: acknowledge
+	settled  bool // nak'd or terminated
+	asked    bool // the backoff policy was called for it: never twice
 
 	linked     bool // on the feed's holding: beaten, and not settling yet
 	running    bool // a worker took it: the drain leaves it to its handler
 	prev, next *delivery
 }
 
-// run has the pool run the message's handler, acknowledges it, or settles
-// it if the pool never ran it.
+// run has the pool run the message's handler, acknowledges it, reports a
+// handler that did not return (handle nak'd its message), or settles the
+// message if the pool never ran it. The task's ctx is context.Background:
+// the drain, not a canceled ctx, takes back what waits in the queue.
 func (d *delivery) run() {
 	defer d.f.outstanding.Done()
-	switch err := d.f.pool.DoWaitContext(context.Background(), d.handle, d.f.label); {
+	switch err := d.f.pool.Go(context.Background(), d.task, d.f.task).Wait(); {
+	case err != nil && d.began:
+		d.f.report(d.didNotReturn(err))
 	case err != nil:
 		d.notRun(err)
 	case d.handled:
@@ -681,17 +688,28 @@ func (d *delivery) release() bool {
 	return true
 }
 
+// task is the message's task on the pool: it handles the message, and
+// returns nil; a panic or runtime.Goexit on the way is the Task's to
+// report (see run).
+func (d *delivery) task(context.Context) error {
+	d.handle()
+	return nil
+}
+
 // handle runs on a worker: the handler, and the settlement of a failure.
 // A panic or Goexit on the way naks the message before it goes on to the
-// pool. A message the drain gave back is skipped.
+// pool, which recovers it into the Task's error. A message the drain gave
+// back is skipped.
 func (d *delivery) handle() {
 	if !d.start() {
 		return
 	}
+	d.began = true
 	defer d.settleAbandoned()
-	began := time.Now()
+	called := time.Now()
 	err := d.f.h(d.f.handlerCtx, d.msg)
-	d.f.measure(&d.f.pace.task, began)
+	d.returned = true
+	d.f.measure(&d.f.pace.task, called)
 	switch {
 	case err == nil:
 		d.handled = true
@@ -704,23 +722,24 @@ func (d *delivery) handle() {
 	}
 }
 
-// permanent reports whether err wraps ErrPermanent or an error marked with
-// workerpool.Permanent.
+// permanent reports whether err is marked as permanent, as
+// workerpool.Permanent marks it: it is, or wraps, an error with a method
+// Permanent() bool that reports true.
 func permanent(err error) bool {
-	return errors.Is(err, ErrPermanent) || workerpool.IsPermanent(err)
+	var p interface{ Permanent() bool }
+	return errors.As(err, &p) && p.Permanent()
 }
 
 // settleAbandoned settles a message whose handler (or settlement) did not
 // return: a nak with the backoff delay, or with the fetch wait if the
 // policy does not return (it panics or calls runtime.Goexit). A policy
 // asked already, for the handler's error, is not asked again: it is what
-// did not return.
+// did not return. run reports it, with the Task's error.
 func (d *delivery) settleAbandoned() {
 	if d.handled || d.settled {
 		return
 	}
 	if d.asked {
-		d.f.report(fmt.Errorf("natsfeed: backoff policy did not return for %v (it panicked or called runtime.Goexit); nak'd with the fetch wait as delay", d))
 		d.nak(d.f.cfg.fetchWait)
 		return
 	}
@@ -742,6 +761,21 @@ func (d *delivery) abandonedDelay() (delay time.Duration) {
 	d.asked = true
 	delay, _ = d.f.cfg.backoff(d.attempt, errAbandoned)
 	return delay
+}
+
+// didNotReturn is the error run reports for a message whose handler, or
+// the settlement of its result, panicked or called runtime.Goexit (err,
+// the Task's error: a *workerpool.PanicError or workerpool.ErrGoexit);
+// settleAbandoned nak'd the message on the way out.
+func (d *delivery) didNotReturn(err error) error {
+	switch {
+	case !d.returned:
+		return fmt.Errorf("natsfeed: handler did not return for %v; nak'd: %w", d, err)
+	case d.asked:
+		return fmt.Errorf("natsfeed: backoff policy did not return for %v; nak'd with the fetch wait as delay: %w", d, err)
+	default:
+		return fmt.Errorf("natsfeed: settling %v did not return; nak'd: %w", d, err)
+	}
 }
 
 // notRun settles a message the pool refused or gave up, unless the drain

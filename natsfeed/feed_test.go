@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -236,10 +237,11 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 	js, cons := setup(t, 30*time.Second, 6)
 	terminated := advisories(t, js)
 	var panics atomic.Int64
-	pool := workerpool.New(8, workerpool.WithPanicHandler(func(any) { panics.Add(1) }))
+	pool := workerpool.New(8, workerpool.WithHooks(workerpool.Hooks{Panic: func(any) { panics.Add(1) }}))
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	var errs edgeErrors
 	const delay = 300 * time.Millisecond
 	var mu sync.Mutex
 	deliveries := map[int][]uint64{}  // job: delivery counts seen
@@ -271,7 +273,7 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 		}
 		switch {
 		case id == 1:
-			return fmt.Errorf("job 1: %w", natsfeed.ErrPermanent)
+			return workerpool.Permanent(errors.New("job 1"))
 		case id == 2 && n < 3:
 			return failed(fmt.Errorf("job 2 fails on delivery %d", n))
 		case id == 3 && n == 1:
@@ -284,14 +286,38 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 			runtime.Goexit()
 		}
 		return nil
-	}, natsfeed.WithBackoff(policy), natsfeed.WithStats(stats))
+	}, natsfeed.WithBackoff(policy), natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
 	eventually(t, func() bool { c := stats.Counts(); return c.Acked == 4 && c.Terminated == 2 }, "4 acked and 2 terminated")
 	cancel()
 	require.NoError(t, wait(), "Feed")
 
 	assert.Equal(t, map[int][]uint64{0: {1}, 1: {1}, 2: {1, 2, 3}, 3: {1, 2}, 4: {1, 2}, 5: {1, 2}}, deliveries, "delivery counts per job")
 	assert.Equal(t, natsfeed.Counts{Taken: 11, Redelivered: 5, Acked: 4, Nacked: 5, Terminated: 2, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
-	assert.Equal(t, int64(1), panics.Load(), "panics passed to the pool's handler")
+	// The task's handle recovers the handler's panic: the pool counts it,
+	// its Panic hook is not called, and Feed reports it with the
+	// *PanicError (value and stack), as it reports the Goexit.
+	assert.Zero(t, panics.Load(), "panics passed to the pool's Panic hook")
+	assert.Equal(t, uint64(1), pool.Status().Panicked, "the pool's Status.Panicked")
+	var reported []error
+	for _, err := range errs.all() {
+		if strings.Contains(err.Error(), "did not return") {
+			reported = append(reported, err)
+		}
+	}
+	if assert.Len(t, reported, 2, "reported: the panic and the Goexit (all: %v)", errs.all()) {
+		var pe *workerpool.PanicError
+		for _, err := range reported {
+			if errors.As(err, &pe) {
+				assert.Equal(t, "job 3 panics", pe.Value, "the panic's value")
+				assert.Contains(t, string(pe.Stack), "natsfeed_test.TestFeedSettlesByTheHandlersResult", "the panic's stack shows the handler")
+				assert.Contains(t, err.Error(), "natsfeed: handler did not return for message 4 of stream ", "the report")
+			} else {
+				assert.ErrorIs(t, err, workerpool.ErrGoexit, "the other report: the Goexit")
+				assert.Contains(t, err.Error(), "natsfeed: handler did not return for message 6 of stream ", "the report")
+			}
+		}
+		assert.NotNil(t, pe, "a report wraps the *PanicError")
+	}
 	assert.ElementsMatch(t, []call{
 		{1, "job 2 fails on delivery 1"}, {2, "job 2 fails on delivery 2"},
 		{1, "natsfeed: handler panicked or called runtime.Goexit"},
@@ -304,13 +330,47 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 			assert.GreaterOrEqual(t, arrived[id][i+1].Sub(r), delay, "job %d: delivery %d came after the nak delay", id, i+2)
 		}
 	}
-	// Job 1 (ErrPermanent) and job 4 (the policy gave up) were terminated,
+	// Job 1 (permanent) and job 4 (the policy gave up) were terminated,
 	// with the error as the reason (stream sequence = job + 1).
 	eventually(t, func() bool { return len(terminated()) == 2 }, "2 term advisories")
-	assert.Equal(t, map[uint64]string{2: "job 1: natsfeed: permanent failure", 5: "job 4: fails every time"}, terminated(), "terminated messages and reasons")
+	assert.Equal(t, map[uint64]string{2: "job 1", 5: "job 4: fails every time"}, terminated(), "terminated messages and reasons")
 	i := info(t, cons)
 	assert.Equal(t, 0, i.NumAckPending, "unacked on the server")
 	assert.Equal(t, uint64(0), i.NumPending, "undelivered on the server")
+}
+
+// TestFeedRecoversAHandlersPanic: each message's task is a handle of the
+// pool's Go, which recovers its panic: a handler that panics, on a pool
+// with no Panic hook, does not crash the program. Feed naks the message
+// with the backoff delay, reports the panic to its error handler with the
+// *PanicError (value and stack), and the redelivery is handled.
+func TestFeedRecoversAHandlersPanic(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 1)
+	pool := workerpool.New(1) // no Hooks.Panic: a plain task's panic would crash the test binary
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var errs edgeErrors
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		if delivered(msg) == 1 {
+			panic("handler bug")
+		}
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, true }))
+	eventually(t, func() bool { return stats.Counts().Acked == 1 }, "the redelivery acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 2, Redelivered: 1, Acked: 1, Nacked: 1, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Equal(t, uint64(1), pool.Status().Panicked, "the pool's Status.Panicked")
+	reported := errs.all()
+	require.Len(t, reported, 1, "errors reported: %v", reported)
+	var pe *workerpool.PanicError
+	require.ErrorAs(t, reported[0], &pe, "the report wraps the *PanicError")
+	assert.Equal(t, "handler bug", pe.Value, "the panic's value")
+	assert.Contains(t, string(pe.Stack), "TestFeedRecoversAHandlersPanic", "the stack shows the handler's frames")
+	assert.Regexp(t, `^natsfeed: handler did not return for message 1 of stream \S+; nak'd: workerpool: task panicked: handler bug$`, reported[0].Error(), "the report")
 }
 
 func TestFeedDrainsWhatItHolds(t *testing.T) {
@@ -485,6 +545,8 @@ func TestFeedRefusesBadInput(t *testing.T) {
 		{"WithProgress(-1s)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(-time.Second)), "natsfeed: WithProgress(-1s): every must be at least 1ms"},
 		{"WithErrorHandler(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithErrorHandler(nil)), "natsfeed: WithErrorHandler(nil)"},
 		{"WithStats(nil)", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithStats(nil)), "natsfeed: WithStats(nil)"},
+		{"WithTaskOption with a Retry", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithTaskOption(workerpool.TaskOption{Retry: workerpool.Backoff(0, 0, 3)})),
+			"natsfeed: WithTaskOption: Retry must be nil (WithBackoff sets how a failed message is redelivered)"},
 		{"first bad option", natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithFetchWait(-1), natsfeed.WithMaxInFlight(-2)), "natsfeed: WithFetchWait(-1ns): d must be from 1ms to 1h0m0s"},
 	} {
 		assert.EqualError(t, c.err, c.want, c.name)

@@ -64,7 +64,7 @@ func FuzzFeed(f *testing.F) {
 		for _, m := range msgs {
 			m.(*fakeMsg).cons = cons
 		}
-		poolOpts := []workerpool.Option{workerpool.WithPanicHandler(func(any) {})}
+		var poolOpts []workerpool.Option
 		switch flags >> 3 & 3 { // a queue that refuses, drops or expires what the feed fetched ahead
 		case 1:
 			poolOpts = append(poolOpts, workerpool.WithMaxWaiting(1, workerpool.Reject))
@@ -100,7 +100,7 @@ func FuzzFeed(f *testing.F) {
 				case 1:
 					return errors.New("failed")
 				case 2:
-					return natsfeed.ErrPermanent
+					return workerpool.Permanent(errors.New("fails for good"))
 				case 3:
 					panic("handler panics")
 				case 4:

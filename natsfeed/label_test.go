@@ -13,28 +13,38 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Each message's task carries a Label: the consumer's name by default, or
-// WithLabel's, so the pool's hooks (and the metrics and spans built on
-// them) tell the feed's tasks apart.
+// Each message's task carries WithTaskOption's options, and a Label: the
+// consumer's name unless WithTaskOption gives one, so the pool's hooks
+// (and the metrics and spans built on them) tell the feed's tasks apart.
 func TestFeedLabelsEachMessagesTask(t *testing.T) {
+	type task struct {
+		label    string
+		key      string
+		priority int
+		weight   int
+	}
 	for _, tc := range []struct {
 		name string
 		opts []natsfeed.Option
-		want string
+		want task
 	}{
-		{"the consumer's name", nil, "workers"},
-		{"WithLabel", []natsfeed.Option{natsfeed.WithLabel("orders")}, "orders"},
-		{"WithLabel empty", []natsfeed.Option{natsfeed.WithLabel("")}, ""},
+		{"the consumer's name", nil, task{"workers", "", 0, 1}},
+		{"a Label", []natsfeed.Option{natsfeed.WithTaskOption(workerpool.TaskOption{Label: "orders"})}, task{"orders", "", 0, 1}},
+		{"other options, and the consumer's name", []natsfeed.Option{natsfeed.WithTaskOption(workerpool.TaskOption{Key: "k", Priority: 2, Weight: 2})}, task{"workers", "k", 2, 2}},
+		{"the last WithTaskOption", []natsfeed.Option{
+			natsfeed.WithTaskOption(workerpool.TaskOption{Label: "first", Priority: 1}),
+			natsfeed.WithTaskOption(workerpool.TaskOption{Label: "orders"}),
+		}, task{"orders", "", 0, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, cons := setup(t, 30*time.Second, 20)
 			var mu sync.Mutex
-			labels := map[string]int{}
+			tasks := map[task]int{}
 			pool := workerpool.New(4, workerpool.WithHooks(workerpool.Hooks{
 				TaskFinished: func(_ context.Context, ti workerpool.TaskInfo) {
 					mu.Lock()
 					defer mu.Unlock()
-					labels[ti.Label]++
+					tasks[task{ti.Label, ti.Key, ti.Priority, ti.Weight}]++
 				},
 			}))
 			defer pool.Stop()
@@ -51,7 +61,7 @@ func TestFeedLabelsEachMessagesTask(t *testing.T) {
 			require.NoError(t, wait(), "Feed")
 			mu.Lock()
 			defer mu.Unlock()
-			assert.Equal(t, map[string]int{tc.want: 20}, labels, "the label of every message's run")
+			assert.Equal(t, map[task]int{tc.want: 20}, tasks, "the options of every message's run")
 		})
 	}
 }

@@ -36,7 +36,7 @@ func TestFeedLeavesNoGoroutine(t *testing.T) {
 			publish(t, js, 200)
 			runtime.GC()
 			base := runtime.NumGoroutine()
-			pool := workerpool.New(3, workerpool.WithPanicHandler(func(any) {}))
+			pool := workerpool.New(3)
 			ctx, cancel := context.WithCancel(context.Background())
 			stats := new(natsfeed.Stats)
 			wait := edgeRun(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {

@@ -69,7 +69,7 @@ func TestFeedSettlesWhenThePolicyCallsGoexit(t *testing.T) {
 // delay) and counted, the policy asked once for each run.
 func TestFeedSettlesWhenThePolicyCallsGoexitAfterAPanic(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 3)
-	pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) {}))
+	pool := workerpool.New(2)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -17,14 +17,13 @@ type Option func(*config)
 type config struct {
 	maxInFlight  int // 0: the default bound (see defaultBound)
 	fetchWait    time.Duration
-	backoff      workerpool.RetryPolicy
+	backoff      func(attempt int, err error) (delay time.Duration, retry bool)
 	progress     time.Duration // 0: no InProgress beats
 	onError      func(error)
 	cancelOnStop bool
 	stats        *Stats
-	label        string // WithLabel's name, if labelSet
-	labelSet     bool
-	err          error // the first bad option
+	task         workerpool.TaskOption // WithTaskOption's; its Label "" means the consumer's name
+	err          error                 // the first bad option
 }
 
 const (
@@ -39,21 +38,14 @@ const (
 	// MinProgress bounds WithProgress: a beat per message more often than
 	// that floods the server and tells it nothing more.
 	MinProgress = time.Millisecond
-	// DefaultBackoffBase and DefaultBackoffMax shape DefaultBackoff.
-	DefaultBackoffBase = time.Second
-	DefaultBackoffMax  = time.Minute
 )
-
-// DefaultBackoff is the nak delay when no WithBackoff is given:
-// exponential from DefaultBackoffBase to DefaultBackoffMax with full jitter,
-// and no limit on deliveries (the consumer's MaxDeliver sets one).
-var DefaultBackoff = workerpool.Backoff(DefaultBackoffBase, DefaultBackoffMax, math.MaxInt)
 
 func newConfig(opts []Option) config {
 	c := config{
 		fetchWait: DefaultFetchWait,
-		backoff:   DefaultBackoff,
-		onError:   logError,
+		// WithBackoff's default: from 1s to 1m, and no limit on deliveries.
+		backoff: workerpool.Backoff(time.Second, time.Minute, math.MaxInt),
+		onError: logError,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -146,14 +138,19 @@ func WithFetchWait(d time.Duration) Option {
 	}
 }
 
-// WithBackoff sets the delay of the nak that follows a handler error: p is
-// called with the message's delivery count as the attempt (1 on its first
-// delivery) and the handler's error. If p returns retry false, the message
-// is terminated instead, as for ErrPermanent. p is called on the worker
-// that ran the handler and must not block. p must not be nil.
+// WithBackoff sets the delay of the nak that follows a handler error. p is
+// a retry policy, as for workerpool.TaskOption.Retry ([workerpool.Backoff]
+// makes one), called with the message's delivery count as the attempt (1
+// on its first delivery) and the handler's error (for a handler that
+// panicked or called runtime.Goexit, an error that says so). If p returns
+// retry false, the message is terminated instead, as for an error marked
+// with [workerpool.Permanent], for which p is not called. p is called on
+// the worker that ran the handler and must not block. p must not be nil.
 //
-// Default: DefaultBackoff.
-func WithBackoff(p workerpool.RetryPolicy) Option {
+// Default: workerpool.Backoff(time.Second, time.Minute, math.MaxInt):
+// exponential from 1s to 1m with full jitter, and no limit on deliveries
+// (the consumer's MaxDeliver sets one).
+func WithBackoff(p func(attempt int, err error) (delay time.Duration, retry bool)) Option {
 	return func(c *config) {
 		if p == nil {
 			c.refuse("WithBackoff(nil)")
@@ -186,7 +183,10 @@ func WithProgress(every time.Duration) Option {
 // WithErrorHandler sets the function that learns of every error Feed meets
 // and does not return: a failed fetch (retried after the fetch wait), a
 // failed acknowledgement (retried), a failed nak, term or progress beat, a
-// message the pool refused to run (nak'd), a backoff policy that panicked.
+// message the pool refused to run (nak'd), a handler or a backoff policy
+// that panicked or called runtime.Goexit (nak'd; the error wraps the
+// pool's [*workerpool.PanicError], with the stack, or
+// [workerpool.ErrGoexit]).
 // f is called from Feed's and the pool's goroutines, possibly at once, and
 // must not block for long or panic. f must not be nil.
 //
@@ -224,15 +224,23 @@ func WithStats(s *Stats) Option {
 	}
 }
 
-// WithLabel sets the workerpool.Label of the task that handles each
-// message: the name the pool's hooks, logs, metrics and spans know these
-// tasks by (see workerpool.Label), so that a pool fed by several consumers,
-// or also running tasks of its own, tells them apart. A label is a kind of
-// task, never a message id. "" means no label.
+// WithTaskOption sets the options of the pool's task that handles each
+// message (see [workerpool.TaskOption]): its Priority, Weight, Key and
+// Delay schedule it among the pool's other tasks, and its Label is the name the
+// pool's hooks, logs, metrics and spans know these tasks by, so that a
+// pool fed by several consumers, or also running tasks of its own, tells
+// them apart. A label is a kind of task, never a message id; an empty
+// Label means the consumer's name. o.Retry must be nil: a failed message
+// is nak'd for redelivery as WithBackoff says, never run again in place.
 //
-// Default: the consumer's name.
-func WithLabel(name string) Option {
+// Default: the zero TaskOption: each message's task has the pool's default
+// priority and weight, no key and no delay, and the consumer's name as its
+// Label.
+func WithTaskOption(o workerpool.TaskOption) Option {
 	return func(c *config) {
-		c.label, c.labelSet = name, true
+		if o.Retry != nil {
+			c.refuse("WithTaskOption: Retry must be nil (WithBackoff sets how a failed message is redelivered)")
+		}
+		c.task = o
 	}
 }

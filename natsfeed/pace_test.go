@@ -86,7 +86,7 @@ func paceMsgs(n int, ackTakes time.Duration, ackErrs ...error) []jetstream.Msg {
 // until stop has passed.
 func paceFeed(t *testing.T, size int, cons jetstream.Consumer, h natsfeed.Handler, stop time.Duration) natsfeed.Counts {
 	t.Helper()
-	pool := workerpool.New(size, workerpool.WithPanicHandler(func(any) {}))
+	pool := workerpool.New(size)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(stop, cancel)

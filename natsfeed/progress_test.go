@@ -96,7 +96,7 @@ func TestProgressNeverFollowsSettlement(t *testing.T) {
 		case 1:
 			return fmt.Errorf("job %d fails once", id)
 		case 3:
-			return fmt.Errorf("job %d: %w", id, natsfeed.ErrPermanent)
+			return workerpool.Permanent(fmt.Errorf("job %d", id))
 		}
 		return nil
 	}, natsfeed.WithStats(stats), natsfeed.WithProgress(time.Millisecond),
@@ -125,7 +125,7 @@ func TestProgressNeverFollowsTheDrainsNaks(t *testing.T) {
 			const n = 400
 			url, js, cons := setupAt(t, 30*time.Second, n)
 			wire, flush := listenAcks(t, url)
-			pool := workerpool.New(2, workerpool.WithPanicHandler(func(any) {}))
+			pool := workerpool.New(2)
 			defer pool.Stop()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -67,7 +67,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 		require.NoError(t, err, "the feed's consumer")
 
 		size, feeds, end := 1+rng.IntN(4), 1+rng.IntN(2), ends[rng.IntN(len(ends))]
-		pool := workerpool.New(size, workerpool.WithPanicHandler(func(any) {}))
+		pool := workerpool.New(size)
 		ctx, cancel := context.WithCancel(context.Background())
 		var handled, gaveUp atomic.Int64
 		onError := func(err error) {
@@ -85,7 +85,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 			case 1:
 				return errors.New("fails")
 			case 2:
-				return natsfeed.ErrPermanent
+				return workerpool.Permanent(errors.New("fails for good"))
 			case 3:
 				panic("panics")
 			case 4:

@@ -21,7 +21,7 @@ type Counts struct {
 	Redelivered int64 // of Taken, messages the server had delivered before (delivery count above 1)
 	Acked       int64 // handler returned nil and the server confirmed the acknowledgement
 	Nacked      int64 // handler failed, panicked or called runtime.Goexit, or the pool refused to run it: given back for redelivery
-	Terminated  int64 // handler's error wrapped ErrPermanent, or the backoff policy gave up: never redelivered
+	Terminated  int64 // handler's error was marked with workerpool.Permanent, or the backoff policy gave up: never redelivered
 	Unsettled   int64 // acknowledging failed until the server's AckWait ran out, or a nak or term failed: the server redelivers it
 	InFlight    int64 // received and not settled yet
 	MaxInFlight int64 // the highest InFlight has been

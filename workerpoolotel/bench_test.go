@@ -33,14 +33,14 @@ func benchProviders(b *testing.B) (*sdktrace.TracerProvider, *sdkmetric.MeterPro
 }
 
 func benchHooks(b *testing.B, tp trace.TracerProvider, mp metric.MeterProvider) workerpool.Hooks {
-	hooks, err := NewHooks(WithTracerProvider(tp), WithMeterProvider(mp))
+	hooks, err := NewHooks("bench", WithTracerProvider(tp), WithMeterProvider(mp))
 	require.NoError(b, err, "NewHooks")
 	return hooks
 }
 
 // benchInfo is what the hooks are told of a run in the benchmarks.
 func benchInfo() (started, finished workerpool.TaskInfo) {
-	started = workerpool.TaskInfo{Pool: "bench", Label: "resize", Weight: 1, Attempt: 1, Waited: time.Microsecond}
+	started = workerpool.TaskInfo{Label: "resize", Weight: 1, Attempt: 1, Waited: time.Microsecond}
 	finished = started
 	finished.Ran = time.Millisecond
 	return started, finished
@@ -49,7 +49,7 @@ func benchInfo() (started, finished workerpool.TaskInfo) {
 // benchAttrs are the attributes the hooks give a run's span.
 func benchAttrs(t workerpool.TaskInfo) []attribute.KeyValue {
 	return []attribute.KeyValue{
-		attribute.String(spanPoolKey, t.Pool),
+		attribute.String(spanPoolKey, "bench"),
 		attribute.String(spanLabelKey, t.Label),
 		attribute.Int(spanAttemptKey, t.Attempt),
 		attribute.Int(spanPriorityKey, t.Priority),

@@ -4,31 +4,32 @@
 // functions do it, each opt-in:
 //
 //   - [NewHooks] returns [workerpool.Hooks], for workerpool.WithHooks,
-//     that give each run of each task a span and measure it: whatever
-//     call queued the task (Submit, Do, DoContext, DoWait, DoWaitContext,
-//     TrySubmit, DoBatch, Go, Call, Group.Go), in any number of pools.
+//     that give each run of each task of a pool a span and measure it:
+//     whatever call queued the task (Submit, SubmitWait, Do, DoWait,
+//     DoContext, DoBatch, Go, GoResult, Group.Go).
 //   - [RegisterStatus] reads [workerpool.WorkerPool.Status] once per
 //     collection, with one callback for all its instruments: nothing per
 //     task.
 //
 // Usage:
 //
-//	hooks, err := workerpoolotel.NewHooks()
+//	hooks, err := workerpoolotel.NewHooks("images")
 //	if err != nil {
 //		return err
 //	}
-//	pool := workerpool.New(8, workerpool.WithName("images"), workerpool.WithHooks(hooks))
+//	pool := workerpool.New(8, workerpool.WithHooks(hooks))
 //	defer pool.StopWait()
-//	reg, err := workerpoolotel.RegisterStatus(pool)
+//	reg, err := workerpoolotel.RegisterStatus(pool, "images")
 //	if err != nil {
 //		return err
 //	}
 //	defer reg.Unregister()
-//	task := pool.Go(ctx, resize, workerpool.Label("resize")) // a span named resize, a child of ctx's
-//	pool.Submit(cleanup)                                     // a root span named workerpool.task
+//	task := pool.Go(ctx, resize, workerpool.TaskOption{Label: "resize"}) // a span named resize, a child of ctx's
+//	pool.Submit(cleanup)                                                  // a root span named workerpool.task
 //
-// Give each pool its own name (workerpool.WithName): the hooks tell pools
-// apart by name, and two pools of one name share their series.
+// A WorkerPool has no name of its own: give NewHooks and RegisterStatus
+// the same name for a pool, its own: it is the attribute pool of its
+// spans and series, and two pools of one name share their series.
 //
 // # Spans
 //
@@ -37,18 +38,17 @@
 // just after it (TaskFinished), before the task's Wait, or DoWait,
 // returns. Its rules:
 //
-//   - Name: the task's Label (workerpool.Label), or "workerpool.task" for a
-//     task without one. Kind: internal.
+//   - Name: the task's Label (workerpool.TaskOption), or "workerpool.task"
+//     for a task without one. Kind: internal.
 //   - Parent: the span in the ctx the pool gives TaskStarted. For Go and
-//     Call that is the caller's ctx, for Group.Go the group's, for
-//     DoContext its ctx (its values, not its cancellation), for
-//     DoWaitContext its ctx: the span is a
+//     GoResult that is the caller's ctx, for Group.Go the group's, for
+//     DoContext its ctx (its values, not its cancellation): the span is a
 //     child of the submitter's span. Submit, Do, DoWait and the other calls
 //     without a ctx give context.Background(): the span is a root.
 //   - Retries: each attempt starts from that same ctx, not from the
 //     attempt before: the attempts' spans are siblings, numbered by
 //     workerpool.task.attempt.
-//   - Children: a task given a ctx (Go, Call, Group.Go) runs with a ctx
+//   - Children: a task given a ctx (Go, GoResult, Group.Go) runs with a ctx
 //     that holds the run's span, so the spans it starts with it are the
 //     run's children. A plain func has no ctx.
 //   - Status: unset for a run that succeeded, as OpenTelemetry asks of
@@ -56,7 +56,7 @@
 //     that failed, with an exception event. For a returned error, and for
 //     runtime.Goexit (workerpool.ErrGoexit), the event is
 //     span.RecordError's. For a panic (a *workerpool.PanicError, a plain
-//     func's under a panic handler included) it says what the task
+//     func's under a Panic hook included) it says what the task
 //     panicked with: exception.type is the value's Go type (%T),
 //     exception.message the value (fmt.Sprint), and exception.stacktrace
 //     the stack the pool took as the task panicked.
@@ -67,14 +67,14 @@
 // The attributes of every span:
 //
 //	attribute                 type     value
-//	pool                      string   the pool's name (TaskInfo.Pool), as on the metrics
+//	pool                      string   the pool's name, given to NewHooks, as on the metrics
 //	task                      string   the task's Label as given, "" if none (the metrics say none, and other past the cap)
 //	workerpool.task.attempt   int      1, then 2, ... under Retry
 //	workerpool.task.priority  int      the task's Priority
 //	workerpool.task.key       string   the task's Key, on the spans of keyed tasks only (a key is an
 //	                                   id: it is never a metric attribute)
 //	workerpool.task.wait      float64  the run's wait in seconds: from acceptance, or from when it
-//	                                   became due (Delay, At, a retry), to the start of the run
+//	                                   became due (a Delay, a retry), to the start of the run
 //
 // The attributes are set once the span has started, and only on a span
 // that records: a Sampler sees the span's name, which is the label, but
@@ -120,8 +120,8 @@
 // that does not import it does not compile nats.go. The
 // attributes:
 //
-//   - pool: the pool's name (workerpool.WithName; TaskInfo.Pool for the
-//     hooks). An unnamed pool's is "", which Prometheus treats as no label.
+//   - pool: the pool's name, as given to NewHooks and RegisterStatus. The
+//     name "" is allowed, and Prometheus treats it as no label.
 //   - task: the task's Label; "none" for a task without one; "other" for a
 //     label past the cap: the first WithMaxLabels(n) distinct labels the
 //     hooks see keep their value (default DefaultMaxLabels, 100), later ones
@@ -141,9 +141,9 @@
 // unfinished_work_seconds and longest_running_processor_seconds: a run
 // that never ends makes the first grow without bound while the second
 // tells how long it has been stuck. They are computed at each collection,
-// from the runs between TaskStarted and TaskFinished, for every pool the
-// hooks have seen, as long as the MeterProvider lives: a pool that has
-// stopped reports 0.
+// from the runs between TaskStarted and TaskFinished, for the hooks' pool
+// once it has run a task, as long as the MeterProvider lives: a pool that
+// has stopped reports 0.
 //
 // A run is measured, and kept for the stuck-work gauges, if the meter
 // records any of the hooks' four synchronous instruments as it starts
@@ -191,23 +191,29 @@
 //
 // # Combining hooks
 //
-// A pool takes one Hooks. To add hooks of your own to NewHooks's, set the
-// fields you need and call NewHooks's from yours. Give NewHooks's
-// TaskFinished the ctx its TaskStarted returned, or one derived from it,
-// as the pool does: that is how it finds the run. (Given another ctx,
-// TaskFinished still measures the run, but cannot end its span, and the
-// stuck-work gauges count the run as under way for good.)
-// NewHooks leaves TaskDropped nil.
+// workerpool.WithHooks merges: each non-nil hook of a later WithHooks
+// replaces the earlier one, and nil ones change nothing. NewHooks leaves
+// TaskDropped, DeadLetter and Panic nil, so hooks of those kinds go in a
+// WithHooks of their own beside NewHooks's. A pool has one TaskStarted and
+// one TaskFinished, though: to run your own too, call NewHooks's from
+// yours. Give NewHooks's TaskFinished the ctx its TaskStarted returned, or
+// one derived from it, as the pool does: that is how it finds the run.
+// (Given another ctx, TaskFinished still measures the run, but cannot end
+// its span, and the stuck-work gauges count the run as under way for
+// good.)
 //
-//	otelHooks, err := workerpoolotel.NewHooks()
+//	otelHooks, err := workerpoolotel.NewHooks("images")
 //	...
-//	hooks := otelHooks
-//	hooks.TaskStarted = func(ctx context.Context, t workerpool.TaskInfo) context.Context {
-//		ctx = otelHooks.TaskStarted(ctx, t)
-//		return context.WithValue(ctx, myKey{}, myStart(t))
-//	}
-//	hooks.TaskDropped = myDropped
-//	pool := workerpool.New(8, workerpool.WithName("images"), workerpool.WithHooks(hooks))
+//	pool := workerpool.New(8,
+//		workerpool.WithHooks(otelHooks),
+//		workerpool.WithHooks(workerpool.Hooks{
+//			TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+//				ctx = otelHooks.TaskStarted(ctx, t)
+//				return context.WithValue(ctx, myKey{}, myStart(t))
+//			},
+//			TaskDropped: myDropped,
+//		}),
+//	)
 //
 // # Providers and the shape of the API
 //
@@ -219,53 +225,23 @@
 //
 // The two parts are separate functions because they are made at
 // different moments: hooks must be given to workerpool.New, so NewHooks
-// comes first, and learns each pool's name from the hooks' TaskInfo; the
-// status callback needs the pool, and RegisterStatus returns the
-// metric.Registration every OpenTelemetry callback has, to Unregister
-// when the pool is gone.
+// comes first, and takes the pool's name, which the pool does not have;
+// the status callback needs the pool (and takes the same name), and
+// RegisterStatus returns the metric.Registration every OpenTelemetry
+// callback has, to Unregister when the pool is gone.
 //
 // Bad input panics, as in the workerpool package: a nil pool
 // (RegisterStatus). Errors from the OpenTelemetry API, such as a refused
 // instrument, are returned.
 //
-// # Migrating from earlier versions
+// # Migrating from v0.1.0
 //
-// NewHooks(poolName, opts...) is now NewHooks(opts...): drop the name; the
-// hooks read it from each call (TaskInfo.Pool), so give the pool the same
-// name with workerpool.WithName, and one Hooks value can serve several
-// pools. The hooks now make a span for every run, so Tracing, NewTracing,
-// Tracing.Go and Call are gone: give the pool NewHooks's hooks, and call
-// the pool's own methods with the name as a Label:
-//
-//	task := tracing.Go(ctx, "resize", fn)                                    // before
-//	task := pool.Go(ctx, fn, workerpool.Label("resize"))                     // now
-//	size := workerpoolotel.Call(ctx, tracing, "measure", measure)            // before
-//	size := workerpool.Call(ctx, pool, measure, workerpool.Label("measure")) // now
-//
-// The span's workerpool.task.wait is now the pool's wait (TaskInfo.Waited):
-// from when the run could start, so it no longer includes a Delay, and a
-// retry's counts from when the retry was due, not from the end of the run
-// before. A panic's exception event now carries the panic's value, not
-// the *workerpool.PanicError's message.
-//
-// The instruments were renamed to match workerpoolprom's metrics (see the
-// table above), and their attribute workerpool.name is now pool (the
-// spans' too, and their label is task, as on the metrics):
-//
-//	before                           now
-//	workerpool.workers               workerpool.workers (unchanged)
-//	workerpool.workers.busy          workerpool.busy_workers
-//	workerpool.workers.max           workerpool.max_workers
-//	workerpool.tasks.waiting         workerpool.waiting_tasks
-//	workerpool.tasks.scheduled       workerpool.scheduled_tasks
-//	workerpool.tasks.submitted, ...  workerpool.tasks_submitted, ... (the eight task counters)
-//	workerpool.task.retries          workerpool.task_retries (unit {task}, was {retry})
-//	workerpool.task.wait.duration    workerpool.task_wait (now by pool and task)
-//	workerpool.task.run.duration     workerpool.task_run (now by pool and task)
-//
-// The gauges among them are now observable Gauges, not UpDownCounters:
-// the Prometheus exporter exports both as gauges. The histograms' buckets
-// are now workerpoolprom's, one per decade from 10ns to 1000s. New:
-// workerpool.task_failures, workerpool.task_reruns,
-// workerpool.unfinished_work and workerpool.longest_running_processor.
+// The pool has no name any more (workerpool.WithName and TaskInfo.Pool
+// are gone), so the name goes to this package: replace NewHooks(opts...)
+// with NewHooks("images", opts...) and RegisterStatus(pool, opts...) with
+// RegisterStatus(pool, "images", opts...), and drop WithName("images")
+// from the pool. Give each pool a NewHooks of its own: one Hooks value no
+// longer serves several pools, and the cap of WithMaxLabels now counts
+// the labels of the one pool. The spans, the instruments and their
+// attributes, pool included, are unchanged.
 package workerpoolotel

@@ -27,12 +27,12 @@ func Example() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 
-	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp), workerpoolotel.WithTracerProvider(tp))
+	hooks, err := workerpoolotel.NewHooks("images", workerpoolotel.WithMeterProvider(mp), workerpoolotel.WithTracerProvider(tp))
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool := workerpool.New(1, workerpool.WithName("images"), workerpool.WithHooks(hooks))
-	reg, err := workerpoolotel.RegisterStatus(pool, workerpoolotel.WithMeterProvider(mp))
+	pool := workerpool.New(1, workerpool.WithHooks(hooks))
+	reg, err := workerpoolotel.RegisterStatus(pool, "images", workerpoolotel.WithMeterProvider(mp))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -44,10 +44,10 @@ func Example() {
 		_, decode := tracer.Start(ctx, "decode") // a child of the run's span
 		decode.End()
 		return nil
-	}, workerpool.Label("resize"))
-	measure := workerpool.Call(ctx, pool, func(ctx context.Context) (int, error) {
+	}, workerpool.TaskOption{Label: "resize"})
+	measure := workerpool.GoResult(ctx, pool, func(ctx context.Context) (int, error) {
 		return 640, nil
-	}, workerpool.Label("measure"))
+	}, workerpool.TaskOption{Label: "measure"})
 	pool.Submit(func() {}) // no ctx, no label: a root span named workerpool.task
 	fmt.Println("resize:", resize.Wait())
 	width, err := measure.Wait()
@@ -147,24 +147,27 @@ func labels(kvs []attribute.KeyValue) string {
 	return b.String()
 }
 
-// ExampleNewHooks adds hooks of one's own to NewHooks's: set the fields
-// you need, and call NewHooks's from yours, giving TaskFinished the ctx
-// that TaskStarted returned.
+// ExampleNewHooks adds hooks of one's own to NewHooks's: WithHooks merges,
+// so a later WithHooks adds a TaskDropped (NewHooks leaves it nil) and
+// replaces TaskStarted with one that calls NewHooks's (a TaskFinished of
+// one's own would pass NewHooks's the ctx that TaskStarted returned).
 func ExampleNewHooks() {
-	otelHooks, err := workerpoolotel.NewHooks() // the global providers
+	otelHooks, err := workerpoolotel.NewHooks("mail") // the global providers
 	if err != nil {
 		log.Fatal(err)
 	}
-	hooks := otelHooks
-	hooks.TaskStarted = func(ctx context.Context, t workerpool.TaskInfo) context.Context {
-		ctx = otelHooks.TaskStarted(ctx, t)
-		fmt.Printf("started %q\n", t.Label) // your hook; like every hook, safe for concurrent use
-		return ctx
-	}
-	hooks.TaskDropped = func(t workerpool.TaskInfo) {
-		fmt.Println("dropped", t.Label+":", t.Err) // NewHooks leaves TaskDropped nil
-	}
-	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hooks),
+	pool := workerpool.New(1,
+		workerpool.WithHooks(otelHooks),
+		workerpool.WithHooks(workerpool.Hooks{
+			TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+				ctx = otelHooks.TaskStarted(ctx, t)
+				fmt.Printf("started %q\n", t.Label) // your hook; like every hook, safe for concurrent use
+				return ctx
+			},
+			TaskDropped: func(t workerpool.TaskInfo) {
+				fmt.Println("dropped", t.Label+":", t.Err)
+			},
+		}),
 		workerpool.WithMaxWaiting(1, workerpool.Reject))
 	running, release := make(chan struct{}), make(chan struct{})
 	pool.Submit(func() {
@@ -172,8 +175,8 @@ func ExampleNewHooks() {
 		<-release
 	})
 	<-running
-	_ = pool.DoContext(context.Background(), func() {}, workerpool.Label("send")) // waits: the queue is now full
-	err = pool.DoContext(context.Background(), func() {}, workerpool.Label("retry"))
+	_ = pool.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "send"}) // waits: the queue is now full
+	err = pool.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "retry"})
 	fmt.Println("refused:", err)
 	close(release)
 	pool.StopWait()
@@ -194,17 +197,17 @@ func Example_prometheus() {
 		log.Fatal(err)
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
-	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp))
+	hooks, err := workerpoolotel.NewHooks("images", workerpoolotel.WithMeterProvider(mp))
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hooks))
-	reg, err := workerpoolotel.RegisterStatus(pool, workerpoolotel.WithMeterProvider(mp))
+	pool := workerpool.New(2, workerpool.WithHooks(hooks))
+	reg, err := workerpoolotel.RegisterStatus(pool, "images", workerpoolotel.WithMeterProvider(mp))
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer reg.Unregister()
-	_ = pool.DoWaitContext(context.Background(), func() {}, workerpool.Label("resize"))
+	_ = pool.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "resize"})
 	pool.StopWait()
 
 	families, err := registry.Gather()
@@ -243,8 +246,8 @@ func Example_prometheus() {
 func ExampleRegisterStatus() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	pool := workerpool.New(3, workerpool.WithName("mail"))
-	reg, err := workerpoolotel.RegisterStatus(pool, workerpoolotel.WithMeterProvider(mp))
+	pool := workerpool.New(3)
+	reg, err := workerpoolotel.RegisterStatus(pool, "mail", workerpoolotel.WithMeterProvider(mp))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -267,13 +270,14 @@ func ExampleRegisterStatus() {
 func ExampleWithMaxLabels() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp), workerpoolotel.WithMaxLabels(1))
+	hooks, err := workerpoolotel.NewHooks("mail", workerpoolotel.WithMeterProvider(mp), workerpoolotel.WithMaxLabels(1))
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
+	pool := workerpool.New(1, workerpool.WithHooks(hooks))
+	send := func(context.Context) error { return nil }
 	for _, label := range []string{"welcome", "digest", "receipt", "welcome"} {
-		_ = pool.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)) // one after the other: "welcome" comes first
+		_ = pool.Go(context.Background(), send, workerpool.TaskOption{Label: label}).Wait() // one after the other: "welcome" comes first
 	}
 	pool.StopWait()
 
@@ -304,13 +308,13 @@ func ExampleWithMaxLabels() {
 func ExampleWithTracerProvider() {
 	spans := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithTracerProvider(tp))
+	hooks, err := workerpoolotel.NewHooks("images", workerpoolotel.WithTracerProvider(tp))
 	if err != nil {
 		log.Fatal(err)
 	}
 	pool := workerpool.New(2, workerpool.WithHooks(hooks))
 	ctx, request := tp.Tracer("example").Start(context.Background(), "request")
-	_ = pool.Go(ctx, func(context.Context) error { return nil }, workerpool.Label("resize")).Wait()
+	_ = pool.Go(ctx, func(context.Context) error { return nil }, workerpool.TaskOption{Label: "resize"}).Wait()
 	pool.StopWait()
 	request.End()
 	for _, s := range spans.Ended() {
@@ -357,13 +361,13 @@ func printInts(reader *sdkmetric.ManualReader, names ...string) {
 func ExampleWithMeterProvider() {
 	reader := sdkmetric.NewManualReader()
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	hooks, err := workerpoolotel.NewHooks(workerpoolotel.WithMeterProvider(mp))
+	hooks, err := workerpoolotel.NewHooks("mail", workerpoolotel.WithMeterProvider(mp))
 	if err != nil {
 		log.Fatal(err)
 	}
-	pool := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hooks))
+	pool := workerpool.New(2, workerpool.WithHooks(hooks))
 	for range 3 {
-		pool.DoContext(context.Background(), func() {}, workerpool.Label("welcome"))
+		pool.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "welcome"})
 	}
 	pool.StopWait()
 	printInts(reader, "workerpool.task_failures")

@@ -31,27 +31,31 @@ const (
 // that the two modules' series can be read side by side.
 var durationBounds = []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1, 10, 100, 1000}
 
-// NewHooks returns Hooks, for workerpool.WithHooks, that trace each run of
-// every task with a span and measure it with metrics, by pool and by task
-// label. One Hooks value serves any number of pools: each call tells the
-// hooks which pool (TaskInfo.Pool, the name given with workerpool.WithName)
-// and which kind of task (TaskInfo.Label) it is about. The package
-// documentation lists the spans' attributes and the instruments.
+// NewHooks returns Hooks, for workerpool.WithHooks of one pool, that trace
+// each run of every task with a span and measure it with metrics, by task
+// label. name is the pool's name (a workerpool.WorkerPool has none of its
+// own): the attribute pool of every span and series the hooks make, as
+// RegisterStatus takes it for the same pool. Give each pool its own
+// NewHooks and a distinct, fixed name: two pools of one name share their
+// series. The package documentation lists the spans' attributes and the
+// instruments.
 //
 // TaskStarted starts the run's span, a child of the span in the ctx the
-// pool gives it (the submitter's, for Go, Call, Group.Go and DoContext),
+// pool gives it (the submitter's, for Go, GoResult, Group.Go and DoContext),
 // records the run's wait and, for a retry, a rerun, and returns a ctx that
 // holds the span: the task runs with it, so the spans the task starts are
 // children of the run's. TaskFinished records the run's time and, for a
-// failed run, a failure, sets the span's status and ends it. TaskDropped
-// is left nil: a task that never runs gets no span, and RegisterStatus
-// counts it. To add hooks of your own, call these from yours (see the
-// package documentation), passing TaskFinished the ctx TaskStarted
-// returned, or one derived from it, as the pool does.
+// failed run, a failure, sets the span's status and ends it. TaskDropped,
+// DeadLetter and Panic are left nil: a task that never runs gets no span,
+// and RegisterStatus counts it; workerpool.WithHooks merges, so hooks of
+// those kinds may be given beside these. To add a TaskStarted or
+// TaskFinished of your own, call these from yours (see the package
+// documentation), passing TaskFinished the ctx TaskStarted returned, or
+// one derived from it, as the pool does.
 //
 // The hooks also keep the runs under way, for the stuck-work gauges
 // workerpool.unfinished_work and workerpool.longest_running_processor,
-// which report each pool's runs at every collection for as long as the
+// which report the pool's runs at every collection for as long as the
 // MeterProvider lives; a pool that has stopped reports 0. A run is
 // measured and kept only if the meter records at least one of the hooks'
 // instruments as the run starts: with a no-op MeterProvider a run costs
@@ -60,9 +64,9 @@ var durationBounds = []float64{1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1
 //
 // NewHooks returns an error if the meter refuses an instrument or the
 // gauges' callback.
-func NewHooks(opts ...Option) (workerpool.Hooks, error) {
+func NewHooks(name string, opts ...Option) (workerpool.Hooks, error) {
 	c := newConfig(opts)
-	h := &hooks{epoch: time.Now(), tracer: c.tracer(), series: newSeriesSet(c.maxLabels)}
+	h := &hooks{pool: name, epoch: time.Now(), tracer: c.tracer(), series: newSeriesSet(c.maxLabels)}
 	if err := h.instruments(c.meter()); err != nil {
 		return workerpool.Hooks{}, fmt.Errorf("workerpoolotel: NewHooks: %w", err)
 	}
@@ -72,6 +76,7 @@ func NewHooks(opts ...Option) (workerpool.Hooks, error) {
 // hooks is what the funcs NewHooks returns share. It never changes once
 // made; series locks what it must.
 type hooks struct {
+	pool             string    // the pool's name, given to NewHooks
 	epoch            time.Time // the origin of h.now
 	tracer           trace.Tracer
 	wait, run        metric.Float64Histogram
@@ -85,7 +90,7 @@ func (h *hooks) instruments(meter metric.Meter) error {
 	var waitErr, runErr, failuresErr, rerunsErr, unfinishedErr, longestErr error
 	h.wait, waitErr = meter.Float64Histogram(waitName,
 		metric.WithUnit("s"),
-		metric.WithDescription("Time each run of a task waited before it started: from the task's acceptance, or from when it became due (Delay, At, a retry), to the start of the run."),
+		metric.WithDescription("Time each run of a task waited before it started: from the task's acceptance, or from when it became due (a Delay, a retry), to the start of the run."),
 		metric.WithExplicitBucketBoundaries(durationBounds...))
 	h.run, runErr = meter.Float64Histogram(runName,
 		metric.WithUnit("s"),
@@ -190,7 +195,7 @@ func (h *hooks) taskStarted(ctx context.Context, t workerpool.TaskInfo) context.
 	var r *run
 	if span.IsRecording() {
 		rr := &recordingRun{attrs: [...]attribute.KeyValue{
-			attribute.String(spanPoolKey, t.Pool),
+			attribute.String(spanPoolKey, h.pool),
 			attribute.String(spanLabelKey, t.Label),
 			attribute.Int(spanAttemptKey, t.Attempt),
 			attribute.Int(spanPriorityKey, t.Priority),
@@ -210,7 +215,7 @@ func (h *hooks) taskStarted(ctx context.Context, t workerpool.TaskInfo) context.
 	}
 	r.Context, r.hooks = ctx, h
 	if h.measuring(r) {
-		r.series = h.series.of(t.Pool, t.Label)
+		r.series = h.series.of(h.pool, t.Label)
 		h.wait.Record(r, wait, r.series.record...)
 		if t.Attempt > 1 {
 			h.reruns.Add(r, 1, r.series.add...)
@@ -229,7 +234,7 @@ func (h *hooks) taskFinished(ctx context.Context, t workerpool.TaskInfo) {
 	var s *series
 	switch {
 	case r == nil:
-		s = h.series.of(t.Pool, t.Label)
+		s = h.series.of(h.pool, t.Label)
 	case r.series != nil:
 		if !r.series.pool.remove(r) {
 			return // this run was finished already: its ctx came again

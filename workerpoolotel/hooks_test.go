@@ -22,10 +22,11 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
-// newMeasured returns hooks that measure with mp and trace nothing.
-func newMeasured(t *testing.T, mp metric.MeterProvider, opts ...Option) workerpool.Hooks {
+// newMeasured returns hooks, for the pool named pool, that measure with mp
+// and trace nothing.
+func newMeasured(t *testing.T, mp metric.MeterProvider, pool string, opts ...Option) workerpool.Hooks {
 	t.Helper()
-	hooks, err := NewHooks(append([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())}, opts...)...)
+	hooks, err := NewHooks(pool, append([]Option{WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider())}, opts...)...)
 	require.NoError(t, err, "NewHooks")
 	return hooks
 }
@@ -37,13 +38,13 @@ func newMeasured(t *testing.T, mp metric.MeterProvider, opts ...Option) workerpo
 func TestHooksRecordExactMetrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mp, reader := newMetered(t)
-		hooks := newMeasured(t, mp)
+		hooks := newMeasured(t, mp, "timed")
 		assert.Nil(t, hooks.TaskDropped, "TaskDropped")
-		p := workerpool.New(1, workerpool.WithName("timed"), workerpool.WithHooks(hooks))
+		p := workerpool.New(1, workerpool.WithHooks(hooks))
 		defer p.Stop()
 		ctx := t.Context()
 		errFail := errors.New("no luck")
-		resize := workerpool.Label("resize")
+		resize := workerpool.TaskOption{Label: "resize"}
 
 		// No label: waits 0s, runs 2s. resize: waits 2s, runs 1s; waits
 		// 3s, runs 0.5s and fails.
@@ -77,7 +78,7 @@ func TestHooksRecordExactMetrics(t *testing.T) {
 
 		// fetch: fails twice at once, is retried 1s later each time, and
 		// then runs 0.25s; then one panics, one calls runtime.Goexit.
-		fetch := workerpool.Label("fetch")
+		fetch := workerpool.TaskOption{Label: "fetch"}
 		runs := 0
 		retried := p.Go(ctx, func(context.Context) error {
 			if runs++; runs < 3 {
@@ -85,7 +86,7 @@ func TestHooksRecordExactMetrics(t *testing.T) {
 			}
 			time.Sleep(time.Second / 4)
 			return nil
-		}, fetch, workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
+		}, fetch, workerpool.TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Second, true }})
 		require.NoError(t, retried.Wait(), "the retried task")
 		var pe *workerpool.PanicError
 		require.ErrorAs(t, p.Go(ctx, func(context.Context) error { panic("boom") }, fetch).Wait(), &pe, "the task that panics")
@@ -134,9 +135,9 @@ func TestHooksReportStuckWork(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mp, reader := newMetered(t)
-				hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tc.tp(t)))
+				hooks, err := NewHooks("stuck", WithMeterProvider(mp), WithTracerProvider(tc.tp(t)))
 				require.NoError(t, err, "NewHooks")
-				p := workerpool.New(2, workerpool.WithName("stuck"), workerpool.WithHooks(hooks))
+				p := workerpool.New(2, workerpool.WithHooks(hooks))
 				defer p.Stop()
 				release := make(chan struct{})
 
@@ -171,9 +172,9 @@ func TestHooksMeasureOnlyWhatTheMeterRecords(t *testing.T) {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithView(drop))
 		defer func() { assert.NoError(t, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
 		tp, rec := newRecorded(t)
-		hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp))
+		hooks, err := NewHooks("dropped", WithMeterProvider(mp), WithTracerProvider(tp))
 		require.NoError(t, err, "NewHooks")
-		p := workerpool.New(1, workerpool.WithName("dropped"), workerpool.WithHooks(hooks))
+		p := workerpool.New(1, workerpool.WithHooks(hooks))
 		defer p.Stop()
 
 		release := make(chan struct{})
@@ -188,26 +189,28 @@ func TestHooksMeasureOnlyWhatTheMeterRecords(t *testing.T) {
 	})
 }
 
-// TestHooksCapLabels gives one Hooks value to two pools, capped at two
-// labels: the first two labels seen, in either pool, keep their value;
-// later ones count as "other", tasks without a label as "none". Spans keep
-// each task's own label.
+// TestHooksCapLabels gives two pools the hooks of their own, each capped
+// at two labels on one MeterProvider: the first two labels each pool's
+// hooks see keep their value; later ones count as "other", tasks without
+// a label as "none". Spans keep each task's own label.
 func TestHooksCapLabels(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mp, reader := newMetered(t)
 		tp, rec := newRecorded(t)
-		hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp), WithMaxLabels(2))
-		require.NoError(t, err, "NewHooks")
-		p1 := workerpool.New(1, workerpool.WithName("p1"), workerpool.WithHooks(hooks))
+		hooks1, err := NewHooks("p1", WithMeterProvider(mp), WithTracerProvider(tp), WithMaxLabels(2))
+		require.NoError(t, err, "NewHooks(p1)")
+		hooks2, err := NewHooks("p2", WithMeterProvider(mp), WithTracerProvider(tp), WithMaxLabels(2))
+		require.NoError(t, err, "NewHooks(p2)")
+		p1 := workerpool.New(1, workerpool.WithHooks(hooks1))
 		defer p1.Stop()
-		p2 := workerpool.New(1, workerpool.WithName("p2"), workerpool.WithHooks(hooks))
+		p2 := workerpool.New(1, workerpool.WithHooks(hooks2))
 		defer p2.Stop()
 
 		for _, label := range []string{"a", "b", ""} {
-			require.NoError(t, p1.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)), "DoWait on p1")
+			require.NoError(t, p1.Go(context.Background(), noop, workerpool.TaskOption{Label: label}).Wait(), "Go on p1")
 		}
-		for _, label := range []string{"b", "c", "d", "c", ""} {
-			require.NoError(t, p2.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)), "DoWait on p2")
+		for _, label := range []string{"b", "c", "d", "c", "e", ""} {
+			require.NoError(t, p2.Go(context.Background(), noop, workerpool.TaskOption{Label: label}).Wait(), "Go on p2")
 		}
 		runs := make(map[point]uint64)
 		for name, h := range collectHooks(t, reader).Histograms {
@@ -218,20 +221,22 @@ func TestHooksCapLabels(t *testing.T) {
 			"workerpool.task_wait{pool=p1,task=b}":     1,
 			"workerpool.task_wait{pool=p1,task=none}":  1,
 			"workerpool.task_wait{pool=p2,task=b}":     1,
-			"workerpool.task_wait{pool=p2,task=other}": 3,
+			"workerpool.task_wait{pool=p2,task=c}":     2,
+			"workerpool.task_wait{pool=p2,task=other}": 2,
 			"workerpool.task_wait{pool=p2,task=none}":  1,
 			"workerpool.task_run{pool=p1,task=a}":      1,
 			"workerpool.task_run{pool=p1,task=b}":      1,
 			"workerpool.task_run{pool=p1,task=none}":   1,
 			"workerpool.task_run{pool=p2,task=b}":      1,
-			"workerpool.task_run{pool=p2,task=other}":  3,
+			"workerpool.task_run{pool=p2,task=c}":      2,
+			"workerpool.task_run{pool=p2,task=other}":  2,
 			"workerpool.task_run{pool=p2,task=none}":   1,
 		}, runs, "runs per pool and task")
 		var names []string
 		for _, s := range rec.Ended() {
 			names = append(names, s.Name())
 		}
-		assert.Equal(t, []string{"a", "b", defaultSpanName, "b", "c", "d", "c", defaultSpanName}, names, "span names")
+		assert.Equal(t, []string{"a", "b", defaultSpanName, "b", "c", "d", "c", "e", defaultSpanName}, names, "span names")
 	})
 }
 
@@ -245,44 +250,46 @@ func TestMaxLabelsZeroAndNegative(t *testing.T) {
 }
 
 // TestHooksCombine adds hooks of one's own to NewHooks's, as the package
-// documentation shows: my TaskStarted puts a value in the ctx that
-// NewHooks's returned, and the task and TaskFinished see both it and the
-// run's span.
+// documentation shows: a WithHooks after NewHooks's replaces its
+// TaskStarted and TaskFinished with mine, which call NewHooks's, and adds
+// a TaskDropped; my TaskStarted puts a value in the ctx that NewHooks's
+// returned, and the task and TaskFinished see both it and the run's span.
 func TestHooksCombine(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mp, reader := newMetered(t)
 		tp, rec := newRecorded(t)
-		otelHooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp))
+		otelHooks, err := NewHooks("combined", WithMeterProvider(mp), WithTracerProvider(tp))
 		require.NoError(t, err, "NewHooks")
 		type mine struct{}
 		var mu sync.Mutex
 		var log []string
-		hooks := otelHooks
-		hooks.TaskStarted = func(ctx context.Context, t workerpool.TaskInfo) context.Context {
-			ctx = otelHooks.TaskStarted(ctx, t)
-			return context.WithValue(ctx, mine{}, t.Label)
+		mineHooks := workerpool.Hooks{
+			TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+				ctx = otelHooks.TaskStarted(ctx, t)
+				return context.WithValue(ctx, mine{}, t.Label)
+			},
+			TaskFinished: func(ctx context.Context, t workerpool.TaskInfo) {
+				otelHooks.TaskFinished(ctx, t)
+				mu.Lock()
+				defer mu.Unlock()
+				log = append(log, "finished "+ctx.Value(mine{}).(string)+": "+t.Ran.String())
+			},
+			TaskDropped: func(t workerpool.TaskInfo) {
+				mu.Lock()
+				defer mu.Unlock()
+				log = append(log, "dropped "+t.Label+": "+t.Err.Error())
+			},
 		}
-		hooks.TaskFinished = func(ctx context.Context, t workerpool.TaskInfo) {
-			otelHooks.TaskFinished(ctx, t)
-			mu.Lock()
-			defer mu.Unlock()
-			log = append(log, "finished "+ctx.Value(mine{}).(string)+": "+t.Ran.String())
-		}
-		hooks.TaskDropped = func(t workerpool.TaskInfo) {
-			mu.Lock()
-			defer mu.Unlock()
-			log = append(log, "dropped "+t.Label+": "+t.Err.Error())
-		}
-		p := workerpool.New(1, workerpool.WithName("combined"), workerpool.WithHooks(hooks))
+		p := workerpool.New(1, workerpool.WithHooks(otelHooks), workerpool.WithHooks(mineHooks))
 		var inTask trace.SpanContext
 		p.Go(t.Context(), func(ctx context.Context) error {
 			inTask = trace.SpanContextFromContext(ctx)
 			assert.Equal(t, "first", ctx.Value(mine{}), "my value in the task's ctx")
 			time.Sleep(time.Second)
 			return nil
-		}, workerpool.Label("first"))
+		}, workerpool.TaskOption{Label: "first"})
 		synctest.Wait() // first runs
-		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.Label("second")), "Do")
+		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "second"}), "Do")
 		p.Stop()
 
 		assert.Equal(t, []string{"dropped second: workerpool: pool stopped", "finished first: 1s"}, log,
@@ -300,9 +307,9 @@ func TestHooksCombine(t *testing.T) {
 func TestHooksFinishWithoutStart(t *testing.T) {
 	mp, reader := newMetered(t)
 	tp, rec := newRecorded(t)
-	hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tp))
+	hooks, err := NewHooks("direct", WithMeterProvider(mp), WithTracerProvider(tp))
 	require.NoError(t, err, "NewHooks")
-	hooks.TaskFinished(t.Context(), workerpool.TaskInfo{Pool: "direct", Label: "x", Attempt: 1, Ran: time.Second, Err: errors.New("no luck")})
+	hooks.TaskFinished(t.Context(), workerpool.TaskInfo{Label: "x", Attempt: 1, Ran: time.Second, Err: errors.New("no luck")})
 	got := collectHooks(t, reader)
 	assert.Equal(t, map[point]histogram{
 		"workerpool.task_run{pool=direct,task=x}": {Count: 1, Sum: 1, Buckets: map[float64]uint64{1: 1}},
@@ -336,14 +343,14 @@ func TestOptionsDefaultToGlobalProviders(t *testing.T) {
 		otel.SetTracerProvider(tp)
 		otel.SetMeterProvider(mp)
 
-		hooks, err := NewHooks(WithMeterProvider(nil), WithTracerProvider(nil), nil)
+		hooks, err := NewHooks("global", WithMeterProvider(nil), WithTracerProvider(nil), nil)
 		require.NoError(t, err, "NewHooks")
-		p := workerpool.New(1, workerpool.WithName("global"), workerpool.WithHooks(hooks))
+		p := workerpool.New(1, workerpool.WithHooks(hooks))
 		defer p.Stop()
-		reg, err := RegisterStatus(p, nil)
+		reg, err := RegisterStatus(p, "global", nil)
 		require.NoError(t, err, "RegisterStatus")
 		defer func() { assert.NoError(t, reg.Unregister(), "Unregister") }()
-		require.NoError(t, p.Go(t.Context(), noop, workerpool.Label("global")).Wait(), "Wait")
+		require.NoError(t, p.Go(t.Context(), noop, workerpool.TaskOption{Label: "global"}).Wait(), "Wait")
 		p.StopWait()
 
 		var rm metricdata.ResourceMetrics
@@ -388,8 +395,8 @@ func TestSeriesOfEqualStrings(t *testing.T) {
 func TestHooksFinishTwiceEndsTheRunOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mp, reader := newMetered(t)
-		hooks := newMeasured(t, mp)
-		info := workerpool.TaskInfo{Pool: "p", Label: "x", Attempt: 1}
+		hooks := newMeasured(t, mp, "p")
+		info := workerpool.TaskInfo{Label: "x", Attempt: 1}
 		a := hooks.TaskStarted(context.Background(), info)
 		hooks.TaskStarted(context.Background(), info) // b, still running
 		time.Sleep(time.Second)

@@ -85,11 +85,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithMaxLabels caps the task labels that NewHooks's metrics keep: the
-// first n distinct labels the hooks see, in any of the pools they serve,
-// keep their value in the task attribute; a task whose label comes later
-// is counted under task="other". Tasks without a label are counted under
-// task="none" whatever the cap. The cap bounds the series: each pool has
-// at most n+2 values of task. Spans are not capped: a span is named by its
+// first n distinct labels the hooks see keep their value in the task
+// attribute; a task whose label comes later is counted under
+// task="other". Tasks without a label are counted under task="none"
+// whatever the cap. The cap bounds the series: the pool has at most n+2
+// values of task. Spans are not capped: a span is named by its
 // task's own label. n < 0 means 0: every labelled task counts as "other".
 //
 // Default: DefaultMaxLabels.

@@ -27,11 +27,11 @@ func TestPrometheusExporterNames(t *testing.T) {
 	require.NoError(t, err, "the exporter")
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exporter))
 	defer func() { assert.NoError(t, mp.Shutdown(context.Background()), "MeterProvider.Shutdown") }()
-	hooks, err := NewHooks(WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider()))
+	hooks, err := NewHooks("names", WithMeterProvider(mp), WithTracerProvider(tracenoop.NewTracerProvider()))
 	require.NoError(t, err, "NewHooks")
-	p := workerpool.New(2, workerpool.WithName("names"), workerpool.WithHooks(hooks))
+	p := workerpool.New(2, workerpool.WithHooks(hooks))
 	defer p.Stop()
-	reg, err := RegisterStatus(p, WithMeterProvider(mp))
+	reg, err := RegisterStatus(p, "names", WithMeterProvider(mp))
 	require.NoError(t, err, "RegisterStatus")
 	defer func() { assert.NoError(t, reg.Unregister(), "Unregister") }()
 
@@ -44,7 +44,7 @@ func TestPrometheusExporterNames(t *testing.T) {
 			return errors.New("not yet")
 		}
 		return nil
-	}, workerpool.Label("resize"), workerpool.Retry(func(int, error) (time.Duration, bool) { return 0, true })).Wait(), "the retried task")
+	}, workerpool.TaskOption{Label: "resize"}, workerpool.TaskOption{Retry: func(int, error) (time.Duration, bool) { return 0, true }}).Wait(), "the retried task")
 	var pe *workerpool.PanicError
 	require.ErrorAs(t, p.Go(ctx, func(context.Context) error { panic("boom") }).Wait(), &pe, "the task that panics")
 	p.StopWait()

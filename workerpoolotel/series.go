@@ -13,7 +13,7 @@ import (
 
 // The metric attributes, as workerpoolprom names its labels.
 const (
-	poolKey    = "pool"    // the pool's name (TaskInfo.Pool)
+	poolKey    = "pool"    // the pool's name, given to NewHooks and RegisterStatus
 	taskKey    = "task"    // the task's label, or noLabel, or otherLabel
 	outcomeKey = "outcome" // how a failed run failed: "error" or "panic"
 )
@@ -54,7 +54,7 @@ func newSeries(p *poolRuns, key seriesKey, task string) *series {
 }
 
 // seriesSet finds the series of a task, making it the first time, and
-// holds the pools the hooks have seen. Looking up a known series takes no
+// holds the pools the hooks have seen (the one NewHooks was given). Looking up a known series takes no
 // lock: known is a map that is never changed, only replaced by a copy
 // with one more series, under mu; and recent, in front of it, finds the
 // series of the same strings as a recent lookup's without hashing them.

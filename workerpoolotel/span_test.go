@@ -17,10 +17,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// newTraced returns hooks that trace with tp and measure nothing.
-func newTraced(t *testing.T, tp trace.TracerProvider, opts ...Option) workerpool.Hooks {
+// newTraced returns hooks, for the pool named pool, that trace with tp and
+// measure nothing.
+func newTraced(t *testing.T, tp trace.TracerProvider, pool string, opts ...Option) workerpool.Hooks {
 	t.Helper()
-	hooks, err := NewHooks(append([]Option{WithTracerProvider(tp), WithMeterProvider(metricnoop.NewMeterProvider())}, opts...)...)
+	hooks, err := NewHooks(pool, append([]Option{WithTracerProvider(tp), WithMeterProvider(metricnoop.NewMeterProvider())}, opts...)...)
 	require.NoError(t, err, "NewHooks")
 	return hooks
 }
@@ -32,13 +33,14 @@ func testSpan(name, parent string, start, end time.Duration) span {
 
 // TestSpansOnEveryPath gives a task to a pool of one worker by every call
 // there is, each task running 1s, and each call in turn: every run gets a
-// span, named by its label, with its exact wait; the runs of Go, Call,
+// span, named by its label, with its exact wait; the runs of Go, GoResult,
 // Group.Go and DoContext are children of the submitter's span, the others
-// roots; a span the task starts with its ctx is a child of its run's.
+// (and a DoContext given a ctx without a span) roots; a span the task
+// starts with its ctx is a child of its run's.
 func TestSpansOnEveryPath(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, rec := newRecorded(t)
-		p := workerpool.New(1, workerpool.WithName("paths"), workerpool.WithHooks(newTraced(t, tp)))
+		p := workerpool.New(1, workerpool.WithHooks(newTraced(t, tp, "paths")))
 		defer p.Stop()
 		t0 := time.Now()
 		test := tp.Tracer("test")
@@ -46,11 +48,13 @@ func TestSpansOnEveryPath(t *testing.T) {
 		second := func() { time.Sleep(time.Second) }
 
 		p.Submit(second)
-		require.NoError(t, p.DoContext(context.Background(), second, workerpool.Label("do")), "Do")
-		require.NoError(t, p.DoContext(ctx, second, workerpool.Label("docontext")), "DoContext")
-		require.True(t, p.TrySubmit(second), "TrySubmit")
+		require.NoError(t, p.DoContext(context.Background(), second, workerpool.TaskOption{Label: "do"}), "Do")
+		require.NoError(t, p.DoContext(ctx, second, workerpool.TaskOption{Label: "docontext"}), "DoContext")
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.NoError(t, p.DoContext(done, second, workerpool.TaskOption{Label: "try"}), "DoContext with a ctx done: a try")
 		require.NoError(t, p.DoBatch([]func(){second}), "DoBatch")
-		require.NoError(t, p.DoWaitContext(context.Background(), second, workerpool.Label("dowait")), "DoWait")
+		require.NoError(t, p.DoWait(second), "DoWait")
 
 		var inGo trace.SpanContext
 		task := p.Go(ctx, func(ctx context.Context) error {
@@ -59,19 +63,19 @@ func TestSpansOnEveryPath(t *testing.T) {
 			defer inside.End()
 			time.Sleep(time.Second)
 			return nil
-		}, workerpool.Label("go"), workerpool.Priority(7))
-		future := workerpool.Call(ctx, p, func(context.Context) (int, error) {
+		}, workerpool.TaskOption{Label: "go", Priority: 7})
+		future := workerpool.GoResult(ctx, p, func(context.Context) (int, error) {
 			time.Sleep(time.Second)
 			return 1, nil
-		}, workerpool.Label("call"))
+		}, workerpool.TaskOption{Label: "goresult"})
 		g := p.Group(ctx)
 		g.Go(func(context.Context) error {
 			time.Sleep(time.Second)
 			return nil
-		}, workerpool.Label("group"))
+		}, workerpool.TaskOption{Label: "group"})
 		require.NoError(t, task.Wait(), "Go's Wait")
 		_, err := future.Wait()
-		require.NoError(t, err, "Call's Wait")
+		require.NoError(t, err, "GoResult's Wait")
 		require.NoError(t, g.Wait(), "Group's Wait")
 		submitter.End()
 
@@ -80,12 +84,12 @@ func TestSpansOnEveryPath(t *testing.T) {
 			{Name: "workerpool.task", Start: 0, End: s, Attributes: attrs("paths", "", 1, 0, 0)},
 			{Name: "do", Start: s, End: 2 * s, Attributes: attrs("paths", "do", 1, 0, 1)},
 			{Name: "docontext", Parent: "submitter", Start: 2 * s, End: 3 * s, Attributes: attrs("paths", "docontext", 1, 0, 2)},
-			{Name: "workerpool.task", Start: 3 * s, End: 4 * s, Attributes: attrs("paths", "", 1, 0, 3)},
+			{Name: "try", Start: 3 * s, End: 4 * s, Attributes: attrs("paths", "try", 1, 0, 3)},
 			{Name: "workerpool.task", Start: 4 * s, End: 5 * s, Attributes: attrs("paths", "", 1, 0, 4)},
-			{Name: "dowait", Start: 5 * s, End: 6 * s, Attributes: attrs("paths", "dowait", 1, 0, 5)},
+			{Name: "workerpool.task", Start: 5 * s, End: 6 * s, Attributes: attrs("paths", "", 1, 0, 5)},
 			testSpan("inside go", "go", 6*s, 7*s),
 			{Name: "go", Parent: "submitter", Start: 6 * s, End: 7 * s, Attributes: attrs("paths", "go", 1, 7, 0)},
-			{Name: "call", Parent: "submitter", Start: 7 * s, End: 8 * s, Attributes: attrs("paths", "call", 1, 0, 1)},
+			{Name: "goresult", Parent: "submitter", Start: 7 * s, End: 8 * s, Attributes: attrs("paths", "goresult", 1, 0, 1)},
 			{Name: "group", Parent: "submitter", Start: 8 * s, End: 9 * s, Attributes: attrs("paths", "group", 1, 0, 2)},
 			testSpan("submitter", "", 0, 9*s),
 		}, spansOf(t, rec, t0, ""), "a span per run")
@@ -100,7 +104,7 @@ func TestSpansOnEveryPath(t *testing.T) {
 func TestSpansOfRetriesAreSiblings(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, rec := newRecorded(t)
-		p := workerpool.New(2, workerpool.WithName("retrying"), workerpool.WithHooks(newTraced(t, tp)))
+		p := workerpool.New(2, workerpool.WithHooks(newTraced(t, tp, "retrying")))
 		defer p.Stop()
 		t0 := time.Now()
 		ctx, submitter := tp.Tracer("test").Start(t.Context(), "submitter")
@@ -113,7 +117,7 @@ func TestSpansOfRetriesAreSiblings(t *testing.T) {
 				return errors.New("not yet")
 			}
 			return nil
-		}, workerpool.Label("fetch"), workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
+		}, workerpool.TaskOption{Label: "fetch"}, workerpool.TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Second, true }})
 		require.NoError(t, retried.Wait(), "the retried task")
 		submitter.End()
 
@@ -141,13 +145,13 @@ func TestSpansOfRetriesAreSiblings(t *testing.T) {
 func TestSpansRecordFailures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, rec := newRecorded(t)
-		p := workerpool.New(1, workerpool.WithName("failing"), workerpool.WithHooks(newTraced(t, tp)),
-			workerpool.WithPanicHandler(func(any) {}))
+		p := workerpool.New(1, workerpool.WithHooks(newTraced(t, tp, "failing")),
+			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}))
 		defer p.Stop()
 		t0 := time.Now()
 		ctx := t.Context()
 		errFail := errors.New("no luck")
-		label := workerpool.Label
+		label := func(l string) workerpool.TaskOption { return workerpool.TaskOption{Label: l} }
 
 		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { return errFail }, label("returns")).Wait(), errFail, "Go's error")
 		panicked := p.Go(ctx, func(context.Context) error { panic("boom") }, label("panics")).Wait()
@@ -155,9 +159,10 @@ func TestSpansRecordFailures(t *testing.T) {
 		require.ErrorAs(t, panicked, &pe, "Go's panic")
 		assert.Equal(t, "boom", pe.Value, "panic value")
 		assert.ErrorIs(t, p.Go(ctx, func(context.Context) error { runtime.Goexit(); return nil }, label("exits")).Wait(), workerpool.ErrGoexit, "Go's Goexit")
-		_, err := workerpool.Call(ctx, p, func(context.Context) (int, error) { panic(errFail) }, label("call panics")).Wait()
-		assert.ErrorIs(t, err, errFail, "Call's panic, unwrapped")
-		assert.NoError(t, p.DoWaitContext(context.Background(), func() { panic(42) }, label("plain panics")), "DoWait of a func whose panic the handler took")
+		_, err := workerpool.GoResult(ctx, p, func(context.Context) (int, error) { panic(errFail) }, label("goresult panics")).Wait()
+		assert.ErrorIs(t, err, errFail, "GoResult's panic, unwrapped")
+		assert.NoError(t, p.DoContext(context.Background(), func() { panic(42) }, label("plain panics")), "DoContext of a func whose panic the Panic hook takes")
+		p.StopWait() // the plain task has run
 
 		const errType = "*errors.errorString"
 		stackEvent := func(typ, message string) []map[attribute.Key]any {
@@ -172,7 +177,7 @@ func TestSpansRecordFailures(t *testing.T) {
 				Events: stackEvent("string", "boom")},
 			{Name: "exits", Attributes: attrs("failing", "exits", 1, 0, 0), Status: codes.Error, Description: workerpool.ErrGoexit.Error(),
 				Events: []map[attribute.Key]any{exception(errType, workerpool.ErrGoexit.Error())}},
-			{Name: "call panics", Attributes: attrs("failing", "call panics", 1, 0, 0), Status: codes.Error, Description: err.Error(),
+			{Name: "goresult panics", Attributes: attrs("failing", "goresult panics", 1, 0, 0), Status: codes.Error, Description: err.Error(),
 				Events: stackEvent(errType, "no luck")},
 			{Name: "plain panics", Attributes: attrs("failing", "plain panics", 1, 0, 0), Status: codes.Error,
 				Description: (&workerpool.PanicError{Value: 42}).Error(), Events: stackEvent("int", "42")},
@@ -186,14 +191,14 @@ func TestSpansRecordFailures(t *testing.T) {
 func TestSpansNoneForTasksThatNeverRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, rec := newRecorded(t)
-		p := workerpool.New(1, workerpool.WithHooks(newTraced(t, tp)))
+		p := workerpool.New(1, workerpool.WithHooks(newTraced(t, tp, "")))
 		defer p.Stop()
 		ctx, cancel := context.WithCancel(t.Context())
 		release := make(chan struct{})
 
 		p.Submit(func() { <-release })
-		canceled := p.Go(ctx, noop, workerpool.Label("canceled"))
-		abandoned := workerpool.Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, workerpool.Label("abandoned"))
+		canceled := p.Go(ctx, noop, workerpool.TaskOption{Label: "canceled"})
+		abandoned := workerpool.GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, workerpool.TaskOption{Label: "abandoned"})
 		cancel()
 		assert.ErrorIs(t, canceled.Wait(), context.Canceled, "the canceled task")
 		stopped := make(chan struct{})
@@ -217,13 +222,14 @@ func TestSpansNoneForTasksThatNeverRun(t *testing.T) {
 func TestSpanOfAKeyedTaskCarriesItsKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tp, rec := newRecorded(t)
-		p := workerpool.New(1, workerpool.WithName("keys"), workerpool.WithHooks(newTraced(t, tp)))
+		p := workerpool.New(1, workerpool.WithHooks(newTraced(t, tp, "keys")))
 		defer p.Stop()
 		t0 := time.Now()
-		key := workerpool.Key("account-7")
-		require.NoError(t, p.Go(t.Context(), func(context.Context) error { return nil }, key, workerpool.Label("go")).Wait(), "Go")
-		require.NoError(t, p.DoWaitContext(context.Background(), func() {}, key, workerpool.Label("dowait")), "DoWait")
-		require.NoError(t, p.DoWaitContext(context.Background(), func() {}, workerpool.Label("none")), "DoWait without a key")
+		key := workerpool.TaskOption{Key: "account-7"}
+		require.NoError(t, p.Go(t.Context(), func(context.Context) error { return nil }, key, workerpool.TaskOption{Label: "go"}).Wait(), "Go")
+		require.NoError(t, p.DoContext(context.Background(), func() {}, key, workerpool.TaskOption{Label: "docontext"}), "DoContext")
+		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "none"}), "DoContext without a key")
+		p.StopWait() // both plain tasks have run
 		keyed := func(label string) map[attribute.Key]any {
 			a := attrs("keys", label, 1, 0, 0)
 			a["workerpool.task.key"] = "account-7"
@@ -231,7 +237,7 @@ func TestSpanOfAKeyedTaskCarriesItsKey(t *testing.T) {
 		}
 		assert.Equal(t, []span{
 			{Name: "go", Attributes: keyed("go")},
-			{Name: "dowait", Attributes: keyed("dowait")},
+			{Name: "docontext", Attributes: keyed("docontext")},
 			{Name: "none", Attributes: attrs("keys", "none", 1, 0, 0)},
 		}, spansOf(t, rec, t0, ""))
 	})

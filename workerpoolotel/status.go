@@ -66,7 +66,8 @@ var statusCounters = []statusCounter{
 
 // RegisterStatus creates observable instruments that report
 // pool.Status() (see the package documentation for their names and
-// units), each with the attribute pool set to pool.Name(), and
+// units), each with the attribute pool set to name, the pool's name (a
+// workerpool.WorkerPool has none of its own; give NewHooks the same), and
 // registers one callback for all of them: the pool is read once per
 // collection, when the MeterProvider collects, and never per task. Use
 // WithMeterProvider to choose the provider.
@@ -82,7 +83,7 @@ var statusCounters = []statusCounter{
 // It returns an error, and registers nothing, if the meter refuses an
 // instrument or the callback. RegisterStatus panics if pool is nil. Safe
 // for concurrent use.
-func RegisterStatus(pool *workerpool.WorkerPool, opts ...Option) (metric.Registration, error) {
+func RegisterStatus(pool *workerpool.WorkerPool, name string, opts ...Option) (metric.Registration, error) {
 	if pool == nil {
 		panic("workerpoolotel: RegisterStatus called with a nil pool")
 	}
@@ -107,7 +108,7 @@ func RegisterStatus(pool *workerpool.WorkerPool, opts ...Option) (metric.Registr
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("workerpoolotel: RegisterStatus: %w", err)
 	}
-	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(poolKey, pool.Name())))
+	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(poolKey, name)))
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := pool.Status()
 		for i, g := range statusGauges {

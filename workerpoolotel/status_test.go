@@ -114,32 +114,31 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 		ctx := t.Context()
 
 		// "drop": one worker and room for one: a second waiting task drops the first.
-		q := workerpool.New(1, workerpool.WithName("drop"), workerpool.WithMaxWaiting(1, workerpool.DropOldest))
+		q := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.DropOldest))
 		defer q.Stop()
-		regQ, err := RegisterStatus(q, WithMeterProvider(mp))
+		regQ, err := RegisterStatus(q, "drop", WithMeterProvider(mp))
 		require.NoError(t, err, "RegisterStatus(drop)")
 		release := make(chan struct{})
 		q.Submit(func() { <-release })
 		synctest.Wait()
 		first := q.Go(ctx, noop)
 		second := q.Go(ctx, noop)
-		assert.ErrorIs(t, first.Wait(), workerpool.ErrDropped, "the first waiting task")
+		assert.ErrorIs(t, first.Wait(), workerpool.ErrQueueFull, "the first waiting task, dropped")
 		close(release)
 		assert.NoError(t, second.Wait(), "the task that dropped it")
 		q.StopWait()
-		dropped := workerpool.Status{State: workerpool.StateStopped, MaxWorkers: 1, Submitted: 3, Completed: 2, Dropped: 1}
+		dropped := workerpool.Status{Stopped: true, MaxWorkers: 1, Submitted: 3, Completed: 2, Dropped: 1}
 		require.Equal(t, dropped, q.Status(), "status of drop")
 
 		// "reject": four slots, three workers kept, room for six.
 		p := workerpool.New(4,
-			workerpool.WithName("reject"),
 			workerpool.WithMinWorkers(3),
 			workerpool.WithIdleTimeout(-1),
-			workerpool.WithPanicHandler(func(any) {}),
+			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 			workerpool.WithMaxWaiting(6, workerpool.Reject),
 			workerpool.WithQueueTimeout(time.Minute))
 		defer p.Stop()
-		regP, err := RegisterStatus(p, WithMeterProvider(mp))
+		regP, err := RegisterStatus(p, "reject", WithMeterProvider(mp))
 		require.NoError(t, err, "RegisterStatus(reject)")
 
 		// Completed 5: three plain tasks, a panic the handler recovers,
@@ -159,29 +158,32 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 				return errors.New("not yet")
 			}
 			return nil
-		}, workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
+		}, workerpool.TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Second, true }})
 		require.NoError(t, retried.Wait(), "the retried task")
 		synctest.Wait()
 
 		// Two tasks hold two workers; a task of weight 3 waits for three
 		// free slots (Waiting 1), and five wait for their delay
-		// (Scheduled 5): the queue is full, so TrySubmit fails (Rejected 3).
+		// (Scheduled 5): the queue is full, so a try (DoContext with a ctx
+		// done) fails (Rejected 3).
 		// The two held tasks share a key, and the delayed ones have a key
 		// each (Keys 6).
 		hold := make(chan struct{})
 		for range 2 {
-			require.NoError(t, p.DoContext(context.Background(), func() { <-hold }, workerpool.Key("held")), "Do")
+			require.NoError(t, p.DoContext(context.Background(), func() { <-hold }, workerpool.TaskOption{Key: "held"}), "Do")
 		}
-		heavy := p.Go(ctx, noop, workerpool.Weight(3))
+		heavy := p.Go(ctx, noop, workerpool.TaskOption{Weight: 3})
 		var delayed []*workerpool.Task
 		for i := range 5 {
-			delayed = append(delayed, p.Go(ctx, noop, workerpool.Delay(time.Hour), workerpool.Key(fmt.Sprint("delayed-", i))))
+			delayed = append(delayed, p.Go(ctx, noop, workerpool.TaskOption{Delay: time.Hour, Key: fmt.Sprint("delayed-", i)}))
 		}
 		synctest.Wait()
+		done, cancel := context.WithCancel(ctx)
+		cancel()
 		for range 3 {
-			assert.False(t, p.TrySubmit(func() {}), "TrySubmit with a full queue")
+			assert.ErrorIs(t, p.DoContext(done, func() {}), workerpool.ErrQueueFull, "a try with a full queue")
 		}
-		running := workerpool.Status{State: workerpool.StateRunning, MaxWorkers: 4, Workers: 3, Busy: 2, Waiting: 1, Scheduled: 5, Keys: 6,
+		running := workerpool.Status{MaxWorkers: 4, Workers: 3, Busy: 2, Waiting: 1, Scheduled: 5, Keys: 6,
 			Submitted: 13, Completed: 5, Panicked: 1, Retried: 2, Rejected: 3}
 		require.Equal(t, running, p.Status(), "status of reject while it runs")
 		assert.Equal(t, map[string]map[string]int64{"drop": statusValues(dropped), "reject": statusValues(running)},
@@ -206,10 +208,10 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 		// task left and five more.
 		close(hold)
 		for range 5 {
-			p.Go(ctx, noop, workerpool.Delay(time.Hour))
+			p.Go(ctx, noop, workerpool.TaskOption{Delay: time.Hour})
 		}
 		p.Stop()
-		stopped := workerpool.Status{State: workerpool.StateStopped, MaxWorkers: 4,
+		stopped := workerpool.Status{Stopped: true, MaxWorkers: 4,
 			Submitted: 22, Completed: 7, Panicked: 1, Abandoned: 6, Canceled: 4, Rejected: 3, Expired: 5, Retried: 2}
 		require.Equal(t, stopped, p.Status(), "status of reject once stopped")
 		assert.Equal(t, map[string]map[string]int64{"drop": statusValues(dropped), "reject": statusValues(stopped)},
@@ -225,6 +227,6 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 
 func TestRegisterStatusPanicsOnNilPool(t *testing.T) {
 	assert.PanicsWithValue(t, "workerpoolotel: RegisterStatus called with a nil pool", func() {
-		_, _ = RegisterStatus(nil)
+		_, _ = RegisterStatus(nil, "nil")
 	}, "RegisterStatus(nil)")
 }

@@ -18,8 +18,8 @@ import (
 // reused: its hooks allocate nothing once its series exist. The run of a
 // task with a ctx is the task's ctx, allocated for each run.
 func TestHooksAllocations(t *testing.T) {
-	hooks := workerpoolprom.NewHistograms().Hooks()
-	info := workerpool.TaskInfo{Pool: "jobs", Label: "kind", Attempt: 1}
+	hooks := workerpoolprom.NewHistograms().Hooks("jobs")
+	info := workerpool.TaskInfo{Label: "kind", Attempt: 1}
 	withCtx := context.WithoutCancel(context.Background())
 	hooks.TaskFinished(hooks.TaskStarted(context.Background(), info), info) // makes the series
 	assert.Zero(t, testing.AllocsPerRun(1000, func() {

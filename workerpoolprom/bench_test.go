@@ -17,20 +17,20 @@ import (
 // metrics written out as protobuf messages, not yet encoded).
 func BenchmarkCollect(b *testing.B) {
 	h := workerpoolprom.NewHistograms()
-	p := workerpool.New(4, workerpool.WithName("bench"), workerpool.WithHooks(h.Hooks()))
+	p := workerpool.New(4, workerpool.WithHooks(h.Hooks("bench")))
 	defer p.StopWait()
 	for i := range 1000 {
-		p.DoContext(context.Background(), func() {}, workerpool.Label([]string{"", "resize", "mail"}[i%3]))
+		p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: []string{"", "resize", "mail"}[i%3]})
 	}
 	b.Run("collector=status", func(b *testing.B) {
-		benchmarkCollect(b, workerpoolprom.NewCollector(p))
+		benchmarkCollect(b, workerpoolprom.NewCollector(p, "bench"))
 	})
 	b.Run("collector=histograms", func(b *testing.B) {
 		benchmarkCollect(b, h)
 	})
 	b.Run("gather=both", func(b *testing.B) {
 		reg := prometheus.NewRegistry()
-		reg.MustRegister(workerpoolprom.NewCollector(p), h)
+		reg.MustRegister(workerpoolprom.NewCollector(p, "bench"), h)
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := reg.Gather(); err != nil {
@@ -40,8 +40,12 @@ func BenchmarkCollect(b *testing.B) {
 	})
 }
 
+// benchmarkCollect collects c into a channel that holds a whole scrape,
+// and drains it after each Collect: a channel smaller than what c sends
+// (the histograms of BenchmarkCollect send 17 metrics) would block Collect
+// for good.
 func benchmarkCollect(b *testing.B, c prometheus.Collector) {
-	ch := make(chan prometheus.Metric, 16)
+	ch := make(chan prometheus.Metric, 256)
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Collect(ch)
@@ -56,14 +60,14 @@ func benchmarkCollect(b *testing.B, c prometheus.Collector) {
 // the run recorded as in flight) then TaskFinished (a run time observed,
 // the run removed), for a labelled task of one pool. plain is a plain
 // task's run (TaskStarted given context.Background(): its run is reused);
-// ctx a run of a task with a ctx (Go, Call, Group.Go, DoContext: its run is
+// ctx a run of a task with a ctx (Go, GoResult, Group.Go, DoContext: its run is
 // allocated, as it is the task's ctx); failed a plain task's failed run;
 // parallel plain runs on GOMAXPROCS goroutines at once, all on one pool,
 // so they contend for its runs in flight. baseline is the two observations
 // alone, in histograms with the same settings and no label: all that the
 // hooks did before they had task labels and stuck work.
 func BenchmarkHooks(b *testing.B) {
-	info := workerpool.TaskInfo{Pool: "bench", Label: "resize", Weight: 1, Attempt: 1, Waited: time.Millisecond, Ran: time.Millisecond}
+	info := workerpool.TaskInfo{Label: "resize", Weight: 1, Attempt: 1, Waited: time.Millisecond, Ran: time.Millisecond}
 	b.Run("run=baseline", func(b *testing.B) {
 		opts := prometheus.HistogramOpts{
 			Name:                            "baseline_seconds",
@@ -92,7 +96,7 @@ func BenchmarkHooks(b *testing.B) {
 		{"run=failed", context.Background(), failed},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			hooks := workerpoolprom.NewHistograms().Hooks()
+			hooks := workerpoolprom.NewHistograms().Hooks("bench")
 			b.ReportAllocs()
 			for b.Loop() {
 				hooks.TaskFinished(hooks.TaskStarted(c.ctx, c.info), c.info)
@@ -100,7 +104,7 @@ func BenchmarkHooks(b *testing.B) {
 		})
 	}
 	b.Run("run=plain/parallel", func(b *testing.B) {
-		hooks := workerpoolprom.NewHistograms().Hooks()
+		hooks := workerpoolprom.NewHistograms().Hooks("bench")
 		ctx := context.Background()
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -119,7 +123,7 @@ func BenchmarkSubmit(b *testing.B) {
 	})
 	b.Run("hooks=histograms", func(b *testing.B) {
 		h := workerpoolprom.NewHistograms()
-		benchmarkSubmit(b, workerpool.New(4, workerpool.WithName("bench"), workerpool.WithHooks(h.Hooks())))
+		benchmarkSubmit(b, workerpool.New(4, workerpool.WithHooks(h.Hooks("bench"))))
 	})
 }
 

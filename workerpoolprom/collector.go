@@ -8,7 +8,8 @@ import (
 )
 
 // A Collector is a prometheus.Collector that exports a pool's Status: six
-// gauges and nine counters, each with the const label pool=Name(). It
+// gauges and nine counters, each with the const label pool, the name given
+// to NewCollector. It
 // calls pool.Status once per scrape, when the registry calls Collect, and
 // costs nothing per task. It is safe for concurrent use: a registry may
 // collect it for several scrapes at once.
@@ -54,7 +55,7 @@ var gaugeSpecs = [...]gaugeSpec{
 		func(s *workerpool.Status) int { return s.MaxWorkers }},
 	{"workerpool_waiting_tasks", "Accepted tasks waiting for a worker, including those a Pause holds.",
 		func(s *workerpool.Status) int { return s.Waiting }},
-	{"workerpool_scheduled_tasks", "Accepted tasks not due yet (Delay, At, or waiting for a retry); they join the waiting tasks when due.",
+	{"workerpool_scheduled_tasks", "Accepted tasks not due yet (a Delay, or waiting for a retry); they join the waiting tasks when due.",
 		func(s *workerpool.Status) int { return s.Scheduled }},
 	{"workerpool_active_keys", "Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.",
 		func(s *workerpool.Status) int { return s.Keys }},
@@ -65,7 +66,7 @@ var counterSpecs = [...]counterSpec{
 		func(s *workerpool.Status) uint64 { return s.Submitted }},
 	{"workerpool_tasks_completed_total", "Accepted tasks whose func was called and ended for good (returned, panicked or called runtime.Goexit) and was not retried.",
 		func(s *workerpool.Status) uint64 { return s.Completed }},
-	{"workerpool_tasks_panicked_total", "Completed tasks whose last run panicked, recovered by the panic handler or into a *PanicError; earlier runs of a retried task that panicked are not counted.",
+	{"workerpool_tasks_panicked_total", "Completed tasks whose last run panicked, recovered by the Panic hook or into a *PanicError; earlier runs of a retried task that panicked are not counted.",
 		func(s *workerpool.Status) uint64 { return s.Panicked }},
 	{"workerpool_tasks_abandoned_total", "Accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up).",
 		func(s *workerpool.Status) uint64 { return s.Abandoned }},
@@ -81,21 +82,23 @@ var counterSpecs = [...]counterSpec{
 		func(s *workerpool.Status) uint64 { return s.Retried }},
 }
 
-// NewCollector returns a Collector for pool, labelled pool=pool.Name().
-// Register it in a registry of your own ([prometheus.NewRegistry]); two
-// pools can share a registry only if their names differ: registering a
-// second Collector for a name already registered fails with a
-// [prometheus.AlreadyRegisteredError], and so does a pool without a name
-// next to another one. A name that is not valid UTF-8 makes registration
-// fail too.
+// NewCollector returns a Collector for pool, labelled pool=name: the name
+// the pool goes by in the metrics, the same one given to the Histograms'
+// Hooks for it (a workerpool.WorkerPool has no name of its own). Give
+// pools fixed names, a kind of pool ("images", "mail"), never one per
+// request. Register it in a registry of your own
+// ([prometheus.NewRegistry]); two pools can share a registry only if their
+// names differ: registering a second Collector for a name already
+// registered fails with a [prometheus.AlreadyRegisteredError]. A name that
+// is not valid UTF-8 makes registration fail too.
 //
 // NewCollector panics if pool is nil.
-func NewCollector(pool *workerpool.WorkerPool) *Collector {
+func NewCollector(pool *workerpool.WorkerPool, name string) *Collector {
 	if pool == nil {
 		panic("workerpoolprom: NewCollector called with a nil pool")
 	}
 	c := &Collector{pool: pool}
-	labels := prometheus.Labels{"pool": pool.Name()}
+	labels := prometheus.Labels{"pool": name}
 	for i, s := range gaugeSpecs {
 		c.gauges[i] = prometheus.NewDesc(s.name, s.help, nil, labels)
 	}

@@ -44,25 +44,26 @@ var gaugeNames = []string{
 func TestCollectorCountsEveryOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		jobs := workerpool.New(1,
-			workerpool.WithName("jobs"),
 			workerpool.WithMaxWaiting(1, workerpool.Reject),
-			workerpool.WithPanicHandler(func(any) {}),
+			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 			workerpool.WithQueueTimeout(5*time.Second),
 		)
 		defer jobs.Stop()
-		drop := workerpool.New(1, workerpool.WithName("drop"), workerpool.WithMaxWaiting(1, workerpool.DropOldest))
+		drop := workerpool.New(1, workerpool.WithMaxWaiting(1, workerpool.DropOldest))
 		defer drop.Stop()
 		reg := prometheus.NewRegistry()
-		require.NoError(t, reg.Register(workerpoolprom.NewCollector(jobs)), "register jobs")
-		require.NoError(t, reg.Register(workerpoolprom.NewCollector(drop)), "register drop")
+		require.NoError(t, reg.Register(workerpoolprom.NewCollector(jobs, "jobs")), "register jobs")
+		require.NoError(t, reg.Register(workerpoolprom.NewCollector(drop, "drop")), "register drop")
 
 		// jobs, t=0s: one task runs for 1s, a panicking one fills the queue,
-		// and TrySubmit finds it full.
+		// and a try (DoContext with a ctx already done) finds it full.
 		jobs.Submit(func() { time.Sleep(time.Second) })
 		synctest.Wait()
 		jobs.Submit(func() { panic("boom") })
 		synctest.Wait()
-		assert.False(t, jobs.TrySubmit(func() {}), "TrySubmit with a full queue")
+		done, cancel := context.WithCancel(t.Context())
+		cancel()
+		assert.ErrorIs(t, jobs.DoContext(done, func() {}), workerpool.ErrQueueFull, "a try with a full queue")
 
 		// t=1s: the panicking task runs, then a task that fails once runs and
 		// is retried 1s later.
@@ -74,7 +75,7 @@ func TestCollectorCountsEveryOutcome(t *testing.T) {
 				return errors.New("first run fails")
 			}
 			return nil
-		}, workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Second, true }))
+		}, workerpool.TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Second, true }})
 		time.Sleep(time.Second)
 		require.NoError(t, retried.Wait(), "retried task")
 
@@ -123,7 +124,7 @@ workerpool_tasks_dropped_total{pool="jobs"} 0
 # TYPE workerpool_tasks_expired_total counter
 workerpool_tasks_expired_total{pool="drop"} 0
 workerpool_tasks_expired_total{pool="jobs"} 1
-# HELP workerpool_tasks_panicked_total Completed tasks whose last run panicked, recovered by the panic handler or into a *PanicError; earlier runs of a retried task that panicked are not counted.
+# HELP workerpool_tasks_panicked_total Completed tasks whose last run panicked, recovered by the Panic hook or into a *PanicError; earlier runs of a retried task that panicked are not counted.
 # TYPE workerpool_tasks_panicked_total counter
 workerpool_tasks_panicked_total{pool="drop"} 0
 workerpool_tasks_panicked_total{pool="jobs"} 1
@@ -146,16 +147,16 @@ workerpool_tasks_submitted_total{pool="jobs"} 6
 // task without a key counts in none.
 func TestCollectorGaugesFollowThePool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := workerpool.New(3, workerpool.WithName("jobs"))
+		p := workerpool.New(3)
 		defer p.Stop()
-		c := workerpoolprom.NewCollector(p)
+		c := workerpoolprom.NewCollector(p, "jobs")
 		reg := registryOf(t, c)
 		release := make(chan struct{})
 		p.Submit(func() { <-release })
 		for _, key := range []string{"a", "b", "a"} {
-			require.NoError(t, p.DoContext(context.Background(), func() { <-release }, workerpool.Key(key)), "Do with key %s", key)
+			require.NoError(t, p.DoContext(context.Background(), func() { <-release }, workerpool.TaskOption{Key: key}), "Do with key %s", key)
 		}
-		p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.Delay(time.Minute), workerpool.Key("c"))
+		p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.TaskOption{Delay: time.Minute, Key: "c"})
 		synctest.Wait()
 
 		running := `
@@ -168,7 +169,7 @@ workerpool_busy_workers{pool="jobs"} 3
 # HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's.
 # TYPE workerpool_max_workers gauge
 workerpool_max_workers{pool="jobs"} 3
-# HELP workerpool_scheduled_tasks Accepted tasks not due yet (Delay, At, or waiting for a retry); they join the waiting tasks when due.
+# HELP workerpool_scheduled_tasks Accepted tasks not due yet (a Delay, or waiting for a retry); they join the waiting tasks when due.
 # TYPE workerpool_scheduled_tasks gauge
 workerpool_scheduled_tasks{pool="jobs"} 1
 # HELP workerpool_waiting_tasks Accepted tasks waiting for a worker, including those a Pause holds.
@@ -200,7 +201,7 @@ workerpool_busy_workers{pool="jobs"} 0
 # HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's.
 # TYPE workerpool_max_workers gauge
 workerpool_max_workers{pool="jobs"} 3
-# HELP workerpool_scheduled_tasks Accepted tasks not due yet (Delay, At, or waiting for a retry); they join the waiting tasks when due.
+# HELP workerpool_scheduled_tasks Accepted tasks not due yet (a Delay, or waiting for a retry); they join the waiting tasks when due.
 # TYPE workerpool_scheduled_tasks gauge
 workerpool_scheduled_tasks{pool="jobs"} 0
 # HELP workerpool_waiting_tasks Accepted tasks waiting for a worker, including those a Pause holds.
@@ -217,9 +218,9 @@ workerpool_workers{pool="jobs"} 0
 
 func TestCollectorLintsClean(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := workerpool.New(1, workerpool.WithName("lint"))
+		p := workerpool.New(1)
 		defer p.Stop()
-		problems, err := testutil.CollectAndLint(workerpoolprom.NewCollector(p))
+		problems, err := testutil.CollectAndLint(workerpoolprom.NewCollector(p, "lint"))
 		require.NoError(t, err, "CollectAndLint")
 		assert.Empty(t, problems, "lint problems")
 	})
@@ -229,16 +230,16 @@ func TestCollectorLintsClean(t *testing.T) {
 // series per pool.
 func TestCollectorTwoPoolsInOneRegistry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := workerpool.New(1, workerpool.WithName("a"))
+		a := workerpool.New(1)
 		defer a.Stop()
-		b := workerpool.New(3, workerpool.WithName("b"))
+		b := workerpool.New(3)
 		defer b.Stop()
 		a.Submit(func() {})
 		a.StopWait()
 
 		reg := prometheus.NewRegistry()
-		require.NoError(t, reg.Register(workerpoolprom.NewCollector(a)), "register a")
-		require.NoError(t, reg.Register(workerpoolprom.NewCollector(b)), "register b")
+		require.NoError(t, reg.Register(workerpoolprom.NewCollector(a, "a")), "register a")
+		require.NoError(t, reg.Register(workerpoolprom.NewCollector(b, "b")), "register b")
 		families, err := reg.Gather()
 		require.NoError(t, err, "Gather")
 		require.Len(t, families, len(gaugeNames)+len(counterNames), "metric families")
@@ -260,15 +261,15 @@ func TestCollectorTwoPoolsInOneRegistry(t *testing.T) {
 // fails as for any duplicate collector, and the first stays registered.
 func TestCollectorSameNameIsADuplicate(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		a := workerpool.New(1, workerpool.WithName("same"))
+		a := workerpool.New(1)
 		defer a.Stop()
-		b := workerpool.New(1, workerpool.WithName("same"))
+		b := workerpool.New(1)
 		defer b.Stop()
 		reg := prometheus.NewRegistry()
-		first := workerpoolprom.NewCollector(a)
+		first := workerpoolprom.NewCollector(a, "same")
 		require.NoError(t, reg.Register(first), "register the first")
 
-		err := reg.Register(workerpoolprom.NewCollector(b))
+		err := reg.Register(workerpoolprom.NewCollector(b, "same"))
 		var dup prometheus.AlreadyRegisteredError
 		require.ErrorAs(t, err, &dup, "register the second")
 		assert.Same(t, first, dup.ExistingCollector, "existing collector")
@@ -280,9 +281,9 @@ func TestCollectorSameNameIsADuplicate(t *testing.T) {
 
 func TestCollectorRefusesInvalidUTF8Name(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := workerpool.New(1, workerpool.WithName("bad\xff"))
+		p := workerpool.New(1)
 		defer p.Stop()
-		err := prometheus.NewRegistry().Register(workerpoolprom.NewCollector(p))
+		err := prometheus.NewRegistry().Register(workerpoolprom.NewCollector(p, "bad\xff"))
 		require.Error(t, err, "register")
 		assert.Contains(t, err.Error(), "UTF-8", "error")
 	})
@@ -290,7 +291,7 @@ func TestCollectorRefusesInvalidUTF8Name(t *testing.T) {
 
 func TestNewCollectorPanicsOnNilPool(t *testing.T) {
 	assert.PanicsWithValue(t, "workerpoolprom: NewCollector called with a nil pool", func() {
-		workerpoolprom.NewCollector(nil)
+		workerpoolprom.NewCollector(nil, "nil")
 	}, "NewCollector(nil)")
 }
 
@@ -299,9 +300,9 @@ func TestNewCollectorPanicsOnNilPool(t *testing.T) {
 // Scrapes race with a stream of retried tasks here, under -race.
 func TestCollectorCountersNeverDecrease(t *testing.T) {
 	const scrapes = 2000
-	p := workerpool.New(4, workerpool.WithName("retries"))
+	p := workerpool.New(4)
 	defer p.Stop()
-	reg := registryOf(t, workerpoolprom.NewCollector(p))
+	reg := registryOf(t, workerpoolprom.NewCollector(p, "retries"))
 	scraped := make(chan struct{}) // closed after the last scrape
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -319,7 +320,7 @@ func TestCollectorCountersNeverDecrease(t *testing.T) {
 			}
 		}
 	})
-	retry := workerpool.Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 3 })
+	retry := workerpool.TaskOption{Retry: func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 3 }}
 	fail := func(context.Context) error { return errors.New("fails") }
 	tasks := 0
 submit:

@@ -13,17 +13,19 @@
 // Served over HTTP:
 //
 //	hists := workerpoolprom.NewHistograms()
-//	pool := workerpool.New(8, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+//	pool := workerpool.New(8, workerpool.WithHooks(hists.Hooks("images")))
 //	reg := prometheus.NewRegistry()
-//	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
+//	reg.MustRegister(workerpoolprom.NewCollector(pool, "images"), hists)
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
 // # Metrics
 //
-// Every series has the label pool, the pool's name ([workerpool.WithName]).
-// The histograms and counters of Histograms also have task, the task's
-// [workerpool.Label] ("none" for a task without one, "other" past the
-// cap), and the failures counter outcome: "error" or "panic". The names, labels and default buckets are
+// Every series has the label pool, the pool's name: a WorkerPool has none
+// of its own, so it is the name given to [NewCollector] and to
+// [Histograms.Hooks] for that pool. The histograms and counters of
+// Histograms also have task, the task's Label ([workerpool.TaskOption];
+// "none" for a task without one, "other" past the cap), and the failures
+// counter outcome: "error" or "panic". The names, labels and default buckets are
 // those of workerpoolotel, whose instruments the OTel Prometheus exporter
 // turns into the same series.
 //
@@ -31,7 +33,7 @@
 //   - gauges: workerpool_workers, workerpool_busy_workers,
 //     workerpool_max_workers, workerpool_waiting_tasks,
 //     workerpool_scheduled_tasks and workerpool_active_keys (keys, see
-//     [workerpool.Key], with tasks waiting, scheduled or running; a count,
+//     TaskOption.Key, with tasks waiting, scheduled or running; a count,
 //     never a label: a key is an id);
 //   - counters: workerpool_tasks_{submitted,completed,panicked,abandoned,
 //     canceled,rejected,dropped,expired}_total and
@@ -39,7 +41,7 @@
 //
 // From Histograms:
 //   - workerpool_task_wait_seconds{pool,task}, histogram: each run's wait,
-//     from the task's acceptance (or from when it became due: Delay, At, a
+//     from the task's acceptance (or from when it became due: a Delay, a
 //     retry) to the run's start; observed as the run starts.
 //   - workerpool_task_run_seconds{pool,task}, histogram: each run's time,
 //     until its func returned, panicked or called runtime.Goexit.
@@ -102,8 +104,8 @@
 // TaskStarted returns. For a plain task (Submit, Do, DoWait: the pool
 // passes context.Background(), and the task never sees the ctx) it is
 // reused from a sync.Pool and costs no allocation; for a task with a ctx
-// (Go, Call, Group.Go, DoContext, DoWaitContext) it is the task's ctx, which the task may
-// keep after it returns, so it is allocated for each run: 48 bytes. The
+// (Go, GoResult, Group.Go, DoContext) it is the task's ctx, which the task
+// may keep after it returns, so it is allocated for each run: 48 bytes. The
 // run of a label past the cap also takes a lock shared by all pools to
 // find its series.
 //
@@ -127,25 +129,23 @@
 //
 // # Usage
 //
-// Name each pool with [workerpool.WithName], install the histograms' hooks
-// with [workerpool.WithHooks], and register the collectors: one Collector
-// per pool, one Histograms for them all.
+// Give each pool a name, a kind of pool ("images", "mail"): install the
+// histograms' hooks for it with [workerpool.WithHooks] and
+// [Histograms.Hooks](name), and register a Collector for it under the
+// same name; one Histograms serves all the pools.
 //
 //	hists := workerpoolprom.NewHistograms()
-//	pool := workerpool.New(8,
-//		workerpool.WithName("images"),
-//		workerpool.WithHooks(hists.Hooks()),
-//	)
+//	pool := workerpool.New(8, workerpool.WithHooks(hists.Hooks("images")))
 //	defer pool.StopWait()
 //
 //	reg := prometheus.NewRegistry()
-//	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
+//	reg.MustRegister(workerpoolprom.NewCollector(pool, "images"), hists)
 //	http.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 //
-//	pool.DoContext(ctx, resize, workerpool.Label("resize-image"))
+//	pool.DoContext(ctx, resize, workerpool.TaskOption{Label: "resize-image"})
 //
 // Several pools can share a registry if their names differ; a second
-// pool with a name already registered makes Register fail with a
+// Collector with a name already registered makes Register fail with a
 // [prometheus.AlreadyRegisteredError], so give every pool a distinct name.
 //
 // The file dashboard.json next to this package is a Grafana dashboard of
@@ -158,15 +158,17 @@
 //
 // # Hooks of your own
 //
-// A pool has one [workerpool.Hooks]. To add hooks of your own, call the
-// histograms' hooks from yours: TaskFinished once after each TaskStarted,
-// with the ctx that TaskStarted returned (or one derived from it), which
-// carries the run in flight. A run whose TaskFinished never comes would
-// stay in flight for good.
+// [workerpool.WithHooks] merges: each non-nil hook of a later WithHooks
+// replaces the earlier one, and nil ones change nothing, so hooks of other
+// kinds (TaskDropped, DeadLetter, Panic) go in a WithHooks of their own
+// beside the histograms'. A pool has one TaskStarted and one TaskFinished,
+// though: to run your own too, call the histograms' from yours,
+// TaskFinished once after each TaskStarted, with the ctx that TaskStarted
+// returned (or one derived from it), which carries the run in flight. A
+// run whose TaskFinished never comes would stay in flight for good.
 //
-//	h := hists.Hooks()
+//	h := hists.Hooks("images")
 //	pool := workerpool.New(8,
-//		workerpool.WithName("images"),
 //		workerpool.WithHooks(workerpool.Hooks{
 //			TaskStarted: h.TaskStarted,
 //			TaskFinished: func(ctx context.Context, t workerpool.TaskInfo) {
@@ -175,28 +177,27 @@
 //					slog.WarnContext(ctx, "task failed", "task", t.Label, "err", t.Err)
 //				}
 //			},
+//		}),
+//		workerpool.WithHooks(workerpool.Hooks{
 //			TaskDropped: func(t workerpool.TaskInfo) { slog.Warn("task given up", "reason", t.Err) },
 //		}),
 //	)
 //
-// # Migrating from NewHistograms(poolName)
+// # Migrating from v0.1.0
 //
-// NewHistograms took the pool's name; the hooks now read it from
-// TaskInfo.Pool. Replace NewHistograms("images", opts...) with
-// NewHistograms(opts...), keep WithName("images") on the pool, and share
-// one Histograms between pools instead of making one per pool: two in one
-// registry now collide. The series keep their names and gain the label
-// task (task="none" for the tasks without a Label), so queries that sum
-// over the pool label still work, and those that match the series
-// exactly need sum by (pool, le) or a task matcher. Hooks of your own
-// take the ctx and TaskInfo of [workerpool.Hooks]; see above.
+// The pool has no name any more (workerpool.WithName and TaskInfo.Pool
+// are gone), so the name goes to this package: replace
+// NewCollector(pool) with NewCollector(pool, "images") and Hooks() with
+// Hooks("images"), and drop WithName("images") from the pool. The series
+// keep their names and labels, pool included.
 //
 // # API choices
 //
-// [NewCollector] takes the pool, which it reads at every scrape.
-// [NewHistograms] takes no pool and no name, because its hooks are an
-// option of workerpool.New, so exist before the pool does, and learn the
-// pool's name from each call. The histograms' classic buckets are set by
+// [NewCollector] takes the pool, which it reads at every scrape, and the
+// pool's name. [NewHistograms] takes no pool and no name: one Histograms
+// serves many pools, and [Histograms.Hooks] takes the name of the pool its
+// hooks are for, because those hooks are an option of workerpool.New, so
+// exist before the pool does. The histograms' classic buckets are set by
 // one option each, [WithWaitBuckets] and [WithRunBuckets], so that
 // changing one does not mean restating the other. Both constructors return
 // their concrete type, which implements prometheus.Collector.

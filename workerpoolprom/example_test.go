@@ -22,11 +22,10 @@ import (
 func Example() {
 	hists := workerpoolprom.NewHistograms()
 	pool := workerpool.New(4,
-		workerpool.WithName("images"),
-		workerpool.WithHooks(hists.Hooks()),
+		workerpool.WithHooks(hists.Hooks("images")),
 	)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
+	reg.MustRegister(workerpoolprom.NewCollector(pool, "images"), hists)
 
 	for i := range 10 {
 		pool.Go(context.Background(), func(context.Context) error {
@@ -34,7 +33,7 @@ func Example() {
 				return errors.New("corrupt image") // fails, but completes
 			}
 			return nil
-		}, workerpool.Label("resize"))
+		}, workerpool.TaskOption{Label: "resize"})
 	}
 	pool.Submit(func() {}) // no label: task="none"
 	pool.StopWait()
@@ -61,21 +60,22 @@ func Example() {
 }
 
 // One Histograms serves two pools; past the cap of WithMaxLabels, labels
-// count as "other". The tasks run one after the other (DoWait), so that
-// which labels come first is known.
+// count as "other". The tasks run one after the other (each Go's Wait
+// returns before the next), so that which labels come first is known.
 func ExampleWithMaxLabels() {
 	hists := workerpoolprom.NewHistograms(workerpoolprom.WithMaxLabels(2))
-	mail := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
-	images := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+	mail := workerpool.New(2, workerpool.WithHooks(hists.Hooks("mail")))
+	images := workerpool.New(2, workerpool.WithHooks(hists.Hooks("images")))
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(hists)
 
+	send := func(context.Context) error { return nil }
 	for _, label := range []string{"welcome", "digest", "welcome", "receipt"} {
-		if err := mail.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)); err != nil {
+		if err := mail.Go(context.Background(), send, workerpool.TaskOption{Label: label}).Wait(); err != nil {
 			log.Fatal(err)
 		}
 	}
-	if err := images.DoWaitContext(context.Background(), func() {}, workerpool.Label("resize")); err != nil {
+	if err := images.Go(context.Background(), send, workerpool.TaskOption{Label: "resize"}).Wait(); err != nil {
 		log.Fatal(err)
 	}
 	mail.StopWait()
@@ -93,22 +93,21 @@ func ExampleWithMaxLabels() {
 // the ctx TaskStarted returned, as the pool does.
 func ExampleHistograms_Hooks() {
 	hists := workerpoolprom.NewHistograms()
-	h := hists.Hooks()
+	h := hists.Hooks("mail")
 	pool := workerpool.New(1,
-		workerpool.WithName("mail"),
 		workerpool.WithHooks(workerpool.Hooks{
 			TaskStarted: h.TaskStarted,
 			TaskFinished: func(ctx context.Context, t workerpool.TaskInfo) {
 				h.TaskFinished(ctx, t)
 				if t.Err != nil {
-					fmt.Printf("%s task %s failed: %v\n", t.Pool, t.Label, t.Err)
+					fmt.Printf("mail task %s failed: %v\n", t.Label, t.Err)
 				}
 			},
 		}),
 	)
 	pool.Go(context.Background(), func(context.Context) error {
 		return errors.New("smtp: connection refused")
-	}, workerpool.Label("welcome"))
+	}, workerpool.TaskOption{Label: "welcome"})
 	pool.StopWait()
 
 	reg := prometheus.NewRegistry()
@@ -151,9 +150,9 @@ func printSeries(reg *prometheus.Registry, names ...string) {
 // first that takes 20ms, on the pool's one worker.
 func ExampleWithWaitBuckets() {
 	hists := workerpoolprom.NewHistograms(workerpoolprom.WithWaitBuckets([]float64{0.01, 60}))
-	pool := workerpool.New(1, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
-	pool.DoContext(context.Background(), func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("first"))
-	pool.DoContext(context.Background(), func() {}, workerpool.Label("behind"))
+	pool := workerpool.New(1, workerpool.WithHooks(hists.Hooks("mail")))
+	pool.DoContext(context.Background(), func() { time.Sleep(20 * time.Millisecond) }, workerpool.TaskOption{Label: "first"})
+	pool.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "behind"})
 	pool.StopWait()
 
 	reg := prometheus.NewRegistry()
@@ -168,8 +167,8 @@ func ExampleWithWaitBuckets() {
 // Run-time buckets for tasks that take seconds rather than microseconds.
 func ExampleWithRunBuckets() {
 	hists := workerpoolprom.NewHistograms(workerpoolprom.WithRunBuckets([]float64{0.01, 1, 60}))
-	pool := workerpool.New(2, workerpool.WithName("reports"), workerpool.WithHooks(hists.Hooks()))
-	pool.DoContext(context.Background(), func() { time.Sleep(20 * time.Millisecond) }, workerpool.Label("render"))
+	pool := workerpool.New(2, workerpool.WithHooks(hists.Hooks("reports")))
+	pool.DoContext(context.Background(), func() { time.Sleep(20 * time.Millisecond) }, workerpool.TaskOption{Label: "render"})
 	pool.StopWait()
 
 	reg := prometheus.NewRegistry()
@@ -185,12 +184,12 @@ func ExampleWithRunBuckets() {
 // Pools share a registry when their names differ; a second Collector for a
 // name already registered is refused.
 func ExampleNewCollector() {
-	mail := workerpool.New(2, workerpool.WithName("mail"))
-	images := workerpool.New(4, workerpool.WithName("images"))
+	mail := workerpool.New(2)
+	images := workerpool.New(4)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(workerpoolprom.NewCollector(mail), workerpoolprom.NewCollector(images))
+	reg.MustRegister(workerpoolprom.NewCollector(mail, "mail"), workerpoolprom.NewCollector(images, "images"))
 
-	err := reg.Register(workerpoolprom.NewCollector(mail))
+	err := reg.Register(workerpoolprom.NewCollector(mail, "mail"))
 	var dup prometheus.AlreadyRegisteredError
 	fmt.Println("the same name again refused:", errors.As(err, &dup))
 
@@ -231,12 +230,12 @@ func printBuckets(reg *prometheus.Registry, name, task string) {
 // their names: give each pool its Hooks, and register it once.
 func ExampleNewHistograms() {
 	hists := workerpoolprom.NewHistograms()
-	mail := workerpool.New(2, workerpool.WithName("mail"), workerpool.WithHooks(hists.Hooks()))
-	images := workerpool.New(2, workerpool.WithName("images"), workerpool.WithHooks(hists.Hooks()))
+	mail := workerpool.New(2, workerpool.WithHooks(hists.Hooks("mail")))
+	images := workerpool.New(2, workerpool.WithHooks(hists.Hooks("images")))
 	for range 3 {
-		mail.DoContext(context.Background(), func() {}, workerpool.Label("welcome"))
+		mail.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "welcome"})
 	}
-	images.DoContext(context.Background(), func() {}, workerpool.Label("resize"))
+	images.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "resize"})
 	mail.StopWait()
 	images.StopWait()
 

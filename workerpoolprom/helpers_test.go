@@ -1,6 +1,7 @@
 package workerpoolprom_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 )
+
+// noop is a task that does nothing.
+func noop(context.Context) error { return nil }
 
 // registryOf returns a pedantic registry (it checks every metric against
 // its description) holding cs.

@@ -51,9 +51,9 @@ const (
 // the tasks of the pools that use them: how long it waited and ran, how
 // it failed, whether it was a retry, and, while it runs, how long it has
 // been running. One Histograms serves any number of pools: each series
-// carries the pool's name (TaskInfo.Pool, set by workerpool.WithName) as
-// the label pool, and the histograms and counters the task's Label as the
-// label task. Histograms is a prometheus.Collector: register it, as the
+// carries the name given to Hooks for the pool as the label pool, and the
+// histograms and counters the task's Label as the label task. Histograms
+// is a prometheus.Collector: register it, as the
 // Collector, in a registry of your own, once, whatever the number of
 // pools.
 //
@@ -167,10 +167,9 @@ func WithMaxLabels(n int) HistogramOption {
 	}
 }
 
-// NewHistograms returns Histograms for any number of pools: pass Hooks'
-// result to workerpool.WithHooks of each, and give each a distinct name
-// with workerpool.WithName, which the hooks read from TaskInfo.Pool.
-// Options apply in order; the last of each kind wins.
+// NewHistograms returns Histograms for any number of pools: pass
+// Hooks(name) to workerpool.WithHooks of each, with a distinct name for
+// each pool. Options apply in order; the last of each kind wins.
 //
 // Register the result once per registry: it is one collector for all its
 // pools, and a second Histograms in the same registry fails to register
@@ -184,7 +183,7 @@ func NewHistograms(opts ...HistogramOption) *Histograms {
 	}
 	h := &Histograms{
 		wait: newHistogramVec("workerpool_task_wait_seconds",
-			"Time each run of a task waited before it started, in seconds: from the task's acceptance, or from when it became due (Delay, At, a retry), to the start of the run.",
+			"Time each run of a task waited before it started, in seconds: from the task's acceptance, or from when it became due (a Delay, a retry), to the start of the run.",
 			c.waitBuckets),
 		run: newHistogramVec("workerpool_task_run_seconds",
 			"Time each run of a task took, in seconds, until its func returned, panicked or called runtime.Goexit. Each retry is a run of its own.",
@@ -239,7 +238,13 @@ func newHistogramVec(name, help string, buckets []float64) *prometheus.Histogram
 	}, []string{"pool", "task"})
 }
 
-// Hooks returns the hooks that feed h, for workerpool.WithHooks.
+// Hooks returns the hooks that feed h with the runs of one pool, for
+// workerpool.WithHooks: their series carry pool as the label pool (the
+// pool's name, as given to its Collector; a workerpool.WorkerPool has no
+// name of its own). Give each pool a distinct, fixed name: two pools that
+// use the hooks of one name share its series. A name that is not valid
+// UTF-8 is exported with U+FFFD in place of each invalid byte.
+//
 // TaskStarted observes the run's wait (so a run shows up in the wait
 // histogram as soon as it starts, even if it runs for minutes), counts a
 // rerun, and records the run as in flight in the ctx it returns: the ctx
@@ -255,17 +260,23 @@ func newHistogramVec(name, help string, buckets []float64) *prometheus.Histogram
 // TaskFinished returns.
 //
 // Every call returns hooks that feed the same metrics; any number of pools
-// may use them at once. The package documentation shows how to combine
-// them with hooks of your own.
-func (h *Histograms) Hooks() workerpool.Hooks {
+// may use them at once. workerpool.WithHooks merges hooks, so the pool may
+// also be given hooks of other concerns (a DeadLetter, a Panic); the
+// package documentation shows how to chain them with a TaskStarted or
+// TaskFinished of your own.
+func (h *Histograms) Hooks(pool string) workerpool.Hooks {
 	return workerpool.Hooks{
-		TaskStarted:  h.taskStarted,
-		TaskFinished: h.taskFinished,
+		TaskStarted: func(ctx context.Context, t workerpool.TaskInfo) context.Context {
+			return h.taskStarted(ctx, pool, t)
+		},
+		TaskFinished: func(ctx context.Context, t workerpool.TaskInfo) {
+			h.taskFinished(ctx, pool, t)
+		},
 	}
 }
 
-func (h *Histograms) taskStarted(ctx context.Context, t workerpool.TaskInfo) context.Context {
-	s := h.seriesFor(t.Pool, t.Label)
+func (h *Histograms) taskStarted(ctx context.Context, pool string, t workerpool.TaskInfo) context.Context {
+	s := h.seriesFor(pool, t.Label)
 	s.wait.Observe(t.Waited.Seconds())
 	if t.Attempt > 1 {
 		s.reruns.Inc()
@@ -281,7 +292,7 @@ func (h *Histograms) taskStarted(ctx context.Context, t workerpool.TaskInfo) con
 	return r
 }
 
-func (h *Histograms) taskFinished(ctx context.Context, t workerpool.TaskInfo) {
+func (h *Histograms) taskFinished(ctx context.Context, pool string, t workerpool.TaskInfo) {
 	var s *series
 	if r := h.runOf(ctx); r != nil {
 		s = r.s
@@ -289,7 +300,7 @@ func (h *Histograms) taskFinished(ctx context.Context, t workerpool.TaskInfo) {
 			h.plainRuns.Put(r)
 		}
 	} else {
-		s = h.seriesFor(t.Pool, t.Label) // TaskStarted was not ours: no run to end
+		s = h.seriesFor(pool, t.Label) // TaskStarted was not ours: no run to end
 	}
 	s.run.Observe(t.Ran.Seconds())
 	if t.Err != nil {

@@ -32,7 +32,7 @@ var histogramsNames = []string{
 func TestHistogramsObserveExactWaitAndRunTimes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(1, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(1, workerpool.WithHooks(h.Hooks("jobs")))
 		defer p.Stop()
 		p.Submit(func() { time.Sleep(3 * time.Second) })
 		p.Submit(func() { time.Sleep(2 * time.Second) })
@@ -56,7 +56,7 @@ workerpool_task_run_seconds_bucket{pool="jobs",task="none",le="1000"} 2
 workerpool_task_run_seconds_bucket{pool="jobs",task="none",le="+Inf"} 2
 workerpool_task_run_seconds_sum{pool="jobs",task="none"} 5
 workerpool_task_run_seconds_count{pool="jobs",task="none"} 2
-# HELP workerpool_task_wait_seconds Time each run of a task waited before it started, in seconds: from the task's acceptance, or from when it became due (Delay, At, a retry), to the start of the run.
+# HELP workerpool_task_wait_seconds Time each run of a task waited before it started, in seconds: from the task's acceptance, or from when it became due (a Delay, a retry), to the start of the run.
 # TYPE workerpool_task_wait_seconds histogram
 workerpool_task_wait_seconds_bucket{pool="jobs",task="none",le="1e-08"} 1
 workerpool_task_wait_seconds_bucket{pool="jobs",task="none",le="1e-07"} 1
@@ -98,9 +98,9 @@ workerpool_longest_running_processor_seconds{pool="jobs"} 0
 func TestHistogramsObserveEveryRunOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms(workerpoolprom.WithWaitBuckets([]float64{1}), workerpoolprom.WithRunBuckets([]float64{1}))
-		p := workerpool.New(1, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(1, workerpool.WithHooks(h.Hooks("jobs")))
 		defer p.Stop()
-		retry := workerpool.Retry(func(int, error) (time.Duration, bool) { return time.Minute, true })
+		retry := workerpool.TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Minute, true }}
 		runs := 0
 		task := p.Go(t.Context(), func(context.Context) error {
 			time.Sleep(time.Second)
@@ -108,7 +108,7 @@ func TestHistogramsObserveEveryRunOnce(t *testing.T) {
 				return errors.New("fails")
 			}
 			return nil
-		}, retry, workerpool.Delay(time.Hour), workerpool.Label("flaky"))
+		}, retry, workerpool.TaskOption{Delay: time.Hour, Label: "flaky"})
 		require.NoError(t, task.Wait(), "task")
 		p.StopWait()
 
@@ -119,7 +119,7 @@ workerpool_task_run_seconds_bucket{pool="jobs",task="flaky",le="1"} 3
 workerpool_task_run_seconds_bucket{pool="jobs",task="flaky",le="+Inf"} 3
 workerpool_task_run_seconds_sum{pool="jobs",task="flaky"} 3
 workerpool_task_run_seconds_count{pool="jobs",task="flaky"} 3
-# HELP workerpool_task_wait_seconds Time each run of a task waited before it started, in seconds: from the task's acceptance, or from when it became due (Delay, At, a retry), to the start of the run.
+# HELP workerpool_task_wait_seconds Time each run of a task waited before it started, in seconds: from the task's acceptance, or from when it became due (a Delay, a retry), to the start of the run.
 # TYPE workerpool_task_wait_seconds histogram
 workerpool_task_wait_seconds_bucket{pool="jobs",task="flaky",le="1"} 3
 workerpool_task_wait_seconds_bucket{pool="jobs",task="flaky",le="+Inf"} 3
@@ -142,7 +142,7 @@ workerpool_task_reruns_total{pool="jobs",task="flaky"} 2
 func TestHistogramsObserveWaitAtStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(1, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(1, workerpool.WithHooks(h.Hooks("jobs")))
 		defer p.Stop()
 		release := make(chan struct{})
 		p.Submit(func() { <-release })
@@ -157,27 +157,26 @@ func TestHistogramsObserveWaitAtStart(t *testing.T) {
 }
 
 // Every outcome of a run, through every kind of task: a return, an error,
-// a panic (of a Task, and of a plain func under a panic handler) and
+// a panic (of a Task, and of a plain func under a Panic hook) and
 // runtime.Goexit. Only the failures count, by outcome; every run is
 // observed, and none stays in flight.
 func TestHistogramsCountFailuresByOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
 		p := workerpool.New(2,
-			workerpool.WithName("jobs"),
-			workerpool.WithHooks(h.Hooks()),
-			workerpool.WithPanicHandler(func(any) {}),
+			workerpool.WithHooks(h.Hooks("jobs")),
+			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 		)
 		defer p.Stop()
-		ok := p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.Label("ok"))
-		failed := p.Go(t.Context(), func(context.Context) error { return errors.New("fails") }, workerpool.Label("error"))
-		panicked := p.Go(t.Context(), func(context.Context) error { panic("boom") }, workerpool.Label("panic"))
+		ok := p.Go(t.Context(), func(context.Context) error { return nil }, workerpool.TaskOption{Label: "ok"})
+		failed := p.Go(t.Context(), func(context.Context) error { return errors.New("fails") }, workerpool.TaskOption{Label: "error"})
+		panicked := p.Go(t.Context(), func(context.Context) error { panic("boom") }, workerpool.TaskOption{Label: "panic"})
 		exited := p.Go(t.Context(), func(context.Context) error {
 			runtime.Goexit()
 			return nil
-		}, workerpool.Label("goexit"))
-		require.NoError(t, p.DoContext(context.Background(), func() { panic("plain") }, workerpool.Label("plain-panic")), "Do")
-		require.NoError(t, p.DoWaitContext(context.Background(), func() { runtime.Goexit() }, workerpool.Label("plain-goexit")), "DoWait")
+		}, workerpool.TaskOption{Label: "goexit"})
+		require.NoError(t, p.DoContext(context.Background(), func() { panic("plain") }, workerpool.TaskOption{Label: "plain-panic"}), "Do")
+		require.NoError(t, p.DoContext(context.Background(), func() { runtime.Goexit() }, workerpool.TaskOption{Label: "plain-goexit"}), "Do")
 		p.StopWait()
 		assert.NoError(t, ok.Wait(), "ok")
 		assert.EqualError(t, failed.Wait(), "fails", "failed")
@@ -213,19 +212,20 @@ func TestHistogramsCountFailuresByOutcome(t *testing.T) {
 func TestHistogramsLabelEveryKindOfTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(2, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(2, workerpool.WithHooks(h.Hooks("jobs")))
 		defer p.Stop()
-		noop := func(context.Context) error { return nil }
-		resize, mail := workerpool.Label("resize"), workerpool.Label("mail")
+		resize, mail := workerpool.TaskOption{Label: "resize"}, workerpool.TaskOption{Label: "mail"}
 		require.NoError(t, p.DoContext(context.Background(), func() {}, resize), "Do")
 		require.NoError(t, p.DoContext(t.Context(), func() {}, resize), "DoContext")
-		require.NoError(t, p.DoWaitContext(context.Background(), func() {}, resize), "DoWait")
+		done, cancel := context.WithCancel(t.Context())
+		cancel()
+		require.NoError(t, p.DoContext(done, func() {}, resize), "DoContext with a ctx done: a try")
 		require.NoError(t, p.Go(t.Context(), noop, mail).Wait(), "Go")
-		_, err := workerpool.Call(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, mail).Wait()
-		require.NoError(t, err, "Call")
+		_, err := workerpool.GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil }, mail).Wait()
+		require.NoError(t, err, "GoResult")
 		g := p.Group(t.Context())
 		g.Go(noop, mail)
-		g.Go(noop, workerpool.Label("batch"))
+		g.Go(noop, workerpool.TaskOption{Label: "batch"})
 		require.NoError(t, g.Wait(), "Group")
 		p.Submit(func() {})
 		require.NoError(t, p.Go(t.Context(), noop).Wait(), "Go without a label")
@@ -273,10 +273,10 @@ func TestHistogramsCapLabels(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := workerpoolprom.NewHistograms(workerpoolprom.WithMaxLabels(c.max))
-				p := workerpool.New(1, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+				p := workerpool.New(1, workerpool.WithHooks(h.Hooks("jobs")))
 				defer p.Stop()
 				for _, label := range []string{"a", "", "b", "c", "a", "d", "", "c", "a"} {
-					require.NoError(t, p.DoWaitContext(context.Background(), func() {}, workerpool.Label(label)), "DoWait %q", label)
+					require.NoError(t, p.Go(context.Background(), noop, workerpool.TaskOption{Label: label}).Wait(), "Go %q", label)
 				}
 				p.StopWait()
 				assert.Equal(t, c.expected, values(t, h, "workerpool_task_run_seconds"), "runs by task")
@@ -290,9 +290,9 @@ func TestHistogramsCapLabels(t *testing.T) {
 func TestHistogramsDefaultCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		hooks := h.Hooks()
+		hooks := h.Hooks("jobs")
 		for i := range workerpoolprom.DefaultMaxLabels + 1 {
-			info := workerpool.TaskInfo{Pool: "jobs", Label: "kind-" + strconv.Itoa(i), Attempt: 1}
+			info := workerpool.TaskInfo{Label: "kind-" + strconv.Itoa(i), Attempt: 1}
 			hooks.TaskFinished(hooks.TaskStarted(t.Context(), info), info)
 		}
 		runs := values(t, h, "workerpool_task_run_seconds")
@@ -307,15 +307,15 @@ func TestHistogramsDefaultCap(t *testing.T) {
 func TestHistogramsServeSeveralPools(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms(workerpoolprom.WithMaxLabels(1))
-		x := workerpool.New(1, workerpool.WithName("x"), workerpool.WithHooks(h.Hooks()))
+		x := workerpool.New(1, workerpool.WithHooks(h.Hooks("x")))
 		defer x.Stop()
-		y := workerpool.New(3, workerpool.WithName("y"), workerpool.WithHooks(h.Hooks()))
+		y := workerpool.New(3, workerpool.WithHooks(h.Hooks("y")))
 		defer y.Stop()
 		release := make(chan struct{})
-		require.NoError(t, x.DoWaitContext(context.Background(), func() {}, workerpool.Label("a")), "x: a")
-		require.NoError(t, x.DoWaitContext(context.Background(), func() {}, workerpool.Label("a")), "x: a")
-		require.NoError(t, y.DoWaitContext(context.Background(), func() {}, workerpool.Label("a")), "y: a")
-		require.NoError(t, y.DoWaitContext(context.Background(), func() {}, workerpool.Label("b")), "y: b")
+		require.NoError(t, x.Go(context.Background(), noop, workerpool.TaskOption{Label: "a"}).Wait(), "x: a")
+		require.NoError(t, x.Go(context.Background(), noop, workerpool.TaskOption{Label: "a"}).Wait(), "x: a")
+		require.NoError(t, y.Go(context.Background(), noop, workerpool.TaskOption{Label: "a"}).Wait(), "y: a")
+		require.NoError(t, y.Go(context.Background(), noop, workerpool.TaskOption{Label: "b"}).Wait(), "y: b")
 		y.Submit(func() { <-release })
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -341,9 +341,9 @@ func TestHistogramsServeSeveralPools(t *testing.T) {
 func TestHistogramsLintClean(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(1, workerpool.WithName("lint"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(1, workerpool.WithHooks(h.Hooks("lint")))
 		p.Submit(func() {})
-		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.Label("labelled")), "Do")
+		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "labelled"}), "Do")
 		p.StopWait()
 		problems, err := testutil.CollectAndLint(h)
 		require.NoError(t, err, "CollectAndLint")
@@ -367,9 +367,9 @@ func TestHistogramsTwoInOneRegistryCollide(t *testing.T) {
 func TestHistogramsReplaceInvalidUTF8(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(1, workerpool.WithName("bad\xff"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(1, workerpool.WithHooks(h.Hooks("bad\xff")))
 		defer p.Stop()
-		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.Label("kind\xfe")), "Do")
+		require.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "kind\xfe"}), "Do")
 		p.StopWait()
 		assert.Equal(t, map[string]float64{"{pool=\"bad\ufffd\",task=\"kind\ufffd\"}": 1},
 			values(t, h, "workerpool_task_run_seconds"), "runs")
@@ -393,8 +393,8 @@ func TestHistogramBucketOptions(t *testing.T) {
 	buckets := []float64{0.5, 2}
 	h := workerpoolprom.NewHistograms(workerpoolprom.WithWaitBuckets(buckets), workerpoolprom.WithRunBuckets(nil))
 	buckets[0] = 100
-	hooks := h.Hooks()
-	info := workerpool.TaskInfo{Pool: "jobs", Attempt: 1}
+	hooks := h.Hooks("jobs")
+	info := workerpool.TaskInfo{Attempt: 1}
 	hooks.TaskFinished(hooks.TaskStarted(context.Background(), info), info)
 	families, err := registryOf(t, h).Gather()
 	require.NoError(t, err, "Gather")

@@ -13,8 +13,7 @@ import (
 // run as the value of runKey{h}. Being the ctx itself saves the allocation
 // of a context.WithValue.
 //
-// The run of a task that has a ctx (Go, Call, Group.Go, DoContext,
-// DoWaitContext: the
+// The run of a task that has a ctx (Go, GoResult, Group.Go, DoContext: the
 // ctx TaskStarted gets is not context.Background()) is allocated and never
 // reused: the task may keep its ctx after it returns (a goroutine it
 // started, say), and a reused run would hand that goroutine another

@@ -29,18 +29,17 @@ func scrapeServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	h := workerpoolprom.NewHistograms()
 	p := workerpool.New(2,
-		workerpool.WithName("scrape"),
-		workerpool.WithHooks(h.Hooks()),
-		workerpool.WithPanicHandler(func(any) {}),
+		workerpool.WithHooks(h.Hooks("scrape")),
+		workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 	)
 	defer p.Stop()
 	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(workerpoolprom.NewCollector(p)), "register Collector")
+	require.NoError(t, reg.Register(workerpoolprom.NewCollector(p, "scrape")), "register Collector")
 	require.NoError(t, reg.Register(h), "register Histograms")
 	for i := range 10 {
 		switch i {
 		case 3, 6:
-			p.Go(t.Context(), func(context.Context) error { return errors.New("fails") }, workerpool.Label("import"))
+			p.Go(t.Context(), func(context.Context) error { return errors.New("fails") }, workerpool.TaskOption{Label: "import"})
 		case 9:
 			p.Submit(func() { panic("boom") })
 		default:
@@ -140,7 +139,7 @@ func TestScrapeTextOverHTTP(t *testing.T) {
 // no longer once it has ended.
 func TestScrapeShowsStuckWork(t *testing.T) {
 	h := workerpoolprom.NewHistograms()
-	p := workerpool.New(2, workerpool.WithName("stuck"), workerpool.WithHooks(h.Hooks()))
+	p := workerpool.New(2, workerpool.WithHooks(h.Hooks("stuck")))
 	defer p.Stop()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(h), "register Histograms")

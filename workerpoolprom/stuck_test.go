@@ -32,7 +32,7 @@ func stuck(t *testing.T, h *workerpoolprom.Histograms, pool string) (unfinished,
 func TestStuckWorkGaugesExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(3, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(3, workerpool.WithHooks(h.Hooks("jobs")))
 		defer p.Stop()
 		first, second := make(chan struct{}), make(chan struct{})
 		p.Submit(func() { <-first })
@@ -72,12 +72,12 @@ func TestStuckWorkExactUnderConcurrentHooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const runs = 100
 		h := workerpoolprom.NewHistograms()
-		hooks := h.Hooks()
+		hooks := h.Hooks("direct")
 		evens, odds := make(chan struct{}), make(chan struct{})
 		var wg sync.WaitGroup
 		for i := range runs {
 			wg.Go(func() {
-				info := workerpool.TaskInfo{Pool: "direct", Label: "kind", Attempt: 1}
+				info := workerpool.TaskInfo{Label: "kind", Attempt: 1}
 				time.Sleep(time.Duration(i/10) * time.Second)
 				ctx := hooks.TaskStarted(context.Background(), info)
 				if i%2 == 0 {
@@ -133,9 +133,8 @@ func TestStuckWorkNothingLeftAfterStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
 		p := workerpool.New(4,
-			workerpool.WithName("jobs"),
-			workerpool.WithHooks(h.Hooks()),
-			workerpool.WithPanicHandler(func(any) {}),
+			workerpool.WithHooks(h.Hooks("jobs")),
+			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 		)
 		defer p.Stop()
 		p.Go(t.Context(), func(context.Context) error { return errors.New("fails") })
@@ -163,20 +162,20 @@ func TestStuckWorkNothingLeftAfterStop(t *testing.T) {
 func TestStuckWorkNestedRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := workerpoolprom.NewHistograms()
-		p := workerpool.New(2, workerpool.WithName("jobs"), workerpool.WithHooks(h.Hooks()))
+		p := workerpool.New(2, workerpool.WithHooks(h.Hooks("jobs")))
 		defer p.Stop()
 		release := make(chan struct{})
 		outer := p.Go(t.Context(), func(ctx context.Context) error {
 			inner := p.Go(ctx, func(context.Context) error {
 				time.Sleep(2 * time.Second)
 				return nil
-			}, workerpool.Label("inner"))
+			}, workerpool.TaskOption{Label: "inner"})
 			if err := inner.Wait(); err != nil {
 				return err
 			}
 			<-release
 			return nil
-		}, workerpool.Label("outer"))
+		}, workerpool.TaskOption{Label: "outer"})
 		time.Sleep(time.Second)
 		synctest.Wait()
 		unfinished, longest := stuck(t, h, "jobs")
@@ -203,14 +202,14 @@ func TestStuckWorkThroughHooksOfYourOwn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		type key struct{}
 		h := workerpoolprom.NewHistograms()
-		inner := h.Hooks()
+		inner := h.Hooks("jobs")
 		hooks := workerpool.Hooks{
 			TaskStarted: func(ctx context.Context, info workerpool.TaskInfo) context.Context {
 				return context.WithValue(inner.TaskStarted(ctx, info), key{}, "mine")
 			},
 			TaskFinished: inner.TaskFinished,
 		}
-		p := workerpool.New(1, workerpool.WithName("jobs"), workerpool.WithHooks(hooks))
+		p := workerpool.New(1, workerpool.WithHooks(hooks))
 		defer p.Stop()
 		seen := make(chan any, 1)
 		release := make(chan struct{})
@@ -226,7 +225,7 @@ func TestStuckWorkThroughHooksOfYourOwn(t *testing.T) {
 		p.StopWait()
 		assert.Equal(t, 0, workerpoolprom.InFlight(h, "jobs"), "runs in flight after StopWait")
 
-		info := workerpool.TaskInfo{Pool: "jobs", Attempt: 1, Ran: time.Second}
+		info := workerpool.TaskInfo{Attempt: 1, Ran: time.Second}
 		inner.TaskFinished(context.Background(), info)
 		assert.Equal(t, 0, workerpoolprom.InFlight(h, "jobs"), "runs in flight after a foreign ctx")
 		assert.Equal(t, map[string]float64{`{pool="jobs",task="none"}`: 2},
@@ -241,8 +240,8 @@ func TestStuckWorkStress(t *testing.T) {
 	const tasks = 2000
 	h := workerpoolprom.NewHistograms()
 	pools := []*workerpool.WorkerPool{
-		workerpool.New(8, workerpool.WithName("a"), workerpool.WithHooks(h.Hooks()), workerpool.WithPanicHandler(func(any) {})),
-		workerpool.New(3, workerpool.WithName("b"), workerpool.WithHooks(h.Hooks()), workerpool.WithPanicHandler(func(any) {})),
+		workerpool.New(8, workerpool.WithHooks(h.Hooks("a")), workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}})),
+		workerpool.New(3, workerpool.WithHooks(h.Hooks("b")), workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}})),
 	}
 	var submitters sync.WaitGroup
 	for _, p := range pools {
@@ -250,7 +249,7 @@ func TestStuckWorkStress(t *testing.T) {
 		for s := range 4 {
 			submitters.Go(func() {
 				for i := range tasks / 4 {
-					label := workerpool.Label([]string{"x", "y", ""}[(s+i)%3])
+					label := workerpool.TaskOption{Label: []string{"x", "y", ""}[(s+i)%3]}
 					switch rand.IntN(4) {
 					case 0:
 						p.Go(context.Background(), func(context.Context) error { return errors.New("fails") }, label)
@@ -288,7 +287,7 @@ func TestStuckWorkStress(t *testing.T) {
 func TestStuckWorkCtxReadAfterFinish(t *testing.T) {
 	type key struct{}
 	h := workerpoolprom.NewHistograms()
-	inner := h.Hooks()
+	inner := h.Hooks("jobs")
 	var mismatches sync.Map
 	hooks := workerpool.Hooks{
 		TaskStarted: inner.TaskStarted,
@@ -299,13 +298,13 @@ func TestStuckWorkCtxReadAfterFinish(t *testing.T) {
 			}
 		},
 	}
-	p := workerpool.New(4, workerpool.WithName("jobs"), workerpool.WithHooks(hooks))
+	p := workerpool.New(4, workerpool.WithHooks(hooks))
 	defer p.Stop()
 	for i := range 2000 {
 		if i%2 == 0 {
-			assert.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.Label("plain")), "Do")
+			assert.NoError(t, p.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "plain"}), "Do")
 		} else {
-			p.Go(context.WithValue(context.Background(), key{}, nil), func(context.Context) error { return nil }, workerpool.Label("go"))
+			p.Go(context.WithValue(context.Background(), key{}, nil), func(context.Context) error { return nil }, workerpool.TaskOption{Label: "go"})
 		}
 	}
 	p.StopWait()

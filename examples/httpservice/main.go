@@ -67,7 +67,6 @@ type service struct {
 // once and queues at most queue more; the caller stops the pool.
 func newService(workers, queue int) *service {
 	return &service{pool: workerpool.New(workers,
-		workerpool.WithName("render"),
 		workerpool.WithMaxWaiting(queue, workerpool.Reject), // a full queue refuses: back-pressure to the client
 	)}
 }

@@ -56,18 +56,19 @@ func run(addr string) error {
 	logger.Info("every 200th task panics on purpose, to show the panics counter; each is logged as one line")
 
 	// The histograms' hooks time every run, count failures by outcome and
-	// track the runs in flight, by the task labels produce gives.
+	// track the runs in flight, by the task labels produce gives. The pool
+	// has no name of its own: its metrics and its log records get poolName
+	// from here.
 	hists := workerpoolprom.NewHistograms()
 	pool := workerpool.New(4,
-		workerpool.WithName(poolName),
-		workerpool.WithLogger(logger),
-		workerpool.WithPanicHandler(func(any) {}), // the logger records each panic
+		workerpool.WithLogger(logger.With("pool", poolName)),
 		workerpool.WithMaxWaiting(20, workerpool.DropOldest),
-		workerpool.WithHooks(hists.Hooks()),
+		workerpool.WithHooks(hists.Hooks(poolName)),
+		workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}), // the logger records each panic
 	)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(workerpoolprom.NewCollector(pool), hists)
+	reg.MustRegister(workerpoolprom.NewCollector(pool, poolName), hists)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	ln, err := net.Listen("tcp", addr)
@@ -111,7 +112,8 @@ func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	work := context.Background() // not canceled by the signal: Shutdown lets tasks finish
-	render, export, digest := workerpool.Label("render"), workerpool.Label("export"), workerpool.Label("digest")
+	render, export := workerpool.TaskOption{Label: "render"}, workerpool.TaskOption{Label: "export"}
+	digest := workerpool.TaskOption{Label: "digest", Delay: time.Second}
 	for n := 1; ; n++ {
 		select {
 		case <-ctx.Done():
@@ -127,7 +129,7 @@ func produce(ctx context.Context, pool *workerpool.WorkerPool) {
 		case n%200 == 0:
 			err = pool.DoContext(context.Background(), func() { panic(demoPanic(fmt.Sprintf("demo task %d panics on purpose", n))) }, render)
 		case n%25 == 0:
-			pool.Go(work, func(context.Context) error { time.Sleep(d); return nil }, workerpool.Delay(time.Second), digest)
+			pool.Go(work, func(context.Context) error { time.Sleep(d); return nil }, digest)
 		case n%7 == 0:
 			pool.Go(work, func(context.Context) error {
 				time.Sleep(d) // stands in for real work

@@ -1,7 +1,7 @@
 // Command quickstart shows the basic life of a pool: fire-and-forget tasks
-// with Submit, a synchronous result with SubmitWait, a Status snapshot, the
-// panic handler at work on one job that fails on purpose, and a graceful
-// StopWait at exit.
+// with Submit, a synchronous result with SubmitWait, a Status snapshot, a
+// panic handler (Hooks.Panic) at work on one job that fails on purpose,
+// and a graceful StopWait at exit.
 package main
 
 import (
@@ -13,9 +13,9 @@ import (
 )
 
 func main() {
-	p := workerpool.New(4, workerpool.WithPanicHandler(func(recovered any) {
+	p := workerpool.New(4, workerpool.WithHooks(workerpool.Hooks{Panic: func(recovered any) {
 		fmt.Printf("panic handler: recovered %q (job 13 panics on purpose, to show the handler)\n", recovered)
-	}))
+	}}))
 
 	// Fire-and-forget: 20 "jobs" of about 10ms each. Submit never blocks;
 	// at most 4 run at once and the rest wait in FIFO order.

@@ -3,15 +3,15 @@
 // message is lost silently:
 //
 //   - a send that fails for a while (the mail server is busy) is retried
-//     under Retry(Backoff(...)): the task waits for its next run in the
-//     pool's timer heap, holding no worker and no goroutine;
+//     under TaskOption{Retry: Backoff(...)}: the task waits for its next
+//     run in the pool's timer heap, holding no worker and no goroutine;
 //   - a send that cannot succeed (an invalid address) returns a Permanent
 //     error and is not retried;
-//   - a send that still fails after the last attempt, and the permanent
+//   - a send that still fails after the last retry, and the permanent
 //     failures, become dead letters, with the reason and the attempts;
 //   - plain tasks scheduled for later (a digest, due in an hour) that the
 //     program's exit abandons reach the pool's dead-letter handler
-//     (WithDeadLetter) before Stop returns, to be saved for the next run.
+//     (Hooks.DeadLetter) before Stop returns, to be saved for the next run.
 //
 // It runs offline and prints the same every time:
 //
@@ -35,8 +35,9 @@ import (
 	"github.com/e86d9661/workerpool"
 )
 
-// attempts is how many times a send runs at most, the first included.
-const attempts = 4
+// retries is how many times a failed send runs again at most: it runs
+// retries+1 times in all.
+const retries = 3
 
 // errBusy is the mail server's answer while it is busy: worth retrying.
 var errBusy = errors.New("421 service busy, try again later")
@@ -91,17 +92,16 @@ func run(w io.Writer) {
 	server := &mailServer{tries: map[string]int{}}
 	dead := &deadLetters{}
 	pool := workerpool.New(4,
-		workerpool.WithName("mailer"),
 		// Plain tasks that will never run: refused, dropped, expired, or
 		// abandoned by the stop. The handler runs before Stop returns.
-		workerpool.WithDeadLetter(func(task func(), reason error) {
+		workerpool.WithHooks(workerpool.Hooks{DeadLetter: func(task func(), reason error) {
 			dead.add("a scheduled digest: %v (saved for the next run)", reason)
-		}),
+		}}),
 	)
 
 	// Daily digests, due in an hour: this run exits long before.
 	for range 2 {
-		if err := pool.DoContext(context.Background(), func() { fmt.Fprintln(w, "digest sent") }, workerpool.Delay(time.Hour)); err != nil {
+		if err := pool.DoContext(context.Background(), func() { fmt.Fprintln(w, "digest sent") }, workerpool.TaskOption{Delay: time.Hour}); err != nil {
 			fmt.Fprintln(w, "digest:", err)
 		}
 	}
@@ -111,12 +111,12 @@ func run(w io.Writer) {
 		"no-at-sign.example.com", "eve@example.com", "down-fay@example.com", "slow-gus@example.com",
 		"hal@example.com", "ivy@example.com",
 	}
-	policy := workerpool.Backoff(5*time.Millisecond, 50*time.Millisecond, attempts)
+	send := workerpool.TaskOption{Label: "send", Retry: workerpool.Backoff(5*time.Millisecond, 50*time.Millisecond, retries)}
 	tasks := make([]*workerpool.Task, len(recipients))
 	for i, to := range recipients {
 		tasks[i] = pool.Go(context.Background(), func(ctx context.Context) error {
 			return server.send(ctx, to)
-		}, workerpool.Retry(policy), workerpool.Label("send"))
+		}, send)
 	}
 
 	sent := 0

@@ -28,8 +28,8 @@
 //
 // Each data point has one attribute, feed: the name given to
 // RegisterStats. Name it as the feed names its tasks, the consumer's name
-// (or natsfeed.WithLabel's), which workerpoolotel's spans and histograms
-// show as the task's label. The meter is named [ScopeName], with
+// (or the Label given with natsfeed.WithTaskOption), which
+// workerpoolotel's spans and histograms show as the task's label. The meter is named [ScopeName], with
 // workerpoolotel's Version.
 //
 // # Usage

@@ -2,6 +2,7 @@ package natsfeedotel_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -65,7 +66,7 @@ func ExampleRegisterStats() {
 			stop() // the feed drains: it returns once this message is settled too
 		}
 		if string(msg.Data()) == "image-7.png" {
-			return fmt.Errorf("unreadable: %w", natsfeed.ErrPermanent)
+			return workerpool.Permanent(errors.New("unreadable image"))
 		}
 		return nil
 	}, natsfeed.WithStats(stats))

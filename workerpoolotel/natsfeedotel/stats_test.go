@@ -3,7 +3,6 @@ package natsfeedotel_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -101,7 +100,7 @@ func TestRegisterStatsReportsAFeed(t *testing.T) {
 	require.NoError(t, err, "RegisterStats")
 	defer func() { assert.NoError(t, reg.Unregister(), "Unregister") }()
 
-	pool := workerpool.New(4, workerpool.WithName("feed"))
+	pool := workerpool.New(4)
 	defer pool.StopWait()
 	gate := make(chan struct{})
 	handle := func(ctx context.Context, msg jetstream.Msg) error {
@@ -112,7 +111,7 @@ func TestRegisterStatsReportsAFeed(t *testing.T) {
 		}
 		switch job, _ := strconv.Atoi(string(msg.Data())); {
 		case job == 3:
-			return fmt.Errorf("job 3: %w", natsfeed.ErrPermanent)
+			return workerpool.Permanent(errors.New("job 3: malformed"))
 		case job == 5 && md.NumDelivered == 1:
 			return errors.New("job 5: not yet")
 		}

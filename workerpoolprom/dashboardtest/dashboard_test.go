@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -365,11 +364,10 @@ func startWorkload(t *testing.T) *workload {
 	h := workerpoolprom.NewHistograms()
 	w := &workload{
 		dash: workerpool.New(2,
-			workerpool.WithName("dash"),
-			workerpool.WithHooks(h.Hooks()),
-			workerpool.WithPanicHandler(func(any) {}),
+			workerpool.WithHooks(h.Hooks("dash")),
+			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 		),
-		spare: workerpool.New(1, workerpool.WithName("spare"), workerpool.WithHooks(h.Hooks())),
+		spare: workerpool.New(1, workerpool.WithHooks(h.Hooks("spare"))),
 		held:  make(chan struct{}),
 	}
 	t.Cleanup(w.dash.Stop)
@@ -377,7 +375,7 @@ func startWorkload(t *testing.T) *workload {
 	t.Cleanup(w.release) // first: a test that failed while holding
 	w.startFeed(t)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(workerpoolprom.NewCollector(w.dash), workerpoolprom.NewCollector(w.spare), h,
+	reg.MustRegister(workerpoolprom.NewCollector(w.dash, "dash"), workerpoolprom.NewCollector(w.spare, "spare"), h,
 		natsfeedprom.NewCollector(w.stats, "workers"))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -399,7 +397,7 @@ func (w *workload) startFeed(t *testing.T) {
 		return natsfeed.Feed(ctx, w.spare, cons, func(ctx context.Context, msg jetstream.Msg) error {
 			switch string(msg.Data()) {
 			case "bad":
-				return fmt.Errorf("bad job: %w", natsfeed.ErrPermanent)
+				return workerpool.Permanent(errors.New("bad job"))
 			case "hold":
 				<-w.held
 			}
@@ -425,14 +423,14 @@ func (w *workload) round(t *testing.T) {
 	ctx := t.Context()
 	kinds := []string{"resize", "mail", ""}
 	for i := range 12 {
-		label := workerpool.Label(kinds[i%len(kinds)])
+		label := workerpool.TaskOption{Label: kinds[i%len(kinds)]}
 		switch i % 4 {
 		case 0:
 			w.dash.Go(ctx, func(context.Context) error { return errors.New("fails") }, label)
 		case 1:
 			require.NoError(t, w.dash.DoContext(context.Background(), func() { panic("boom") }, label), "Do")
 		default:
-			require.NoError(t, w.dash.DoWaitContext(context.Background(), func() {}, label), "DoWait")
+			require.NoError(t, w.dash.Go(context.Background(), func(context.Context) error { return nil }, label).Wait(), "Go")
 		}
 	}
 	runs := 0
@@ -441,9 +439,9 @@ func (w *workload) round(t *testing.T) {
 			return errors.New("first run fails")
 		}
 		return nil
-	}, workerpool.Label("resize"), workerpool.Retry(func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 }))
+	}, workerpool.TaskOption{Label: "resize", Retry: func(attempt int, _ error) (time.Duration, bool) { return 0, attempt < 2 }})
 	require.NoError(t, retried.Wait(), "retried task")
-	assert.ErrorIs(t, w.dash.DoContext(context.Background(), func() {}, workerpool.Weight(3)), workerpool.ErrTooHeavy, "a task heavier than the pool")
+	assert.ErrorIs(t, w.dash.DoContext(context.Background(), func() {}, workerpool.TaskOption{Weight: 3}), workerpool.ErrTooHeavy, "a task heavier than the pool")
 	require.NoError(t, w.spare.DoWait(func() {}), "spare")
 	require.NoError(t, w.dash.WaitIdle(ctx), "dash idle")
 	w.publish(t, "ok")
@@ -467,12 +465,12 @@ func (w *workload) hold(t *testing.T) {
 		require.NoError(t, w.dash.DoContext(context.Background(), func() {
 			started <- struct{}{}
 			<-w.held
-		}, workerpool.Label("import"), workerpool.Key(key)), "Do")
+		}, workerpool.TaskOption{Label: "import", Key: key}), "Do")
 	}
 	<-started
 	<-started
 	for _, key := range []string{"account-1", "account-3", ""} {
-		require.NoError(t, w.dash.DoContext(context.Background(), func() {}, workerpool.Label("import"), workerpool.Key(key)), "Do")
+		require.NoError(t, w.dash.DoContext(context.Background(), func() {}, workerpool.TaskOption{Label: "import", Key: key}), "Do")
 	}
 	// Do returns once dispatch has the task; it counts it as waiting a
 	// moment later.

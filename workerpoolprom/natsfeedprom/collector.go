@@ -50,7 +50,8 @@ var specs = [...]spec{
 }
 
 // NewCollector returns a Collector for stats, labelled feed=name. Name it
-// as the feed names its tasks: the consumer's name, or WithLabel's.
+// as the feed names its tasks: the consumer's name, or the Label given
+// with natsfeed.WithTaskOption.
 // Register it in a registry of your own ([prometheus.NewRegistry]); two
 // Collectors can share a registry only if their names differ: registering
 // a second Collector with a name already registered fails with a

@@ -3,7 +3,6 @@ package natsfeedprom_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -91,7 +90,7 @@ func TestCollectorScrapedOverHTTP(t *testing.T) {
 	require.NoError(t, reg.Register(natsfeedprom.NewCollector(stats, "workers")), "register")
 	srv := serve(t, reg)
 
-	pool := workerpool.New(4, workerpool.WithName("feed"))
+	pool := workerpool.New(4)
 	defer pool.StopWait()
 	gate := make(chan struct{})
 	handle := func(ctx context.Context, msg jetstream.Msg) error {
@@ -102,7 +101,7 @@ func TestCollectorScrapedOverHTTP(t *testing.T) {
 		}
 		switch job, _ := strconv.Atoi(string(msg.Data())); {
 		case job == 3:
-			return fmt.Errorf("job 3: %w", natsfeed.ErrPermanent)
+			return workerpool.Permanent(errors.New("job 3: malformed"))
 		case job == 5 && md.NumDelivered == 1:
 			return errors.New("job 5: not yet")
 		}

@@ -9,12 +9,12 @@
 // [Collector] reads [natsfeed.Stats.Counts] once per scrape and costs
 // nothing per message. Every series has the label feed, the name given to
 // [NewCollector]: name it as the feed names its tasks, the consumer's name
-// (or natsfeed.WithLabel's), so that a dashboard can put a feed next to
-// the task label of its runs in workerpoolprom's histograms. The names
-// follow workerpoolprom's (the prefix workerpool_, then what is counted,
-// in the plural; _total on counters), and the instruments of
-// workerpoolotel's natsfeedotel turn into the same series through the
-// OpenTelemetry Prometheus exporter:
+// (or the Label given with natsfeed.WithTaskOption), so that a dashboard
+// can put a feed next to the task label of its runs in workerpoolprom's
+// histograms. The names follow workerpoolprom's (the prefix workerpool_,
+// then what is counted, in the plural; _total on counters), and the
+// instruments of workerpoolotel's natsfeedotel turn into the same series
+// through the OpenTelemetry Prometheus exporter:
 //
 //	metric                                       type     Counts field
 //	workerpool_feed_messages_taken_total         counter  Taken: received from the server, redeliveries included

@@ -2,6 +2,7 @@ package natsfeedprom_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -57,7 +58,7 @@ func ExampleNewCollector() {
 			stop() // the feed drains: it returns once this message is settled too
 		}
 		if string(msg.Data()) == "image-7.png" {
-			return fmt.Errorf("unreadable: %w", natsfeed.ErrPermanent)
+			return workerpool.Permanent(errors.New("unreadable image"))
 		}
 		return nil
 	}, natsfeed.WithStats(stats))

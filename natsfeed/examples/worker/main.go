@@ -282,7 +282,7 @@ func publish(ctx context.Context, js jetstream.JetStream, c config) error {
 // program stops by itself, until -n jobs have been acknowledged), then
 // stops the pool and prints the summary.
 func work(ctx context.Context, cons jetstream.Consumer, c config) error {
-	pool := workerpool.New(c.workers, workerpool.WithName("worker"))
+	pool := workerpool.New(c.workers)
 	stats := new(natsfeed.Stats)
 	if c.untilDone() {
 		var cancel context.CancelFunc
@@ -342,11 +342,11 @@ type jobs struct {
 
 // handle runs one job: it sleeps, standing in for real work, and notes the
 // job as run. A message without JetStream metadata cannot be a job: it is
-// terminated.
+// terminated (workerpool.Permanent: retrying cannot cure it).
 func (j *jobs) handle(ctx context.Context, msg jetstream.Msg) error {
 	md, err := msg.Metadata()
 	if err != nil {
-		return fmt.Errorf("%w: %v", natsfeed.ErrPermanent, err)
+		return workerpool.Permanent(fmt.Errorf("not a job: %w", err))
 	}
 	time.Sleep(j.work)
 	j.mu.Lock()
