@@ -75,7 +75,7 @@ func exportedNames(t *testing.T, dir string) []string {
 				case d.Recv == nil:
 					names = append(names, d.Name.Name)
 				default:
-					methods = append(methods, method{receiverName(d.Recv.List[0].Type), d.Name.Name})
+					methods = append(methods, method{docTypeName(d.Recv.List[0].Type), d.Name.Name})
 				}
 			}
 		}
@@ -87,23 +87,4 @@ func exportedNames(t *testing.T, dir string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// receiverName is the name of a method's receiver type: T for T, *T, T[P]
-// and *T[P].
-func receiverName(e ast.Expr) string {
-	for {
-		switch x := e.(type) {
-		case *ast.StarExpr:
-			e = x.X
-		case *ast.IndexExpr:
-			e = x.X
-		case *ast.IndexListExpr:
-			e = x.X
-		case *ast.Ident:
-			return x.Name
-		default:
-			return ""
-		}
-	}
 }
