@@ -3,7 +3,7 @@ module github.com/e86d9661/workerpool/natsfeed
 go 1.25.0
 
 require (
-	github.com/e86d9661/workerpool v0.1.0
+	github.com/e86d9661/workerpool v0.2.0
 	github.com/nats-io/nats-server/v2 v2.14.5
 	github.com/nats-io/nats.go v1.53.1
 	github.com/stretchr/testify v1.12.1

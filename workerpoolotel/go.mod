@@ -3,7 +3,7 @@ module github.com/e86d9661/workerpool/workerpoolotel
 go 1.25.0
 
 require (
-	github.com/e86d9661/workerpool v0.1.0
+	github.com/e86d9661/workerpool v0.2.0
 	github.com/nats-io/nats-server/v2 v2.14.5
 	github.com/nats-io/nats.go v1.53.1
 	github.com/prometheus/client_golang v1.24.1
@@ -31,7 +31,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/e86d9661/workerpool/natsfeed v0.1.0
+	github.com/e86d9661/workerpool/natsfeed v0.2.0
 	github.com/gammazero/deque v1.2.1 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect

@@ -12,7 +12,7 @@ const ScopeName = "github.com/e86d9661/workerpool/workerpoolotel"
 
 // Version is this package's version, reported as the instrumentation scope
 // version.
-const Version = "0.1.0"
+const Version = "0.2.0"
 
 // DefaultMaxLabels is how many distinct task labels one NewHooks's
 // metrics keep by default (see WithMaxLabels).

@@ -3,8 +3,8 @@ module github.com/e86d9661/workerpool/examples/metrics
 go 1.25.0
 
 require (
-	github.com/e86d9661/workerpool v0.1.0
-	github.com/e86d9661/workerpool/workerpoolprom v0.1.0
+	github.com/e86d9661/workerpool v0.2.0
+	github.com/e86d9661/workerpool/workerpoolprom v0.2.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.71.0

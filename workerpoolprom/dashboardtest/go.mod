@@ -3,8 +3,8 @@ module github.com/e86d9661/workerpool/workerpoolprom/dashboardtest
 go 1.26.0
 
 require (
-	github.com/e86d9661/workerpool v0.1.0
-	github.com/e86d9661/workerpool/workerpoolprom v0.1.0
+	github.com/e86d9661/workerpool v0.2.0
+	github.com/e86d9661/workerpool/workerpoolprom v0.2.0
 	github.com/nats-io/nats.go v1.53.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/prometheus v0.315.1
@@ -50,7 +50,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/dennwc/varint v1.0.0 // indirect
-	github.com/e86d9661/workerpool/natsfeed v0.1.0
+	github.com/e86d9661/workerpool/natsfeed v0.2.0
 	github.com/edsrzf/mmap-go v1.2.1-0.20241212181136-fad1cd13edbd // indirect
 	github.com/facette/natsort v0.0.0-20181210072756-2cd4dd1e2dcb // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
