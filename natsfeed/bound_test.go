@@ -189,5 +189,10 @@ func TestBoundServerCountsNakedMessagesUntilRedelivered(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	assert.Equal(t, natsfeed.Counts{Taken: n, Nacked: n, MaxInFlight: bound}, c, "counts")
+	// Never more than the bound; whether two were ever held at once depends
+	// on how the server's replies and the nak of the one before interleave
+	// (1 now and then on a loaded machine).
+	assert.LessOrEqual(t, c.MaxInFlight, int64(bound), "held at most the bound")
+	c.MaxInFlight = 0
+	assert.Equal(t, natsfeed.Counts{Taken: n, Nacked: n}, c, "counts")
 }
