@@ -128,6 +128,9 @@ func tryConfigs() []tryConfig {
 // TaskFinished (every try then rides a carrier) each run got one of each.
 func TestTriesRacingAStopLoseNothingAndReportEachRefusalOnce(t *testing.T) {
 	rounds := 100
+	if raceDetectorOn { // CI's stress step runs it nine times under -race
+		rounds = 30
+	}
 	if testing.Short() {
 		rounds = 10
 	}

@@ -899,6 +899,9 @@ func sr2(seed int) int { return (seed*104729)%100 + 1 }
 // TaskFinished per call of a task's func.
 func TestObserveHooksUnderStopRaces(t *testing.T) {
 	iterations := 1500
+	if raceDetectorOn { // CI's stress step runs it nine times under -race
+		iterations = 500
+	}
 	if testing.Short() {
 		iterations = 50
 	}

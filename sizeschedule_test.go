@@ -587,6 +587,10 @@ func randomSizeTable(r *rand.Rand, loc *time.Location) *sizeTable {
 // the years 2037 to 2044 (see TestSizeTableNextPastABadZoneBoundAtTheEndOfALeapYear).
 func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 2000))
+	trials := 300
+	if raceDetectorOn { // no goroutines to race: the detector only slows it
+		trials = 60
+	}
 	for _, zone := range []string{"UTC", "Europe/Berlin", "Australia/Lord_Howe", "Antarctica/Troll",
 		"America/Santiago", "America/Havana", "Asia/Beirut", "America/St_Johns", "Africa/Casablanca", "Pacific/Apia"} {
 		loc, err := time.LoadLocation(zone)
@@ -600,7 +604,7 @@ func TestSizeTableNextMatchesAScanOfTheClock(t *testing.T) {
 			changes = append(changes, end)
 			at = end
 		}
-		for trial := range 300 {
+		for trial := range trials {
 			tb := randomSizeTable(r, loc)
 			from := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.Int64N(int64(13 * 365 * 24 * time.Hour))))
 			if len(changes) > 0 && trial%4 != 0 { // within a day of a change
