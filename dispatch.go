@@ -104,7 +104,7 @@ func (d *dispatcher) run() {
 	for d.step() {
 	}
 	d.stop()
-	d.p.logStopped() // the counts are final; stop calls wait for this goroutine
+	d.p.obs.logStopped(d.p.Status()) // the counts are final; stop calls wait for this goroutine
 }
 
 // step does what it can without blocking: it hands the queue's front task
@@ -356,7 +356,7 @@ func (d *dispatcher) place(task func(), makeRoom bool) {
 // (see WorkerPool.reserveScheduled), which it keeps or gives back here.
 func (d *dispatcher) acceptDelayed(task func(), due int64) {
 	reserved := d.p.dropsOldest()
-	if d.p.now() >= due {
+	if d.p.clock.now() >= due {
 		if reserved {
 			d.p.counts.scheduled.Add(-1)
 		}
@@ -515,7 +515,7 @@ func (d *dispatcher) stop() {
 	d.timers.stop()
 	d.awaitSettles()
 	d.queue.flows.takeMail() // every keyed job is let go by now: no key is left
-	d.p.dead.seal()
+	d.p.obs.dead.seal()
 	d.queue.publish()
 	d.p.counts.submittedAtStop.Store(d.submitted)
 	close(d.p.stopped)

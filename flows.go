@@ -231,8 +231,8 @@ func (f *flows) weightOf(key string) (w int) {
 	if f.weight == nil {
 		return w
 	}
-	if f.p.cfg.panicHandler != nil {
-		defer f.p.recoverCallbackPanic("key weight func")
+	if f.p.obs.hooks.Panic != nil {
+		defer f.p.obs.recoverCallbackPanic("key weight func")
 	}
 	return max(f.weight(key), 1)
 }

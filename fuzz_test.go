@@ -821,7 +821,7 @@ func poolGoroutinesRunning() []string {
 		if bubbleOf(block) != bubble {
 			continue
 		}
-		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*crew).awaitIdlePeriod", "(*WorkerPool).deliverDeadLetters"} {
+		for _, fn := range []string{"(*dispatcher).run", "(*WorkerPool).worker", "(*crew).awaitIdlePeriod", "(*observer).deliverDeadLetters"} {
 			if strings.Contains(block, "workerpool."+fn+"(") {
 				found = append(found, block)
 				break

@@ -322,11 +322,11 @@ func (g *Group) submit(t *groupTask, held bool) {
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
 		g.pool.counts.settled.count(jobAbandoned)
 		g.pool.dropReleased()
-		g.pool.tellDropped(t.job.info(err))
+		g.pool.obs.tellDropped(t.job.info(err))
 	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
 		g.pool.counts.settled.count(jobDropped)
 		g.pool.dropReleased()
-		g.pool.tellDropped(t.job.info(err))
+		g.pool.obs.tellDropped(t.job.info(err))
 	default:
 		// Counted and told once the task is refused and released, so
 		// that a panicking TaskDropped leaves the group whole.
@@ -428,7 +428,7 @@ func (p *WorkerPool) dropReleased() {
 // ErrStopped, from takeHeld), so why is the context's cause, which never
 // changes once it is done. g.mu is held.
 func (g *Group) tellLater(h heldTask) {
-	if g.pool.cfg.hooks.TaskDropped != nil {
+	if g.pool.obs.hooks.TaskDropped != nil {
 		g.untold = append(g.untold, h.opts)
 	}
 }
@@ -475,7 +475,7 @@ func (g *Group) unlock() {
 	g.mu.Unlock()
 	defer p.endSettle()
 	for i := range untold {
-		p.tellDropped(p.infoOf(&untold[i], 1, why))
+		p.obs.tellDropped(infoOf(&untold[i], 1, why))
 	}
 	clear(untold)
 	g.mu.Lock()

@@ -130,7 +130,7 @@ func (p *WorkerPool) stop() {
 func (p *WorkerPool) beginStop() {
 	p.mustBeNew()
 	p.stopOnce.Do(func() {
-		p.logDebug("pool stopping", "abandon", p.abandonBegun.Load())
+		p.obs.logDebug("pool stopping", "abandon", p.abandonBegun.Load())
 		p.stopBegun.Store(true)
 		close(p.stopping)
 		p.taskQueue <- message{}

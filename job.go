@@ -146,7 +146,7 @@ func (j *job) info(why error) TaskInfo {
 	if j.opts != nil {
 		attempt += j.opts.attempt
 	}
-	return j.pool.infoOf(j.options(), attempt, why)
+	return infoOf(j.options(), attempt, why)
 }
 
 // weight is the slots the job's task takes (see Weight): 1 unless an
@@ -394,10 +394,10 @@ func (j *job) countKeySettle(from uint32) {
 // waits for, and TaskDropped learns why in either case.
 func (j *job) tellLost(why error) {
 	if pj, ok := j.owner.(*plainJob); ok {
-		j.pool.giveUp(pj.fn, j.info(why))
+		j.pool.obs.giveUp(pj.fn, j.info(why))
 		return
 	}
-	j.pool.tellDropped(j.info(why))
+	j.pool.obs.tellDropped(j.info(why))
 }
 
 // tellNotRun tells of a job whose run began but whose func was never
@@ -406,7 +406,7 @@ func (j *job) tellLost(why error) {
 // learns why as the worker ends the job.
 func (j *job) tellNotRun(why error) {
 	if pj, ok := j.owner.(*plainJob); ok {
-		j.pool.giveUpStarted(pj.fn, why)
+		j.pool.obs.giveUpStarted(pj.fn, why)
 	}
 }
 
@@ -622,9 +622,9 @@ func (j *job) run(readyAt int64, e *ending) (panicked bool) {
 	}()
 	ctx := j.owner.runContext()
 	if p.cfg.timed {
-		r := p.startRun(readyAt, j.info(nil), ctx)
-		defer p.finishRun(&r, &err)
-		ctx = p.taskStarted(&r)
+		r := p.obs.startRun(readyAt, j.info(nil), ctx)
+		defer p.obs.finishRun(&r, &err)
+		ctx = p.obs.taskStarted(&r)
 	}
 	e.started = true
 	panicked, err = j.owner.call(ctx)

@@ -19,20 +19,18 @@ type Option func(*config)
 // New makes it once, before the pool's goroutines start; nothing changes
 // it after, so every goroutine reads it freely.
 type config struct {
-	idleTimeout  time.Duration                   // > 0, or < 0 for no retirement
-	panicHandler func(recovered any)             // Hooks.Panic; nil: a task's panic crashes the program
-	bound        int                             // WithMaxWaiting's n; < 0: no bound, 0: a queue with no room
-	overflow     Overflow                        // what a task meets when the queue is full, if bounded
-	deadLetter   func(task func(), reason error) // Hooks.DeadLetter; nil: counted only
-	minWorkers   int                             // WithMinWorkers: workers kept, capped at the size
-	aging        time.Duration                   // WithPriorityAging's d; 0: no aging
-	queueTimeout time.Duration                   // WithQueueTimeout's d; 0: no expiry
-	rate         rateLimit                       // WithRateLimit's; rate.interval 0: no limit
-	keyLimit     int                             // WithKeys's limit; 0: no limit
-	keyWeight    func(key string) int            // WithKeys's share; nil: 1 each
-	sizes        *sizeTable                      // WithMinWorkers's schedule, checked; nil: no schedule
-	hooks        Hooks
-	log          *slog.Logger // WithLogger's; nil: no logging
+	idleTimeout  time.Duration        // > 0, or < 0 for no retirement
+	bound        int                  // WithMaxWaiting's n; < 0: no bound, 0: a queue with no room
+	overflow     Overflow             // what a task meets when the queue is full, if bounded
+	minWorkers   int                  // WithMinWorkers: workers kept, capped at the size
+	aging        time.Duration        // WithPriorityAging's d; 0: no aging
+	queueTimeout time.Duration        // WithQueueTimeout's d; 0: no expiry
+	rate         rateLimit            // WithRateLimit's; rate.interval 0: no limit
+	keyLimit     int                  // WithKeys's limit; 0: no limit
+	keyWeight    func(key string) int // WithKeys's share; nil: 1 each
+	sizes        *sizeTable           // WithMinWorkers's schedule, checked; nil: no schedule
+	hooks        Hooks                // WithHooks's, merged; Panic nil: a task's panic crashes the program; DeadLetter nil: counted only
+	log          *slog.Logger         // WithLogger's; nil: no logging
 
 	// Derived by newConfig:
 	bounded bool // bound >= 0: the waiting queue has a bound
@@ -53,7 +51,6 @@ func newConfig(options []Option) config {
 	// With no room, DropOldest has nothing to drop: it refuses, as Reject does.
 	cfg.roomed = cfg.bounded && (cfg.overflow != DropOldest || cfg.bound == 0)
 	cfg.timed = cfg.hooks.timed()
-	cfg.panicHandler, cfg.deadLetter = cfg.hooks.Panic, cfg.hooks.DeadLetter
 	return cfg
 }
 

@@ -69,7 +69,7 @@ func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Conte
 // call runs the task as a plain one: a panic crashes the program, or goes
 // to the Panic hook.
 func (pj *plainJob) call(context.Context) (panicked bool, err error) {
-	return pj.job.pool.callPlain(pj.fn, &pj.job)
+	return pj.job.pool.obs.callPlain(pj.fn, &pj.job)
 }
 
 // runContext is context.Background(), or the values of DoContext's ctx

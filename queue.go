@@ -222,7 +222,7 @@ func (q *waitQueue) pushRanked(j *job) {
 // timer for its expiry (a later entry never expires before an earlier one,
 // so the timer keeps the earliest).
 func (q *waitQueue) stampNow() int64 {
-	now := q.p.now()
+	now := q.p.clock.now()
 	if q.p.cfg.queueTimeout > 0 {
 		q.alarm.wakeAt(later(now, int64(q.p.cfg.queueTimeout)))
 	}
@@ -705,7 +705,7 @@ func (q *waitQueue) giveUpFront(src source, to uint32, reason error) {
 		task := q.tasks.Front()
 		q.pop()
 		q.p.counts.settled.count(to)
-		q.p.giveUpPlain(task, reason)
+		q.p.obs.giveUpPlain(task, reason)
 		return
 	}
 	j.settle(to, reason)
@@ -823,7 +823,7 @@ func (q *waitQueue) abandonFront(src source) {
 // now is the pool's clock if the queue reads it (clocked), else 0.
 func (q *waitQueue) now() int64 {
 	if q.clocked {
-		return q.p.now()
+		return q.p.clock.now()
 	}
 	return 0
 }

@@ -45,7 +45,7 @@ type tokens struct {
 // not, it asks alarm to wake dispatch for the next token.
 func (t *tokens) ready(alarm *timers) bool {
 	at := t.tat - t.p.cfg.rate.tolerance
-	if t.p.now() >= at {
+	if t.p.clock.now() >= at {
 		return true
 	}
 	alarm.wakeAt(at)
@@ -54,5 +54,5 @@ func (t *tokens) ready(alarm *timers) bool {
 
 // take takes a token for a task that starts now.
 func (t *tokens) take() {
-	t.tat = later(max(t.tat, t.p.now()), t.p.cfg.rate.interval)
+	t.tat = later(max(t.tat, t.p.clock.now()), t.p.cfg.rate.interval)
 }

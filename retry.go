@@ -113,7 +113,7 @@ func (j *job) retryLater(err error, e *ending) error {
 	e.posted = true
 	p := j.pool
 	j.opts.lastErr = err
-	j.opts.due = later(p.now(), max(int64(delay), 0))
+	j.opts.due = later(p.clock.now(), max(int64(delay), 0))
 	if p.cfg.roomed {
 		j.place.Store(p.room.take(1)) // never waits: without a free place it goes over the bound
 	}
@@ -130,7 +130,7 @@ func (j *job) askPolicy(err error, e *ending) (delay time.Duration, again bool, 
 	defer func() {
 		if r := recover(); r != nil {
 			e := panicErrorFor(r)
-			j.pool.logTaskPanic("retry policy", e, j)
+			j.pool.obs.logTaskPanic("retry policy", e, j)
 			panicked = e
 		} else if !asked { // runtime.Goexit: the run's deferred settle will not go on
 			j.finish(withLastRun(ErrGoexit, err), e)

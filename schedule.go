@@ -146,7 +146,7 @@ func (t *timers) wakeAt(at int64) {
 		return
 	}
 	t.armed, t.at = true, at
-	wait := time.Duration(at - t.p.now())
+	wait := time.Duration(at - t.p.clock.now())
 	if t.timer == nil {
 		t.timer = time.NewTimer(wait)
 		return
@@ -249,7 +249,7 @@ func (t *timers) abandonAll() {
 				t.p.giveRoom(1) // the place it held since its submit, as a scheduled job gives back its own
 			}
 			t.p.counts.settled.count(jobAbandoned)
-			t.p.giveUpPlain(e.fn, ErrStopped)
+			t.p.obs.giveUpPlain(e.fn, ErrStopped)
 			continue
 		}
 		e.job.abandon()
@@ -266,7 +266,7 @@ func (t *timers) fire(d *dispatcher) {
 	t.armed = false
 	t.advance(d)
 	if t.p.cfg.queueTimeout > 0 {
-		d.queue.tidyFronts(t.p.now())
+		d.queue.tidyFronts(t.p.clock.now())
 	}
 	if at, ok := t.next(); ok {
 		t.wakeAt(at)
@@ -295,7 +295,7 @@ func (t *timers) poll(d *dispatcher) {
 // advance moves the jobs that are due to the queue (or to a free worker),
 // and drops those settled while they waited.
 func (t *timers) advance(d *dispatcher) {
-	now := t.p.now()
+	now := t.p.clock.now()
 	for len(t.heap) > 0 && now >= t.heap[0].due {
 		e := t.heap.pop()
 		if e.job == nil { // a plain task: it keeps the place it held, as a job does
@@ -322,13 +322,15 @@ func (t *timers) makeDue(d *dispatcher, j *job) {
 // time that has not come yet.
 func (j *job) notDue() bool {
 	due := j.due()
-	return due != 0 && j.pool.now() < due
+	return due != 0 && j.pool.clock.now() < due
 }
 
-// now is the pool's clock: the time since New, in nanoseconds, on the
-// monotonic clock. Due times and queue times are read on it, so a job
-// keeps each in one word.
-func (p *WorkerPool) now() int64 { return int64(time.Since(p.epoch)) }
+// A clock is the pool's clock: it reads the time since New, in
+// nanoseconds, on the monotonic clock. Due times and queue times are read
+// on it, so a job keeps each in one word. Parts hold it as a value.
+type clock struct{ epoch time.Time }
+
+func (c clock) now() int64 { return int64(time.Since(c.epoch)) }
 
 // later is d after t on the pool's clock (d >= 0), or the clock's end if
 // that is past it.

@@ -267,7 +267,7 @@ func (s *sizing) fire(d *dispatcher) {
 // arm asks the dispatcher's timer to wake it at the next boundary, which
 // is s.next.Sub(wall) after wall, read now.
 func (s *sizing) arm(wall time.Time) {
-	s.timers.wakeAt(later(s.p.now(), int64(s.next.Sub(wall))))
+	s.timers.wakeAt(later(s.p.clock.now(), int64(s.next.Sub(wall))))
 }
 
 // enter makes window w (-1: none) the period in effect: it swaps the

@@ -281,7 +281,7 @@ func (p *WorkerPool) callRecovering(j *job, ctx context.Context, fn func(context
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			e := panicErrorFor(r)
-			p.logTaskPanic("task", e, j)
+			p.obs.logTaskPanic("task", e, j)
 			panicked, err = true, e
 		}
 	}()

@@ -70,7 +70,7 @@ func (p *WorkerPool) parseOptions(opts []TaskOption) taskOptions {
 		opt := &opts[i]
 		switch {
 		case opt.Delay > 0:
-			o.due = later(p.now(), int64(opt.Delay))
+			o.due = later(p.clock.now(), int64(opt.Delay))
 		case opt.Delay < 0: // set, to no delay: it wins over an earlier one
 			o.due = 0
 		}

@@ -117,9 +117,9 @@ func (p *WorkerPool) do(w work, e *ending) (count *atomic.Uint64, panicked bool)
 		p.abandonTaken(w.fn)
 		return &p.counts.skipped, false
 	case p.cfg.timed:
-		panicked = p.runTimed(w.fn, w.readyAt)
-	case p.cfg.panicHandler != nil:
-		panicked, _ = p.callPlain(w.fn, nil)
+		panicked = p.obs.runTimed(w.fn, w.readyAt)
+	case p.obs.hooks.Panic != nil:
+		panicked, _ = p.obs.callPlain(w.fn, nil)
 	default:
 		w.fn() // no defer on the common path
 	}
@@ -134,50 +134,7 @@ func (p *WorkerPool) do(w work, e *ending) (count *atomic.Uint64, panicked bool)
 // and given to the dead-letter handler with ErrStopped.
 func (p *WorkerPool) abandonTaken(task func()) {
 	p.counts.settled.count(jobAbandoned)
-	p.giveUpPlain(task, ErrStopped)
-}
-
-// callPlain runs a func() task: a plain one, or the task of j, a DoWait
-// call's or a carried plain task's (j nil for a plain task). With a
-// Panic hook it recovers a panic, calls the hook and reports that fn
-// panicked; without one the panic crashes the program. It returns the
-// recovered panic as a *PanicError if a TaskFinished hook or the logger
-// looks at it, else nil.
-func (p *WorkerPool) callPlain(fn func(), j *job) (panicked bool, err error) {
-	if p.cfg.panicHandler != nil {
-		defer p.recoverPanic(&panicked, &err, j)
-	}
-	fn()
-	return false, nil
-}
-
-// recoverPanic must be deferred directly: recover only stops a panic when
-// called by the deferred function itself. The handler runs before the
-// panicking frames unwind, and so does the logging. It does not count the
-// panic: the worker does, once the task completes (see returned).
-func (p *WorkerPool) recoverPanic(panicked *bool, err *error, j *job) {
-	if r := recover(); r != nil {
-		*panicked = true
-		if p.cfg.hooks.TaskFinished != nil || p.cfg.log != nil {
-			e := panicErrorFor(r)
-			p.logTaskPanic("task", e, j)
-			*err = e
-		}
-		p.cfg.panicHandler(r)
-	}
-}
-
-// recoverCallbackPanic is recoverPanic for a func of the pool's user that
-// is not a task (what names it: a hook, the dead-letter handler): the
-// panic is logged and handed to the Panic hook, but not counted in
-// Status.Panicked. Deferred only with a Panic hook.
-func (p *WorkerPool) recoverCallbackPanic(what string) {
-	if r := recover(); r != nil {
-		if p.cfg.log != nil {
-			p.logPanic(what, panicErrorFor(r))
-		}
-		p.cfg.panicHandler(r)
-	}
+	p.obs.giveUpPlain(task, ErrStopped)
 }
 
 // returned counts one work a worker is done with in count, one of

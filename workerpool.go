@@ -13,10 +13,10 @@ import (
 // goroutine, so call Stop, StopWait or Shutdown when the pool is no longer
 // needed.
 type WorkerPool struct {
-	size  setting     // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
-	cfg   config      // what New's options set, and what New derived from them; never changed
-	dead  deadLetters // the letters on their way to the dead-letter handler
-	epoch time.Time   // New's time: the pool's clock counts from it (see now)
+	size  setting  // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
+	cfg   config   // what New's options set, and what New derived from them; never changed
+	clock clock    // New's time: the pool's clock counts from it
+	obs   observer // the logger, the hooks and the dead letters: what the pool tells the outside (observer.go)
 
 	// minWorkers is the floor before its cap at size: WithMinWorkers's n,
 	// then a size window's; dispatch re-reads
@@ -134,8 +134,9 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		wake:        make(chan struct{}, 1),
 		stopping:    make(chan struct{}),
 		stopped:     make(chan struct{}),
-		epoch:       time.Now(),
+		clock:       clock{epoch: time.Now()},
 	}
+	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
 	p.size.Store(int64(max(maxWorkers, 1)))
 	p.minWorkers.Store(int64(p.cfg.minWorkers))
 	if p.cfg.roomed {
@@ -144,7 +145,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	d := newDispatcher(p)
 	d.crew.startFloor()
 	p.goroutines.Go(d.run)
-	p.logDebug("pool started", "max_workers", p.Size())
+	p.obs.logDebug("pool started", "max_workers", p.Size())
 	return p, d
 }
 
@@ -181,7 +182,7 @@ func (p *WorkerPool) submitRest(task func()) {
 	}
 	switch err := p.doPlain(task, true, nil); {
 	case err == nil:
-	case err == ErrQueueFull && p.giveUpPlain(task, ErrQueueFull):
+	case err == ErrQueueFull && p.obs.giveUpPlain(task, ErrQueueFull):
 		p.counts.rejected.Add(1)
 	default:
 		panic(errSubmitStopped)
@@ -249,7 +250,7 @@ func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 func (p *WorkerPool) countRejected(err error, n int, o *taskOptions) error {
 	if err == ErrQueueFull || err == ErrTooHeavy {
 		p.counts.rejected.Add(uint64(n))
-		p.refused(err, n, o)
+		p.obs.refused(err, n, o)
 	}
 	return err
 }
@@ -354,7 +355,7 @@ func (p *WorkerPool) newWaiter(task func()) *waiter {
 // callPlain does, which only TaskFinished sees: DoWait returns nil once
 // the task ran.
 func (w *waiter) call(context.Context) (panicked bool, err error) {
-	return w.job.pool.callPlain(w.task, &w.job)
+	return w.job.pool.obs.callPlain(w.task, &w.job)
 }
 
 // runContext is context.Background(): DoWait has no context.
@@ -449,7 +450,7 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 	}
 	to := int64(max(maxWorkers, 1))
 	if from, ok := p.change(&p.size, to); ok {
-		p.logResized(from, to)
+		p.obs.logResized(from, to)
 	}
 }
 
@@ -565,7 +566,7 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 // cutShort ends a Shutdown's wait: the queue is abandoned and the contexts
 // of running Tasks and groups are canceled.
 func (p *WorkerPool) cutShort() {
-	p.logDebug("shutdown gave up")
+	p.obs.logDebug("shutdown gave up")
 	p.abandonQueue()
 	p.live.cutAll()
 }

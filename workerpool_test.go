@@ -714,9 +714,9 @@ func TestNilOptionIsIgnored(t *testing.T) {
 
 func TestNilPanicHookMeansNone(t *testing.T) {
 	cfg := newConfig([]Option{WithHooks(Hooks{Panic: nil})})
-	assert.Nil(t, cfg.panicHandler, "no Panic hook")
+	assert.Nil(t, cfg.hooks.Panic, "no Panic hook")
 	cfg = newConfig([]Option{WithHooks(Hooks{Panic: func(any) {}}), WithHooks(Hooks{TaskDropped: func(TaskInfo) {}})})
-	assert.NotNil(t, cfg.panicHandler, "a later WithHooks without a Panic hook keeps the earlier one")
+	assert.NotNil(t, cfg.hooks.Panic, "a later WithHooks without a Panic hook keeps the earlier one")
 }
 
 // --- benchmarks ---
