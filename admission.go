@@ -142,7 +142,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 	switch {
 	case n == 0:
 		return nil
-	case p.stopBegun.Load():
+	case p.sig.stopBegun.Load():
 		return ErrStopped
 	case p.cfg.bounded && n > p.cfg.bound, p.scheduledFill(n):
 		return p.countRejected(ErrQueueFull, n, nil)
@@ -212,7 +212,7 @@ func (a *admission) needsWorker(q *waitQueue) bool {
 // at once from doing so: it takes no room from them.
 func (a *admission) accept(d *dispatcher, t *ticket) {
 	switch {
-	case (t.need > 0 || t.try) && (a.p.stopBegun.Load() || a.p.abandonBegun.Load()):
+	case (t.need > 0 || t.try) && (a.p.sig.stopBegun.Load() || a.p.sig.abandonBegun.Load()):
 		a.refuse(t, ErrStopped) // a stop began: no one who waits for room, or tries for it, is admitted
 	case t.need == 0 && !t.try:
 		a.admit(d, t, withRoom)
@@ -264,7 +264,7 @@ func (a *admission) startWithoutRoom(d *dispatcher, t *ticket) bool {
 // return. Once stopping has begun it admits none: the stop refuses them
 // all.
 func (a *admission) admitParked(d *dispatcher) {
-	if a.p.stopBegun.Load() || a.p.abandonBegun.Load() {
+	if a.p.sig.stopBegun.Load() || a.p.sig.abandonBegun.Load() {
 		return
 	}
 	for a.parked.Len() > 0 {
@@ -515,11 +515,11 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 // (see send), so no place is ever held for a task that was refused.
 func (p *WorkerPool) sendReserved(m message) error {
 	p.mustBeNew()
-	if !p.beginSend(&p.taskSends) {
+	if !p.sig.beginSend(&p.sig.taskSends) {
 		return ErrStopped
 	}
 	if !p.reserveScheduled() {
-		p.sendRefused(&p.taskSends)
+		p.sig.sendRefused(&p.sig.taskSends)
 		return ErrQueueFull
 	}
 	if m.job != nil {
@@ -565,6 +565,6 @@ func (p *WorkerPool) reserveScheduled() bool {
 // submitters wait for room.
 func (p *WorkerPool) giveRoom(n int) {
 	if p.room.give(n) {
-		p.wakeDispatch()
+		p.sig.wakeDispatch()
 	}
 }

@@ -160,7 +160,7 @@ func (d *dispatcher) advance() {
 	if d.queue.flows.keySettled() { // the common case inlines
 		d.dropSettledKeyed()
 	}
-	if d.p.flowMail.n.Load() > 0 { // first: a WaitIdle answered below finds no key left
+	if d.p.sig.releases.pending() { // first: a WaitIdle answered below finds no key left
 		d.queue.flows.takeMail()
 	}
 	if d.admission.parked.Len() > 0 {
@@ -184,7 +184,7 @@ func (d *dispatcher) advance() {
 // keys' next tasks may start now, as a canceled task leaves its key at
 // once: the retries that held their keys' slots (see flows.holdsSlots), in
 // the timer heap or at the front of their key's queue, give them back
-// through flowMail; a front that its key's limit held back lets the task
+// through signals.releases; a front that its key's limit held back lets the task
 // behind it start if that one fits (see flows.popFront). Otherwise
 // dispatch would reach such a job only when it came due, when the heap was
 // mostly settled, when it served the job's priority level, or when its
@@ -228,7 +228,7 @@ func (d *dispatcher) await() bool {
 	var wake <-chan struct{} // nil (never ready) unless something may wake dispatch
 	if d.queue.wantsWake() || d.admission.wantsWake() || d.crew.wantsWake() || d.barriers.waiting() ||
 		d.timers.wantsWake() || d.retries.out() || d.queue.flows.wantsWake() {
-		wake = d.p.wake
+		wake = d.p.sig.wake
 	}
 	toWorker, w := d.offerFront()
 	if d.queue.flows.watch() {
@@ -260,7 +260,7 @@ func (d *dispatcher) awaitPaused() bool {
 		return d.receive(m)
 	case toWorker <- w:
 		d.sentFront(w)
-	case <-d.p.wake:
+	case <-d.p.sig.wake:
 	case <-d.barriers.activeEnd():
 	case <-d.timers.C():
 		d.timers.fire(d)
@@ -504,7 +504,7 @@ func (d *dispatcher) stop() {
 	d.barriers.answerIdleWaiters(ErrStopped)
 	d.admitStragglers()
 	d.barriers.endPauses(d)
-	if !d.p.abandonBegun.Load() {
+	if !d.p.sig.abandonBegun.Load() {
 		d.drain()
 	}
 	d.queue.abandonAll() // abandoning has begun whenever anything is left: drain returns early only then
@@ -518,7 +518,7 @@ func (d *dispatcher) stop() {
 	d.p.obs.dead.seal()
 	d.queue.publish()
 	d.p.counts.submittedAtStop.Store(d.submitted)
-	close(d.p.stopped)
+	close(d.p.sig.stopped)
 }
 
 // admitStragglers accepts the tasks of the sends that began before stopping
@@ -534,12 +534,12 @@ func (d *dispatcher) admitStragglers() {
 	for d.stashed.Len() > 0 {
 		d.admitStraggler(d.stashed.PopFront())
 	}
-	for d.received < d.p.sendsBegun() {
+	for d.received < d.p.sig.sendsBegun() {
 		d.queue.publish()
 		select {
 		case m := <-d.p.taskQueue:
 			d.admitStraggler(m)
-		case <-d.p.wake:
+		case <-d.p.sig.wake:
 		}
 	}
 }
@@ -573,14 +573,14 @@ func (d *dispatcher) admitStraggler(m message) {
 // left or abandoning begins (Stop, or a Shutdown that gives up). Workers
 // above the pool's size retire first, as they come back.
 func (d *dispatcher) drain() {
-	for !d.p.abandonBegun.Load() {
+	for !d.p.sig.abandonBegun.Load() {
 		if d.retries.posted() {
 			d.retries.take(d)
 		}
 		if d.queue.flows.keySettled() {
 			d.dropSettledKeyed()
 		}
-		if d.p.flowMail.n.Load() > 0 {
+		if d.p.sig.releases.pending() {
 			d.queue.flows.takeMail() // a key's slots given back may let its next task start
 		}
 		if d.queue.len() > 0 && d.sendFront() {
@@ -598,7 +598,7 @@ func (d *dispatcher) drain() {
 		select {
 		case toWorker <- w:
 			d.sentFront(w)
-		case <-d.p.wake: // look again: abandoning, a canceled job, a retry, a return
+		case <-d.p.sig.wake: // look again: abandoning, a canceled job, a retry, a return
 		case <-d.timers.C():
 			d.timers.fire(d)
 		}
@@ -609,7 +609,7 @@ func (d *dispatcher) drain() {
 // WorkerPool.settling). Every job is final by now, so a settle that begins
 // later changes nothing.
 func (d *dispatcher) awaitSettles() {
-	for d.p.settling.Load() > 0 {
-		<-d.p.wake
+	for d.p.sig.settling.Load() > 0 {
+		<-d.p.sig.wake
 	}
 }

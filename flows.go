@@ -5,7 +5,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/gammazero/deque"
@@ -16,7 +15,7 @@ import (
 // priority level, and, per level, the ring that serves them by deficit
 // round robin. The waiting queue owns it (so the dispatcher does); no
 // other goroutine touches it. Workers give back what a keyed task held
-// through the pool's flowMailbox.
+// through the pool's signals (signals.releases).
 //
 // Each level with keyed tasks queued has a ring of the queues that may
 // start (their key is under its limit), and one stand-in for the level's
@@ -32,15 +31,14 @@ type flows struct {
 	levels  []*keyedLevel        // the levels with keyed tasks queued, lowest first
 	spare   spares               // emptied flows, queues and levels kept for reuse
 	peak    int                  // the most keys byKey held since it was last made
-	mail    [2][]flowRelease     // the buffers flowMailbox hands over, swapped on each take
 	queued  int                  // entries in keyed queues, settled ones included
 	scratch []*flowQueue         // queues' buffer
 	// blocked counts the entries of the queues passed over for their
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.
 	blocked int
-	// keySettlesSeen and holderSettlesSeen are p.keySettles and
-	// p.holderSettles as dispatch last let go of such settled jobs (see
+	// keySettlesSeen and holderSettlesSeen are p.sig.keySettles and
+	// p.sig.holderSettles as dispatch last let go of such settled jobs (see
 	// keySettled).
 	keySettlesSeen, holderSettlesSeen uint64
 	// paused holds the queues whose front a pause holds (see
@@ -66,7 +64,7 @@ type flow struct {
 	// to 0, no longer counts a key once its last task settled, though a
 	// settled task's entry may wait in the queue until dispatch reaches
 	// it. Dispatch forgets a flow once its members are 0 and none of its
-	// queues is left: when the move to 0 reaches it through flowMail, or
+	// queues is left: when the move to 0 reaches it through signals.releases, or
 	// when its last queue empties (see forgetIfDone). A settled job that
 	// dispatch still holds elsewhere (in its timer heap, say) or that a
 	// worker took may then point to a forgotten flow: what it gives back
@@ -135,7 +133,7 @@ func (f *flows) init(p *WorkerPool) {
 }
 
 // idleFlows is how many flows dispatch may leave in its map, their keys
-// done, while it sleeps: their releases wait in flowMail until it next
+// done, while it sleeps: their releases wait in signals.releases until it next
 // steps. With more keys active than that, it has releases wake it (see
 // wantsWake), so that an idle pool holds no more key state than that.
 const idleFlows = maxSpares
@@ -161,12 +159,12 @@ func (f *flows) atRest() bool {
 // before it blocks.
 func (f *flows) watch() (posted bool) {
 	on := f.wantsWake()
-	if f.p.wakeOnRelease.Load() != on {
-		f.p.wakeOnRelease.Store(on)
+	if f.p.sig.wakeOnRelease.Load() != on {
+		f.p.sig.wakeOnRelease.Store(on)
 	}
 	// Set wakeOnRelease before loading n, and posters add to n before
 	// loading wakeOnRelease: one of the two always sees the other.
-	return f.p.flowMail.n.Load() > 0
+	return f.p.sig.releases.pending()
 }
 
 // joinIfKeyed joins j to its key's flow if it has a key (see join).
@@ -243,7 +241,7 @@ func (f *flows) weightOf(key string) (w int) {
 // if none of its queues is left (see forgetIfDone). A release for a flow
 // forgotten since is ignored.
 func (f *flows) takeMail() {
-	for _, r := range f.p.flowMail.take(&f.mail) {
+	for _, r := range f.p.sig.releases.take() {
 		fl := r.flow
 		if fl.gen != r.gen {
 			continue
@@ -271,7 +269,7 @@ func (f *flows) forgetIfDone(fl *flow) bool {
 // takeMailIfAny takes what was posted, if anything was, so that a
 // decision about a key reads its slots as they are.
 func (f *flows) takeMailIfAny() {
-	if f.p.flowMail.n.Load() > 0 {
+	if f.p.sig.releases.pending() {
 		f.takeMail()
 	}
 }
@@ -280,13 +278,13 @@ func (f *flows) takeMailIfAny() {
 // queued or holding its key's slots, was settled since it last reported
 // true (see job.countKeySettle).
 func (f *flows) keySettled() bool {
-	return advanced(&f.p.keySettles, &f.keySettlesSeen)
+	return advanced(&f.p.sig.keySettles, &f.keySettlesSeen)
 }
 
 // holderSettled is keySettled for the jobs that held their keys' slots,
 // which may wait in the timer heap.
 func (f *flows) holderSettled() bool {
-	return advanced(&f.p.holderSettles, &f.holderSettlesSeen)
+	return advanced(&f.p.sig.holderSettles, &f.holderSettlesSeen)
 }
 
 // advanced reports whether count moved since seen, and records it in seen.
@@ -800,16 +798,6 @@ func (f *flows) stopped() {
 	f.levels, f.spare, f.paused = nil, spares{}, nil
 }
 
-// flowMailbox carries to dispatch what keyed jobs give back as the pool
-// lets go of them (see job.letGo): their flow, and the slots they held.
-// Workers post to it as they finish a keyed job for good; dispatch posts
-// to it too, as it drops one, so that every release takes one path.
-type flowMailbox struct {
-	n     atomic.Int64 // len(posts), readable without mu
-	mu    sync.Mutex
-	posts []flowRelease
-}
-
 // A flowRelease is one keyed job leaving its flow, as it settles or as
 // the pool lets go of it: its flow as of gen (see flow.gen), the slots it
 // held there, and whether it was the flow's last member.
@@ -818,24 +806,4 @@ type flowRelease struct {
 	gen  uint32
 	held int
 	last bool
-}
-
-func (m *flowMailbox) post(r flowRelease) {
-	m.mu.Lock()
-	m.posts = append(m.posts, r)
-	m.n.Add(1)
-	m.mu.Unlock()
-}
-
-// take returns what was posted, oldest first, and gives the mailbox the
-// other of bufs' two buffers, so that posting allocates nothing once
-// both have grown.
-func (m *flowMailbox) take(bufs *[2][]flowRelease) []flowRelease {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	posts := m.posts
-	bufs[0], bufs[1] = bufs[1][:0], posts
-	m.posts = bufs[0]
-	m.n.Store(0)
-	return posts
 }

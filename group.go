@@ -184,9 +184,9 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 // until such tasks are dropped, counted and told to TaskDropped. (A task on
 // its way from a worker, released by Group.taskConcluded, is sent before the
 // worker takes its next work, so a stop waits for it already.)
-func (p *WorkerPool) beginCall() { p.beginSettle() }
+func (p *WorkerPool) beginCall() { p.sig.beginSettle() }
 
-func (p *WorkerPool) endCall() { p.endSettle() }
+func (p *WorkerPool) endCall() { p.sig.endSettle() }
 
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
 // running, at once; Go holds the others in the group until a slot frees. A
@@ -385,7 +385,7 @@ func (g *Group) sweep() {
 	g.swept = true
 	why := g.canceledBy()
 	g.dropHeld(why)
-	if g.pool.abandonBegun.Load() {
+	if g.pool.sig.abandonBegun.Load() {
 		return
 	}
 	for i := len(g.inPool) - 1; i >= 0; i-- { // remove moves the last task to i
@@ -411,7 +411,7 @@ func (g *Group) dropHeld(why error) {
 	}
 	g.pool.counts.settled.add(g.bucketFor(why), uint64(n)) // in Submitted since their Go calls
 	g.pool.counts.groupHeld.Add(-int64(n))                 // after their bucket, which Status reads after groupHeld
-	g.pool.wakeDispatch()                                  // a WaitIdle may wait for them (see barriers.answerIdle)
+	g.pool.sig.wakeDispatch()                              // a WaitIdle may wait for them (see barriers.answerIdle)
 }
 
 // dropReleased uncounts, as held, a task its group released that the pool
@@ -419,7 +419,7 @@ func (g *Group) dropHeld(why error) {
 // dispatch, as dropHeld does.
 func (p *WorkerPool) dropReleased() {
 	p.counts.groupHeld.Add(-1)
-	p.wakeDispatch()
+	p.sig.wakeDispatch()
 }
 
 // tellLater notes h, dropped or skipped under g.mu, which unlock tells
@@ -448,7 +448,7 @@ func (p *WorkerPool) countNeverQueued(n int, to uint32) {
 // queue, as settleIfBlocked decides for a queued job), else canceled.
 func (g *Group) bucketFor(why error) uint32 {
 	p := g.pool
-	if errors.Is(why, ErrStopped) && (p.Stopped() || p.abandonBegun.Load()) {
+	if errors.Is(why, ErrStopped) && (p.Stopped() || p.sig.abandonBegun.Load()) {
 		return jobAbandoned
 	}
 	return jobCanceled
@@ -471,9 +471,9 @@ func (g *Group) unlock() {
 	}
 	g.untold = nil // a Go call may note more once g.mu is released
 	p, why := g.pool, g.canceledBy()
-	p.beginSettle()
+	p.sig.beginSettle()
 	g.mu.Unlock()
-	defer p.endSettle()
+	defer p.sig.endSettle()
 	for i := range untold {
 		p.obs.tellDropped(infoOf(&untold[i], 1, why))
 	}

@@ -504,8 +504,8 @@ func TestGroupHeldTaskBehindARefusedGoIsCountedBeforeTheStopReturns(t *testing.T
 	untilFailure(t, 200, func(t *testing.T, _ int) {
 		var dropped droppedTasks
 		p := New(1, WithMaxWaiting(1, Block), dropped.option())
-		p.Submit(func() { <-p.stopping }) // runs until the stop begins
-		p.Submit(func() {})               // fills the queue
+		p.Submit(func() { <-p.sig.stopping }) // runs until the stop begins
+		p.Submit(func() {})                   // fills the queue
 		g := p.Group(t.Context())
 		g.SetLimit(1)
 		refused := make(chan struct{})

@@ -43,55 +43,21 @@ var idleTick, resizeTick request
 // once stopping is closed it keeps receiving until it has received as many
 // as were begun (see dispatcher.admitStragglers). So a send that began
 // before the stop always completes, and none can begin after.
-func send(p *WorkerPool, m message) error { return sendCounted(p, &p.taskSends, m) }
+func send(p *WorkerPool, m message) error { return sendCounted(p, &p.sig.taskSends, m) }
 
 // sendControl is send for a message that carries no task of its own (a
 // ticket's tasks are counted as dispatch admits them): it counts itself in
 // controlSends, so that Status never counts it as a task.
-func sendControl(p *WorkerPool, m message) error { return sendCounted(p, &p.controlSends, m) }
+func sendControl(p *WorkerPool, m message) error { return sendCounted(p, &p.sig.controlSends, m) }
 
 // sendCounted is send, counted in begun.
 func sendCounted(p *WorkerPool, begun *atomic.Int64, m message) error {
 	p.mustBeNew()
-	if !p.beginSend(begun) {
+	if !p.sig.beginSend(begun) {
 		return ErrStopped
 	}
 	p.taskQueue <- m
 	return nil
-}
-
-// beginSend counts a send in begun and reports whether it may go on: not
-// once stopping has begun, when it takes the send out again. A send it
-// lets go on must complete: dispatch waits for it.
-func (p *WorkerPool) beginSend(begun *atomic.Int64) bool {
-	begun.Add(1)
-	if p.stopBegun.Load() {
-		p.sendRefused(begun)
-		return false
-	}
-	return true
-}
-
-// sendRefused takes a refused send out of begun, the count it was in, and
-// wakes dispatch, which may be waiting for it in admitStragglers.
-func (p *WorkerPool) sendRefused(begun *atomic.Int64) {
-	begun.Add(-1)
-	p.wakeDispatch()
-}
-
-// sendsBegun is the number of sends begun and not refused, of both kinds.
-func (p *WorkerPool) sendsBegun() int64 {
-	return p.taskSends.Load() + p.controlSends.Load()
-}
-
-// beginSettle and endSettle bracket one job settle; the last settle out
-// while stopping wakes dispatch, which may be waiting in awaitSettles.
-func (p *WorkerPool) beginSettle() { p.settling.Add(1) }
-
-func (p *WorkerPool) endSettle() {
-	if p.settling.Add(-1) == 0 && p.stopBegun.Load() {
-		p.wakeDispatch()
-	}
 }
 
 // mustBeNew panics, saying so, if New did not make p: a zero WorkerPool has
@@ -99,23 +65,6 @@ func (p *WorkerPool) endSettle() {
 func (p *WorkerPool) mustBeNew() {
 	if p.taskQueue == nil {
 		panic("workerpool: WorkerPool used without New: the zero value is not usable")
-	}
-}
-
-// wakeDispatch signals wake without blocking.
-func (p *WorkerPool) wakeDispatch() {
-	select {
-	case p.wake <- struct{}{}:
-	default: // a wake-up is already pending
-	}
-}
-
-// abandonQueue makes dispatch abandon the queue rather than run it: from
-// now on no queued task is handed to a worker, and a job a worker has
-// taken but not started is abandoned.
-func (p *WorkerPool) abandonQueue() {
-	if !p.abandonBegun.Swap(true) {
-		p.wakeDispatch()
 	}
 }
 
@@ -129,10 +78,10 @@ func (p *WorkerPool) stop() {
 // always receives taskQueue while running, so the message arrives promptly.
 func (p *WorkerPool) beginStop() {
 	p.mustBeNew()
-	p.stopOnce.Do(func() {
-		p.obs.logDebug("pool stopping", "abandon", p.abandonBegun.Load())
-		p.stopBegun.Store(true)
-		close(p.stopping)
+	p.sig.stopOnce.Do(func() {
+		p.obs.logDebug("pool stopping", "abandon", p.sig.abandonBegun.Load())
+		p.sig.stopBegun.Store(true)
+		close(p.sig.stopping)
 		p.taskQueue <- message{}
 	})
 }
@@ -141,6 +90,6 @@ func (p *WorkerPool) beginStop() {
 // every pool goroutine has returned, so that no pool code runs when a stop
 // call returns.
 func (p *WorkerPool) awaitStopped() {
-	<-p.stopped
+	<-p.sig.stopped
 	p.goroutines.Wait()
 }

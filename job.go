@@ -28,7 +28,7 @@ import (
 //     Status.Scheduled, until it moves it back to pending when it is due
 //     (it is then handled as a job just accepted). The worker whose run
 //     is to be retried moves it from started to scheduled, and posts it to
-//     dispatch (see retryMailbox).
+//     dispatch (see signals.retries).
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
 //   - canceled: its context was done, or Cancel was called, before it
@@ -333,8 +333,8 @@ func (j *job) cancelQueued(why error) bool {
 // count and the letter are one settle in progress for a stop to wait for.
 func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	p := j.pool
-	p.beginSettle()
-	defer p.endSettle()
+	p.sig.beginSettle()
+	defer p.sig.endSettle()
 	if !j.state.CompareAndSwap(from, to) {
 		return nil, false
 	}
@@ -346,13 +346,13 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 	switch from {
 	case jobQueued:
 		p.counts.waiting.Add(-1)
-		p.queuedSettles.Add(1)
+		p.sig.queuedSettles.Add(1)
 		j.countKeySettle(from)
-		p.wakeDispatch() // it may be offering this job to the workers
+		p.sig.wakeDispatch() // it may be offering this job to the workers
 	case jobScheduled:
 		p.counts.scheduled.Add(-1)
 		j.countKeySettle(from)
-		p.wakeDispatch() // it may take the job out of its timer heap now
+		p.sig.wakeDispatch() // it may take the job out of its timer heap now
 	}
 	if from != jobScheduled || p.cfg.roomed {
 		// After Waiting went down (see waitQueue.publishAfter). Under
@@ -369,9 +369,9 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 // countKeySettle counts a keyed job settled while it waited under a key
 // limit (WithKeys), before the settle wakes dispatch, so that dispatch lets go
 // of it at once and its key's next task may start (see
-// dispatcher.dropSettledKeyed): in p.keySettles if it was queued, where it
+// dispatcher.dropSettledKeyed): in p.sig.keySettles if it was queued, where it
 // may have been the front that its key's limit held back, or if it held
-// its key's slots (a retry, see flows.holdsSlots); in p.holderSettles too
+// its key's slots (a retry, see flows.holdsSlots); in p.sig.holderSettles too
 // if it held them, as it may wait in the timer heap. (The key is the
 // task's, set before the job was sent; it never changes while the settler
 // holds the job.)
@@ -382,10 +382,10 @@ func (j *job) countKeySettle(from uint32) {
 	}
 	held := o.keyHeld.Load()
 	if held {
-		p.holderSettles.Add(1)
+		p.sig.holderSettles.Add(1)
 	}
 	if held || from == jobQueued {
-		p.keySettles.Add(1)
+		p.sig.keySettles.Add(1)
 	}
 }
 
@@ -472,9 +472,9 @@ func (p *WorkerPool) leftFlow(fl *flow) bool {
 // given back, or a flow whose last member left.
 func (p *WorkerPool) postRelease(r flowRelease) {
 	if r.held > 0 || r.last {
-		p.flowMail.post(r)
-		if p.wakeOnRelease.Load() {
-			p.wakeDispatch()
+		p.sig.releases.post(r)
+		if p.sig.wakeOnRelease.Load() {
+			p.sig.wakeDispatch()
 		}
 	}
 }
@@ -518,7 +518,7 @@ func (j *job) settleIfBlockedFor(e *ending) bool {
 	if j.settleIfCanceledFor(e) {
 		return true
 	}
-	return j.pool.abandonBegun.Load() && j.settleFor(jobAbandoned, ErrStopped, e)
+	return j.pool.sig.abandonBegun.Load() && j.settleFor(jobAbandoned, ErrStopped, e)
 }
 
 // settleIfCanceled settles a job as canceled once its owner's context is
@@ -534,7 +534,7 @@ func (j *job) settleIfCanceled() bool { return j.settleIfCanceledFor(nil) }
 // with e (see settleFor).
 func (j *job) settleIfCanceledFor(e *ending) bool {
 	err := j.owner.canceled()
-	if err == nil || errors.Is(err, ErrStopped) && j.pool.abandonBegun.Load() {
+	if err == nil || errors.Is(err, ErrStopped) && j.pool.sig.abandonBegun.Load() {
 		return false
 	}
 	return j.settleFor(jobCanceled, err, e)
@@ -564,11 +564,11 @@ func (j *job) work(readyAt int64, e *ending) (count *atomic.Uint64, panicked boo
 			e.job = j            // the owner learns the outcome, and the pool lets go, after that (see ending)
 		}
 		if weight > 1 {
-			p.heavyDone.Add(uint64(weight - 1)) // before the worker counts the work returned
+			p.sig.heavyDone.Add(uint64(weight - 1)) // before the worker counts the work returned
 		}
 		if retriable {
-			p.retryMail.back.Add(1)
-			p.wakeDispatch()
+			p.sig.retriesBack.Add(1)
+			p.sig.wakeDispatch()
 		}
 	}()
 	if j.flow() != nil {
@@ -652,7 +652,7 @@ func (j *job) finish(err error, e *ending) {
 
 // postForRetry moves a started job whose run is to be retried to
 // scheduled and counts it in Status.Scheduled, on the worker that ran it;
-// then it posts the job to dispatch (see retryMailbox). A Cancel, or the end of
+// then it posts the job to dispatch (see signals.retries). A Cancel, or the end of
 // the group's context, that came while the policy decided found the job
 // started and only canceled its context: it ends the retries now.
 func (j *job) postForRetry() {
@@ -662,7 +662,7 @@ func (j *job) postForRetry() {
 	if j.owner.ctxDone() {
 		j.cancelRetry()
 	}
-	p.retryMail.post(j)
+	p.sig.retries.post(j)
 }
 
 // refuse settles a job that the pool refused with err: its send failed,

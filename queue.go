@@ -60,7 +60,7 @@ type waitQueue struct {
 
 	// settledIn is the number of settled jobs still in the queue, as of
 	// the last count (see inQueue), less those that left its fronts since;
-	// settlesSeen is p.queuedSettles at that count.
+	// settlesSeen is p.sig.queuedSettles at that count.
 	settledIn   int
 	settlesSeen uint64
 }
@@ -692,7 +692,7 @@ func (q *waitQueue) tidyHidden(fq *flowQueue, now int64) {
 // left, in queue order (see abandonAll).
 func (q *waitQueue) expiredAt(src source, now int64) bool {
 	return q.p.cfg.queueTimeout > 0 && q.lenAt(src) > 0 && now-q.readyAtOf(src) >= int64(q.p.cfg.queueTimeout) &&
-		!q.p.abandonBegun.Load()
+		!q.p.sig.abandonBegun.Load()
 }
 
 // giveUpFront removes src's front task, which will never run: a plain task
@@ -840,7 +840,7 @@ func (q *waitQueue) waitingNow() int64 {
 // again, over the whole queue, only when a queued job settled since the
 // last count.
 func (q *waitQueue) inQueue() int64 {
-	if n := q.p.queuedSettles.Load(); n != q.settlesSeen {
+	if n := q.p.sig.queuedSettles.Load(); n != q.settlesSeen {
 		q.settlesSeen = n
 		q.settledIn = q.countSettled()
 	}

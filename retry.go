@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -149,37 +147,6 @@ func (j *job) cancelRetry() {
 	}
 }
 
-// retryMailbox carries the jobs that wait for their next run from the
-// workers that ran them to dispatch, which puts them in its timer heap. A
-// job with a retryPolicy that dispatch hands out is out until its worker is
-// done with it: it posts the job here first if it runs again, then counts
-// it in back, then wakes dispatch. So dispatch, which counts the ones it
-// handed out (retryInbox.sent), waits on wake while some are out, and finds
-// every posted job here once none is.
-type retryMailbox struct {
-	back atomic.Uint64 // jobs with a policy that their workers are done with
-	n    atomic.Int64  // len(jobs), readable without mu
-	mu   sync.Mutex
-	jobs []*job
-}
-
-func (r *retryMailbox) post(j *job) {
-	r.mu.Lock()
-	r.jobs = append(r.jobs, j)
-	r.n.Add(1)
-	r.mu.Unlock()
-}
-
-// take returns the posted jobs, oldest first, and empties the list.
-func (r *retryMailbox) take() []*job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	jobs := r.jobs
-	r.jobs = nil
-	r.n.Store(0)
-	return jobs
-}
-
 // retryInbox is the dispatcher's side of retries: it counts the jobs with
 // a retryPolicy it hands to workers, and takes those that come back through
 // the mailbox. The dispatcher owns it.
@@ -195,19 +162,19 @@ func (r *retryInbox) out() bool {
 	if r.sent == 0 {
 		return false
 	}
-	return r.p.retryMail.back.Load() != r.sent || r.p.retryMail.n.Load() > 0
+	return r.p.sig.retriesBack.Load() != r.sent || r.p.sig.retries.pending()
 }
 
 // posted reports whether jobs may wait in the mailbox.
 func (r *retryInbox) posted() bool {
-	return r.sent > 0 && r.p.retryMail.n.Load() > 0
+	return r.sent > 0 && r.p.sig.retries.pending()
 }
 
 // take takes the jobs posted for a retry: into the timer heap, or, due
 // already, into the pool as if accepted now. One settled on its way is
 // only let go.
 func (r *retryInbox) take(d *dispatcher) {
-	for _, j := range r.p.retryMail.take() {
+	for _, j := range r.p.sig.retries.take() {
 		switch {
 		case !j.isScheduled():
 			j.letGo()
@@ -224,7 +191,7 @@ func (r *retryInbox) take(d *dispatcher) {
 // its tasks does. Dispatch calls it once every worker has returned, so
 // none posts any more.
 func (r *retryInbox) abandonAll() {
-	for _, j := range r.p.retryMail.take() {
+	for _, j := range r.p.sig.retries.take() {
 		j.abandon()
 		j.letGo()
 	}

@@ -251,7 +251,7 @@ func (s *sizing) init(p *WorkerPool, timers *timers) {
 // clock, only wakes it; one that wakes it early re-arms for the rest. (So
 // a clock set back keeps the period in effect until it reads s.next.)
 func (s *sizing) fire(d *dispatcher) {
-	if s.p.stopBegun.Load() {
+	if s.p.sig.stopBegun.Load() {
 		s.on = false
 		return
 	}

@@ -61,7 +61,7 @@ func (s *slots) unwatch(d *dispatcher) {
 // returned, so it reads returned first.
 func (s *slots) free(d *dispatcher) int {
 	out := d.crew.out()
-	heavy := s.heavySent - s.p.heavyDone.Load()
+	heavy := s.heavySent - s.p.sig.heavyDone.Load()
 	if heavy == 0 && s.heavyOut {
 		s.heavyOut = false
 		s.gated = s.p.cfg.rate.limited()

@@ -125,7 +125,7 @@ func (p *WorkerPool) WaitingQueueSize() int {
 // returns true from the moment stopping begins, before the pool has
 // finished stopping, and never blocks.
 func (p *WorkerPool) Stopped() bool {
-	return p.stopBegun.Load()
+	return p.sig.stopBegun.Load()
 }
 
 // Status returns a snapshot of the pool's state and counters. It never
@@ -135,8 +135,8 @@ func (p *WorkerPool) Status() Status {
 	// stopped is read once, first: once it is closed every count is final,
 	// and a snapshot says Stopped only if all its counts were read
 	// after that.
-	stopped := isClosed(p.stopped)
-	stopping := !stopped && p.stopBegun.Load()
+	stopped := isClosed(p.sig.stopped)
+	stopping := !stopped && p.sig.stopBegun.Load()
 	// Every accepted task is, at any moment, scheduled (a retry's next
 	// run included), waiting, held back by its group (SetLimit), busy (on
 	// its way to a worker or running), completed, or settled. Busy is what
@@ -188,7 +188,7 @@ func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
 		return int64(p.counts.submittedAtStop.Load() + p.counts.groupOnly.Load())
 	}
-	return p.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
+	return p.sig.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
 }
 
 // isClosed reports, without blocking, whether a signal channel is closed.

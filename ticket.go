@@ -86,7 +86,7 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 	case <-t.done:
 	case <-ctxDone:
 		if t.state.CompareAndSwap(ticketWaiting, ticketWithdrawn) {
-			p.wakeDispatch() // it may hold room for t, or others wait behind it
+			p.sig.wakeDispatch() // it may hold room for t, or others wait behind it
 			t.unref(p)
 			return errWithdrawn
 		}
@@ -113,7 +113,7 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 	j := m.job
 	delayed := m.due != 0 || j != nil && j.due() != 0
 	switch {
-	case p.stopBegun.Load():
+	case p.sig.stopBegun.Load():
 		return ErrStopped
 	case delayed && p.cfg.bound == 0:
 		return ErrQueueFull // a task that must wait can never fit a queue with no room

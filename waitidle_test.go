@@ -424,17 +424,17 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		require.False(t, c.returned())
 
 		// tk.Cancel() -> settle -> settleFrom(jobQueued, jobCanceled), first half:
-		p.beginSettle()
+		p.sig.beginSettle()
 		require.True(t, tk.job.state.CompareAndSwap(jobQueued, jobCanceled))
 		// ... the canceling goroutine is preempted; dispatch runs.
 		p.Resize(1)
 		synctest.Wait()
 		// settleFrom, second half, then settle's call to the owner:
 		p.counts.waiting.Add(-1)
-		p.wakeDispatch()
+		p.sig.wakeDispatch()
 		p.givePlaceOf(&tk.job)
 		p.counts.settled.canceled.Add(1)
-		p.endSettle()
+		p.sig.endSettle()
 		tk.job.owner.conclude(context.Canceled, false)
 		require.ErrorIs(t, tk.Wait(), context.Canceled)
 

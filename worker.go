@@ -113,7 +113,7 @@ func (p *WorkerPool) do(w work, e *ending) (count *atomic.Uint64, panicked bool)
 	switch {
 	case w.job != nil:
 		return w.job.work(w.readyAt, e)
-	case w.offered && p.abandonBegun.Load():
+	case w.offered && p.sig.abandonBegun.Load():
 		p.abandonTaken(w.fn)
 		return &p.counts.skipped, false
 	case p.cfg.timed:
@@ -153,8 +153,8 @@ func (p *WorkerPool) returned(count *atomic.Uint64, panicked bool) {
 		// barrier or stop that dispatch ends on this return sees them.
 		p.counts.panicked.Add(1)
 	}
-	if p.wakeOnReturn.Load() {
-		p.wakeDispatch()
+	if p.sig.wakeOnReturn.Load() {
+		p.sig.wakeDispatch()
 	}
 }
 
@@ -176,7 +176,7 @@ type crew struct {
 	max        int    // the most workers: p.size as of the last resize
 	floor      int    // the workers kept however idle: min(p.minWorkers, max) as of the last resize
 	dispatched uint64 // the work sent to workers; what has not come back is out
-	watching   bool   // p.wakeOnReturn is set: workers wake dispatch as they return work (see watch)
+	watching   bool   // p.sig.wakeOnReturn is set: workers wake dispatch as they return work (see watch)
 
 	// The idle clock retires workers: while workers above the floor exist,
 	// one goroutine at a time waits out an idle period on idle and sends
@@ -235,7 +235,7 @@ func (c *crew) allBack() bool {
 func (c *crew) watch(on bool) {
 	if c.watching != on {
 		c.watching = on
-		c.p.wakeOnReturn.Store(on)
+		c.p.sig.wakeOnReturn.Store(on)
 	}
 }
 
@@ -309,12 +309,12 @@ func (c *crew) armIdleClock() {
 func (c *crew) awaitIdlePeriod() {
 	select {
 	case <-c.idle.C:
-	case <-c.p.stopping:
+	case <-c.p.sig.stopping:
 		return
 	}
 	select {
 	case c.p.taskQueue <- message{req: &idleTick}:
-	case <-c.p.stopping:
+	case <-c.p.sig.stopping:
 	}
 }
 
@@ -432,7 +432,7 @@ func (d *dispatcher) mayStartJobAtOnce(j *job) bool {
 // limit a token is ready), no surplus worker waits to retire, and a worker
 // is free (see crew.freeWorker).
 func (d *dispatcher) canStartAtOnce(weight int, key string) bool {
-	if !d.mayStartAtOnce() || key != "" && !d.queue.flows.mayStartKeyAtOnce(key, weight) || d.crew.surplus() || d.p.abandonBegun.Load() {
+	if !d.mayStartAtOnce() || key != "" && !d.queue.flows.mayStartKeyAtOnce(key, weight) || d.crew.surplus() || d.p.sig.abandonBegun.Load() {
 		return false
 	}
 	return d.slots.mayStart(d, weight) && d.crew.freeWorker()
@@ -450,7 +450,7 @@ func (d *dispatcher) canStartAtOnce(weight int, key string) bool {
 // the worker's goroutine has run yet. (A plain task's caller gives its
 // room back, see place.)
 func (d *dispatcher) offer(w work) bool {
-	if d.p.abandonBegun.Load() || !d.slots.mayStart(d, outOf(w).weight) {
+	if d.p.sig.abandonBegun.Load() || !d.slots.mayStart(d, outOf(w).weight) {
 		return false
 	}
 	held := w.job != nil && d.p.cfg.roomed && w.job.place.Swap(false) // before the hand-off: then the job is the worker's
@@ -480,7 +480,7 @@ func (d *dispatcher) start(w work) bool {
 	if d.offer(w) {
 		return true
 	}
-	if !d.p.cfg.bounded || d.p.stopBegun.Load() || d.p.abandonBegun.Load() || d.crew.surplus() ||
+	if !d.p.cfg.bounded || d.p.sig.stopBegun.Load() || d.p.sig.abandonBegun.Load() || d.crew.surplus() ||
 		!d.crew.freeWorker() || !d.slots.mayStart(d, outOf(w).weight) {
 		return false
 	}
@@ -498,7 +498,7 @@ func (d *dispatcher) start(w work) bool {
 func (d *dispatcher) startAtOnce(w work) {
 	switch {
 	case d.offer(w):
-	case d.p.abandonBegun.Load():
+	case d.p.sig.abandonBegun.Load():
 		if w.job == nil {
 			d.p.abandonTaken(w.fn)
 		} else if !d.queue.pushJob(w.job) {
@@ -559,7 +559,7 @@ func (d *dispatcher) sendFront() bool {
 // start now (see slots.mayStart); or none. Once abandoning has begun it
 // leaves the queue as it is, for the stop to give up in order.
 func (d *dispatcher) nextToStart() (source, work) {
-	if d.queue.len() == 0 || d.p.abandonBegun.Load() {
+	if d.queue.len() == 0 || d.p.sig.abandonBegun.Load() {
 		return none, work{}
 	}
 	src := d.queue.head(d.barriers.hold())

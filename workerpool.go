@@ -38,74 +38,27 @@ type WorkerPool struct {
 	// sends; the zero work tells the receiving worker to return. Never
 	// closed.
 	workerQueue chan work
-	// wake tells a waiting dispatcher that something it may be waiting
-	// for has changed: a queued job was settled, abandoning began, a
-	// worker returned work while wakeOnReturn is set (a Pause waits for
-	// running tasks), or, while stopping, a send was refused or the last
-	// settle in progress ended. Anyone signals it without blocking (see
-	// wakeDispatch). Buffered (1), never closed; dispatch re-checks what
-	// it waits for after every wake-up, so one pending token serves any
-	// number of signals.
-	wake          chan struct{}
-	wakeOnReturn  atomic.Bool
-	wakeOnRelease atomic.Bool // a keyed job let go of wakes dispatch (see flows.watch)
+	goroutines  sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
-	stopOnce     sync.Once
-	stopping     chan struct{}  // closed by the first Stop, StopWait or Shutdown: sends are rejected from then on
-	stopBegun    atomic.Bool    // set just before stopping is closed; what send and Stopped check (a load is cheaper than a receive)
-	abandonBegun atomic.Bool    // set by Stop, or by a Shutdown that gives up: queued tasks are abandoned, not run
-	stopped      chan struct{}  // closed by dispatch as its last act: every accepted task is settled, every worker took its zero work, every count is final
-	goroutines   sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
-
-	retryMail  retryMailbox // jobs whose run is to be retried, on their way from their workers to dispatch
-	flowMail   flowMailbox  // what keyed jobs give back as the pool lets go of them, on its way to dispatch
-	waiters    sync.Pool    // idle *waiter values for DoWait
-	plainJobs  sync.Pool    // idle *plainJob values for DoContext with options
-	groupTasks sync.Pool    // idle *groupTask values for Group.Go
-	tickets    sync.Pool    // idle *ticket values for submits that wait for an answer
-	live       liveTasks    // running Tasks' contexts and the groups, for a Shutdown that gives up
+	waiters    sync.Pool // idle *waiter values for DoWait
+	plainJobs  sync.Pool // idle *plainJob values for DoContext with options
+	groupTasks sync.Pool // idle *groupTask values for Group.Go
+	tickets    sync.Pool // idle *ticket values for submits that wait for an answer
+	live       liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
 	// own cache lines so that a write by one side does not evict what the
 	// other sides read or write.
 
 	_ cacheLinePad
-	// taskSends and controlSends count the sends that passed, or are
-	// about to make, their stopping check: taskSends those that carry one
-	// task each (a task of any submitting call but DoBatch), controlSends the
-	// others (Pause, Resize, WaitIdle, tickets). Each only grows, but for
-	// refused sends, which take themselves out. Dispatch reads their sum
-	// while stopping (see dispatcher.admitStragglers); Status counts
-	// accepted tasks from taskSends alone (see WorkerPool.submitted), so a
-	// control send never moves Submitted.
-	taskSends    atomic.Int64
-	controlSends atomic.Int64
 	// room is the waiting queue's free room under Block and Reject, which
 	// submitters take before they send.
 	room room
 
 	counts counts // the counters behind Status, on cache lines of their own (see status.go)
 
-	// settling counts the job settles in progress (the move to canceled
-	// or abandoned and its counting), and the Group.Go and SetLimit calls
-	// in progress, whose tasks may be dropped (see beginCall); a stop
-	// waits for it to reach zero before it returns, so that no count is
-	// still on its way.
-	settling atomic.Int64
-	// heavyDone sums weight−1 over the jobs of Weight above 1 that their
-	// workers are done with, added before they count the work returned
-	// (see slots.free).
-	heavyDone atomic.Uint64
-	// queuedSettles counts the jobs settled while queued: dispatch counts
-	// the settled entries of its queue again when it has changed (see
-	// waitQueue.inQueue).
-	queuedSettles atomic.Uint64
-	// keySettles counts the keyed jobs settled while queued, or while they
-	// held their keys' slots, under a key limit (WithKeys); holderSettles those that
-	// held their keys' slots (see job.countKeySettle).
-	keySettles    atomic.Uint64
-	holderSettles atomic.Uint64
-	_             cacheLinePad
+	sig signals // what the other goroutines tell dispatch: wake-ups, settles, mailboxes (signals.go)
+	_   cacheLinePad
 }
 
 // cacheLinePad keeps the fields before and after it off each other's cache
@@ -131,9 +84,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		cfg:         newConfig(options),
 		taskQueue:   make(chan message),
 		workerQueue: make(chan work),
-		wake:        make(chan struct{}, 1),
-		stopping:    make(chan struct{}),
-		stopped:     make(chan struct{}),
+		sig:         newSignals(),
 		clock:       clock{epoch: time.Now()},
 	}
 	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
@@ -221,7 +172,7 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 	j := m.job
 	switch {
-	case p.stopBegun.Load():
+	case p.sig.stopBegun.Load():
 		return ErrStopped // before any check of the bound: a stopping pool refuses as stopped
 	case p.dropsOldest():
 		return p.sendDropOldest(m)
@@ -295,7 +246,7 @@ func (p *WorkerPool) sendJob(j *job, wait bool, ctx context.Context) error {
 // j weighs more than the pool's size.
 func (p *WorkerPool) refusesAtOnce(j *job) error {
 	switch {
-	case p.stopBegun.Load():
+	case p.sig.stopBegun.Load():
 		return ErrStopped
 	case p.heavierThanPool(j.weight()):
 		p.mustBeNew() // a zero WorkerPool has size 0: every weighted task would seem too heavy
@@ -427,7 +378,7 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 	}
 	select {
 	case <-req.barrierReached:
-	case <-p.stopping:
+	case <-p.sig.stopping:
 	}
 }
 
@@ -445,7 +396,7 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 // sets the size for the rest of that window only, and one outside every
 // window sets the pool's own size, which windows replace while they last.
 func (p *WorkerPool) Resize(maxWorkers int) {
-	if p.stopBegun.Load() {
+	if p.sig.stopBegun.Load() {
 		return
 	}
 	to := int64(max(maxWorkers, 1))
@@ -490,7 +441,7 @@ func (p *WorkerPool) WaitIdle(ctx context.Context) error {
 // the tasks that have not started yet. Calling Stop from inside a task
 // deadlocks.
 func (p *WorkerPool) Stop() {
-	p.abandonQueue() // first: then no queued task starts once stopping begins
+	p.sig.abandon() // first: then no queued task starts once stopping begins
 	p.stop()
 }
 
@@ -546,9 +497,9 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 	p.beginStop()
 	if !gaveUp {
 		select {
-		case <-p.stopped:
+		case <-p.sig.stopped:
 		case <-ctx.Done():
-			if gaveUp = !isClosed(p.stopped); gaveUp { // both may be ready
+			if gaveUp = !isClosed(p.sig.stopped); gaveUp { // both may be ready
 				p.cutShort()
 			}
 		}
@@ -567,6 +518,6 @@ func (p *WorkerPool) Shutdown(ctx context.Context) error {
 // of running Tasks and groups are canceled.
 func (p *WorkerPool) cutShort() {
 	p.obs.logDebug("shutdown gave up")
-	p.abandonQueue()
+	p.sig.abandon()
 	p.live.cutAll()
 }
