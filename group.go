@@ -519,7 +519,7 @@ type groupTask struct {
 }
 
 func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o taskOptions) *groupTask {
-	t, _ := p.groupTasks.Get().(*groupTask)
+	t, _ := p.recycled.groupTasks.Get().(*groupTask)
 	if t == nil {
 		t = new(groupTask)
 		t.job.init(p, t)
@@ -565,6 +565,6 @@ func (t *groupTask) unref() {
 	if t.refs.Add(-1) == 0 {
 		t.group, t.fn, t.opts = nil, nil, jobOptions{}
 		t.job.reset(taskOptions{}, nil)
-		t.job.pool.groupTasks.Put(t)
+		t.job.pool.recycled.groupTasks.Put(t)
 	}
 }

@@ -49,7 +49,7 @@ func (p *WorkerPool) doWithOptions(task func(), o taskOptions, ctx context.Conte
 			return p.sendOne(message{task: task, due: o.due}, wait && p.cfg.overflow == Block, ctx)
 		}
 	}
-	pj, _ := p.plainJobs.Get().(*plainJob)
+	pj, _ := p.recycled.plainJobs.Get().(*plainJob)
 	if pj == nil {
 		pj = new(plainJob)
 		pj.job.init(p, pj)
@@ -105,7 +105,7 @@ func (pj *plainJob) recycle() {
 		poisonReleased(pj)
 		return
 	}
-	p.plainJobs.Put(pj)
+	p.recycled.plainJobs.Put(pj)
 }
 
 // poisonReleased, set by a test, takes every released carrier instead of

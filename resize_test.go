@@ -80,7 +80,7 @@ func TestResizeAfterStopDoesNothing(t *testing.T) {
 func TestZeroWorkerPoolSizeIsZero(t *testing.T) {
 	var p WorkerPool
 	assert.Equal(t, 0, p.Size(), "Size of the zero WorkerPool")
-	assert.Equal(t, int64(0), p.minWorkers.Load(), "floor of the zero WorkerPool")
+	assert.Equal(t, int64(0), p.size.floor.Load(), "floor of the zero WorkerPool")
 }
 
 // TestAChangeTheStopRefusedKeepsTheSettings calls change itself, past the
@@ -90,12 +90,12 @@ func TestZeroWorkerPoolSizeIsZero(t *testing.T) {
 func TestAChangeTheStopRefusedKeepsTheSettings(t *testing.T) {
 	p := New(3, WithMinWorkers(2))
 	p.Stop()
-	_, ok := p.change(&p.size, 9)
+	_, ok := p.change(&p.size.max, 9)
 	assert.False(t, ok, "change of the size after stop")
-	_, ok = p.change(&p.minWorkers, 1)
+	_, ok = p.change(&p.size.floor, 1)
 	assert.False(t, ok, "change of the floor after stop")
-	assert.Equal(t, int64(3), p.size.Load(), "size")
-	assert.Equal(t, int64(2), p.minWorkers.Load(), "floor")
+	assert.Equal(t, int64(3), p.size.max.Load(), "size")
+	assert.Equal(t, int64(2), p.size.floor.Load(), "floor")
 	assert.Equal(t, 3, p.Status().MaxWorkers, "Status.MaxWorkers")
 }
 

@@ -27,9 +27,16 @@ func (s *setting) Store(v int64) { s.cur.Store(&v) }
 // Swap writes v and returns the value it replaced.
 func (s *setting) Swap(v int64) int64 { return *s.cur.Swap(&v) }
 
-// settings serializes the callers of change, so that of two calls the
-// stop refused, the second restores what was there before the first.
-type settings struct{ mu sync.Mutex }
+// sizeSettings are the pool's size settings: max, the most workers (New's
+// maxWorkers, then the last Resize's or size window's), and floor, the
+// workers kept however idle before its cap at max (WithMinWorkers's n,
+// then a size window's). Dispatch re-reads both on a resize. mu
+// serializes the callers of change, so that of two calls the stop
+// refused, the second restores what was there before the first.
+type sizeSettings struct {
+	max, floor setting
+	mu         sync.Mutex
+}
 
 // change writes v to s and tells dispatch to re-read its settings. It
 // returns the value it replaced, or false if stopping had begun: then the
@@ -37,8 +44,8 @@ type settings struct{ mu sync.Mutex }
 // size boundary wrote to it meanwhile. It blocks until dispatch takes the
 // message, as Resize does.
 func (p *WorkerPool) change(s *setting, v int64) (from int64, ok bool) {
-	p.settings.mu.Lock()
-	defer p.settings.mu.Unlock()
+	p.size.mu.Lock()
+	defer p.size.mu.Unlock()
 	to := &v
 	old := s.cur.Swap(to)
 	if sendControl(p, message{req: &resizeTick}) != nil {

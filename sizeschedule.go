@@ -219,7 +219,7 @@ type sizing struct {
 	// own are the pool's own sizes while a window is in effect: New's
 	// maxWorkers and WithMinWorkers's n, as Resize last
 	// set them outside windows. (Outside, they are p.size and
-	// p.minWorkers.)
+	// p.size.floor.)
 	ownMax, ownMin int64
 	next           time.Time // the next boundary, on the wall clock
 }
@@ -282,7 +282,7 @@ func (s *sizing) enter(w int) {
 	if w >= 0 {
 		maxWorkers, minWorkers = int64(s.table.windows[w].Max), int64(s.table.windows[w].Min)
 	}
-	prevMax, prevMin := s.p.size.Swap(maxWorkers), s.p.minWorkers.Swap(minWorkers)
+	prevMax, prevMin := s.p.size.max.Swap(maxWorkers), s.p.size.floor.Swap(minWorkers)
 	if s.in < 0 {
 		s.ownMax, s.ownMin = prevMax, prevMin
 	}

@@ -80,7 +80,7 @@ func (s *slots) handed(weight int) {
 // heavierThanPool reports whether a task of weight takes more slots than
 // the pool's size.
 func (p *WorkerPool) heavierThanPool(weight int) bool {
-	return weight > 1 && int64(weight) > p.size.Load()
+	return weight > 1 && int64(weight) > p.size.max.Load()
 }
 
 // dropIfHeavierThan settles the job as dropped with ErrTooHeavy if it

@@ -109,7 +109,7 @@ func (t *settledTotals) add(to uint32, n uint64) {
 // last Resize, or a size window's while it lasts (see WithMinWorkers);
 // at least 1. It never blocks.
 func (p *WorkerPool) Size() int {
-	return int(p.size.Load())
+	return int(p.size.max.Load())
 }
 
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:

@@ -45,7 +45,7 @@ const (
 )
 
 func (p *WorkerPool) newTicket() *ticket {
-	t, _ := p.tickets.Get().(*ticket)
+	t, _ := p.recycled.tickets.Get().(*ticket)
 	if t == nil {
 		t = &ticket{done: make(chan struct{}, 1)}
 		t.req.ticket = t
@@ -59,7 +59,7 @@ func (t *ticket) unref(p *WorkerPool) {
 	if t.refs.Add(-1) == 0 {
 		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight, t.due = nil, nil, nil, 0, 0, false, nil, false, 0, 0
 		t.key = ""
-		p.tickets.Put(t)
+		p.recycled.tickets.Put(t)
 	}
 }
 

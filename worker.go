@@ -189,8 +189,8 @@ type crew struct {
 
 func (c *crew) init(p *WorkerPool) {
 	c.p = p
-	c.max = int(p.size.Load())
-	c.floor = min(int(p.minWorkers.Load()), c.max)
+	c.max = int(p.size.max.Load())
+	c.floor = min(int(p.size.floor.Load()), c.max)
 	if p.cfg.idleTimeout > 0 {
 		c.idle = time.NewTimer(p.cfg.idleTimeout)
 		c.idle.Stop() // armed only while workers above the floor exist
@@ -285,8 +285,8 @@ func (c *crew) retireSurplus() bool {
 // workers the floor asks for, and starts the idle clock if a lower floor
 // left workers above it.
 func (c *crew) resize() {
-	c.max = int(c.p.size.Load())
-	c.floor = min(int(c.p.minWorkers.Load()), c.max)
+	c.max = int(c.p.size.max.Load())
+	c.floor = min(int(c.p.size.floor.Load()), c.max)
 	c.retireSurplus()
 	c.startFloor()
 	c.armIdleClock()

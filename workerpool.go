@@ -13,18 +13,10 @@ import (
 // goroutine, so call Stop, StopWait or Shutdown when the pool is no longer
 // needed.
 type WorkerPool struct {
-	size  setting  // the most workers: New's maxWorkers, then the last Resize's or size window's; dispatch re-reads it on a resize
-	cfg   config   // what New's options set, and what New derived from them; never changed
-	clock clock    // New's time: the pool's clock counts from it
-	obs   observer // the logger, the hooks and the dead letters: what the pool tells the outside (observer.go)
-
-	// minWorkers is the floor before its cap at size: WithMinWorkers's n,
-	// then a size window's; dispatch re-reads
-	// it on a resize.
-	minWorkers setting
-
-	// settings orders the Resize calls (see change).
-	settings settings
+	size  sizeSettings // the most workers and the floor, which Resize and the size schedule change (setting.go)
+	cfg   config       // what New's options set, and what New derived from them; never changed
+	clock clock        // New's time: the pool's clock counts from it
+	obs   observer     // the logger, the hooks and the dead letters: what the pool tells the outside (observer.go)
 
 	// taskQueue carries every message to dispatch: plain tasks from Submit
 	// and Do, jobs from DoWait, the handles and group tasks, Pause calls, and
@@ -40,11 +32,8 @@ type WorkerPool struct {
 	workerQueue chan work
 	goroutines  sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
-	waiters    sync.Pool // idle *waiter values for DoWait
-	plainJobs  sync.Pool // idle *plainJob values for DoContext with options
-	groupTasks sync.Pool // idle *groupTask values for Group.Go
-	tickets    sync.Pool // idle *ticket values for submits that wait for an answer
-	live       liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
+	recycled recycled  // idle carriers, kept for the next task
+	live     liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
 
 	// The fields below are written while tasks flow. Each group sits on its
 	// own cache lines so that a write by one side does not evict what the
@@ -59,6 +48,15 @@ type WorkerPool struct {
 
 	sig signals // what the other goroutines tell dispatch: wake-ups, settles, mailboxes (signals.go)
 	_   cacheLinePad
+}
+
+// recycled holds the idle carriers of tasks, so that a task's carrier is
+// allocated only when none is idle.
+type recycled struct {
+	waiters    sync.Pool // *waiter values for DoWait
+	plainJobs  sync.Pool // *plainJob values for DoContext with options
+	groupTasks sync.Pool // *groupTask values for Group.Go
+	tickets    sync.Pool // *ticket values for submits that wait for an answer
 }
 
 // cacheLinePad keeps the fields before and after it off each other's cache
@@ -88,8 +86,8 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		clock:       clock{epoch: time.Now()},
 	}
 	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
-	p.size.Store(int64(max(maxWorkers, 1)))
-	p.minWorkers.Store(int64(p.cfg.minWorkers))
+	p.size.max.Store(int64(max(maxWorkers, 1)))
+	p.size.floor.Store(int64(p.cfg.minWorkers))
 	if p.cfg.roomed {
 		p.room.init(p.cfg.bound)
 	}
@@ -291,7 +289,7 @@ type waiter struct {
 }
 
 func (p *WorkerPool) newWaiter(task func()) *waiter {
-	w, _ := p.waiters.Get().(*waiter)
+	w, _ := p.recycled.waiters.Get().(*waiter)
 	if w == nil {
 		w = &waiter{done: make(chan struct{}, 1)}
 		w.job.init(p, w)
@@ -353,7 +351,7 @@ func (w *waiter) unref() {
 // recycle returns w to the cache; no one refers to it any more.
 func (w *waiter) recycle() {
 	w.task, w.err = nil, nil
-	w.job.pool.waiters.Put(w)
+	w.job.pool.recycled.waiters.Put(w)
 }
 
 // Pause is a barrier that then holds the pool. It returns once every task
@@ -400,7 +398,7 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 		return
 	}
 	to := int64(max(maxWorkers, 1))
-	if from, ok := p.change(&p.size, to); ok {
+	if from, ok := p.change(&p.size.max, to); ok {
 		p.obs.logResized(from, to)
 	}
 }
