@@ -255,7 +255,7 @@ func TestPauseCancelAndIdleRetirementTogether(t *testing.T) {
 		end()
 		synctest.Wait()
 		assert.Equal(t, int64(2), ran.Load())
-		assert.Equal(t, uint64(3), p.returnedWork(), "the canceled task took no worker")
+		assert.Equal(t, uint64(3), p.counts.returnedWork(), "the canceled task took no worker")
 		ctx2, end2 := context.WithCancel(context.Background())
 		defer end2()
 		p.Pause(ctx2)

@@ -149,10 +149,10 @@ func (j *job) cancelRetry() {
 
 // retryInbox is the dispatcher's side of retries: it counts the jobs with
 // a retryPolicy it hands to workers, and takes those that come back through
-// the mailbox. The dispatcher owns it.
+// the mailbox (signals.retries). The dispatcher owns it.
 type retryInbox struct {
-	p    *WorkerPool
-	sent uint64 // jobs with a retryPolicy handed to workers
+	sig  *signals // the mailbox, and the count of jobs back
+	sent uint64   // jobs with a retryPolicy handed to workers
 }
 
 // out reports whether jobs with a retryPolicy are out with workers or
@@ -162,28 +162,22 @@ func (r *retryInbox) out() bool {
 	if r.sent == 0 {
 		return false
 	}
-	return r.p.sig.retriesBack.Load() != r.sent || r.p.sig.retries.pending()
+	return r.sig.retriesBack.Load() != r.sent || r.sig.retries.pending()
 }
 
 // posted reports whether jobs may wait in the mailbox.
 func (r *retryInbox) posted() bool {
-	return r.sent > 0 && r.p.sig.retries.pending()
+	return r.sent > 0 && r.sig.retries.pending()
 }
 
-// take takes the jobs posted for a retry: into the timer heap, or, due
-// already, into the pool as if accepted now. One settled on its way is
-// only let go.
-func (r *retryInbox) take(d *dispatcher) {
-	for _, j := range r.p.sig.retries.take() {
-		switch {
-		case !j.isScheduled():
-			j.letGo()
-		case d.dropIfTooHeavy(j): // a Resize made the pool smaller during its run
-		case j.notDue():
-			d.timers.push(j)
-		default:
-			d.timers.makeDue(d, j)
-		}
+// take returns the jobs posted for a retry, oldest first (see
+// dispatcher.takeRetries); the slice is the caller's until the next take.
+func (r *retryInbox) take() []*job { return r.sig.retries.take() }
+
+// handed counts a job handed to a worker, which out describes.
+func (r *retryInbox) handed(out jobOut) {
+	if out.retriable {
+		r.sent++
 	}
 }
 
@@ -191,7 +185,7 @@ func (r *retryInbox) take(d *dispatcher) {
 // its tasks does. Dispatch calls it once every worker has returned, so
 // none posts any more.
 func (r *retryInbox) abandonAll() {
-	for _, j := range r.p.sig.retries.take() {
+	for _, j := range r.take() {
 		j.abandon()
 		j.letGo()
 	}

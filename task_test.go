@@ -130,7 +130,7 @@ func TestCancelOnQueuedTaskSkipsItWithoutAWorker(t *testing.T) {
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Equal(t, uint64(2), s.Completed, "completed: the blocker and the task ahead")
-		assert.Equal(t, uint64(2), p.returnedWork(), "work that came back from a worker: not the canceled task")
+		assert.Equal(t, uint64(2), p.counts.returnedWork(), "work that came back from a worker: not the canceled task")
 	})
 }
 
@@ -156,7 +156,7 @@ func TestDeadlineThatExpiresInTheQueueSkipsTheTask(t *testing.T) {
 		assert.Zero(t, ran.Load(), "fn ran")
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(2), s.Canceled, "canceled")
-		assert.Equal(t, uint64(2), p.returnedWork(), "work that came back from a worker: not the canceled tasks")
+		assert.Equal(t, uint64(2), p.counts.returnedWork(), "work that came back from a worker: not the canceled tasks")
 	})
 }
 
@@ -281,7 +281,7 @@ func TestTaskCanceledWhileDispatchTakesItNeverRuns(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, uint64(1), s.Canceled, "canceled")
 		assert.Zero(t, s.Completed, "completed")
-		assert.Equal(t, p.returnedWork(), p.counts.skipped.Load(), "a worker that got it skipped it")
+		assert.Equal(t, p.counts.returnedWork(), p.counts.skipped.Load(), "a worker that got it skipped it")
 	})
 }
 
@@ -307,7 +307,7 @@ func TestCancelRightAfterGoIsTruthful(t *testing.T) {
 		}
 		assert.Same(t, context.Canceled, err, "round %d: Wait of a canceled task", round)
 		assert.Equal(t, uint64(1), s.Canceled, "round %d: canceled", round)
-		assert.Equal(t, p.returnedWork(), p.counts.skipped.Load(), "round %d: a worker that got it skipped it", round)
+		assert.Equal(t, p.counts.returnedWork(), p.counts.skipped.Load(), "round %d: a worker that got it skipped it", round)
 	})
 }
 
@@ -329,7 +329,7 @@ func TestCanceledFrontTaskTakesNoWorker(t *testing.T) {
 		blocker.open()
 		synctest.Wait()
 		assert.False(t, ran.Load(), "fn ran")
-		assert.Equal(t, uint64(1), p.returnedWork(), "work that came back from a worker: only the blocker")
+		assert.Equal(t, uint64(1), p.counts.returnedWork(), "work that came back from a worker: only the blocker")
 		assert.Zero(t, p.counts.skipped.Load(), "canceled jobs a worker took and skipped")
 	})
 }
