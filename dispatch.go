@@ -86,14 +86,16 @@ type dispatcher struct {
 
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: !p.cfg.bounded}
-	d.timers.p = p
+	d.timers.clock = p.clock
 	d.queue.init(p, &d.timers)
 	d.admission.p = p
-	d.slots.p, d.slots.gated = p, p.cfg.rate.limited()
-	d.tokens.p = p
+	d.slots = slots{heavyDone: &p.sig.heavyDone, limited: p.cfg.rate.limited(), gated: p.cfg.rate.limited()}
+	d.tokens = tokens{rate: p.cfg.rate, clock: p.clock}
 	d.retries.sig = &p.sig
 	d.barriers.p = p
-	d.sizes.init(p, &d.timers) // before the crew reads the sizes
+	if wait, ok := d.sizes.init(p.cfg.sizes, &p.size); ok { // before the crew reads the sizes
+		d.timers.wakeAt(later(p.clock.now(), int64(wait)))
+	}
 	d.crew.init(p)
 	return d
 }
@@ -175,7 +177,7 @@ func (d *dispatcher) advance() {
 		d.takeRetries()
 	}
 	if d.timers.armed {
-		d.timers.poll(d)
+		d.pollTimer()
 	}
 }
 
@@ -191,9 +193,75 @@ func (d *dispatcher) takeRetries() {
 		case j.notDue():
 			d.timers.push(j)
 		default:
-			d.timers.makeDue(d, j)
+			d.makeDue(j)
 		}
 	}
+}
+
+// timerFired handles the timer's firing: it moves the jobs that came due,
+// expires the queued tasks that waited their time, arms the timer for the
+// next moment, and lets the size schedule pass a boundary. (A task
+// waiting for a token is looked at again as dispatch goes on.)
+func (d *dispatcher) timerFired() {
+	d.timers.firing()
+	d.admitDueScheduled()
+	if d.p.cfg.queueTimeout > 0 {
+		d.queue.tidyFronts(d.p.clock.now())
+	}
+	if at, ok := d.timers.next(); ok {
+		d.timers.wakeAt(at)
+	}
+	if at, ok := d.queue.nextExpiry(); ok {
+		d.timers.wakeAt(at)
+	}
+	if d.sizes.on {
+		entered, wait, ok := d.sizes.fire(d.p.sig.stopBegun.Load())
+		if entered {
+			d.resize()
+		}
+		if ok {
+			d.timers.wakeAt(later(d.p.clock.now(), int64(wait)))
+		}
+	}
+}
+
+// pollTimer, called at every step while the timer is armed, handles its
+// firing, and sweeps the heap if most of it is settled.
+func (d *dispatcher) pollTimer() {
+	if d.timers.fired() {
+		d.timerFired()
+	} else if d.timers.mostlySettled(d.p.counts.scheduled.Load()) {
+		d.timers.sweep()
+	}
+}
+
+// admitDueScheduled moves the scheduled tasks that are due to the queue
+// (or to a free worker), and lets go of those settled while they waited.
+func (d *dispatcher) admitDueScheduled() {
+	now := d.p.clock.now()
+	for {
+		e, ok := d.timers.popDue(now)
+		switch {
+		case !ok:
+			return
+		case e.job == nil: // a plain task: it keeps the place it held, as a job does
+			d.p.counts.scheduled.Add(-1)
+			d.place(e.fn, false)
+		default:
+			d.makeDue(e.job)
+		}
+	}
+}
+
+// makeDue gives a job that came due to the pool as if it were accepted
+// now (see admitDue). It keeps the room it held, as the bound counts
+// scheduled tasks too. A job settled while it waited is only let go.
+func (d *dispatcher) makeDue(j *job) {
+	if !j.comeDue() {
+		j.letGo()
+		return
+	}
+	d.admitDue(j)
 }
 
 // dropSettledKeyed lets go at once of the keyed jobs settled (a Cancel,
@@ -258,7 +326,7 @@ func (d *dispatcher) await() bool {
 		d.sentFront(w)
 	case <-wake:
 	case <-d.timers.C():
-		d.timers.fire(d)
+		d.timerFired()
 	}
 	return true
 }
@@ -280,7 +348,7 @@ func (d *dispatcher) awaitPaused() bool {
 	case <-d.p.sig.wake:
 	case <-d.barriers.activeEnd():
 	case <-d.timers.C():
-		d.timers.fire(d)
+		d.timerFired()
 	}
 	return true
 }
@@ -293,7 +361,7 @@ func (d *dispatcher) quiet() bool {
 }
 
 // returnsWanted reports whether a part needs workers to wake dispatch as
-// they return work, other than for slots (see slots.fits): a pause's
+// they return work, other than for slots (see slotsFit): a pause's
 // barrier, a WaitIdle call, or parked tickets that only a worker coming
 // free can let in.
 func (d *dispatcher) returnsWanted() bool {
@@ -330,7 +398,7 @@ func (d *dispatcher) receive(m message) bool {
 func (d *dispatcher) handle(req *request) {
 	switch {
 	case req.pause != nil:
-		d.timers.advance(d) // the barrier covers the scheduled tasks that are due
+		d.admitDueScheduled() // the barrier covers the scheduled tasks that are due
 		d.barriers.addPause(&d.queue, req.pause)
 	case req.ticket != nil:
 		d.admission.accept(d, req.ticket)

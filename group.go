@@ -155,7 +155,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 		g.record(why)
 		p.countNeverQueued(1, g.bucketFor(why))
 		g.tellLater(h)
-	case p.heavierThanPool(h.opts.weight): // at once, also for a task the limit would hold
+	case p.size.heavierThan(h.opts.weight): // at once, also for a task the limit would hold
 		g.record(ErrTooHeavy)
 		tooHeavy = true
 	case g.limit > 0 && len(g.inPool) >= g.limit:

@@ -19,14 +19,14 @@ func (d *dispatcher) mayStartJobAtOnce(j *job) bool {
 // canStartAtOnce reports whether a new task of weight and key ("" for
 // none) would start at once
 // on a free worker: abandoning has not begun, it may skip the queue and
-// start now (see slots.mayStart: its slots are free, and under a rate
+// start now (see mayStart: its slots are free, and under a rate
 // limit a token is ready), no surplus worker waits to retire, and a worker
 // is free (see crew.freeWorker).
 func (d *dispatcher) canStartAtOnce(weight int, key string) bool {
 	if !d.mayStartAtOnce() || key != "" && !d.queue.flows.mayStartKeyAtOnce(key, weight) || d.crew.surplus() || d.p.sig.abandonBegun.Load() {
 		return false
 	}
-	return d.slots.mayStart(d, weight) && d.crew.freeWorker()
+	return d.mayStart(weight) && d.crew.freeWorker()
 }
 
 // hand gives w to a ready worker, or to a new one if fewer than the
@@ -57,7 +57,7 @@ func (d *dispatcher) handed(out jobOut) {
 
 // offer gives w, a task that has not waited in the queue, to a ready
 // worker, or to a new one if fewer than the maximum exist, if it may start
-// now (see slots.mayStart). It reports false, without blocking, if it may
+// now (see mayStart). It reports false, without blocking, if it may
 // not or no worker can take it, and once abandoning has begun: from then
 // on no task goes to a worker.
 //
@@ -67,7 +67,7 @@ func (d *dispatcher) handed(out jobOut) {
 // the worker's goroutine has run yet. (A plain task's caller gives its
 // room back, see place.)
 func (d *dispatcher) offer(w work) bool {
-	if d.p.sig.abandonBegun.Load() || !d.slots.mayStart(d, outOf(w).weight) {
+	if d.p.sig.abandonBegun.Load() || !d.mayStart(outOf(w).weight) {
 		return false
 	}
 	held := w.job != nil && d.p.cfg.roomed && w.job.place.Swap(false) // before the hand-off: then the job is the worker's
@@ -84,7 +84,7 @@ func (d *dispatcher) offer(w work) bool {
 }
 
 // start gives w, a task that has not waited in the queue, to a free
-// worker if it may start now (see slots.mayStart), and reports whether it
+// worker if it may start now (see mayStart), and reports whether it
 // did: as offer does, or, in a pool with a bound, to a worker that has
 // returned its last work and is on its way to its receive (see
 // crew.freeWorker), for which the send waits that moment. Such a task
@@ -98,7 +98,7 @@ func (d *dispatcher) start(w work) bool {
 		return true
 	}
 	if !d.p.cfg.bounded || d.p.sig.stopBegun.Load() || d.p.sig.abandonBegun.Load() || d.crew.surplus() ||
-		!d.crew.freeWorker() || !d.slots.mayStart(d, outOf(w).weight) {
+		!d.crew.freeWorker() || !d.mayStart(outOf(w).weight) {
 		return false
 	}
 	d.handToFreeWorker(w)
@@ -173,7 +173,7 @@ func (d *dispatcher) sendFront() bool {
 
 // nextToStart returns the task to start next, and where it waits: the
 // queue's head (see waitQueue.head), if abandoning has not begun and it may
-// start now (see slots.mayStart); or none. Once abandoning has begun it
+// start now (see mayStart); or none. Once abandoning has begun it
 // leaves the queue as it is, for the stop to give up in order.
 func (d *dispatcher) nextToStart() (source, work) {
 	if d.queue.len() == 0 || d.p.sig.abandonBegun.Load() {
@@ -184,7 +184,7 @@ func (d *dispatcher) nextToStart() (source, work) {
 		return none, work{}
 	}
 	w := d.queue.workAt(src)
-	if !d.slots.mayStart(d, outOf(w).weight) {
+	if !d.mayStart(outOf(w).weight) {
 		return none, work{}
 	}
 	return src, w
@@ -230,4 +230,46 @@ func (d *dispatcher) sentFront(w work) {
 type offer struct {
 	src source
 	out jobOut
+}
+
+// mayStart reports whether a task of weight may start now, as far as the
+// rate limit and the weights of the running tasks allow. Without either it
+// is true at once.
+func (d *dispatcher) mayStart(weight int) bool {
+	return !d.slots.gated && weight <= 1 || d.mayStartGated(weight) // the common case inlines
+}
+
+// mayStartGated is mayStart for a task that may have to wait for a token
+// (then the timer wakes dispatch when the next one is ready) or for slots.
+func (d *dispatcher) mayStartGated(weight int) bool {
+	if d.slots.limited {
+		if next, ok := d.tokens.ready(); !ok {
+			d.timers.wakeAt(next)
+			return false
+		}
+	}
+	return d.slotsFit(weight)
+}
+
+// slotsFit reports whether weight more slots are free. If not, it has
+// workers wake dispatch as they return work, so that it looks again; once
+// they fit, it stops watching for them.
+func (d *dispatcher) slotsFit(weight int) bool {
+	if d.slots.free(d.crew.max, d.crew.out()) >= weight {
+		d.unwatchSlots()
+		return true
+	}
+	d.crew.watch(true)
+	if d.slots.free(d.crew.max, d.crew.out()) >= weight { // a worker came back before the watch was set
+		d.unwatchSlots()
+		return true
+	}
+	return false
+}
+
+// unwatchSlots stops watching returns that only slotsFit asked for.
+func (d *dispatcher) unwatchSlots() {
+	if d.crew.watching && !d.returnsWanted() {
+		d.crew.watch(false)
+	}
 }

@@ -37,22 +37,19 @@ func (r rateLimit) limited() bool { return r.interval > 0 }
 // tokens is the dispatcher's part for the rate limit: the bucket's state.
 // The dispatcher owns it.
 type tokens struct {
-	p   *WorkerPool
-	tat int64 // the theoretical arrival time of the next start, on the pool's clock; 0 at New: a full bucket
+	rate  rateLimit // WithRateLimit's
+	clock clock     // the pool's
+	tat   int64     // the theoretical arrival time of the next start, on the pool's clock; 0 at New: a full bucket
 }
 
-// ready reports whether a task may start now under the rate limit; if
-// not, it asks alarm to wake dispatch for the next token.
-func (t *tokens) ready(alarm *timers) bool {
-	at := t.tat - t.p.cfg.rate.tolerance
-	if t.p.clock.now() >= at {
-		return true
-	}
-	alarm.wakeAt(at)
-	return false
+// ready reports whether a task may start now under the rate limit, and
+// if not, when the next token is ready.
+func (t *tokens) ready() (next int64, ok bool) {
+	at := t.tat - t.rate.tolerance
+	return at, t.clock.now() >= at
 }
 
 // take takes a token for a task that starts now.
 func (t *tokens) take() {
-	t.tat = later(max(t.tat, t.p.clock.now()), t.p.cfg.rate.interval)
+	t.tat = later(max(t.tat, t.clock.now()), t.rate.interval)
 }

@@ -128,8 +128,8 @@ func (h timerHeap) init() {
 // timers.fire). A timer that fires for nothing (its job was
 // canceled, say) only re-arms. The dispatcher owns it.
 type timers struct {
-	p    *WorkerPool
-	heap timerHeap
+	clock clock // the pool's
+	heap  timerHeap
 	seq  uint64 // numbers the jobs as they are scheduled, which orders those due at the same moment
 	// timer is made on first use, and armed for at, on the pool's clock,
 	// while armed is set.
@@ -146,7 +146,7 @@ func (t *timers) wakeAt(at int64) {
 		return
 	}
 	t.armed, t.at = true, at
-	wait := time.Duration(at - t.p.clock.now())
+	wait := time.Duration(at - t.clock.now())
 	if t.timer == nil {
 		t.timer = time.NewTimer(wait)
 		return
@@ -234,88 +234,43 @@ func (t *timers) dropTooHeavy(size int) {
 	}
 }
 
-// abandonAll settles every scheduled job as a stop that abandons its tasks
-// does (see waitQueue.abandonAll), in the order they come due, and empties
-// the heap. A plain task (a delay alone) gives back its place under Block
-// and Reject, as a job does.
-func (t *timers) abandonAll() {
-	slices.SortFunc(t.heap, func(a, b timerEntry) int {
+// takeAll empties the heap and returns its entries, settled ones
+// included, in the order they come due (see dispatcher.abandonScheduled).
+func (t *timers) takeAll() []timerEntry {
+	all := t.heap
+	slices.SortFunc(all, func(a, b timerEntry) int {
 		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.seq, b.seq))
 	})
-	for _, e := range t.heap {
-		if e.job == nil {
-			t.p.counts.scheduled.Add(-1)
-			if t.p.cfg.roomed {
-				t.p.giveRoom(1) // the place it held since its submit, as a scheduled job gives back its own
-			}
-			t.p.counts.settled.count(jobAbandoned)
-			t.p.obs.giveUpPlain(e.fn, ErrStopped)
-			continue
-		}
-		e.job.abandon()
-		e.job.letGo()
-	}
 	t.heap = nil
+	return all
 }
 
-// fire handles the timer's firing: it moves the jobs that came due,
-// expires the queued tasks that waited their time, and arms the timer for
-// the next moment. (A task waiting for a token is looked at again as
-// dispatch goes on.)
-func (t *timers) fire(d *dispatcher) {
-	t.armed = false
-	t.advance(d)
-	if t.p.cfg.queueTimeout > 0 {
-		d.queue.tidyFronts(t.p.clock.now())
-	}
-	if at, ok := t.next(); ok {
-		t.wakeAt(at)
-	}
-	if at, ok := d.queue.nextExpiry(); ok {
-		t.wakeAt(at)
-	}
-	if d.sizes.on {
-		d.sizes.fire(d) // a boundary of the size schedule that came, and the next one
-	}
-}
-
-// poll, called at every step while the timer is armed, handles its
-// firing, and sweeps the heap if most of it is settled.
-func (t *timers) poll(d *dispatcher) {
+// fired reports whether the armed timer fired, without waiting.
+func (t *timers) fired() bool {
 	select {
 	case <-t.timer.C:
-		t.fire(d)
+		return true
 	default:
-		if dead := int64(len(t.heap)) - t.p.counts.scheduled.Load(); dead > int64(len(t.heap))/2 {
-			t.sweep()
-		}
+		return false
 	}
 }
 
-// advance moves the jobs that are due to the queue (or to a free worker),
-// and drops those settled while they waited.
-func (t *timers) advance(d *dispatcher) {
-	now := t.p.clock.now()
-	for len(t.heap) > 0 && now >= t.heap[0].due {
-		e := t.heap.pop()
-		if e.job == nil { // a plain task: it keeps the place it held, as a job does
-			t.p.counts.scheduled.Add(-1)
-			d.place(e.fn, false)
-			continue
-		}
-		t.makeDue(d, e.job)
-	}
+// firing disarms the timer, which fired: the caller arms it again for
+// what is left.
+func (t *timers) firing() { t.armed = false }
+
+// mostlySettled reports whether more than half of the heap's jobs are
+// settled, of whom scheduled are not: then a sweep is worth its cost.
+func (t *timers) mostlySettled(scheduled int64) bool {
+	return int64(len(t.heap))-scheduled > int64(len(t.heap))/2
 }
 
-// makeDue gives a job that came due to the pool as if it were accepted
-// now (see dispatcher.admitDue). It keeps the room it held, as the bound
-// counts scheduled tasks too. A job settled while it waited is only let go.
-func (t *timers) makeDue(d *dispatcher, j *job) {
-	if !j.comeDue() {
-		j.letGo()
-		return
+// popDue removes and returns the earliest entry if it is due at now.
+func (t *timers) popDue(now int64) (timerEntry, bool) {
+	if len(t.heap) == 0 || now < t.heap[0].due {
+		return timerEntry{}, false
 	}
-	d.admitDue(j)
+	return t.heap.pop(), true
 }
 
 // notDue reports whether the job must wait in the timer heap: it has a due

@@ -197,20 +197,18 @@ func (t *sizeTable) untilMark(at time.Time) time.Duration {
 // sizing is the dispatcher's part for the size schedule (see
 // WithMinWorkers): which window is in effect, the pool's own sizes
 // while one is, and the next boundary, which it asks the dispatcher's one
-// timer to wake it for (see timers.fire). At a boundary it sets p.size and
-// p.minWorkers to the sizes of the period that begins and resizes, as a
+// timer to wake it for (see dispatcher.timerFired). At a boundary it sets
+// the pool's sizeSettings to the sizes of the period that begins and resizes, as a
 // Resize call does. The dispatcher owns it.
 //
-// A Resize call swaps its value into p.size or
-// p.minWorkers before it sends its message, and a boundary swaps too: so
+// A Resize call swaps its value into the settings before it sends its message, and a boundary swaps too: so
 // the two are ordered by their swaps. A value a boundary swaps out as a
 // window begins is the pool's own (what the calls before the boundary
 // set), even if the call's message comes after; one it swaps out as a
 // window ends was set inside the window, and is dropped.
 type sizing struct {
-	p      *WorkerPool
-	timers *timers
-	table  *sizeTable // the schedule, from the config; nil: none
+	settings *sizeSettings // the pool's: a boundary swaps the period's sizes into them
+	table    *sizeTable    // the schedule, from the config; nil: none
 	// on says the schedule is set and the pool has not begun to stop:
 	// from then on no boundary changes anything, and the timer is not
 	// armed for one.
@@ -218,31 +216,32 @@ type sizing struct {
 	in int // the window in effect, or -1: the pool's own sizes apply
 	// own are the pool's own sizes while a window is in effect: New's
 	// maxWorkers and WithMinWorkers's n, as Resize last
-	// set them outside windows. (Outside, they are p.size and
-	// p.size.floor.)
+	// set them outside windows. (Outside, they are in settings.)
 	ownMax, ownMin int64
 	next           time.Time // the next boundary, on the wall clock
 }
 
 // init takes the window in effect as New runs, before the crew reads the
-// sizes, and arms the timer for the next boundary.
-func (s *sizing) init(p *WorkerPool, timers *timers) {
-	s.p, s.timers, s.table, s.in = p, timers, p.cfg.sizes, -1
+// sizes, and returns how long until the next boundary (ok false: no
+// schedule).
+func (s *sizing) init(table *sizeTable, settings *sizeSettings) (wait time.Duration, ok bool) {
+	s.settings, s.table, s.in = settings, table, -1
 	if s.table == nil {
-		return
+		return 0, false
 	}
 	s.on = true
 	wall := time.Now().Round(0) // the wall clock alone: see fire
 	s.enter(s.table.windowAt(wall))
 	s.next = s.table.next(wall)
-	s.arm(wall)
+	return s.next.Sub(wall), true
 }
 
 // fire is called whenever the dispatcher's timer fires while a schedule
 // is on: at or after the next boundary it enters the period that begins
-// and resizes the pool to it (see dispatcher.resize); then it arms the
-// timer for the next boundary. Once stopping has begun it does nothing:
-// a stop runs on the sizes it began with.
+// (entered: the caller resizes the pool to it, see dispatcher.resize); it
+// returns how long until the next boundary, for the caller to arm the
+// timer. Once stopping has begun it turns the schedule off (ok false): a
+// stop runs on the sizes it began with.
 //
 // It reads the wall clock, not the pool's monotonic one: a boundary is a
 // reading of the clock in the schedule's location, and the wall clock
@@ -250,28 +249,22 @@ func (s *sizing) init(p *WorkerPool, timers *timers) {
 // when the monotonic one does not. The timer, which runs on the monotonic
 // clock, only wakes it; one that wakes it early re-arms for the rest. (So
 // a clock set back keeps the period in effect until it reads s.next.)
-func (s *sizing) fire(d *dispatcher) {
-	if s.p.sig.stopBegun.Load() {
+func (s *sizing) fire(stopping bool) (entered bool, wait time.Duration, ok bool) {
+	if stopping {
 		s.on = false
-		return
+		return false, 0, false
 	}
 	wall := time.Now().Round(0)
 	if !wall.Before(s.next) {
 		s.enter(s.table.windowAt(wall))
-		d.resize()
+		entered = true
 		s.next = s.table.next(wall)
 	}
-	s.arm(wall)
-}
-
-// arm asks the dispatcher's timer to wake it at the next boundary, which
-// is s.next.Sub(wall) after wall, read now.
-func (s *sizing) arm(wall time.Time) {
-	s.timers.wakeAt(later(s.p.clock.now(), int64(s.next.Sub(wall))))
+	return entered, s.next.Sub(wall), true
 }
 
 // enter makes window w (-1: none) the period in effect: it swaps the
-// window's sizes, or the pool's own, into p.size and p.minWorkers, and, as
+// window's sizes, or the pool's own, into the settings, and, as
 // it leaves the pool's own period, keeps what it swapped out as the
 // pool's own. The caller resizes.
 func (s *sizing) enter(w int) {
@@ -282,7 +275,7 @@ func (s *sizing) enter(w int) {
 	if w >= 0 {
 		maxWorkers, minWorkers = int64(s.table.windows[w].Max), int64(s.table.windows[w].Min)
 	}
-	prevMax, prevMin := s.p.size.max.Swap(maxWorkers), s.p.size.floor.Swap(minWorkers)
+	prevMax, prevMin := s.settings.max.Swap(maxWorkers), s.settings.floor.Swap(minWorkers)
 	if s.in < 0 {
 		s.ownMax, s.ownMin = prevMax, prevMin
 	}

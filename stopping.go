@@ -17,7 +17,7 @@ func (d *dispatcher) stop() {
 		d.drain()
 	}
 	d.queue.abandonAll() // abandoning has begun whenever anything is left: drain returns early only then
-	d.timers.abandonAll()
+	d.abandonScheduled()
 	d.queue.publish() // before retireAll waits for the running tasks
 	d.crew.retireAll()
 	d.retries.abandonAll() // every worker has returned: none posts any more
@@ -109,7 +109,7 @@ func (d *dispatcher) drain() {
 			d.sentFront(w)
 		case <-d.p.sig.wake: // look again: abandoning, a canceled job, a retry, a return
 		case <-d.timers.C():
-			d.timers.fire(d)
+			d.timerFired()
 		}
 	}
 }
@@ -120,5 +120,25 @@ func (d *dispatcher) drain() {
 func (d *dispatcher) awaitSettles() {
 	for d.p.sig.settling.Load() > 0 {
 		<-d.p.sig.wake
+	}
+}
+
+// abandonScheduled settles every scheduled job as a stop that abandons its
+// tasks does (see waitQueue.abandonAll), in the order they come due, and
+// empties the heap. A plain task (a delay alone) gives back its place
+// under Block and Reject, as a job does.
+func (d *dispatcher) abandonScheduled() {
+	for _, e := range d.timers.takeAll() {
+		if e.job == nil {
+			d.p.counts.scheduled.Add(-1)
+			if d.p.cfg.roomed {
+				d.p.giveRoom(1) // the place it held since its submit, as a scheduled job gives back its own
+			}
+			d.p.counts.settled.count(jobAbandoned)
+			d.p.obs.giveUpPlain(e.fn, ErrStopped)
+			continue
+		}
+		e.job.abandon()
+		e.job.letGo()
 	}
 }

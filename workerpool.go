@@ -246,7 +246,7 @@ func (p *WorkerPool) refusesAtOnce(j *job) error {
 	switch {
 	case p.sig.stopBegun.Load():
 		return ErrStopped
-	case p.heavierThanPool(j.weight()):
+	case p.size.heavierThan(j.weight()):
 		p.mustBeNew() // a zero WorkerPool has size 0: every weighted task would seem too heavy
 		return ErrTooHeavy
 	}
