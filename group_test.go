@@ -19,7 +19,8 @@ import (
 
 // Tests for Group: Go, Wait and SetLimit; how a failure or the parent
 // context ends a group's tasks; how the tasks its limit holds back are
-// counted; and how groups meet a stop.
+// counted; how groups meet a stop; that the pool keeps no finished group;
+// and what a group costs.
 
 // --- Go, Wait, SetLimit ---
 
@@ -188,6 +189,30 @@ func TestGroupGoAfterWaitIsSkipped(t *testing.T) {
 	})
 }
 
+// A TaskDropped that panics as a full queue refuses a Group.Go leaves the
+// group whole: the refused task is settled, and Wait returns the refusal.
+func TestGroupGoRefusedWithAPanickingTaskDroppedLeavesTheGroupWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Reject), WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
+		gate := blockOneWorker(t, p)
+		g := p.Group(t.Context())
+		err, panicked := recovered(func() { g.Go(noopFn, TaskOption{Label: "full"}) })
+		assert.True(t, panicked, "the hook's panic reaches Group.Go's caller")
+		assert.Contains(t, errString(err), "dropped")
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, ErrQueueFull)
+		default:
+			t.Fatal("Group.Wait blocked: the refused task was never settled")
+		}
+		gate.open()
+		p.StopWait()
+	})
+}
+
 func TestGroupOnStoppingPoolReportsErrStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
@@ -271,6 +296,43 @@ func TestGroupSetLimitNegativeReleasesTheHeldTasksAtOnce(t *testing.T) {
 		gate.open()
 		assert.NoError(t, g.Wait())
 	})
+}
+
+// A group task that ends releases a held one from its worker, after the
+// worker counted itself free (so that the group's Wait, and any task's
+// Wait, returns only once the worker is free). The dispatcher may then be
+// handing that worker a task that starts at once without room; it takes
+// the release meanwhile instead of waiting for the worker forever. A queue
+// with no room and a TryDo beside each group make that hand-off meet
+// the release; real scheduling, many rounds (a deadlock fails the round's
+// bubble at once).
+func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *testing.T) {
+	const rounds = 300
+	for range rounds {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, WithMaxWaiting(0, Reject))
+			defer p.Stop()
+			var ran, tried atomic.Int64
+			g := p.Group(t.Context())
+			g.SetLimit(1)
+			for range 3 {
+				g.Go(func(context.Context) error { ran.Add(1); return nil })
+			}
+			var trying sync.WaitGroup
+			trying.Go(func() {
+				for range 3 {
+					if tryDo(p, func() { ran.Add(1) }) {
+						tried.Add(1)
+					}
+				}
+			})
+			assert.NoError(t, g.Wait(), "the group's Wait")
+			trying.Wait()
+			p.StopWait()
+			assert.Equal(t, 3+tried.Load(), ran.Load(), "the tasks that ran")
+			requireStoppedClean(t, p)
+		})
+	}
 }
 
 // A group's ctx ends while a delayed task of it is on its way to dispatch:
@@ -910,7 +972,41 @@ func TestFailedGroupNeverWaitedIsCollected(t *testing.T) {
 	})
 }
 
-// --- benchmarks ---
+// A group task the pool gives back to its cache keeps nothing of its last
+// task: not its func, its group, nor its options (a retry policy, the last
+// run's error), which would otherwise stay reachable until it is reused.
+func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
+	p := New(1)
+	defer p.Stop()
+	g := p.Group(t.Context())
+	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
+	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
+	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
+	gt.refs.Store(1) // the pool's reference alone is left
+	gt.unref()
+	assert.Nil(t, gt.fn)
+	assert.Nil(t, gt.group)
+	assert.Nil(t, gt.job.opts)
+	assert.True(t, reflect.ValueOf(&gt.opts).Elem().IsZero(), "options kept in the cache are zero")
+}
+
+// --- cost ---
+
+// With TaskDropped set, the Group.Go calls a canceled group skips
+// allocate nothing once the group has told of a first one.
+func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocations are counted without the race detector")
+	}
+	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) {}}))
+	defer p.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g := p.Group(ctx)
+	g.Go(noopFn, TaskOption{Label: "skipped"})
+	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, TaskOption{Label: "skipped"}) })
+	assert.Zero(t, allocs)
+}
 
 // BenchmarkGroup runs groups of 1,000 no-op tasks; "submit" is the same
 // work as plain Submits and a WaitGroup, for scale.
@@ -953,99 +1049,4 @@ func BenchmarkGroup(b *testing.B) {
 			wg.Wait()
 		}
 	})
-}
-
-// A group task the pool gives back to its cache keeps nothing of its last
-// task: not its func, its group, nor its options (a retry policy, the last
-// run's error), which would otherwise stay reachable until it is reused.
-func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
-	p := New(1)
-	defer p.Stop()
-	g := p.Group(t.Context())
-	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
-	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
-	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
-	gt.refs.Store(1) // the pool's reference alone is left
-	gt.unref()
-	assert.Nil(t, gt.fn)
-	assert.Nil(t, gt.group)
-	assert.Nil(t, gt.job.opts)
-	assert.True(t, reflect.ValueOf(&gt.opts).Elem().IsZero(), "options kept in the cache are zero")
-}
-
-// A TaskDropped that panics as a full queue refuses a Group.Go leaves the
-// group whole: the refused task is settled, and Wait returns the refusal.
-func TestGroupGoRefusedWithAPanickingTaskDroppedLeavesTheGroupWhole(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxWaiting(0, Reject), WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
-		gate := blockOneWorker(t, p)
-		g := p.Group(t.Context())
-		err, panicked := recovered(func() { g.Go(noopFn, TaskOption{Label: "full"}) })
-		assert.True(t, panicked, "the hook's panic reaches Group.Go's caller")
-		assert.Contains(t, errString(err), "dropped")
-		done := make(chan error, 1)
-		go func() { done <- g.Wait() }()
-		synctest.Wait()
-		select {
-		case err := <-done:
-			assert.ErrorIs(t, err, ErrQueueFull)
-		default:
-			t.Fatal("Group.Wait blocked: the refused task was never settled")
-		}
-		gate.open()
-		p.StopWait()
-	})
-}
-
-// With TaskDropped set, the Group.Go calls a canceled group skips
-// allocate nothing once the group has told of a first one.
-func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
-	if raceDetectorOn {
-		t.Skip("allocations are counted without the race detector")
-	}
-	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) {}}))
-	defer p.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	g := p.Group(ctx)
-	g.Go(noopFn, TaskOption{Label: "skipped"})
-	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, TaskOption{Label: "skipped"}) })
-	assert.Zero(t, allocs)
-}
-
-// A group task that ends releases a held one from its worker, after the
-// worker counted itself free (so that the group's Wait, and any task's
-// Wait, returns only once the worker is free). The dispatcher may then be
-// handing that worker a task that starts at once without room; it takes
-// the release meanwhile instead of waiting for the worker forever. A queue
-// with no room and a TryDo beside each group make that hand-off meet
-// the release; real scheduling, many rounds (a deadlock fails the round's
-// bubble at once).
-func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *testing.T) {
-	const rounds = 300
-	for range rounds {
-		synctest.Test(t, func(t *testing.T) {
-			p := New(1, WithMaxWaiting(0, Reject))
-			defer p.Stop()
-			var ran, tried atomic.Int64
-			g := p.Group(t.Context())
-			g.SetLimit(1)
-			for range 3 {
-				g.Go(func(context.Context) error { ran.Add(1); return nil })
-			}
-			var trying sync.WaitGroup
-			trying.Go(func() {
-				for range 3 {
-					if tryDo(p, func() { ran.Add(1) }) {
-						tried.Add(1)
-					}
-				}
-			})
-			assert.NoError(t, g.Wait(), "the group's Wait")
-			trying.Wait()
-			p.StopWait()
-			assert.Equal(t, 3+tried.Load(), ran.Load(), "the tasks that ran")
-			requireStoppedClean(t, p)
-		})
-	}
 }
