@@ -19,7 +19,8 @@ import (
 
 // Tests for Group: Go, Wait and SetLimit; how a failure or the parent
 // context ends a group's tasks; how the tasks its limit holds back are
-// counted; and how groups meet a stop.
+// counted; how groups meet a stop; that the pool keeps no finished group;
+// and what a group costs.
 
 // --- Go, Wait, SetLimit ---
 
@@ -188,6 +189,30 @@ func TestGroupGoAfterWaitIsSkipped(t *testing.T) {
 	})
 }
 
+// A TaskDropped that panics as a full queue refuses a Group.Go leaves the
+// group whole: the refused task is settled, and Wait returns the refusal.
+func TestGroupGoRefusedWithAPanickingTaskDroppedLeavesTheGroupWhole(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(0, Reject), WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
+		gate := blockOneWorker(t, p)
+		g := p.Group(t.Context())
+		err, panicked := recovered(func() { g.Go(noopFn, TaskOption{Label: "full"}) })
+		assert.True(t, panicked, "the hook's panic reaches Group.Go's caller")
+		assert.Contains(t, errString(err), "dropped")
+		done := make(chan error, 1)
+		go func() { done <- g.Wait() }()
+		synctest.Wait()
+		select {
+		case err := <-done:
+			assert.ErrorIs(t, err, ErrQueueFull)
+		default:
+			t.Fatal("Group.Wait blocked: the refused task was never settled")
+		}
+		gate.open()
+		p.StopWait()
+	})
+}
+
 func TestGroupOnStoppingPoolReportsErrStopped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
@@ -209,10 +234,11 @@ func TestGroupOnStoppingPoolReportsErrStopped(t *testing.T) {
 	})
 }
 
-// Group edge cases: Go from inside a group task with a limit, SetLimit(-1)
-// releasing held tasks, the first error stopping held tasks, Wait from a
-// task of another pool, Cancel after finish, many Waits.
-func TestGroupEdgeCases(t *testing.T) {
+// A group task that calls Go on its own group while the group is at its
+// limit does not wait for room: the limit counts the calling task, so the
+// new tasks are held, and they run once it ends. Wait, called from a task
+// of another pool, returns once they have run.
+func TestGroupGoFromATaskOfTheGroupAtItsLimitHoldsTheNewTasksUntilItEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
@@ -229,8 +255,16 @@ func TestGroupEdgeCases(t *testing.T) {
 		defer other.Stop()
 		assert.NoError(t, other.Go(context.Background(), func(context.Context) error { return g.Wait() }).Wait())
 		assert.Equal(t, int64(3), n.Load())
+	})
+}
 
-		g = p.Group(context.Background())
+// The first error of a group with a limit drops the tasks the limit holds
+// back: none of them runs, and Wait returns that error.
+func TestGroupFirstErrorDropsTheTasksItsLimitHoldsBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(context.Background())
 		g.SetLimit(1)
 		gate := newGate()
 		g.Go(func(context.Context) error { gate.wait(); return errTask })
@@ -241,27 +275,64 @@ func TestGroupEdgeCases(t *testing.T) {
 		gate.open()
 		assert.Same(t, errTask, g.Wait())
 		assert.False(t, heldRan.Load(), "held tasks after the first error")
+	})
+}
 
-		g = p.Group(context.Background())
+// SetLimit(-1) releases the tasks the group holds back at once, while the
+// task that held them back still runs.
+func TestGroupSetLimitNegativeReleasesTheHeldTasksAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		g := p.Group(context.Background())
 		g.SetLimit(1)
-		gate = newGate()
+		gate := newGate()
+		var n atomic.Int64
 		g.Go(func(context.Context) error { gate.wait(); return nil })
 		g.Go(func(context.Context) error { n.Add(1); return nil })
 		g.SetLimit(-1)
 		synctest.Wait()
-		assert.Equal(t, int64(4), n.Load(), "SetLimit(-1) released the held task at once")
+		assert.Equal(t, int64(1), n.Load(), "SetLimit(-1) released the held task at once")
 		gate.open()
 		assert.NoError(t, g.Wait())
-
-		task := p.Go(context.Background(), func(context.Context) error { return errTask })
-		var waits sync.WaitGroup
-		for range 8 {
-			waits.Go(func() { assert.Same(t, errTask, task.Wait()) })
-		}
-		waits.Wait()
-		task.Cancel()
-		assert.Same(t, errTask, task.Wait(), "Cancel after finish")
 	})
+}
+
+// A group task that ends releases a held one from its worker, after the
+// worker counted itself free (so that the group's Wait, and any task's
+// Wait, returns only once the worker is free). The dispatcher may then be
+// handing that worker a task that starts at once without room; it takes
+// the release meanwhile instead of waiting for the worker forever. A queue
+// with no room and a TryDo beside each group make that hand-off meet
+// the release; real scheduling, many rounds (a deadlock fails the round's
+// bubble at once).
+func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *testing.T) {
+	const rounds = 300
+	for range rounds {
+		synctest.Test(t, func(t *testing.T) {
+			p := New(1, WithMaxWaiting(0, Reject))
+			defer p.Stop()
+			var ran, tried atomic.Int64
+			g := p.Group(t.Context())
+			g.SetLimit(1)
+			for range 3 {
+				g.Go(func(context.Context) error { ran.Add(1); return nil })
+			}
+			var trying sync.WaitGroup
+			trying.Go(func() {
+				for range 3 {
+					if tryDo(p, func() { ran.Add(1) }) {
+						tried.Add(1)
+					}
+				}
+			})
+			assert.NoError(t, g.Wait(), "the group's Wait")
+			trying.Wait()
+			p.StopWait()
+			assert.Equal(t, 3+tried.Load(), ran.Load(), "the tasks that ran")
+			requireStoppedClean(t, p)
+		})
+	}
 }
 
 // A group's ctx ends while a delayed task of it is on its way to dispatch:
@@ -582,13 +653,13 @@ func waitGroupInBubble(t *testing.T, g *Group, giveUp context.CancelFunc, what s
 	return nil, false
 }
 
-// Defect 1: Group.Wait returns once the pool has stopped, whatever happened to its held tasks.
+// Group.Wait returns once the pool has stopped, whatever happened to the
+// group's held tasks, with an error wrapping ErrStopped, and no held task
+// runs. Here, while the pool stops, a freed slot drops the group's held
+// task; the group then holds back another (its limit lowered, one task
+// still running), and gets one more Go after the pool stopped: those are
+// dropped too, and Wait does not hang.
 func TestGroupWaitReturnsAfterStopDropsHeldTasks(t *testing.T) {
-	// Today: while the pool stops, a freed slot drops the group's held task and
-	// records ErrStopped but leaves the group's context alive; a task the group
-	// then holds back (its limit lowered, one task still running) is never
-	// dropped, and Wait hangs. Wanted: Wait returns an error wrapping
-	// ErrStopped, and no held task runs.
 	for _, mode := range stopModes {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -637,15 +708,14 @@ func newPoolAndGroup() (p *WorkerPool, g *Group, cancel context.CancelFunc) {
 	return p, p.Group(parent), cancel
 }
 
-// Defect 1: Group.Wait returns after g.Go calls made on a stopped pool.
+// Group.Wait returns after g.Go calls made at once from several goroutines
+// on a stopped pool, with an error wrapping ErrStopped, whatever the group
+// did before, and none of those tasks runs. In a group whose held task the
+// stop dropped (ErrStopped recorded, its context still alive), a Go held
+// back behind another that is being refused is dropped too. In the first
+// three cases the first refused Go cancels the group, which drops what it
+// holds.
 func TestGroupWaitReturnsAfterGoOnStoppedPool(t *testing.T) {
-	// Several goroutines call g.Go at once on a stopped pool. Today: in a group
-	// whose held task the stop dropped (ErrStopped recorded, context alive), one
-	// Go can be held back behind another that is being rejected, and is never
-	// dropped. Wanted: Wait returns an error wrapping ErrStopped, whatever the
-	// group did before.
-	// The first three cases are guards: the first rejected Go cancels the
-	// group there, which drops what it holds.
 	cases := []struct {
 		name   string
 		before func(t *testing.T, p *WorkerPool, g *Group) // runs before the pool stops
@@ -711,11 +781,11 @@ func TestGroupWaitReturnsAfterGoOnStoppedPool(t *testing.T) {
 	}
 }
 
-// Defect 1: Group.Wait returns when g.Go races StopWait.
+// Group.Wait returns when g.Go races StopWait: goroutines keep calling Go
+// on a group with a limit while StopWait runs, and a little after, and
+// Wait returns every time once StopWait and the callers have returned.
+// Inside a bubble a hang is seen at once.
 func TestGroupWaitReturnsWhenGoRacesStopWait(t *testing.T) {
-	// Goroutines keep calling Go on a group with a limit while StopWait runs,
-	// and a little after. Wanted: Wait returns every time once StopWait and the
-	// callers have returned. Inside a bubble a hang is seen at once.
 	const rounds = 300
 	untilFailure(t, rounds, func(t *testing.T, round int) {
 		p, g, cancelParent := newPoolAndGroup()
@@ -837,12 +907,12 @@ func TestGroupsUnderStopRaces(t *testing.T) {
 
 // --- the pool does not keep finished groups ---
 
-// Defect 2: the pool keeps no reference to a group whose tasks have all finished.
+// The pool keeps no reference to a group whose tasks have all finished:
+// a group nobody waits for is collected, while the pool still runs, once
+// its tasks have finished; it does not stay in the pool's live set until
+// Wait is called. The parent is context.Background(), which keeps no
+// reference to its children.
 func TestGroupNeverWaitedIsCollectedOnceItsTasksFinish(t *testing.T) {
-	// Today the pool keeps every group in its live set until Wait is called.
-	// Wanted: a group nobody waits for is collected, while the pool still runs,
-	// once its tasks have finished. The parent is context.Background(), which
-	// keeps no reference to its children.
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
@@ -902,7 +972,41 @@ func TestFailedGroupNeverWaitedIsCollected(t *testing.T) {
 	})
 }
 
-// --- benchmarks ---
+// A group task the pool gives back to its cache keeps nothing of its last
+// task: not its func, its group, nor its options (a retry policy, the last
+// run's error), which would otherwise stay reachable until it is reused.
+func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
+	p := New(1)
+	defer p.Stop()
+	g := p.Group(t.Context())
+	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
+	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
+	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
+	gt.refs.Store(1) // the pool's reference alone is left
+	gt.unref()
+	assert.Nil(t, gt.fn)
+	assert.Nil(t, gt.group)
+	assert.Nil(t, gt.job.opts)
+	assert.True(t, reflect.ValueOf(&gt.opts).Elem().IsZero(), "options kept in the cache are zero")
+}
+
+// --- cost ---
+
+// With TaskDropped set, the Group.Go calls a canceled group skips
+// allocate nothing once the group has told of a first one.
+func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
+	if raceDetectorOn {
+		t.Skip("allocations are counted without the race detector")
+	}
+	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) {}}))
+	defer p.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g := p.Group(ctx)
+	g.Go(noopFn, TaskOption{Label: "skipped"})
+	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, TaskOption{Label: "skipped"}) })
+	assert.Zero(t, allocs)
+}
 
 // BenchmarkGroup runs groups of 1,000 no-op tasks; "submit" is the same
 // work as plain Submits and a WaitGroup, for scale.
@@ -945,99 +1049,4 @@ func BenchmarkGroup(b *testing.B) {
 			wg.Wait()
 		}
 	})
-}
-
-// A group task the pool gives back to its cache keeps nothing of its last
-// task: not its func, its group, nor its options (a retry policy, the last
-// run's error), which would otherwise stay reachable until it is reused.
-func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
-	p := New(1)
-	defer p.Stop()
-	g := p.Group(t.Context())
-	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
-	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
-	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
-	gt.refs.Store(1) // the pool's reference alone is left
-	gt.unref()
-	assert.Nil(t, gt.fn)
-	assert.Nil(t, gt.group)
-	assert.Nil(t, gt.job.opts)
-	assert.True(t, reflect.ValueOf(&gt.opts).Elem().IsZero(), "options kept in the cache are zero")
-}
-
-// A TaskDropped that panics as a full queue refuses a Group.Go leaves the
-// group whole: the refused task is settled, and Wait returns the refusal.
-func TestGroupGoRefusedWithAPanickingTaskDroppedLeavesTheGroupWhole(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		p := New(1, WithMaxWaiting(0, Reject), WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
-		gate := blockOneWorker(t, p)
-		g := p.Group(t.Context())
-		err, panicked := recovered(func() { g.Go(noopFn, TaskOption{Label: "full"}) })
-		assert.True(t, panicked, "the hook's panic reaches Group.Go's caller")
-		assert.Contains(t, errString(err), "dropped")
-		done := make(chan error, 1)
-		go func() { done <- g.Wait() }()
-		synctest.Wait()
-		select {
-		case err := <-done:
-			assert.ErrorIs(t, err, ErrQueueFull)
-		default:
-			t.Fatal("Group.Wait blocked: the refused task was never settled")
-		}
-		gate.open()
-		p.StopWait()
-	})
-}
-
-// With TaskDropped set, the Group.Go calls a canceled group skips
-// allocate nothing once the group has told of a first one.
-func TestGroupGoSkippedWithTaskDroppedAllocatesNothing(t *testing.T) {
-	if raceDetectorOn {
-		t.Skip("allocations are counted without the race detector")
-	}
-	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) {}}))
-	defer p.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	g := p.Group(ctx)
-	g.Go(noopFn, TaskOption{Label: "skipped"})
-	allocs := testing.AllocsPerRun(100, func() { g.Go(noopFn, TaskOption{Label: "skipped"}) })
-	assert.Zero(t, allocs)
-}
-
-// A group task that ends releases a held one from its worker, after the
-// worker counted itself free (so that the group's Wait, and any task's
-// Wait, returns only once the worker is free). The dispatcher may then be
-// handing that worker a task that starts at once without room; it takes
-// the release meanwhile instead of waiting for the worker forever. A queue
-// with no room and a TryDo beside each group make that hand-off meet
-// the release; real scheduling, many rounds (a deadlock fails the round's
-// bubble at once).
-func TestAGroupReleasingAHeldTaskFromAFreeWorkerDoesNotBlockTheDispatcher(t *testing.T) {
-	const rounds = 300
-	for range rounds {
-		synctest.Test(t, func(t *testing.T) {
-			p := New(1, WithMaxWaiting(0, Reject))
-			defer p.Stop()
-			var ran, tried atomic.Int64
-			g := p.Group(t.Context())
-			g.SetLimit(1)
-			for range 3 {
-				g.Go(func(context.Context) error { ran.Add(1); return nil })
-			}
-			var trying sync.WaitGroup
-			trying.Go(func() {
-				for range 3 {
-					if tryDo(p, func() { ran.Add(1) }) {
-						tried.Add(1)
-					}
-				}
-			})
-			assert.NoError(t, g.Wait(), "the group's Wait")
-			trying.Wait()
-			p.StopWait()
-			assert.Equal(t, 3+tried.Load(), ran.Load(), "the tasks that ran")
-			requireStoppedClean(t, p)
-		})
-	}
 }

@@ -400,11 +400,9 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// Regression. (taskFinished recovers and
-// re-raises). A plain task that panics with no panic handler crashes
-// the program, but TaskFinished first gets ErrGoexit, as if the task had
-// called runtime.Goexit: runTimed's err starts as ErrGoexit and the
-// deferred TaskFinished runs during the panic.
+// A plain task that panics with no panic handler crashes the program, and
+// the TaskFinished that runs first, during the panic, is not told
+// ErrGoexit, as if the task had called runtime.Goexit.
 func TestObserveTaskFinishedNotGoexitForUnrecoveredPanic(t *testing.T) {
 	if os.Getenv("WORKERPOOL_OBS_PANIC_CHILD") == "1" {
 		p := New(1, WithHooks(Hooks{TaskFinished: func(_ context.Context, ti TaskInfo) {
@@ -555,14 +553,14 @@ func (d *obsDrops) on(id string) int {
 	return d.byGoroutine[id]
 }
 
-// Regression: WithHooks promised TaskDropped in the refusing call's
-// goroutine before it returns for DoWait's ErrQueueFull, but a job that
-// dispatch refuses under DropOldest (scheduled tasks fill the bound) was
-// told on the deliverer, often after DoWait returned; the doc now says
-// that such refusals are told there. Guard: exactly one TaskDropped per
-// refusal, never on the dispatcher, and on the deliverer when dispatch
-// refused it (DoWait returned ErrQueueFull without a call in its own
-// goroutine), all before Stop returns.
+// A job that dispatch refuses under DropOldest (scheduled tasks fill the
+// bound) was not refused in DoWait's goroutine, so it is told on the
+// deliverer, which may be after DoWait returned ErrQueueFull (doc.go:
+// TaskDropped runs in the call that refused the task, and otherwise on the
+// dead-letter goroutine). There is exactly one TaskDropped per refusal,
+// never on the dispatcher, and on the deliverer when dispatch refused it
+// (DoWait returned ErrQueueFull without a call in its own goroutine), all
+// before Stop returns.
 func TestObserveDropOldestRefusalByDispatchToldOnDeliverer(t *testing.T) {
 	ctx := context.Background()
 	byDispatch := 0
@@ -593,15 +591,13 @@ func TestObserveDropOldestRefusalByDispatchToldOnDeliverer(t *testing.T) {
 	t.Logf("%d of 300 DoWait calls refused by dispatch", byDispatch)
 }
 
-// Regression. (told through the
-// deliverer). WithHooks: TaskDropped runs "in the goroutine of the call
-// that refused the task, before that call returns ...; for every other task
-// that will never run, on the pool's delivery goroutine". A group task held
+// TaskDropped runs in the call that refused the task, before it returns,
+// and otherwise on the dead-letter goroutine (doc.go). A group task held
 // by SetLimit, then refused as too heavy after a Resize when a slot frees,
-// was counted in Rejected and told in place, on the worker goroutine whose
-// task just finished (Group.settled -> submit -> countRejected), neither
-// in Group.Go's goroutine nor on the deliverer. It is counted from its Go
-// call, and dropped, as a queued task too heavy after a Resize is.
+// is told on the deliverer: not on the worker goroutine whose task just
+// finished, inside another task's run, and not in Group.Go's goroutine,
+// which has returned. It is counted from its Go call, and dropped, as a
+// queued task too heavy after a Resize is: in Dropped, not in Rejected.
 func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var onWorker, calls atomic.Int64
@@ -630,10 +626,9 @@ func TestObserveHeldGroupTaskRefusedAfterResizeToldOnDeliverer(t *testing.T) {
 	})
 }
 
-// Regression guard: a DoBatch larger than the bound is refused in the
-// caller with one TaskDropped per non-nil task, before DoBatch returns,
-// also for a large batch; a TaskDropped that calls Status and Do from the
-// caller's goroutine works.
+// A DoBatch larger than the bound is refused in the caller with one
+// TaskDropped per non-nil task, before DoBatch returns, also for a large
+// batch; a TaskDropped that calls Status from the caller's goroutine works.
 func TestObserveDoBatchRefusalOnePerTaskInCaller(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int64
@@ -660,10 +655,9 @@ func TestObserveDoBatchRefusalOnePerTaskInCaller(t *testing.T) {
 	})
 }
 
-// Regression guard: ctx deadlines and group cancellation give one
-// TaskDropped each with the ctx error (or the group's cause), on the
-// deliverer, and a Shutdown with a done ctx abandons the rest with
-// ErrStopped before it returns.
+// Ctx deadlines and group cancellation give one TaskDropped each, with the
+// ctx's error (or the group's cause), on the deliverer, and a Shutdown with
+// a done ctx abandons the rest with ErrStopped before it returns.
 func TestObserveDeadlinesGroupCancelAndShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		d := new(obsDrops)
@@ -706,14 +700,15 @@ func TestObserveDeadlinesGroupCancelAndShutdown(t *testing.T) {
 	})
 }
 
-// Regression. (job.refuse). Under DropOldest, dispatch refuses a job that finds the bound
-// filled by scheduled tasks (refuseJob), without checking that its owner
-// did not settle it meanwhile: a Task canceled (Cancel, or its ctx)
-// between acceptJob's settled check and refuseJob is settled twice:
-// Task.settled closes its done channel twice (or drives its WaitGroup
-// negative) on the dispatcher goroutine, which crashes the program; it
-// would also count the task in both Canceled and Rejected, with two
-// TaskDropped calls. The child loops until it hits the race.
+// Under DropOldest, dispatch refuses a job that finds the bound filled by
+// scheduled tasks (refuseJob) only if its owner has not settled it
+// meanwhile: a Task canceled (Cancel, or its ctx) between acceptJob's
+// settled check and refuseJob is settled once, counted once and told
+// once. Settled twice, Task.settled would close its done channel twice (or
+// drive its WaitGroup negative) on the dispatcher goroutine, which crashes
+// the program, and the task would count in both Canceled and Rejected,
+// with two TaskDropped calls. The child loops for three seconds to meet
+// the race.
 func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 	if os.Getenv("WORKERPOOL_OBS_REFUSE_CHILD") == "1" {
 		fn := func(context.Context) error { return nil }
@@ -743,10 +738,10 @@ func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 	assert.NoError(t, err, "child:\n%s", out)
 }
 
-// Regression (same root as TestObserveHookGoexitDoesNotHangWait).
-// A TaskDropped
-// that calls runtime.Goexit on the deliverer: the dead-letter handler never
-// gets that plain task.
+// A TaskDropped that calls runtime.Goexit on the deliverer does not cost
+// the dead-letter handler the plain task it was told of: the handler still
+// gets it (as TestObserveHookGoexitDoesNotHangWait checks for TaskStarted
+// and TaskFinished, a hook's Goexit loses nothing of the task).
 func TestObserveTaskDroppedGoexitKeepsDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var letters atomic.Int64
@@ -1006,16 +1001,13 @@ func TestHookPanicWithoutHandlerCrashes(t *testing.T) {
 	assert.Contains(t, out, "panickingHook", "stack shows the hook")
 }
 
-// Regression. (taskFinished deferred before
-// TaskStarted). A hook that calls runtime.Goexit (as t.FailNow does, e.g. a
-// require assertion inside a hook) in a job's run leaves the job started
-// forever: its Wait never returns, even after the pool stopped ("Every Wait
-// returns once the pool has stopped"), while Status counts it Completed. A
-// task's own Goexit is handled (ErrGoexit); a hook's is not: job.run calls
-// TaskStarted before its deferred settle is armed, and TaskFinished inside
-// that deferred func, ahead of the settle. (The same Goexit in TaskDropped
-// loses the dead-letter handler's call for that task: deliver never gets
-// to it, and the fresh deliverer starts with the next letter.)
+// A TaskStarted or TaskFinished hook that calls runtime.Goexit (as
+// t.FailNow does, e.g. a require assertion inside a hook) in a job's run
+// does not leave the job started forever: as for a task's own Goexit, the
+// job is settled, so its Wait returns once the pool has stopped ("Every
+// Wait returns once the pool has stopped"), and Status adds up. (A
+// TaskDropped that calls runtime.Goexit is
+// TestObserveTaskDroppedGoexitKeepsDeadLetter's.)
 func TestObserveHookGoexitDoesNotHangWait(t *testing.T) {
 	for _, c := range []struct {
 		name  string
@@ -1137,14 +1129,12 @@ func TestATaskStartedHookThatCallsGoexitOnARetryReportsTheLastRunAndNoValue(t *t
 	})
 }
 
-// Regression. Hooks: "A hook that panics ...
-// without [a panic handler] it
-// crashes the program." A TaskDropped that runs in the refusing call's
-// goroutine panics into that call instead; the caller can recover it. In
-// Group.Go (ErrTooHeavy) the hook ran under the group's mutex,
-// which the panic leaves locked: the group is wedged, and its Wait never
-// returns. (Group.Go now records the refusal under g.mu and calls the hook
-// after unlocking.)
+// A hook that panics without a Panic hook crashes the program (Hooks), but
+// a TaskDropped that runs in the refusing call's goroutine panics into
+// that call instead, and the caller can recover it. In Group.Go
+// (ErrTooHeavy) such a panic leaves the group usable: Group.Go records the
+// refusal under the group's mutex and calls the hook after unlocking it,
+// so the panic leaves no lock held, and Wait returns the refusal.
 func TestObserveTaskDroppedPanicInGroupGoLeavesGroupUsable(t *testing.T) {
 	p := New(1, WithHooks(Hooks{TaskDropped: func(TaskInfo) { panic("dropped") }}))
 	defer p.Stop()
@@ -1182,8 +1172,7 @@ func TestSubmitWithHooksDoesNotAllocate(t *testing.T) {
 	assert.Zero(t, allocs, "allocations per Submit")
 }
 
-// Regression guard for the cost rule: hooks add no allocation to DoWait
-// and Go, bounded or not.
+// Hooks add no allocation to DoWait and Go, bounded or not.
 func TestObserveHooksAddNoAllocations(t *testing.T) {
 	if raceDetectorOn {
 		t.Skip("allocation counts differ under -race")

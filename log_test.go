@@ -129,11 +129,9 @@ func TestLoggerLevels(t *testing.T) {
 	})
 }
 
-// Regression: the doc promised "one Info record per Resize that
-// changes the size" but a same-size Resize logged; the doc now says so
-// ("a Resize to the same size included"). Guard: one record per Resize on
-// a running pool, the same size included, none once stopping has begun,
-// and the summary last.
+// The logger gets one Info record per Resize on a running pool, a Resize
+// to the same size included (doc.go), none once stopping has begun, and
+// the stop's summary last, each with the logger's own attributes.
 func TestObserveResizeLogsOncePerResizeOnRunningPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b logBuffer

@@ -66,7 +66,7 @@ func TestPauseWaitsForRunningTasksNotJustQueued(t *testing.T) {
 // A Pause whose barrier is reached only as dispatch drops a canceled task
 // from the front of the queue still returns when the running task ends: the
 // drop happens just before dispatch waits, and it must then watch for the
-// running task to come back (found by FuzzPool).
+// running task to come back.
 func TestPauseReturnsWhenADroppedCanceledTaskWasTheLastBeforeItsBarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
@@ -403,7 +403,7 @@ func TestParkedSubmitterStartsWhenThePausesEnd(t *testing.T) {
 // another priority level) or returns before the later task ran (of the
 // same level, queued ahead of it). Without a limit the retry comes due as
 // a new task behind the later one, which the pause holds as any task due
-// during a pause. Found by FuzzPool.
+// during a pause.
 func TestPauseAndARetryOfAKeyWithTasksBeforeTheBarrier(t *testing.T) {
 	for _, c := range []struct {
 		name     string

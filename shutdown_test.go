@@ -141,13 +141,12 @@ func (c *yieldingContext) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
-// Defect 6: Shutdown with a context that is already done starts no queued task.
+// Shutdown with a context that is already done starts no queued task.
+// Tasks held by a Pause wait in the queue while the workers are idle; then
+// Shutdown is called with a context that is already done (and whose Done
+// lets the rest of the bubble run first): none of the queued tasks starts,
+// Status.Abandoned counts them, and Shutdown reports the context's error.
 func TestShutdownWithDoneContextStartsNoQueuedTask(t *testing.T) {
-	// Tasks held by a Pause wait in the queue while the workers are idle; then
-	// Shutdown is called with a context that is already done (and whose Done
-	// lets the rest of the bubble run first). Wanted: none of the queued tasks
-	// starts, Status.Abandoned counts them, and Shutdown reports the context's
-	// error.
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
@@ -210,11 +209,11 @@ func TestShutdownReturnValues(t *testing.T) {
 	})
 }
 
-// Defect 4: Shutdown returns nil only if every accepted task ran.
+// Shutdown returns nil only if every accepted task ran: when a Stop
+// abandoned tasks, during or before the Shutdown, it returns an error
+// wrapping ErrStopped (a Shutdown that itself gives up may return its
+// context's error).
 func TestShutdownReportsTasksAStopAbandoned(t *testing.T) {
-	// Wanted: when a Stop abandoned tasks, during or before the Shutdown, it
-	// returns an error wrapping ErrStopped (a Shutdown that itself gives up may
-	// return its context's error).
 	cases := []struct {
 		name     string
 		doneCtx  bool
@@ -297,14 +296,15 @@ func TestShutdownIsSafeWithStopAndItself(t *testing.T) {
 	})
 }
 
-// Defect 3: a task that a Shutdown cuts before its fn started reports ErrStopped and counts as Abandoned.
+// A task that a Shutdown cuts before its fn started reports ErrStopped and
+// counts as Abandoned. A Shutdown gives up (a task cancels its ctx) while
+// it drains a queue of Tasks and Futures onto the workers, so some are
+// handed out around the cut: every handle reports its fn's result (nil)
+// or, if fn never ran, an error wrapping ErrStopped, never
+// context.Canceled; nothing is counted in Status.Canceled, and Abandoned
+// counts the handles whose fn never ran. Races need real scheduling: many
+// rounds, outside a bubble.
 func TestTasksCutByShutdownBeforeStartReportErrStopped(t *testing.T) {
-	// A Shutdown gives up (a task cancels its ctx) while it drains a queue of
-	// Tasks and Futures onto the workers, so some are handed out around the cut.
-	// Wanted: every handle reports its fn's result (nil) or, if fn never ran, an
-	// error wrapping ErrStopped, never context.Canceled; nothing is counted in
-	// Status.Canceled, and Abandoned counts the handles whose fn never ran.
-	// Races need real scheduling: many rounds, outside a bubble.
 	const rounds, handles = 100, 200
 	badRounds := 0
 	var firstBad string

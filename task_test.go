@@ -34,6 +34,24 @@ func TestGoReturnsFnError(t *testing.T) {
 	})
 }
 
+// A Task's Wait gives its outcome to any number of goroutines at once, and
+// a Cancel once the task has ended changes nothing: Wait still reports the
+// outcome fn returned.
+func TestTaskWaitFromManyGoroutinesAndCancelAfterItEndedReportItsOutcome(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		task := p.Go(context.Background(), func(context.Context) error { return errTask })
+		var waits sync.WaitGroup
+		for range 8 {
+			waits.Go(func() { assert.Same(t, errTask, task.Wait()) })
+		}
+		waits.Wait()
+		task.Cancel()
+		assert.Same(t, errTask, task.Wait(), "Cancel after finish")
+	})
+}
+
 func TestTaskEffectsHappenBeforeWaitReturns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
@@ -334,13 +352,13 @@ func TestCanceledFrontTaskTakesNoWorker(t *testing.T) {
 	})
 }
 
-// Defect 7: a canceled queued task has left Waiting and joined Canceled by the time its Wait returns.
+// A canceled queued task has left Waiting and joined Canceled by the time
+// its Wait returns. Each case cancels tasks queued behind a plain task that
+// cannot start (both workers are blocked, or a Pause holds it), so that
+// dispatch cannot reach them: once the handle's Wait (or the Group's) has
+// returned, WaitingQueueSize and Status.Waiting no longer count them, and
+// Status.Canceled does. The check is made right after Wait returns.
 func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
-	// Each case cancels tasks queued behind a plain task that cannot start (both
-	// workers are blocked, or a Pause holds it), so dispatch cannot reach them. Wanted: once the
-	// handle's Wait (or the Group's) has returned, WaitingQueueSize and
-	// Status.Waiting no longer count them, and Status.Canceled does. The check
-	// is made right after Wait returns.
 	fn := func(context.Context) error { return nil }
 	// blockSecondWorker blocks the second worker and queues a plain task
 	// ahead of what the case queues next.

@@ -302,7 +302,7 @@ func TestRefusedDoTellsTaskDroppedItsLabel(t *testing.T) {
 // TaskDropped learns the key of a keyed task that the call refuses (a
 // full queue, a weight above the pool's size) and of one a group skips or
 // drops while it holds it, which never reach the dispatcher: the hooks
-// build those TaskInfos from the options alone (found by FuzzPool).
+// build those TaskInfos from the options alone.
 func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := new(hookLog)

@@ -407,11 +407,12 @@ func TestWaitIdleUnderConcurrentSubmitsReturnsOnlyAtIdleMoments(t *testing.T) {
 // WaitIdle sees the idle moment when a cancel of a queued task races
 // dispatch: the cancel moves the task's state, dispatch runs (here woken by
 // a Resize) while the waiting count has not gone down yet, then the count
-// goes down and the running task ends. Dispatch used to watch the running
-// work only once the count read 0, and then waited on taskQueue alone:
-// WaitIdle hung until some unrelated message came. The test plays the
-// canceling goroutine's part of Task.Cancel statement by statement, as
-// settleFrom does, with dispatch running in the gap.
+// goes down and the running task ends. Dispatch, run while the count has
+// not gone down yet, must still watch the running work, not wait on
+// taskQueue alone, or WaitIdle would hang until some unrelated message
+// came. The test plays the canceling goroutine's part of Task.Cancel
+// statement by statement, as settleFrom does, with dispatch running in the
+// gap.
 func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithIdleTimeout(-1))

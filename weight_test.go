@@ -306,10 +306,11 @@ func TestWeightsAbove2To31AreNotCapped(t *testing.T) {
 // On a queue with no room under Block, a heavy Go waits, parked, for its
 // slots. A Resize below its weight must not strand it: it is refused (or
 // dropped) with ErrTooHeavy, as a heavy task that waits in a queue is, and
-// the submitters parked behind it get the free worker. Today the heavy
-// ticket stays at the head of the parked submitters for ever (no room ever
-// frees on a queue with no room, and its slots never fit the smaller pool),
-// so the pool sits idle with a worker free while every later Submit waits.
+// the submitters parked behind it get the free worker. A heavy ticket that
+// stayed at the head of the parked submitters would stay there for ever
+// (no room ever frees on a queue with no room, and its slots never fit the
+// smaller pool), and the pool would sit idle with a worker free while
+// every later Submit waited.
 func TestResizeBelowAHeavyTaskParkedOnAQueueWithNoRoomReleasesTheSubmitters(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithMaxWaiting(0, Block), WithIdleTimeout(-1))

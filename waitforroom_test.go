@@ -3,6 +3,8 @@ package workerpool
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,12 +14,78 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests for submitters that wait for room under Block: contexts that end
-// the wait, strict arrival order, batches, queued tasks whose cancel frees
-// room, stops that release every waiting submitter, and a dispatcher that
-// still serves Pause, Resize, WaitIdle and idle retirement while they wait.
-// Every scenario that blocks or depends on time runs in a synctest bubble
-// with exact fake-clock values.
+// Tests for submitters that wait for room under Block (WithMaxWaiting(n,
+// Block)): every call but TryDo waits and is admitted as room frees;
+// contexts that end the wait, strict arrival order, batches, queued tasks
+// whose cancel frees room, stops that release every waiting submitter, and
+// a dispatcher that still serves Pause, Resize, WaitIdle and idle
+// retirement while they wait. The calls (boundCalls) and the room rules
+// they share with Reject and DropOldest are in bound_test.go. Every
+// scenario that blocks or depends on time runs in a synctest bubble with
+// exact fake-clock values.
+
+// --- every call waits for room and is admitted as room frees ---
+
+// Block: every call but TryDo waits for room, and is admitted (its tasks
+// queued, not run) as soon as room frees; TryDo returns false at once and
+// counts in Rejected.
+func TestUnderBlockEveryCallWaitsForRoomAndIsAdmittedWhenRoomFrees(t *testing.T) {
+	for _, c := range boundCalls {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fq := newFullQueue(t, Block)
+				p := fq.p
+				defer p.Stop()
+				defer fq.release()
+				var ran atomic.Int64
+				pc := startCall(p, c, context.Background(), func() { ran.Add(1) }, time.Now())
+				synctest.Wait()
+				if c.name == "TryDo" {
+					require.True(t, pc.returned(), "TryDo on a full queue returned at once")
+					assert.ErrorIs(t, pc.res.err, errTryFalse, "TryDo on a full queue")
+					assert.Equal(t, uint64(1), p.Status().Rejected, "rejected: the TryDo that returned false")
+					fq.release()
+					p.StopWait()
+					assert.Zero(t, ran.Load(), "the refused task ran")
+					s := requireStoppedClean(t, p)
+					assert.Equal(t, fq.submittedAtStart, s.Submitted, "submitted")
+					assert.Empty(t, fq.box.got(), "dead letters")
+					return
+				}
+				require.False(t, pc.returned(), "%s returned with a full queue", c.name)
+				s := p.Status()
+				assert.Equal(t, 2, s.Waiting, "waiting: nothing of the waiting call is queued")
+				assert.Equal(t, fq.submittedAtStart, s.Submitted, "submitted: the waiting call's tasks are not accepted yet")
+				assert.Zero(t, s.Rejected, "rejected")
+
+				fq.running.open() // the fillers start: both places free, no worker free
+				synctest.Wait()
+				if c.waits {
+					assert.False(t, pc.returned(), "%s returned before its task ran", c.name)
+				} else {
+					require.True(t, pc.returned(), "%s returned once room freed", c.name)
+					assert.NoError(t, pc.res.err, "%s admitted", c.name)
+					assert.False(t, pc.res.panicked, "%s panicked", c.name)
+				}
+				s = p.Status()
+				assert.Equal(t, c.tasks, s.Waiting, "waiting: the admitted tasks are queued")
+				assert.Equal(t, fq.submittedAtStart+uint64(c.tasks), s.Submitted, "submitted")
+				assert.Zero(t, ran.Load(), "the admitted tasks ran while every worker was busy")
+
+				fq.queued.open()
+				synctest.Wait()
+				requireAccepted(t, pc, c.name)
+				assert.Equal(t, int64(c.tasks), ran.Load(), "the admitted tasks ran")
+				p.StopWait()
+				s = requireStoppedClean(t, p)
+				assert.Equal(t, fq.submittedAtStart+uint64(c.tasks), s.Completed, "completed")
+				assert.Zero(t, s.Rejected, "rejected")
+				assert.Zero(t, s.Dropped, "dropped")
+				assert.Empty(t, fq.box.got(), "dead letters")
+			})
+		})
+	}
+}
 
 // --- contexts, arrival order, batches, TryDo ---
 
@@ -395,8 +463,8 @@ func TestUnderBlockACanceledQueuedTaskFreesItsRoomAtOnce(t *testing.T) {
 
 // With a bound, a queued task whose context ends gives back its room at
 // that moment even though no one calls its Wait or Done: a Task's ctx, or
-// a group's. Before, it kept its place until someone looked at it or it
-// reached the front of the queue.
+// a group's. It does not keep its place until someone looks at it or it
+// reaches the front of the queue.
 func TestUnderBlockAQueuedTaskWhoseContextEndsFreesItsRoomWithoutAWaiter(t *testing.T) {
 	for _, kind := range []string{"Task", "Group"} {
 		t.Run(kind, func(t *testing.T) {
@@ -513,9 +581,8 @@ func TestStopsReleaseEveryWaitingSubmitterAtOnce(t *testing.T) {
 // called; Submit panics with ErrStopped). Here its ticket is on its way to
 // a dispatcher that is busy (held in a ctx's Err while it accepts a job),
 // StopWait begins, and a place frees; dispatch then takes the ticket before
-// the stop message and admits it: Submit returns and its task runs. Parked
-// tickets and stragglers are refused; a ticket received normally after the
-// stop began is not.
+// the stop message, and refuses it as it refuses parked tickets and
+// stragglers: Submit panics with ErrStopped and its task never runs.
 func TestStopWaitAdmitsNoSubmitterThatWaitsForRoom(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1, WithMaxWaiting(2, Block), WithIdleTimeout(-1))
@@ -699,4 +766,24 @@ func TestIdleWorkersRetireWhileAPauseHoldsAFullQueueAndSubmittersWait(t *testing
 		assert.Equal(t, int64(2), ran.Load(), "ran")
 		requireStoppedClean(t, p)
 	})
+}
+
+// --- benchmarks ---
+
+// BenchmarkSubmitBlock is BenchmarkSubmitConcurrent into a queue bounded at
+// 64 under Block: submitters wait for room whenever it is full.
+func BenchmarkSubmitBlock(b *testing.B) {
+	const submitters, workers, bound = 8, 8, 64
+	p, wg := New(workers, WithMaxWaiting(bound, Block)), new(sync.WaitGroup)
+	defer p.StopWait()
+	task := wg.Done
+	b.SetParallelism((submitters + runtime.GOMAXPROCS(0) - 1) / runtime.GOMAXPROCS(0))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			wg.Add(1)
+			p.Submit(task)
+		}
+	})
+	wg.Wait()
 }
