@@ -130,7 +130,7 @@ func (h timerHeap) init() {
 type timers struct {
 	clock clock // the pool's
 	heap  timerHeap
-	seq  uint64 // numbers the jobs as they are scheduled, which orders those due at the same moment
+	seq   uint64 // numbers the jobs as they are scheduled, which orders those due at the same moment
 	// timer is made on first use, and armed for at, on the pool's clock,
 	// while armed is set.
 	timer    *time.Timer
