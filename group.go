@@ -411,7 +411,7 @@ func (g *Group) dropHeld(why error) {
 	}
 	g.pool.counts.settled.add(g.bucketFor(why), uint64(n)) // in Submitted since their Go calls
 	g.pool.counts.groupHeld.Add(-int64(n))                 // after their bucket, which Status reads after groupHeld
-	g.pool.sig.wakeDispatch()                              // a WaitIdle may wait for them (see barriers.answerIdle)
+	g.pool.sig.wakeDispatch()                              // a WaitIdle may wait for them (see dispatcher.answerIdle)
 }
 
 // dropReleased uncounts, as held, a task its group released that the pool

@@ -1,13 +1,16 @@
 package workerpool
 
-import "slices"
+import (
+	"slices"
+	"sync/atomic"
+)
 
 // barriers is the dispatcher's part for the calls that wait for the pool's
 // work to come back: Pause, a barrier that then holds the queue, and
 // WaitIdle. The dispatcher owns it; each caller waits on a channel that
 // dispatch closes.
 type barriers struct {
-	p *WorkerPool
+	paused *atomic.Bool // the pool's counts.paused: a Pause is in effect
 	// pauses are the Pause calls in effect, oldest first; only the first
 	// is active. pauses[0].barrier is a position in the queue's push
 	// sequence: tasks pushed before it still run, later ones are held.
@@ -37,13 +40,13 @@ func (b *barriers) waiting() bool {
 	return len(b.pauses) > 0 || len(b.idleWaiters) > 0
 }
 
-// addPause places the pause's barrier behind the tasks queued now, the
-// scheduled ones that are due included (the dispatcher moves those into
-// the queue first).
-func (b *barriers) addPause(q *waitQueue, req *pauseRequest) {
-	req.barrier, req.rankedBarrier = q.pushed, q.rankedSeq
+// addPause places the pause's barrier behind the tasks queued now: the
+// queue's push sequence, pushed, and its ranked sequence, rankedSeq (the
+// dispatcher moves the scheduled tasks that are due into the queue first).
+func (b *barriers) addPause(req *pauseRequest, pushed, rankedSeq uint64) {
+	req.barrier, req.rankedBarrier = pushed, rankedSeq
 	b.pauses = append(b.pauses, req)
-	b.p.counts.paused.Store(true)
+	b.paused.Store(true)
 }
 
 // hold is the pause that holds the queue, or nil: the active one.
@@ -63,62 +66,30 @@ func (b *barriers) activeEnd() <-chan struct{} {
 	return b.pauses[0].end
 }
 
-// advance releases the active pause's caller once its barrier is reached,
-// and ends the pause once its context is done too, making the next one
-// active; and answers the WaitIdle calls once the pool is idle. It reports
-// whether it ended the last pause.
-func (b *barriers) advance(d *dispatcher) (ended bool) {
-	if len(b.pauses) > 0 {
-		ended = b.advancePauses(d)
-	}
-	if len(b.idleWaiters) > 0 {
-		b.answerIdle(d)
-	}
-	return ended
-}
-
-func (b *barriers) advancePauses(d *dispatcher) (ended bool) {
-	for len(b.pauses) > 0 {
-		active := b.pauses[0]
-		if !active.reached {
-			if !b.barrierReached(d, active) {
-				return false
-			}
-			active.reached = true
-			close(active.barrierReached)
-		}
-		if !isClosed(active.end) {
+// endActive releases the active pause's caller once reached says its
+// barrier is reached (every task that came before it has finished), and
+// ends the pause once its context is done too; it reports whether it
+// ended it, making the next one active (see dispatcher.advancePauses).
+func (b *barriers) endActive(reached func(*pauseRequest) bool) bool {
+	active := b.pauses[0]
+	if !active.reached {
+		if !reached(active) {
 			return false
 		}
-		b.pauses[0] = nil
-		b.pauses = b.pauses[1:]
-		d.queue.flows.unpause() // the next pause's barrier, if any, is later
+		active.reached = true
+		close(active.barrierReached)
 	}
-	b.endPauses(d)
+	if !isClosed(active.end) {
+		return false
+	}
+	b.pauses[0] = nil
+	b.pauses = b.pauses[1:]
 	return true
 }
 
-// barrierReached reports whether every task that came before req has
-// finished: all were taken from the queue, and all work sent to workers
-// has come back.
-func (b *barriers) barrierReached(d *dispatcher, req *pauseRequest) bool {
-	return d.queue.popped >= req.barrier && !d.queue.rankedBefore(req) && d.crew.allBack()
-}
-
-// answerIdle answers the WaitIdle calls once no task runs or waits (tasks a
-// Pause holds count as waiting), and forgets those whose caller stopped
-// waiting. A task a Group holds back (SetLimit) counts as waiting too: a
-// group holds one only while another of its tasks is in the pool, whose
-// end releases it, from the worker that counted itself free first, or
-// drops it (then dispatch is woken, see Group.dropHeld).
-func (b *barriers) answerIdle(d *dispatcher) {
-	// allBack first: it watches the work that is out whatever the waiting
-	// count says, which a settle or a start lowers a moment after the
-	// task's move (and then wakes dispatch).
-	if d.crew.allBack() && d.queue.waitingNow() == 0 && b.p.counts.scheduled.Load() == 0 && b.p.counts.groupHeld.Load() == 0 {
-		b.answerIdleWaiters(nil)
-		return
-	}
+// forgetGoneIdleWaiters forgets the WaitIdle calls whose caller stopped
+// waiting.
+func (b *barriers) forgetGoneIdleWaiters() {
 	b.idleWaiters = slices.DeleteFunc(b.idleWaiters, func(w *idleRequest) bool { return isClosed(w.ctxDone) })
 }
 
@@ -132,10 +103,9 @@ func (b *barriers) answerIdleWaiters(err error) {
 	b.idleWaiters = b.idleWaiters[:0]
 }
 
-// endPauses ends every pause: the queue is no longer held.
-func (b *barriers) endPauses(d *dispatcher) {
+// endPauses ends every pause: the queue is no longer held (see
+// dispatcher.endPauses).
+func (b *barriers) endPauses() {
 	b.pauses = nil
-	d.queue.flows.unpause()
-	d.crew.watch(d.returnsWanted())
-	b.p.counts.paused.Store(false)
+	b.paused.Store(false)
 }

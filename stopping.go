@@ -12,7 +12,7 @@ func (d *dispatcher) stop() {
 	d.admission.refuseAll()
 	d.barriers.answerIdleWaiters(ErrStopped)
 	d.admitStragglers()
-	d.barriers.endPauses(d)
+	d.endPauses()
 	if !d.p.sig.abandonBegun.Load() {
 		d.drain()
 	}

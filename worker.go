@@ -153,7 +153,7 @@ func (ws *workerSide) abandonTaken(task func()) {
 
 // returned counts one work a worker is done with in count, one of
 // p.counts, as its last use of the work, and wakes dispatch if it is
-// waiting for running tasks to finish (see barriers.barrierReached).
+// waiting for running tasks to finish (see dispatcher.pauseReached).
 // panicked says the work completed (count is completed) and its last run
 // panicked: then it also counts in panicked, once for the task, however
 // many of its runs panicked before.
