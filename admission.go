@@ -71,6 +71,14 @@ func (r *room) give(n int) (parked bool) {
 	return r.word.Add(uint64(n))>>32 != 0
 }
 
+// giveBack gives back n places, and wakes dispatch through sig if
+// submitters wait for room.
+func (r *room) giveBack(n int, sig *signals) {
+	if r.give(n) {
+		sig.wakeDispatch()
+	}
+}
+
 // parked reports whether submitters wait with the dispatcher for room.
 func (r *room) parked() bool { return r.word.Load()>>32 != 0 }
 

@@ -84,10 +84,25 @@ type dispatcher struct {
 	submitted uint64
 }
 
+// shared is what the dispatcher's parts may use of the pool: the config
+// and the clock, which never change, and what other goroutines share with
+// dispatch: the counters, the signals, the room and the observer. The
+// dispatcher hands it to a part's init, and each part keeps only what it
+// needs; no part sees the pool or the dispatcher.
+type shared struct {
+	cfg    *config
+	clock  clock
+	counts *counts
+	sig    *signals
+	room   *room
+	obs    *observer
+}
+
 func newDispatcher(p *WorkerPool) *dispatcher {
 	d := &dispatcher{p: p, plainFast: !p.cfg.bounded}
+	sh := shared{cfg: &p.cfg, clock: p.clock, counts: &p.counts, sig: &p.sig, room: &p.room, obs: &p.obs}
 	d.timers.clock = p.clock
-	d.queue.init(p, &d.timers)
+	d.queue.init(sh, d.timers.wakeAt)
 	d.admission.p = p
 	d.slots = slots{heavyDone: &p.sig.heavyDone, limited: p.cfg.rate.limited(), gated: p.cfg.rate.limited()}
 	d.tokens = tokens{rate: p.cfg.rate, clock: p.clock}

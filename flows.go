@@ -24,7 +24,9 @@ import (
 // key's limit leaves the ring, its entries counted in blocked, and joins it
 // again, at the back, when its key gives back slots.
 type flows struct {
-	p       *WorkerPool
+	sig     *signals             // the pool's: releases, key settles, and the wake-up on a release
+	keys    *atomic.Int64        // the pool's counts.keys (Status.Keys)
+	obs     *observer            // the pool's: a panic of the share func goes to the Panic hook
 	limit   int                  // WithKeys's limit; 0: none
 	weight  func(key string) int // WithKeys's share; nil: 1 each
 	byKey   map[string]*flow     // the keys with tasks in the pool (see flow.members), or with settled ones still queued
@@ -37,8 +39,8 @@ type flows struct {
 	// key's limit: they wait without holding a worker, so a task without
 	// a key, or of another key, may start at once past them.
 	blocked int
-	// keySettlesSeen and holderSettlesSeen are p.sig.keySettles and
-	// p.sig.holderSettles as dispatch last let go of such settled jobs (see
+	// keySettlesSeen and holderSettlesSeen are sig.keySettles and
+	// sig.holderSettles as dispatch last let go of such settled jobs (see
 	// keySettled).
 	keySettlesSeen, holderSettlesSeen uint64
 	// paused holds the queues whose front a pause holds (see
@@ -128,8 +130,8 @@ const maxSpares = 64
 // once they are done, even while other keys stay active.
 const mapResetPeak = 1024
 
-func (f *flows) init(p *WorkerPool) {
-	f.p, f.limit, f.weight = p, p.cfg.keyLimit, p.cfg.keyWeight
+func (f *flows) init(sig *signals, keys *atomic.Int64, obs *observer, limit int, weight func(key string) int) {
+	f.sig, f.keys, f.obs, f.limit, f.weight = sig, keys, obs, limit, weight
 }
 
 // idleFlows is how many flows dispatch may leave in its map, their keys
@@ -159,12 +161,12 @@ func (f *flows) atRest() bool {
 // before it blocks.
 func (f *flows) watch() (posted bool) {
 	on := f.wantsWake()
-	if f.p.sig.wakeOnRelease.Load() != on {
-		f.p.sig.wakeOnRelease.Store(on)
+	if f.sig.wakeOnRelease.Load() != on {
+		f.sig.wakeOnRelease.Store(on)
 	}
 	// Set wakeOnRelease before loading n, and posters add to n before
 	// loading wakeOnRelease: one of the two always sees the other.
-	return f.p.sig.releases.pending()
+	return f.sig.releases.pending()
 }
 
 // joinIfKeyed joins j to its key's flow if it has a key (see join).
@@ -201,7 +203,7 @@ func (f *flows) join(j *job) {
 	}
 	switch fl.members.Add(1) {
 	case 1:
-		f.p.counts.keys.Add(1)
+		f.keys.Add(1)
 		if !fresh {
 			fl.weight = f.weightOf(fl.key)
 		}
@@ -229,8 +231,8 @@ func (f *flows) weightOf(key string) (w int) {
 	if f.weight == nil {
 		return w
 	}
-	if f.p.obs.hooks.Panic != nil {
-		defer f.p.obs.recoverCallbackPanic("key weight func")
+	if f.obs.hooks.Panic != nil {
+		defer f.obs.recoverCallbackPanic("key weight func")
 	}
 	return max(f.weight(key), 1)
 }
@@ -241,7 +243,7 @@ func (f *flows) weightOf(key string) (w int) {
 // if none of its queues is left (see forgetIfDone). A release for a flow
 // forgotten since is ignored.
 func (f *flows) takeMail() {
-	for _, r := range f.p.sig.releases.take() {
+	for _, r := range f.sig.releases.take() {
 		fl := r.flow
 		if fl.gen != r.gen {
 			continue
@@ -269,7 +271,7 @@ func (f *flows) forgetIfDone(fl *flow) bool {
 // takeMailIfAny takes what was posted, if anything was, so that a
 // decision about a key reads its slots as they are.
 func (f *flows) takeMailIfAny() {
-	if f.p.sig.releases.pending() {
+	if f.sig.releases.pending() {
 		f.takeMail()
 	}
 }
@@ -278,13 +280,13 @@ func (f *flows) takeMailIfAny() {
 // queued or holding its key's slots, was settled since it last reported
 // true (see job.countKeySettle).
 func (f *flows) keySettled() bool {
-	return advanced(&f.p.sig.keySettles, &f.keySettlesSeen)
+	return advanced(&f.sig.keySettles, &f.keySettlesSeen)
 }
 
 // holderSettled is keySettled for the jobs that held their keys' slots,
 // which may wait in the timer heap.
 func (f *flows) holderSettled() bool {
-	return advanced(&f.p.sig.holderSettles, &f.holderSettlesSeen)
+	return advanced(&f.sig.holderSettles, &f.holderSettlesSeen)
 }
 
 // advanced reports whether count moved since seen, and records it in seen.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/gammazero/deque"
 )
@@ -16,8 +17,14 @@ import (
 // queues (see flows). The dispatcher owns it; no other goroutine touches
 // it.
 type waitQueue struct {
-	p     *WorkerPool
-	alarm *timers // the dispatcher's one timer: the queue asks it to wake dispatch when a task expires or ages
+	clock        clock
+	queueTimeout time.Duration  // WithQueueTimeout's; 0: no expiry
+	aging        time.Duration  // WithPriorityAging's; 0: no aging
+	room         *room          // the pool's room under Block and Reject, which a plain task leaving the queue gives back; nil: no room taken
+	counts       *counts        // the pool's: waiting, and the plain tasks it gives up
+	sig          *signals       // the pool's: abandoning, and the jobs settled while queued
+	obs          *observer      // the pool's: the plain tasks it gives up go to their dead letters
+	wakeAt       func(at int64) // arms the dispatcher's one timer (timers.wakeAt): the queue asks it to wake dispatch when a task expires or ages
 
 	// tasks holds level 0, oldest first; a nil entry stands for the next
 	// job in jobs. pushed and popped count the entries ever pushed and
@@ -47,7 +54,7 @@ type waitQueue struct {
 	// queues and the rings that serve them.
 	flows flows
 
-	// delta is the change in queued plain tasks that p.counts.waiting
+	// delta is the change in queued plain tasks that counts.waiting
 	// does not show yet: the queue publishes it when dispatch is about to
 	// block, and after publishAfter changes while it is busy. So the count
 	// costs no atomic operation per task while dispatch is busy, and
@@ -60,7 +67,7 @@ type waitQueue struct {
 
 	// settledIn is the number of settled jobs still in the queue, as of
 	// the last count (see inQueue), less those that left its fronts since;
-	// settlesSeen is p.sig.queuedSettles at that count.
+	// settlesSeen is sig.queuedSettles at that count.
 	settledIn   int
 	settlesSeen uint64
 }
@@ -136,16 +143,21 @@ const maxSpareLevels = 64
 // moment is always on the clock.
 const maxAgedLevels = 1 << 30
 
-func (q *waitQueue) init(p *WorkerPool, alarm *timers) {
-	q.p, q.alarm = p, alarm
-	q.clocked = p.cfg.aging > 0 || p.cfg.queueTimeout > 0
-	q.stamped = q.clocked || p.cfg.timed
+func (q *waitQueue) init(sh shared, wakeAt func(at int64)) {
+	cfg := sh.cfg
+	q.clock, q.queueTimeout, q.aging = sh.clock, cfg.queueTimeout, cfg.aging
+	if cfg.roomed {
+		q.room = sh.room
+	}
+	q.counts, q.sig, q.obs, q.wakeAt = sh.counts, sh.sig, sh.obs, wakeAt
+	q.clocked = cfg.aging > 0 || cfg.queueTimeout > 0
+	q.stamped = q.clocked || cfg.timed
 	q.publishAfter = publishEvery
-	if p.cfg.bounded {
+	if cfg.bounded {
 		q.publishAfter = 1
 	}
 	q.tasks.SetBaseCap(queueBaseCap)
-	q.flows.init(p)
+	q.flows.init(sh.sig, &sh.counts.keys, sh.obs, cfg.keyLimit, cfg.keyWeight)
 }
 
 // wantsWake reports whether dispatch must wake when a queued job settles,
@@ -222,9 +234,9 @@ func (q *waitQueue) pushRanked(j *job) {
 // timer for its expiry (a later entry never expires before an earlier one,
 // so the timer keeps the earliest).
 func (q *waitQueue) stampNow() int64 {
-	now := q.p.clock.now()
-	if q.p.cfg.queueTimeout > 0 {
-		q.alarm.wakeAt(later(now, int64(q.p.cfg.queueTimeout)))
+	now := q.clock.now()
+	if q.queueTimeout > 0 {
+		q.wakeAt(later(now, int64(q.queueTimeout)))
 	}
 	return now
 }
@@ -249,8 +261,8 @@ func (q *waitQueue) pop() {
 		q.jobs.PopFront()
 	} else {
 		q.changeWaiting(-1)
-		if q.p.cfg.roomed {
-			q.p.giveRoom(1)
+		if q.room != nil {
+			q.room.giveBack(1, q.sig)
 		}
 	}
 	q.popped++
@@ -406,7 +418,7 @@ func (q *waitQueue) head(hold *pauseRequest) source {
 		return none
 	}
 	now := q.now()
-	if q.p.cfg.aging > 0 {
+	if q.aging > 0 {
 		q.tidyFronts(now)
 		return q.agedHead(now, hold)
 	}
@@ -506,7 +518,7 @@ func (q *waitQueue) headAt(unkeyed source, kl *keyedLevel, now int64, hold *paus
 func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 	best, bestLevel := none, 0
 	nextPeriod := int64(math.MaxInt64)
-	aging := int64(q.p.cfg.aging)
+	aging := int64(q.aging)
 	q.eachLevel(func(priority int, unkeyed source, kl *keyedLevel) bool {
 		src := q.headAt(unkeyed, kl, now, hold, false) // tidied above: best must keep its index
 		if src.isNone() {
@@ -524,7 +536,7 @@ func (q *waitQueue) agedHead(now int64, hold *pauseRequest) source {
 		return true
 	})
 	if !best.isNone() && nextPeriod != math.MaxInt64 {
-		q.alarm.wakeAt(nextPeriod)
+		q.wakeAt(nextPeriod)
 	}
 	return best
 }
@@ -691,8 +703,8 @@ func (q *waitQueue) tidyHidden(fq *flowQueue, now int64) {
 // now. Once abandoning has begun none does: the stop gives up every task
 // left, in queue order (see abandonAll).
 func (q *waitQueue) expiredAt(src source, now int64) bool {
-	return q.p.cfg.queueTimeout > 0 && q.lenAt(src) > 0 && now-q.readyAtOf(src) >= int64(q.p.cfg.queueTimeout) &&
-		!q.p.sig.abandonBegun.Load()
+	return q.queueTimeout > 0 && q.lenAt(src) > 0 && now-q.readyAtOf(src) >= int64(q.queueTimeout) &&
+		!q.sig.abandonBegun.Load()
 }
 
 // giveUpFront removes src's front task, which will never run: a plain task
@@ -704,8 +716,8 @@ func (q *waitQueue) giveUpFront(src source, to uint32, reason error) {
 	if j == nil {
 		task := q.tasks.Front()
 		q.pop()
-		q.p.counts.settled.count(to)
-		q.p.obs.giveUpPlain(task, reason)
+		q.counts.settled.count(to)
+		q.obs.giveUpPlain(task, reason)
 		return
 	}
 	j.settle(to, reason)
@@ -715,7 +727,7 @@ func (q *waitQueue) giveUpFront(src source, to uint32, reason error) {
 // nextExpiry is when the oldest queued task expires, if the pool expires
 // tasks and one waits.
 func (q *waitQueue) nextExpiry() (int64, bool) {
-	if q.p.cfg.queueTimeout <= 0 || q.len() == 0 {
+	if q.queueTimeout <= 0 || q.len() == 0 {
 		return 0, false
 	}
 	first, found := int64(0), false
@@ -735,7 +747,7 @@ func (q *waitQueue) nextExpiry() (int64, bool) {
 		}
 		return true
 	})
-	return later(first, int64(q.p.cfg.queueTimeout)), true
+	return later(first, int64(q.queueTimeout)), true
 }
 
 // rankedBefore reports whether a job of another level than 0, or a keyed
@@ -823,14 +835,14 @@ func (q *waitQueue) abandonFront(src source) {
 // now is the pool's clock if the queue reads it (clocked), else 0.
 func (q *waitQueue) now() int64 {
 	if q.clocked {
-		return q.p.clock.now()
+		return q.clock.now()
 	}
 	return 0
 }
 
 // waitingNow is the exact number of waiting tasks, as dispatch sees it.
 func (q *waitQueue) waitingNow() int64 {
-	return q.p.counts.waiting.Load() + q.delta
+	return q.counts.waiting.Load() + q.delta
 }
 
 // inQueue is how many tasks wait in the queue, for DropOldest's room: its
@@ -840,7 +852,7 @@ func (q *waitQueue) waitingNow() int64 {
 // again, over the whole queue, only when a queued job settled since the
 // last count.
 func (q *waitQueue) inQueue() int64 {
-	if n := q.p.sig.queuedSettles.Load(); n != q.settlesSeen {
+	if n := q.sig.queuedSettles.Load(); n != q.settlesSeen {
 		q.settlesSeen = n
 		q.settledIn = q.countSettled()
 	}
@@ -876,7 +888,7 @@ func (q *waitQueue) countSettled() int {
 // publish adds delta to p.counts.waiting. Dispatch calls it when it is
 // about to block, and the queue every publishAfter changes in between.
 func (q *waitQueue) publish() {
-	q.p.counts.waiting.Add(q.delta)
+	q.counts.waiting.Add(q.delta)
 	q.delta, q.changes = 0, 0
 }
 
