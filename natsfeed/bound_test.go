@@ -102,7 +102,7 @@ func TestBoundHoldsForTwoFeedsOnOnePool(t *testing.T) {
 	cancel()
 	require.NoError(t, wait1(), "Feed 1")
 	require.NoError(t, wait2(), "Feed 2")
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feeds 1 and 2 (one Stats)")
 	assert.LessOrEqual(t, high, 5, "NumAckPending seen by the server for bounds 2+3 (%d polls)", polls)
 	assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(5), "MaxInFlight")
 }
@@ -138,7 +138,7 @@ func TestBoundFollowsResize(t *testing.T) {
 	require.Less(t, stats.Counts().Acked, int64(n), "the stream kept the feed busy through every size")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feed")
 }
 
 // TestDefaultBoundGrowsForShortTasks: with handlers far shorter than a
@@ -160,7 +160,7 @@ func TestDefaultBoundGrowsForShortTasks(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 	high, polls := watch()
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Greater(t, c.MaxInFlight, int64(2*size), "held beyond twice the pool's size")
 	assert.LessOrEqual(t, c.MaxInFlight, int64(8*size), "held at most eight times the pool's size")
 	assert.LessOrEqual(t, high, 8*size, "NumAckPending on the server (%d polls)", polls)

@@ -32,8 +32,8 @@ func TestFeedRefusesAnOrderedConsumer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+	var errs reportedErrors
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
 	err, returned := wait(time.Minute)
 	require.True(t, returned, "Feed returned")
@@ -60,7 +60,7 @@ func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
 	// Feed keeps two requests out at most: MaxWaiting 1 is below that.
 	for _, maxWaiting := range []int{1, 2} {
 		t.Run(fmt.Sprint("MaxWaiting ", maxWaiting), func(t *testing.T) {
-			_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+			_, cons := setupWith(t, jetstream.ConsumerConfig{
 				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxRequestBatch: 1, MaxWaiting: maxWaiting,
 			}, n)
 			pool := workerpool.New(4) // default bound 8: 8 requests of 1
@@ -68,7 +68,7 @@ func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stats := new(natsfeed.Stats)
-			var errs edgeErrors
+			var errs reportedErrors
 			wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 				natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
 			eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
@@ -131,12 +131,12 @@ func TestFeedAckWaitLongerThanAHandlerSuffices(t *testing.T) {
 // refuses such a period, as it refuses other bad options, before taking
 // any message; a period below AckWait is taken.
 func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second}, 5)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second}, 5)
 	pool := workerpool.New(1)
 	defer pool.Stop()
 	h := func(context.Context, jetstream.Msg) error { return nil }
 	for _, every := range []time.Duration{time.Second, time.Hour} {
-		err, returned := edgeRun(context.Background(), pool, cons, h, natsfeed.WithProgress(every))(10 * time.Second)
+		err, returned := runGuarded(context.Background(), pool, cons, h, natsfeed.WithProgress(every))(10 * time.Second)
 		require.True(t, returned, "Feed with WithProgress(%v) returned", every)
 		assert.EqualError(t, err, fmt.Sprintf("natsfeed: WithProgress(%v): every must be below the AckWait of consumer workers (1s)", every), "WithProgress(%v)", every)
 	}
@@ -158,13 +158,13 @@ func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
 // handled once, and Feed returns once its ctx ends.
 func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
 	const n = 200
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 2}, n)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 2}, n)
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
+	var errs reportedErrors
 	var mu sync.Mutex
 	runs := map[int]int{}
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
@@ -181,7 +181,7 @@ func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
 	}, "every job acked")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feed")
 	assert.LessOrEqual(t, maxPending, 2, "NumAckPending sampled on the server")
 	// The feed may count a few more than the server: a confirmed
 	// acknowledgement leaves InFlight when its goroutine has read the

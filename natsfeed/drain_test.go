@@ -31,7 +31,7 @@ func TestDrainGivesBackOnceNotToItsOwnPulls(t *testing.T) {
 	}
 	for name, stop := range stops {
 		t.Run(name, func(t *testing.T) {
-			_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+			_, cons := setupWith(t, jetstream.ConsumerConfig{
 				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: 3,
 			}, 1)
 			pool := workerpool.New(1)
@@ -43,7 +43,7 @@ func TestDrainGivesBackOnceNotToItsOwnPulls(t *testing.T) {
 			stats := new(natsfeed.Stats)
 			var handled atomic.Int64
 			h := func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }
-			wait := edgeRun(ctx, pool, cons, h, natsfeed.WithStats(stats),
+			wait := runGuarded(ctx, pool, cons, h, natsfeed.WithStats(stats),
 				natsfeed.WithMaxInFlight(8), natsfeed.WithFetchWait(3*time.Second))
 			eventually(t, func() bool { return stats.Counts().Taken == 1 }, "the message taken, waiting behind the busy worker")
 			stop(cancel, pool)
@@ -53,7 +53,7 @@ func TestDrainGivesBackOnceNotToItsOwnPulls(t *testing.T) {
 			_, returned := wait(time.Minute)
 			require.True(t, returned, "Feed returned")
 			c := stats.Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, "Feed")
 			assert.Equal(t, int64(1), c.Taken, "deliveries the stopping Feed received (the nak'd message came back to its own pull request): %+v", c)
 
 			// Another feed must get the message and handle it.
@@ -93,7 +93,7 @@ func TestDrainGivesBackWhileAHandlerHangs(t *testing.T) {
 				opts = append(opts, natsfeed.WithCancelOnStop())
 			}
 			var hung atomic.Int64
-			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+			wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
 				hung.Add(1)
 				<-hang // ignores its ctx
 				return nil
@@ -157,7 +157,7 @@ func TestDrainGivesBackToTheNextConsumerAtOnce(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			g, stats := newGate(), new(natsfeed.Stats)
-			wait := edgeRun(ctx, pool, cons, g.handler, natsfeed.WithStats(stats),
+			wait := runGuarded(ctx, pool, cons, g.handler, natsfeed.WithStats(stats),
 				natsfeed.WithMaxInFlight(tc.bound), natsfeed.WithFetchWait(200*time.Millisecond))
 			eventually(t, func() bool { return g.inside.Load() == 4 && stats.Counts().Taken == 8 },
 				"4 handlers running, 4 messages waiting in the pool's queue")
@@ -171,7 +171,7 @@ func TestDrainGivesBackToTheNextConsumerAtOnce(t *testing.T) {
 			require.True(t, returned, "Feed returned")
 			require.NoError(t, err, "Feed")
 			c := stats.Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, "Feed")
 			require.Equal(t, int64(4), c.Acked, "the running handlers' messages acknowledged: %+v", c)
 			require.GreaterOrEqual(t, c.Nacked, int64(4), "the waiting messages given back: %+v", c)
 

@@ -24,64 +24,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// edgeErrors collects what Feed reports to its error handler.
-type edgeErrors struct {
-	mu   sync.Mutex
-	errs []error
-}
-
-func (e *edgeErrors) handler(err error) {
-	e.mu.Lock()
-	e.errs = append(e.errs, err)
-	e.mu.Unlock()
-}
-
-func (e *edgeErrors) all() []error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]error(nil), e.errs...)
-}
-
-// count returns how many reported errors contain s.
-func (e *edgeErrors) count(s string) int {
-	n := 0
-	for _, err := range e.all() {
-		if strings.Contains(err.Error(), s) {
-			n++
-		}
-	}
-	return n
-}
-
-// edgeBalanced checks the Stats invariant of a returned Feed.
-func edgeBalanced(t *testing.T, c natsfeed.Counts) {
-	t.Helper()
-	assert.Equal(t, c.Taken, c.Acked+c.Nacked+c.Terminated+c.Unsettled, "Taken == Acked+Nacked+Terminated+Unsettled once Feed returned: %+v", c)
-	assert.Zero(t, c.InFlight, "InFlight once Feed returned: %+v", c)
-}
-
-// edgeRun starts Feed with a panic guard: a panic out of Feed is returned
-// as an error rather than crashing the test binary.
-func edgeRun(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h natsfeed.Handler, opts ...natsfeed.Option) (wait func(time.Duration) (error, bool)) {
-	done := make(chan error, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				done <- fmt.Errorf("Feed panicked: %v", r)
-			}
-		}()
-		done <- natsfeed.Feed(ctx, pool, cons, h, opts...)
-	}()
-	return func(d time.Duration) (error, bool) {
-		select {
-		case err := <-done:
-			return err, true
-		case <-time.After(d):
-			return nil, false
-		}
-	}
-}
-
 // TestEdgeRefusedMessagesDoNotSpin: the pool refuses every message (its
 // worker and its one place are taken by other work, under Reject). Each
 // refused message is nak'd with the fetch wait as its delay "so that the
@@ -99,7 +41,7 @@ func TestEdgeRefusedMessagesDoNotSpin(t *testing.T) {
 	require.NoError(t, pool.Do(func() { <-busy }), "busy task")
 	require.NoError(t, pool.Do(func() { <-busy }), "queued task")
 	ctx, cancel := context.WithCancel(context.Background())
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithErrorHandler(errs.handler), natsfeed.WithStats(stats), natsfeed.WithFetchWait(time.Second))
@@ -107,7 +49,7 @@ func TestEdgeRefusedMessagesDoNotSpin(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	// Over 1.5s with a fetch wait of 1s, a feed that pauses a fetch wait
 	// after a refusal takes a handful of messages, not the stream.
 	assert.LessOrEqual(t, c.Taken, int64(10), "messages taken (and refused) in 1.5s with the pool refusing everything: %+v", c)
@@ -124,7 +66,7 @@ func TestEdgePanickingBackoffPolicy(t *testing.T) {
 	pool := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{Panic: func(any) { panics.Add(1) }}))
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
 	var ran atomic.Int64
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
@@ -136,7 +78,7 @@ func TestEdgePanickingBackoffPolicy(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, c.Taken, c.Nacked, "every delivery nak'd: %+v", c)
 	assert.Zero(t, panics.Load(), "panics passed to the pool's Panic hook")
 	for _, err := range errs.all() {
@@ -162,7 +104,7 @@ func TestEdgeHugePoolSize(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))
 	require.Eventually(t, func() bool { return stats.Counts().Acked == 3 }, 10*time.Second, 5*time.Millisecond, "3 messages acked")
 	cancel()
 	err, ok := wait(time.Minute)
@@ -170,34 +112,15 @@ func TestEdgeHugePoolSize(t *testing.T) {
 	require.NoError(t, err, "Feed")
 }
 
-// edgeConsumer creates the stream JOBS and a pull consumer of cfg on it
-// (Durable "workers" unless set), on a server of its own, and publishes n
-// jobs.
-func edgeConsumer(t *testing.T, cfg jetstream.ConsumerConfig, n int) (jetstream.JetStream, jetstream.Consumer) {
-	t.Helper()
-	s := startServer(t, "")
-	js := connect(t, s.ClientURL())
-	st, err := js.CreateOrUpdateStream(context.Background(), jobsConfig)
-	require.NoError(t, err, "stream")
-	if cfg.Durable == "" {
-		cfg.Durable = "workers"
-	}
-	cons, err := st.CreateOrUpdateConsumer(context.Background(), cfg)
-	require.NoError(t, err, "consumer")
-	registerConsumer(js, cons)
-	publish(t, js, n)
-	return js, cons
-}
-
 // TestEdgeMaxRequestBatch: a consumer whose MaxRequestBatch is below the
 // pool's size refuses every pull request Feed sends ("Exceeded
 // MaxRequestBatch"), so no message is ever handled.
 func TestEdgeMaxRequestBatch(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2}, 20)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2}, 20)
 	pool := workerpool.New(8)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(200*time.Millisecond))
@@ -207,7 +130,7 @@ func TestEdgeMaxRequestBatch(t *testing.T) {
 	if !ok {
 		t.Logf("errors reported: %d, first: %v", len(errs.all()), errs.all()[:min(1, len(errs.all()))])
 	}
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feed")
 }
 
 // TestEdgeLongPermanentReason: a handler's permanent error whose text is
@@ -220,7 +143,7 @@ func TestEdgeLongPermanentReason(t *testing.T) {
 	pool := workerpool.New(2)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
 	big := strings.Repeat("x", 2<<20)
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
@@ -230,7 +153,7 @@ func TestEdgeLongPermanentReason(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, int64(1), c.Terminated, "terminated: %+v; errors: %d", c, len(errs.all()))
 	if c.Terminated == 1 {
 		eventually(t, func() bool { return len(terminated()) == 1 }, "a term advisory")
@@ -263,7 +186,7 @@ func TestEdgeHugeNakDelay(t *testing.T) {
 	time.Sleep(time.Second)
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feed")
 	assert.Equal(t, int64(1), runs.Load(), "runs of a message nak'd with a delay of ~292 years, within a second")
 }
 
@@ -285,7 +208,7 @@ func TestEdgeNegativeNakDelay(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, natsfeed.Counts{Taken: 3, Redelivered: 2, Acked: 1, Nacked: 2, MaxInFlight: 1}, c, "counts")
 }
 
@@ -294,14 +217,14 @@ func TestEdgeNegativeNakDelay(t *testing.T) {
 // consumer with AckNone is accepted, and then every acknowledgement waits
 // for a confirmation that never comes.
 func TestEdgeAckNoneConsumer(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, AckWait: time.Second}, 1)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, AckWait: time.Second}, 1)
 	pool := workerpool.New(2)
 	defer pool.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
 	err, ok := wait(time.Minute)
 	require.True(t, ok, "Feed returned")
@@ -313,26 +236,15 @@ func TestEdgeAckNoneConsumer(t *testing.T) {
 // acknowledging one message acknowledges every earlier one, also those
 // still running or about to be nak'd on other workers.
 func TestEdgeAckAllConsumer(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy}, 1)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy}, 1)
 	pool := workerpool.New(2)
 	defer pool.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil })
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil })
 	err, ok := wait(time.Minute)
 	require.True(t, ok, "Feed returned")
 	assert.Error(t, err, "Feed on a consumer with AckAll")
-}
-
-// edgeCountingConsumer counts the pull requests sent through it.
-type edgeCountingConsumer struct {
-	jetstream.Consumer
-	fetches atomic.Int64
-}
-
-func (c *edgeCountingConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
-	c.fetches.Add(1)
-	return c.Consumer.Fetch(batch, opts...)
 }
 
 // TestEdgeMaxFetchWait: WithFetchWait accepts any positive duration. The
@@ -343,13 +255,13 @@ func (c *edgeCountingConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jet
 // (512) is full.
 func TestEdgeMaxFetchWait(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 0)
-	counting := &edgeCountingConsumer{Consumer: cons}
+	counting := &countingConsumer{Consumer: cons}
 	pool := workerpool.New(2)
 	defer pool.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	var errs edgeErrors
-	wait := edgeRun(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil },
+	var errs reportedErrors
+	wait := runGuarded(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithFetchWait(time.Duration(math.MaxInt64)), natsfeed.WithErrorHandler(errs.handler))
 	time.Sleep(1500 * time.Millisecond)
 	n := counting.fetches.Load()
@@ -358,22 +270,6 @@ func TestEdgeMaxFetchWait(t *testing.T) {
 	assert.LessOrEqual(t, n, int64(5), "pull requests sent in 1.5s; %d errors reported", len(errs.all()))
 	cancel()
 	_, _ = wait(5 * time.Second)
-}
-
-// edgeGoroutines waits for the number of goroutines to come back to at
-// most base, and fails with a dump of them if it does not.
-func edgeGoroutines(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Errorf("goroutines: %d, more than the %d before Feed:\n%s", runtime.NumGoroutine(), base, buf[:n])
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // TestEdgePoolStopsUnderFeed stops the pool, in each of its three ways,
@@ -413,8 +309,8 @@ func TestEdgePoolStopsUnderFeed(t *testing.T) {
 			// Other work on the pool makes Feed's messages wait in its queue.
 			pool := workerpool.New(4)
 			stats := new(natsfeed.Stats)
-			var errs edgeErrors
-			wait := edgeRun(context.Background(), pool, cons, handler, natsfeed.WithStats(stats),
+			var errs reportedErrors
+			wait := runGuarded(context.Background(), pool, cons, handler, natsfeed.WithStats(stats),
 				natsfeed.WithMaxInFlight(16), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(300*time.Millisecond))
 			for i := range 8 {
 				pool.Submit(func() { time.Sleep(time.Duration(i) * time.Millisecond) })
@@ -425,9 +321,9 @@ func TestEdgePoolStopsUnderFeed(t *testing.T) {
 			require.True(t, ok, "Feed returned after the pool stopped")
 			assert.ErrorIs(t, err, workerpool.ErrStopped, "Feed's error")
 			c := stats.Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, "Feed")
 			assert.Zero(t, c.Unsettled, "unsettled: %+v, errors %v", c, errs.all())
-			edgeGoroutines(t, base)
+			waitGoroutines(t, base)
 
 			// A second feed takes the rest at once: the nak'd messages
 			// come back without waiting for the AckWait of 30s.
@@ -454,8 +350,8 @@ func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
 		pool := workerpool.New(3)
 		ctx, cancel := context.WithCancel(context.Background())
 		stats := new(natsfeed.Stats)
-		var errs edgeErrors
-		wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		var errs reportedErrors
+		wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(6), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
 		if !assert.Eventually(t, func() bool { return stats.Counts().Taken >= int64(i%10) }, 20*time.Second, 5*time.Millisecond, "messages taken") {
 			ci := info(t, cons)
@@ -469,7 +365,7 @@ func TestEdgePoolStopsAndCtxEndsTogether(t *testing.T) {
 		if err != nil {
 			assert.ErrorIs(t, err, workerpool.ErrStopped, "Feed's error")
 		}
-		edgeBalanced(t, stats.Counts())
+		assertSettled(t, stats.Counts(), "Feed")
 		assert.Zero(t, stats.Counts().Unsettled, "unsettled; errors %v", errs.all())
 	}
 }
@@ -495,7 +391,7 @@ func TestEdgePauseHoldsTheDrain(t *testing.T) {
 				opts = append(opts, natsfeed.WithCancelOnStop())
 			}
 			var handled atomic.Int64
-			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }, opts...)
+			wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }, opts...)
 			eventually(t, func() bool { return stats.Counts().InFlight == 4 }, "4 messages held by the paused pool: the default bound")
 			cancel()
 			eventually(t, func() bool { return stats.Counts().Nacked == 4 }, "the 4 messages given back while the pool is paused")
@@ -515,7 +411,7 @@ func TestEdgePauseHoldsTheDrain(t *testing.T) {
 // deadline passed, returns nil at once and sends no pull request.
 func TestEdgeCanceledCtxTakesNothing(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 5)
-	counting := &edgeCountingConsumer{Consumer: cons}
+	counting := &countingConsumer{Consumer: cons}
 	pool := workerpool.New(2)
 	defer pool.Stop()
 	canceled, cancel := context.WithCancel(context.Background())
@@ -524,7 +420,7 @@ func TestEdgeCanceledCtxTakesNothing(t *testing.T) {
 	defer cancel2()
 	for name, ctx := range map[string]context.Context{"canceled": canceled, "deadline passed": expired} {
 		stats := new(natsfeed.Stats)
-		err, ok := edgeRun(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))(time.Minute)
+		err, ok := runGuarded(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))(time.Minute)
 		require.True(t, ok, "%s: Feed returned", name)
 		assert.NoError(t, err, "%s: Feed", name)
 		assert.Zero(t, stats.Counts(), "%s: counts", name)
@@ -553,7 +449,7 @@ func TestEdgeCtxDeadline(t *testing.T) {
 		handled[job(msg)]++
 	}
 	stats := new(natsfeed.Stats)
-	err, ok := edgeRun(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+	err, ok := runGuarded(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		<-ctx.Done() // the handler runs past the deadline
 		handle(msg)
 		return nil
@@ -561,7 +457,7 @@ func TestEdgeCtxDeadline(t *testing.T) {
 	require.True(t, ok, "Feed returned")
 	require.NoError(t, err, "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, c.Taken, c.Acked+c.Nacked, "each taken acked or given back: %+v", c)
 	assert.Equal(t, int64(len(handled)), c.Acked, "acked: the messages whose handlers ran")
 
@@ -595,7 +491,7 @@ func TestEdgeOddOptions(t *testing.T) {
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
+	var errs reportedErrors
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
 		time.Sleep(5 * time.Millisecond)
 		return nil
@@ -628,8 +524,8 @@ func TestEdgeOddOptions(t *testing.T) {
 func TestEdgeTypedNilConsumer(t *testing.T) {
 	pool := workerpool.New(1)
 	defer pool.Stop()
-	var cons *edgeCountingConsumer
-	err, ok := edgeRun(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })(10 * time.Second)
+	var cons *countingConsumer
+	err, ok := runGuarded(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })(10 * time.Second)
 	require.True(t, ok, "Feed returned")
 	assert.Error(t, err, "Feed with a typed nil consumer")
 	assert.NotContains(t, fmt.Sprint(err), "panicked", "Feed's error")
@@ -654,12 +550,12 @@ func TestEdgeTinyFetchWait(t *testing.T) {
 // request, forever: no message is handled. (As MaxRequestBatch, which
 // Feed reads from the consumer, Feed could shorten its wait to it.)
 func TestEdgeMaxRequestExpires(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestExpires: 300 * time.Millisecond}, 5)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestExpires: 300 * time.Millisecond}, 5)
 	pool := workerpool.New(2)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
+	var errs reportedErrors
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
 	ok := assert.Eventually(t, func() bool { return stats.Counts().Acked == 5 }, 5*time.Second, 5*time.Millisecond,
@@ -695,13 +591,13 @@ func edgeFeedConn(t *testing.T, ackWait time.Duration, n int) (url string, js je
 func TestEdgeConnectionClosed(t *testing.T) {
 	const ackWait = 2 * time.Second
 	_, js, feedJS, cons := edgeFeedConn(t, ackWait, 10)
-	counting := &edgeCountingConsumer{Consumer: cons}
+	counting := &countingConsumer{Consumer: cons}
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	g, stats := newGate(), new(natsfeed.Stats)
-	var errs edgeErrors
-	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+	var errs reportedErrors
+	wait := runGuarded(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
 		natsfeed.WithFetchWait(250*time.Millisecond), natsfeed.WithMaxInFlight(4))
 	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 	before := counting.fetches.Load()
@@ -714,7 +610,7 @@ func TestEdgeConnectionClosed(t *testing.T) {
 	require.True(t, ok, "Feed returned")
 	require.NoError(t, err, "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, natsfeed.Counts{Taken: 4, Unsettled: 4, MaxInFlight: 4}, c, "counts")
 	assert.LessOrEqual(t, fetches, int64(8), "pull requests tried in 1s on a closed connection, with a fetch wait of 250ms")
 	assert.NotZero(t, errs.count("fetch"), "failed fetches reported")
@@ -742,13 +638,13 @@ func TestEdgeConsumerOrStreamDeleted(t *testing.T) {
 		t.Run(what, func(t *testing.T) {
 			const ackWait = 2 * time.Second
 			_, js, _, cons := edgeFeedConn(t, ackWait, 10)
-			counting := &edgeCountingConsumer{Consumer: cons}
+			counting := &countingConsumer{Consumer: cons}
 			pool := workerpool.New(4)
 			defer pool.Stop()
 			ctx, cancel := context.WithCancel(context.Background())
 			g, stats := newGate(), new(natsfeed.Stats)
-			var errs edgeErrors
-			wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+			var errs reportedErrors
+			wait := runGuarded(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
 				natsfeed.WithFetchWait(250*time.Millisecond))
 			eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 			if what == "consumer" {
@@ -766,7 +662,7 @@ func TestEdgeConsumerOrStreamDeleted(t *testing.T) {
 			require.True(t, ok, "Feed returned")
 			require.NoError(t, err, "Feed")
 			t.Logf("Feed returned %v after its ctx ended; counts %+v; %d errors, the first %v", time.Since(start), stats.Counts(), len(errs.all()), errs.all()[:min(1, len(errs.all()))])
-			edgeBalanced(t, stats.Counts())
+			assertSettled(t, stats.Counts(), "Feed")
 			assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
 		})
 	}
@@ -782,13 +678,13 @@ func TestEdgeServerShutdown(t *testing.T) {
 	js := connect(t, s.ClientURL())
 	cons := newConsumer(t, js, ackWait)
 	publish(t, js, 10)
-	counting := &edgeCountingConsumer{Consumer: cons}
+	counting := &countingConsumer{Consumer: cons}
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	g, stats := newGate(), new(natsfeed.Stats)
-	var errs edgeErrors
-	wait := edgeRun(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
+	var errs reportedErrors
+	wait := runGuarded(ctx, pool, counting, g.handler, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler),
 		natsfeed.WithFetchWait(250*time.Millisecond), natsfeed.WithMaxInFlight(4))
 	eventually(t, func() bool { return g.inside.Load() == 4 }, "4 handlers running")
 	s.Shutdown()
@@ -802,7 +698,7 @@ func TestEdgeServerShutdown(t *testing.T) {
 	require.True(t, ok, "Feed returned")
 	require.NoError(t, err, "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, natsfeed.Counts{Taken: 4, Unsettled: 4, MaxInFlight: 4}, c, "counts")
 	assert.LessOrEqual(t, fetches, int64(8), "pull requests in 1s, with a fetch wait of 250ms")
 }
@@ -876,7 +772,7 @@ func TestEdgeHandlerSettlesItself(t *testing.T) {
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
+	var errs reportedErrors
 	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
 		switch job(msg) {
 		case 0:
@@ -895,7 +791,7 @@ func TestEdgeHandlerSettlesItself(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, int64(3), c.Acked, "acked: %+v", c)
 	assert.Equal(t, 1, errs.count("already acknowledged"), "the failed nak reported: %v", errs.all())
 	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
@@ -957,7 +853,7 @@ func TestEdgeSeveralFeedsOnePoolOneConsumer(t *testing.T) {
 	var acked int64
 	for i := range feeds {
 		c := stats[i].Counts()
-		edgeBalanced(t, c)
+		assertSettled(t, c, "Feed")
 		assert.LessOrEqual(t, c.MaxInFlight, int64(bound), "feed %d: max in flight", i)
 		acked += c.Acked
 	}
@@ -999,7 +895,7 @@ func TestEdgeBoundUnderChurn(t *testing.T) {
 			}, "every job acked")
 			cancel()
 			require.NoError(t, wait(), "Feed")
-			edgeBalanced(t, stats.Counts())
+			assertSettled(t, stats.Counts(), "Feed")
 			assert.LessOrEqual(t, maxInFlight, int64(bound), "sampled InFlight")
 			assert.LessOrEqual(t, stats.Counts().MaxInFlight, int64(bound), "MaxInFlight")
 			if !naks {
@@ -1137,7 +1033,7 @@ func TestEdgeCancelOnStopTerminates(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, natsfeed.Counts{Taken: 1, Nacked: 1, MaxInFlight: 1}, c, "counts: the message given back, not terminated")
 	time.Sleep(200 * time.Millisecond)
 	assert.Empty(t, terminated(), "messages terminated by a graceful stop")
@@ -1168,7 +1064,7 @@ func TestEdgeHandlerCtxCarriesValues(t *testing.T) {
 // client or overflow) accepts only pull requests that name a group, which
 // Feed's do not: Feed refuses it at once.
 func TestEdgePriorityGroupConsumer(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+	_, cons := setupWith(t, jetstream.ConsumerConfig{
 		AckPolicy: jetstream.AckExplicitPolicy, PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute,
 	}, 3)
@@ -1234,7 +1130,7 @@ func TestEdgeSettlementPanics(t *testing.T) {
 	eventually(t, func() bool { return stats.Counts().Terminated == 1 }, "the message terminated")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feed")
 	assert.Equal(t, int64(0), panics.Load(), "panics")
 	assert.Zero(t, pool.Status().Panicked, "runs that panicked")
 	eventually(t, func() bool { return len(terminated()) == 1 }, "a term advisory")
@@ -1252,7 +1148,7 @@ func TestEdgeExpiredInTheQueue(t *testing.T) {
 	pool.Submit(func() { <-hog })
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
+	var errs reportedErrors
 	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(200*time.Millisecond))
 	eventually(t, func() bool { return stats.Counts().Nacked >= 1 }, "the expired message nak'd")
@@ -1261,7 +1157,7 @@ func TestEdgeExpiredInTheQueue(t *testing.T) {
 	cancel()
 	require.NoError(t, wait(), "Feed")
 	c := stats.Counts()
-	edgeBalanced(t, c)
+	assertSettled(t, c, "Feed")
 	assert.Equal(t, c.Nacked, int64(errs.count("not run")), "each expiry reported")
 	for _, err := range errs.all() {
 		assert.ErrorIs(t, err, workerpool.ErrExpired, "reported")

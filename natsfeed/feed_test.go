@@ -55,6 +55,115 @@ func run(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consum
 	}
 }
 
+// setupWith starts a server with the JOBS stream and a pull consumer of
+// cfg on it (Durable "workers" unless cfg names one), and publishes n
+// jobs.
+func setupWith(t *testing.T, cfg jetstream.ConsumerConfig, n int) (jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	st, err := js.CreateOrUpdateStream(context.Background(), jobsConfig)
+	require.NoError(t, err, "stream")
+	if cfg.Durable == "" {
+		cfg.Durable = "workers"
+	}
+	cons, err := st.CreateOrUpdateConsumer(context.Background(), cfg)
+	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
+	publish(t, js, n)
+	return js, cons
+}
+
+// runGuarded starts Feed on a goroutine, as run does, with a panic guard:
+// a panic out of Feed is returned as an error rather than crashing the
+// test binary. wait returns Feed's error and true once Feed has returned,
+// or false if it has not within d.
+func runGuarded(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h natsfeed.Handler, opts ...natsfeed.Option) (wait func(d time.Duration) (error, bool)) {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("Feed panicked: %v", r)
+			}
+		}()
+		done <- natsfeed.Feed(ctx, pool, cons, h, opts...)
+	}()
+	return func(d time.Duration) (error, bool) {
+		select {
+		case err := <-done:
+			return err, true
+		case <-time.After(d):
+			return nil, false
+		}
+	}
+}
+
+// reportedErrors collects what Feed reports to its error handler.
+type reportedErrors struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (e *reportedErrors) handler(err error) {
+	e.mu.Lock()
+	e.errs = append(e.errs, err)
+	e.mu.Unlock()
+}
+
+func (e *reportedErrors) all() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.errs...)
+}
+
+// count returns how many reported errors contain s.
+func (e *reportedErrors) count(s string) int {
+	n := 0
+	for _, err := range e.all() {
+		if strings.Contains(err.Error(), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// assertSettled checks the counts of a feed that has returned: every
+// message taken was settled (Taken == Acked+Nacked+Terminated+Unsettled),
+// and none is in flight. who names the feed in the failure messages.
+func assertSettled(t *testing.T, c natsfeed.Counts, who string) {
+	t.Helper()
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked+c.Terminated+c.Unsettled, "%s: taken == acked+nacked+terminated+unsettled once Feed returned (%+v)", who, c)
+	assert.Zero(t, c.InFlight, "%s: in flight once Feed returned (%+v)", who, c)
+}
+
+// countingConsumer counts the pull requests sent through it.
+type countingConsumer struct {
+	jetstream.Consumer
+	fetches atomic.Int64
+}
+
+func (c *countingConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
+	c.fetches.Add(1)
+	return c.Consumer.Fetch(batch, opts...)
+}
+
+// waitGoroutines waits for the number of goroutines to come back to at
+// most base, and fails with a dump of every goroutine's stack if it does
+// not within 10s.
+func waitGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Errorf("goroutines: %d, more than the %d before Feed:\n%s", runtime.NumGoroutine(), base, buf[:n])
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // consumerJS maps each consumer the tests create to its JetStream
 // context, for info.
 var consumerJS sync.Map // jetstream.Consumer → jetstream.JetStream
@@ -241,7 +350,7 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errs edgeErrors
+	var errs reportedErrors
 	const delay = 300 * time.Millisecond
 	var mu sync.Mutex
 	deliveries := map[int][]uint64{}  // job: delivery counts seen
@@ -350,7 +459,7 @@ func TestFeedRecoversAHandlersPanic(t *testing.T) {
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		if delivered(msg) == 1 {

@@ -26,11 +26,11 @@ func TestFeedRefusesAZeroPool(t *testing.T) {
 	defer cancel()
 	stats := new(natsfeed.Stats)
 	start := time.Now()
-	wait := edgeRun(ctx, new(workerpool.WorkerPool), cons, func(context.Context, jetstream.Msg) error { return nil },
+	wait := runGuarded(ctx, new(workerpool.WorkerPool), cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats))
 	err, returned := wait(time.Minute)
 	require.True(t, returned, "Feed returned")
-	// edgeRun turns a panic into an error too: the error must name the
+	// runGuarded turns a panic into an error too: the error must name the
 	// fault, not be a nil dereference in the pool.
 	assert.ErrorContains(t, err, "not made by workerpool.New", "Feed on a zero WorkerPool (returned after %v, counts %+v)", time.Since(start).Round(time.Millisecond), stats.Counts())
 	assert.Zero(t, stats.Counts().Taken, "messages taken")
@@ -49,7 +49,7 @@ func TestFeedSettlesWhenThePolicyCallsGoexit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return errors.New("fails") },
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return errors.New("fails") },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}),
 		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { runtime.Goexit(); return 0, true }))
 	ok := assert.Eventually(t, func() bool { return stats.Counts().Taken >= 3 && stats.Counts().InFlight == 0 }, 5*time.Second, 5*time.Millisecond,
@@ -58,7 +58,7 @@ func TestFeedSettlesWhenThePolicyCallsGoexit(t *testing.T) {
 	_, returned := wait(10 * time.Second)
 	assert.True(t, returned, "Feed returned")
 	if ok && returned {
-		edgeBalanced(t, stats.Counts())
+		assertSettled(t, stats.Counts(), "Feed")
 	}
 	t.Logf("counts %+v", stats.Counts())
 }
@@ -75,7 +75,7 @@ func TestFeedSettlesWhenThePolicyCallsGoexitAfterAPanic(t *testing.T) {
 	defer cancel()
 	stats := new(natsfeed.Stats)
 	var ran, asked atomic.Int64
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { ran.Add(1); panic("handler bug") },
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { ran.Add(1); panic("handler bug") },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}), natsfeed.WithFetchWait(time.Second),
 		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { asked.Add(1); runtime.Goexit(); return 0, true }))
 	ok := assert.Eventually(t, func() bool { return stats.Counts().Nacked >= 3 && stats.Counts().InFlight == 0 }, 5*time.Second, 5*time.Millisecond,
@@ -85,7 +85,7 @@ func TestFeedSettlesWhenThePolicyCallsGoexitAfterAPanic(t *testing.T) {
 	assert.True(t, returned, "Feed returned")
 	c := stats.Counts()
 	if ok && returned {
-		edgeBalanced(t, c)
+		assertSettled(t, c, "Feed")
 		assert.Equal(t, c.Taken, c.Nacked, "every delivery nak'd: %+v", c)
 	}
 	// A redelivery (the naks' delay is the fetch wait, 1s) that comes as

@@ -121,7 +121,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 				opts = append(opts, natsfeed.WithProgress(time.Millisecond))
 				desc += ", WithProgress(1ms)"
 			}
-			waits[i] = edgeRun(ctx, pool, cons, h, opts...)
+			waits[i] = runGuarded(ctx, pool, cons, h, opts...)
 		}
 		maxSize := size
 		for stopAt := int64(20 + rng.IntN(150)); handled.Load() < stopAt; time.Sleep(time.Millisecond) {
@@ -159,7 +159,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 				require.ErrorIs(t, err, workerpool.ErrStopped, "%s: Feed %d", desc, i)
 			}
 			c := stats[i].Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, fmt.Sprintf("%s: Feed %d", desc, i))
 			limit := int64(bounds[i])
 			if limit == 0 {
 				limit = int64(8 * maxSize) // the most the default bound takes
