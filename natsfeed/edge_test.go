@@ -112,27 +112,6 @@ func TestEdgeHugePoolSize(t *testing.T) {
 	require.NoError(t, err, "Feed")
 }
 
-// TestEdgeMaxRequestBatch: a consumer whose MaxRequestBatch is below the
-// pool's size refuses every pull request Feed sends ("Exceeded
-// MaxRequestBatch"), so no message is ever handled.
-func TestEdgeMaxRequestBatch(t *testing.T) {
-	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2}, 20)
-	pool := workerpool.New(8)
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	var errs reportedErrors
-	stats := new(natsfeed.Stats)
-	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
-		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(200*time.Millisecond))
-	ok := assert.Eventually(t, func() bool { return stats.Counts().Acked == 20 }, 10*time.Second, 5*time.Millisecond, "20 messages acked")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	if !ok {
-		t.Logf("errors reported: %d, first: %v", len(errs.all()), errs.all()[:min(1, len(errs.all()))])
-	}
-	assertSettled(t, stats.Counts(), "Feed")
-}
-
 // TestEdgeLongPermanentReason: a handler's permanent error whose text is
 // above the connection's max payload (1MB by default) becomes the term
 // reason: TermWithReason fails to publish, the message is not terminated
@@ -210,41 +189,6 @@ func TestEdgeNegativeNakDelay(t *testing.T) {
 	c := stats.Counts()
 	assertSettled(t, c, "Feed")
 	assert.Equal(t, natsfeed.Counts{Taken: 3, Redelivered: 2, Acked: 1, Nacked: 2, MaxInFlight: 1}, c, "counts")
-}
-
-// TestEdgeAckNoneConsumer: Feed's contract asks for a consumer with
-// explicit acknowledgement, and promises a clear error for bad input; a
-// consumer with AckNone is accepted, and then every acknowledgement waits
-// for a confirmation that never comes.
-func TestEdgeAckNoneConsumer(t *testing.T) {
-	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, AckWait: time.Second}, 1)
-	pool := workerpool.New(2)
-	defer pool.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var errs reportedErrors
-	stats := new(natsfeed.Stats)
-	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
-		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
-	err, ok := wait(time.Minute)
-	require.True(t, ok, "Feed returned")
-	t.Logf("counts %+v, errors %d", stats.Counts(), len(errs.all()))
-	assert.Error(t, err, "Feed on a consumer without explicit acks")
-}
-
-// TestEdgeAckAllConsumer: as TestEdgeAckNoneConsumer, for AckAll, where
-// acknowledging one message acknowledges every earlier one, also those
-// still running or about to be nak'd on other workers.
-func TestEdgeAckAllConsumer(t *testing.T) {
-	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy}, 1)
-	pool := workerpool.New(2)
-	defer pool.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil })
-	err, ok := wait(time.Minute)
-	require.True(t, ok, "Feed returned")
-	assert.Error(t, err, "Feed on a consumer with AckAll")
 }
 
 // TestEdgeMaxFetchWait: WithFetchWait accepts any positive duration. The
@@ -542,29 +486,6 @@ func TestEdgeTinyFetchWait(t *testing.T) {
 	h := func(context.Context, jetstream.Msg) error { return nil }
 	assert.EqualError(t, natsfeed.Feed(context.Background(), pool, cons, h, natsfeed.WithFetchWait(time.Nanosecond)),
 		"natsfeed: WithFetchWait(1ns): d must be from 1ms to 1h0m0s", "Feed")
-}
-
-// TestEdgeMaxRequestExpires: a consumer's MaxRequestExpires below the
-// fetch wait makes the server refuse every pull request ("Exceeded
-// MaxRequestExpires"); Feed reports each and tries again, the same
-// request, forever: no message is handled. (As MaxRequestBatch, which
-// Feed reads from the consumer, Feed could shorten its wait to it.)
-func TestEdgeMaxRequestExpires(t *testing.T) {
-	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestExpires: 300 * time.Millisecond}, 5)
-	pool := workerpool.New(2)
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	stats := new(natsfeed.Stats)
-	var errs reportedErrors
-	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
-		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
-	ok := assert.Eventually(t, func() bool { return stats.Counts().Acked == 5 }, 5*time.Second, 5*time.Millisecond,
-		"5 messages acked with the default fetch wait (1s) and MaxRequestExpires 300ms")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	if !ok && len(errs.all()) > 0 {
-		t.Logf("errors reported: %d, the first: %v", len(errs.all()), errs.all()[0])
-	}
 }
 
 // edgeFeedConn starts a server with the stream JOBS and the consumer
@@ -1058,21 +979,6 @@ func TestEdgeHandlerCtxCarriesValues(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 	assert.Equal(t, "v <nil>", got.Load(), "the handler's ctx: value and error after Feed's ctx ended")
 	assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
-}
-
-// TestEdgePriorityGroupConsumer: a consumer with priority groups (pinned
-// client or overflow) accepts only pull requests that name a group, which
-// Feed's do not: Feed refuses it at once.
-func TestEdgePriorityGroupConsumer(t *testing.T) {
-	_, cons := setupWith(t, jetstream.ConsumerConfig{
-		AckPolicy: jetstream.AckExplicitPolicy, PriorityPolicy: jetstream.PriorityPolicyPinned,
-		PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute,
-	}, 3)
-	pool := workerpool.New(2)
-	defer pool.Stop()
-	err := natsfeed.Feed(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })
-	require.Error(t, err, "Feed")
-	assert.Contains(t, err.Error(), "has priority groups, which Feed's pull requests cannot name", "Feed's error")
 }
 
 // TestEdgeFeedInsideItsPoolOfOne: Feed called from a task of its own pool
