@@ -56,42 +56,6 @@ func TestEdgeRefusedMessagesDoNotSpin(t *testing.T) {
 	assert.LessOrEqual(t, errs.count("not run"), 10, "refusals reported in 1.5s")
 }
 
-// TestEdgePanickingBackoffPolicy: a backoff policy that panics leaves no
-// message unsettled or uncounted: each is nak'd with the fetch wait as its
-// delay, and the error handler hears of it with the *PanicError (the
-// task's handle recovers it, so the pool's Panic hook does not).
-func TestEdgePanickingBackoffPolicy(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 1)
-	var panics atomic.Int64
-	pool := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{Panic: func(any) { panics.Add(1) }}))
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	var errs reportedErrors
-	stats := new(natsfeed.Stats)
-	var ran atomic.Int64
-	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-		ran.Add(1)
-		return errors.New("transient")
-	}, natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { panic("policy bug") }),
-		natsfeed.WithErrorHandler(errs.handler), natsfeed.WithStats(stats))
-	eventually(t, func() bool { return errs.count("backoff policy did not return") >= 1 }, "the policy's panic reported")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	c := stats.Counts()
-	assertSettled(t, c, "Feed")
-	assert.Equal(t, c.Taken, c.Nacked, "every delivery nak'd: %+v", c)
-	assert.Zero(t, panics.Load(), "panics passed to the pool's Panic hook")
-	for _, err := range errs.all() {
-		if strings.Contains(err.Error(), "backoff policy did not return") {
-			var pe *workerpool.PanicError
-			if assert.ErrorAs(t, err, &pe, "reported with the *PanicError") {
-				assert.Equal(t, "policy bug", pe.Value, "the panic's value")
-			}
-			assert.Contains(t, err.Error(), "nak'd with the fetch wait as delay", "the report")
-		}
-	}
-}
-
 // TestEdgeHugePoolSize: a pool of math.MaxInt workers (New accepts it;
 // workers start only as tasks arrive) makes Feed ask Fetch for
 // math.MaxInt messages, and the client's make(chan, batch) panics in
@@ -462,19 +426,6 @@ func TestEdgeOddOptions(t *testing.T) {
 		fmt.Sprintf("natsfeed: WithMaxInFlight(%d): n must be at least 1", math.MinInt), "WithMaxInFlight(MinInt)")
 }
 
-// TestEdgeTypedNilConsumer: a nil pointer of a type that implements
-// jetstream.Consumer (a wrapper of the caller's) is a nil consumer too:
-// Feed should refuse it with an error, not panic.
-func TestEdgeTypedNilConsumer(t *testing.T) {
-	pool := workerpool.New(1)
-	defer pool.Stop()
-	var cons *countingConsumer
-	err, ok := runGuarded(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })(10 * time.Second)
-	require.True(t, ok, "Feed returned")
-	assert.Error(t, err, "Feed with a typed nil consumer")
-	assert.NotContains(t, fmt.Sprint(err), "panicked", "Feed's error")
-}
-
 // TestEdgeTinyFetchWait: a pull request that waits 1ns (anything below
 // some 10-100µs) has always expired by the time the server looks for
 // messages, so a feed would take nothing, ever: WithFetchWait refuses
@@ -681,41 +632,6 @@ func TestEdgePermanentErrors(t *testing.T) {
 		3: "pool's permanent",
 		4: "outer: own mark",
 	}, terminated(), "reasons")
-}
-
-// TestEdgeHandlerSettlesItself: the handler must not settle msg, but if it
-// acknowledges it and returns nil, the acknowledgement counts (no error);
-// if it acknowledges it and fails, Feed's nak fails ("already
-// acknowledged") and is reported; nothing hangs and the Stats balance.
-func TestEdgeHandlerSettlesItself(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 4)
-	pool := workerpool.New(4)
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	stats := new(natsfeed.Stats)
-	var errs reportedErrors
-	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
-		switch job(msg) {
-		case 0:
-			return msg.Ack()
-		case 1:
-			return msg.DoubleAck(hctx)
-		case 2:
-			require.NoError(t, msg.InProgress(), "InProgress")
-			return nil
-		default:
-			_ = msg.Ack()
-			return errors.New("failed after acking")
-		}
-	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
-	eventually(t, func() bool { c := stats.Counts(); return c.Acked+c.Unsettled == 4 }, "4 settled")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	c := stats.Counts()
-	assertSettled(t, c, "Feed")
-	assert.Equal(t, int64(3), c.Acked, "acked: %+v", c)
-	assert.Equal(t, 1, errs.count("already acknowledged"), "the failed nak reported: %v", errs.all())
-	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
 }
 
 // TestEdgeSeveralFeedsOnePoolOneConsumer: three feeds on one pool and one
@@ -979,68 +895,6 @@ func TestEdgeHandlerCtxCarriesValues(t *testing.T) {
 	require.NoError(t, wait(), "Feed")
 	assert.Equal(t, "v <nil>", got.Load(), "the handler's ctx: value and error after Feed's ctx ended")
 	assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
-}
-
-// TestEdgeFeedInsideItsPoolOfOne: Feed called from a task of its own pool
-// of one worker takes its default bound, 2 messages, that can never run
-// (Feed holds the worker); when its ctx ends it gives them back at once,
-// but never returns (their tasks never reach a worker to be skipped),
-// until an external Stop abandons them. The doc warns that Feed must not
-// run on a worker of its pool.
-func TestEdgeFeedInsideItsPoolOfOne(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 3)
-	pool := workerpool.New(1)
-	ctx, cancel := context.WithCancel(context.Background())
-	stats := new(natsfeed.Stats)
-	done := make(chan error, 1)
-	pool.Submit(func() {
-		done <- natsfeed.Feed(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
-			natsfeed.WithStats(stats), natsfeed.WithErrorHandler(func(error) {}))
-	})
-	eventually(t, func() bool { return stats.Counts().Taken == 2 }, "2 messages taken: the default bound, twice the pool's size")
-	cancel()
-	eventually(t, func() bool { return stats.Counts().Nacked == 2 }, "the 2 messages given back")
-	select {
-	case err := <-done:
-		t.Fatalf("Feed returned (%v): it was expected to wait for its message", err)
-	case <-time.After(time.Second):
-	}
-	pool.Stop()
-	// ctx ended before the pool stopped: a drain, nil.
-	assert.NoError(t, <-done, "Feed after Stop")
-	assert.Equal(t, natsfeed.Counts{Taken: 2, Nacked: 2, MaxInFlight: 2}, stats.Counts(), "counts")
-}
-
-// edgeNilErr is an error type whose Error method needs a non-nil receiver.
-type edgeNilErr struct{ msg string }
-
-func (e *edgeNilErr) Error() string { return e.msg }
-
-// TestEdgeSettlementPanics: a handler returns a typed nil error (a classic
-// Go mistake) whose Error method panics, and the policy gives up: the term
-// goes out with a fixed reason instead of panicking, so the message is
-// settled and counted.
-func TestEdgeSettlementPanics(t *testing.T) {
-	js, cons := setup(t, 30*time.Second, 1)
-	terminated := advisories(t, js)
-	var panics atomic.Int64
-	pool := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{Panic: func(any) { panics.Add(1) }}))
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	stats := new(natsfeed.Stats)
-	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-		var e *edgeNilErr
-		return e
-	}, natsfeed.WithStats(stats),
-		natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return 0, false }))
-	eventually(t, func() bool { return stats.Counts().Terminated == 1 }, "the message terminated")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	assertSettled(t, stats.Counts(), "Feed")
-	assert.Equal(t, int64(0), panics.Load(), "panics")
-	assert.Zero(t, pool.Status().Panicked, "runs that panicked")
-	eventually(t, func() bool { return len(terminated()) == 1 }, "a term advisory")
-	assert.Equal(t, map[uint64]string{1: "natsfeed: the handler's error cannot be printed"}, terminated(), "the reason")
 }
 
 // TestEdgeExpiredInTheQueue: a message that waits in the pool's queue
