@@ -14,7 +14,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/e86d9661/workerpool"
@@ -544,30 +543,6 @@ func TestEdgePermanentErrors(t *testing.T) {
 		3: "pool's permanent",
 		4: "outer: own mark",
 	}, terminated(), "reasons")
-}
-
-// TestEdgeAckRetryUnderProgress: with WithProgress, the server's AckWait
-// of a message restarts at every beat, and the beats go on while Feed
-// tries to acknowledge it, so the acknowledgement is worth trying for as
-// long as that. Feed still measures its tries from the message's arrival:
-// a handler longer than AckWait (the very case of WithProgress) whose
-// first acknowledgement fails is given up at once, and the server, told
-// nothing, redelivers it after AckWait: a second run for a transient
-// error.
-func TestEdgeAckRetryUnderProgress(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		log := newClockLog()
-		timeout := errors.New("timeout")
-		m := &fakeMsg{log: log, ackErrs: []error{timeout}}
-		cons := &fakeConsumer{log: log, ackWait: time.Second, msgs: []jetstream.Msg{m}}
-		work := func(context.Context, jetstream.Msg) error {
-			time.Sleep(3 * time.Second)
-			return nil
-		}
-		stats := new(natsfeed.Stats)
-		reported := feedFor(t, cons, work, 3500*time.Millisecond, natsfeed.WithProgress(200*time.Millisecond), natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
-		assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts; errors reported %q", reported)
-	})
 }
 
 // TestEdgeHandlerCtxCarriesValues: the handlers' ctx carries Feed's ctx's
