@@ -215,6 +215,37 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 	}
 }
 
+// TestRacesOfStopAndCtxEndReturnNilOrErrStoppedWithAllSettled races the
+// pool's Stop against the end of Feed's ctx, 20 times, while messages come
+// in: Feed returns nil or an error wrapping ErrStopped, nothing else, its
+// counts add up, and no message it took is left unsettled.
+func TestRacesOfStopAndCtxEndReturnNilOrErrStoppedWithAllSettled(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 0)
+	for i := range 20 {
+		publish(t, js, 30) // enough that the feed is busy when the stop comes
+		pool := workerpool.New(3)
+		ctx, cancel := context.WithCancel(context.Background())
+		stats := new(natsfeed.Stats)
+		var errs reportedErrors
+		wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(6), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
+		if !assert.Eventually(t, func() bool { return stats.Counts().Taken >= int64(i%10) }, 20*time.Second, 5*time.Millisecond, "messages taken") {
+			ci := info(t, cons)
+			t.Fatalf("iteration %d: counts %+v; errors %v; consumer: pending %d, ack pending %d, waiting %d, redelivered %d, delivered %+v, ack floor %+v",
+				i, stats.Counts(), errs.all(), ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.NumRedelivered, ci.Delivered, ci.AckFloor)
+		}
+		go cancel()
+		pool.Stop()
+		err, ok := wait(time.Minute)
+		require.True(t, ok, "Feed returned")
+		if err != nil {
+			assert.ErrorIs(t, err, workerpool.ErrStopped, "Feed's error")
+		}
+		assertSettled(t, stats.Counts(), fmt.Sprintf("iteration %d", i))
+		assert.Zero(t, stats.Counts().Unsettled, "unsettled; errors %v", errs.all())
+	}
+}
+
 // listenPulls counts, from a core NATS connection of its own to url, the
 // pull requests published on the server ($JS.API.CONSUMER.MSG.NEXT.>; see
 // listen). The returned count flushes conns and returns how many have been
