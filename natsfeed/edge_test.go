@@ -154,31 +154,6 @@ func TestEdgeNegativeNakDelay(t *testing.T) {
 	assert.Equal(t, natsfeed.Counts{Taken: 3, Redelivered: 2, Acked: 1, Nacked: 2, MaxInFlight: 1}, c, "counts")
 }
 
-// TestEdgeMaxFetchWait: WithFetchWait accepts any positive duration. The
-// largest (a natural "wait as long as it takes") overflows the client's
-// own timer (FetchMaxWait + 1s), so every Fetch ends at once with no
-// message and no error: Feed sends pull requests in a hot loop, each left
-// waiting on the server for ~292 years, until the consumer's MaxWaiting
-// (512) is full.
-func TestEdgeMaxFetchWait(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 0)
-	counting := &countingConsumer{Consumer: cons}
-	pool := workerpool.New(2)
-	defer pool.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var errs reportedErrors
-	wait := runGuarded(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil },
-		natsfeed.WithFetchWait(time.Duration(math.MaxInt64)), natsfeed.WithErrorHandler(errs.handler))
-	time.Sleep(1500 * time.Millisecond)
-	n := counting.fetches.Load()
-	// Feed may legitimately still be in its one pending fetch: it waits
-	// for it to finish. Either way, it must not have sent many.
-	assert.LessOrEqual(t, n, int64(5), "pull requests sent in 1.5s; %d errors reported", len(errs.all()))
-	cancel()
-	_, _ = wait(5 * time.Second)
-}
-
 // TestEdgePoolStopsUnderFeed stops the pool, in each of its three ways,
 // while Feed has messages running, waiting in the queue and being
 // acknowledged: Feed must return ErrStopped, every message it took must be
@@ -267,57 +242,6 @@ func TestEdgeCanceledCtxTakesNothing(t *testing.T) {
 	}
 	assert.Zero(t, counting.fetches.Load(), "pull requests")
 	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "delivered")
-}
-
-// TestEdgeOddOptions: a nil Option is skipped; extreme but valid values
-// work: a bound of math.MaxInt (the pool's size still bounds the fetch),
-// a fetch wait of 1ms, progress beats every millisecond; the last option
-// of a kind wins, also after a bad one of the same kind (the first bad
-// one is still refused).
-func TestEdgeOddOptions(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 50)
-	pool := workerpool.New(4)
-	defer pool.Stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	stats := new(natsfeed.Stats)
-	var errs reportedErrors
-	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
-		time.Sleep(5 * time.Millisecond)
-		return nil
-	}, nil, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(math.MaxInt), nil,
-		natsfeed.WithFetchWait(time.Millisecond), natsfeed.WithProgress(time.Millisecond), natsfeed.WithErrorHandler(errs.handler))
-	eventually(t, func() bool { return stats.Counts().Acked == 50 }, "50 acked")
-	cancel()
-	require.NoError(t, wait(), "Feed")
-	c := stats.Counts()
-	assert.Equal(t, natsfeed.Counts{Taken: 50, Acked: 50, MaxInFlight: c.MaxInFlight}, c, "counts")
-	// Acknowledgements wait off the workers, so beyond the pool's size
-	// only the (unbounded) bound limits what is held.
-	assert.GreaterOrEqual(t, c.MaxInFlight, int64(1), "max in flight")
-	assert.Empty(t, errs.all(), "errors reported")
-
-	h := func(context.Context, jetstream.Msg) error { return nil }
-	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(0), natsfeed.WithMaxInFlight(3)),
-		"natsfeed: WithMaxInFlight(0): n must be at least 1", "a bad option then a good one of its kind")
-	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(0)),
-		"natsfeed: WithProgress(0s): every must be at least 1ms", "WithProgress(0)")
-	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(natsfeed.MinProgress-1)),
-		"natsfeed: WithProgress(999.999µs): every must be at least 1ms", "WithProgress below MinProgress")
-	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(math.MinInt)),
-		fmt.Sprintf("natsfeed: WithMaxInFlight(%d): n must be at least 1", math.MinInt), "WithMaxInFlight(MinInt)")
-}
-
-// TestEdgeTinyFetchWait: a pull request that waits 1ns (anything below
-// some 10-100µs) has always expired by the time the server looks for
-// messages, so a feed would take nothing, ever: WithFetchWait refuses
-// waits below 1ms.
-func TestEdgeTinyFetchWait(t *testing.T) {
-	_, cons := setup(t, 30*time.Second, 0)
-	pool := workerpool.New(4)
-	defer pool.Stop()
-	h := func(context.Context, jetstream.Msg) error { return nil }
-	assert.EqualError(t, natsfeed.Feed(context.Background(), pool, cons, h, natsfeed.WithFetchWait(time.Nanosecond)),
-		"natsfeed: WithFetchWait(1ns): d must be from 1ms to 1h0m0s", "Feed")
 }
 
 // edgeFeedConn starts a server with the stream JOBS and the consumer
