@@ -290,6 +290,29 @@ func TestAckTriesEndByAckWait(t *testing.T) {
 	})
 }
 
+// TestAckUnderProgressRetriesForAckWaitFromTheFirstTry: under
+// WithProgress the server's AckWait of a message restarts at every beat,
+// and the beats go on while Feed tries to acknowledge it, so a failed
+// acknowledgement is tried again for AckWait from the first try, not from
+// the message's arrival: a handler of 3s under an AckWait of 1s, beaten
+// every 200ms, whose first acknowledgement fails, has its message acked by
+// a later try (not given up, for the server to redeliver and run again).
+func TestAckUnderProgressRetriesForAckWaitFromTheFirstTry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		log := newClockLog()
+		timeout := errors.New("timeout")
+		m := &fakeMsg{log: log, ackErrs: []error{timeout}}
+		cons := &fakeConsumer{log: log, ackWait: time.Second, msgs: []jetstream.Msg{m}}
+		work := func(context.Context, jetstream.Msg) error {
+			time.Sleep(3 * time.Second)
+			return nil
+		}
+		stats := new(natsfeed.Stats)
+		reported := feedFor(t, cons, work, 3500*time.Millisecond, natsfeed.WithProgress(200*time.Millisecond), natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(1))
+		assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts; errors reported %q", reported)
+	})
+}
+
 func TestAckGivesUpAtOnceOnAClosedConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		log := newClockLog()

@@ -32,14 +32,65 @@ func TestFeedRefusesAnOrderedConsumer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
-	wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+	var errs reportedErrors
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
 	err, returned := wait(time.Minute)
 	require.True(t, returned, "Feed returned")
 	assert.Error(t, err, "Feed on an ordered consumer (AckNone); counts %+v, %d errors reported, the first %v",
 		stats.Counts(), len(errs.all()), first(errs.all()))
 	assert.Zero(t, stats.Counts().Taken, "messages taken from an ordered consumer")
+}
+
+// TestFeedRefusesAnAckNoneConsumer: Feed serves only a consumer with
+// explicit acknowledgement. Given one with AckNone, for which the server
+// never confirms an acknowledgement, it returns an error.
+func TestFeedRefusesAnAckNoneConsumer(t *testing.T) {
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckNonePolicy, AckWait: time.Second}, 1)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var errs reportedErrors
+	stats := new(natsfeed.Stats)
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	err, ok := wait(time.Minute)
+	require.True(t, ok, "Feed returned")
+	t.Logf("counts %+v, errors %d", stats.Counts(), len(errs.all()))
+	assert.Error(t, err, "Feed on a consumer without explicit acks")
+}
+
+// TestFeedRefusesAnAckAllConsumer: as one with AckNone, Feed refuses a
+// consumer with AckAll, where acknowledging one message acknowledges every
+// earlier one, also those still running or about to be nak'd on other
+// workers: it returns an error.
+func TestFeedRefusesAnAckAllConsumer(t *testing.T) {
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckAllPolicy}, 1)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil })
+	err, ok := wait(time.Minute)
+	require.True(t, ok, "Feed returned")
+	assert.Error(t, err, "Feed on a consumer with AckAll")
+}
+
+// TestFeedRefusesAConsumerWithPriorityGroups: a consumer with priority
+// groups (pinned client or overflow) takes only pull requests that name a
+// group, which Feed's do not: Feed refuses it at once, with an error that
+// says so.
+func TestFeedRefusesAConsumerWithPriorityGroups(t *testing.T) {
+	_, cons := setupWith(t, jetstream.ConsumerConfig{
+		AckPolicy: jetstream.AckExplicitPolicy, PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{"jobs"}, PinnedTTL: time.Minute,
+	}, 3)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	err := natsfeed.Feed(context.Background(), pool, cons, func(context.Context, jetstream.Msg) error { return nil })
+	require.Error(t, err, "Feed")
+	assert.Contains(t, err.Error(), "has priority groups, which Feed's pull requests cannot name", "Feed's error")
 }
 
 // first returns the first of errs, or nil.
@@ -60,7 +111,7 @@ func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
 	// Feed keeps two requests out at most: MaxWaiting 1 is below that.
 	for _, maxWaiting := range []int{1, 2} {
 		t.Run(fmt.Sprint("MaxWaiting ", maxWaiting), func(t *testing.T) {
-			_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+			_, cons := setupWith(t, jetstream.ConsumerConfig{
 				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxRequestBatch: 1, MaxWaiting: maxWaiting,
 			}, n)
 			pool := workerpool.New(4) // default bound 8: 8 requests of 1
@@ -68,7 +119,7 @@ func TestFeedFitsTheConsumersMaxWaiting(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			stats := new(natsfeed.Stats)
-			var errs edgeErrors
+			var errs reportedErrors
 			wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
 				natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
 			eventually(t, func() bool { return stats.Counts().Acked == n }, "every message acked")
@@ -131,12 +182,12 @@ func TestFeedAckWaitLongerThanAHandlerSuffices(t *testing.T) {
 // refuses such a period, as it refuses other bad options, before taking
 // any message; a period below AckWait is taken.
 func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second}, 5)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second}, 5)
 	pool := workerpool.New(1)
 	defer pool.Stop()
 	h := func(context.Context, jetstream.Msg) error { return nil }
 	for _, every := range []time.Duration{time.Second, time.Hour} {
-		err, returned := edgeRun(context.Background(), pool, cons, h, natsfeed.WithProgress(every))(10 * time.Second)
+		err, returned := runGuarded(context.Background(), pool, cons, h, natsfeed.WithProgress(every))(10 * time.Second)
 		require.True(t, returned, "Feed with WithProgress(%v) returned", every)
 		assert.EqualError(t, err, fmt.Sprintf("natsfeed: WithProgress(%v): every must be below the AckWait of consumer workers (1s)", every), "WithProgress(%v)", every)
 	}
@@ -158,13 +209,13 @@ func TestFeedRefusesProgressNotBelowTheConsumersAckWait(t *testing.T) {
 // handled once, and Feed returns once its ctx ends.
 func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
 	const n = 200
-	_, cons := edgeConsumer(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 2}, n)
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxAckPending: 2}, n)
 	pool := workerpool.New(4)
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stats := new(natsfeed.Stats)
-	var errs edgeErrors
+	var errs reportedErrors
 	var mu sync.Mutex
 	runs := map[int]int{}
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
@@ -181,7 +232,7 @@ func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
 	}, "every job acked")
 	cancel()
 	require.NoError(t, wait(), "Feed")
-	edgeBalanced(t, stats.Counts())
+	assertSettled(t, stats.Counts(), "Feed")
 	assert.LessOrEqual(t, maxPending, 2, "NumAckPending sampled on the server")
 	// The feed may count a few more than the server: a confirmed
 	// acknowledgement leaves InFlight when its goroutine has read the
@@ -193,5 +244,52 @@ func TestFeedServesAConsumerWhoseMaxAckPendingIsBelowTheBound(t *testing.T) {
 	assert.Len(t, runs, n, "jobs handled")
 	for id, k := range runs {
 		require.Equal(t, 1, k, "runs of job %d", id)
+	}
+}
+
+// TestFeedAcksEveryMessageUnderAMaxRequestBatchBelowThePoolsSize: a
+// consumer refuses a pull request for more messages than its
+// MaxRequestBatch ("Exceeded MaxRequestBatch"). Feed asks for no more than
+// that in one request, also when the pool is larger (8 workers against a
+// MaxRequestBatch of 2, a fetch wait of 200ms): every message is acked
+// within 10s, and the counts add up.
+func TestFeedAcksEveryMessageUnderAMaxRequestBatchBelowThePoolsSize(t *testing.T) {
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestBatch: 2}, 20)
+	pool := workerpool.New(8)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var errs reportedErrors
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(200*time.Millisecond))
+	ok := assert.Eventually(t, func() bool { return stats.Counts().Acked == 20 }, 10*time.Second, 5*time.Millisecond, "20 messages acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	if !ok {
+		t.Logf("errors reported: %d, first: %v", len(errs.all()), errs.all()[:min(1, len(errs.all()))])
+	}
+	assertSettled(t, stats.Counts(), "Feed")
+}
+
+// TestFeedWaitsNoLongerThanTheConsumersMaxRequestExpires: a consumer
+// refuses a pull request that would wait longer than its
+// MaxRequestExpires ("Exceeded MaxRequestExpires"). Feed shortens its
+// fetch wait (1s by default) to the consumer's (300ms here), so that its
+// requests are taken: every message is acked within 5s.
+func TestFeedWaitsNoLongerThanTheConsumersMaxRequestExpires(t *testing.T) {
+	_, cons := setupWith(t, jetstream.ConsumerConfig{AckPolicy: jetstream.AckExplicitPolicy, MaxRequestExpires: 300 * time.Millisecond}, 5)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var errs reportedErrors
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	ok := assert.Eventually(t, func() bool { return stats.Counts().Acked == 5 }, 5*time.Second, 5*time.Millisecond,
+		"5 messages acked with the default fetch wait (1s) and MaxRequestExpires 300ms")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	if !ok && len(errs.all()) > 0 {
+		t.Logf("errors reported: %d, the first: %v", len(errs.all()), errs.all()[0])
 	}
 }

@@ -31,7 +31,7 @@ func TestDrainGivesBackOnceNotToItsOwnPulls(t *testing.T) {
 	}
 	for name, stop := range stops {
 		t.Run(name, func(t *testing.T) {
-			_, cons := edgeConsumer(t, jetstream.ConsumerConfig{
+			_, cons := setupWith(t, jetstream.ConsumerConfig{
 				AckPolicy: jetstream.AckExplicitPolicy, AckWait: 30 * time.Second, MaxDeliver: 3,
 			}, 1)
 			pool := workerpool.New(1)
@@ -43,7 +43,7 @@ func TestDrainGivesBackOnceNotToItsOwnPulls(t *testing.T) {
 			stats := new(natsfeed.Stats)
 			var handled atomic.Int64
 			h := func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }
-			wait := edgeRun(ctx, pool, cons, h, natsfeed.WithStats(stats),
+			wait := runGuarded(ctx, pool, cons, h, natsfeed.WithStats(stats),
 				natsfeed.WithMaxInFlight(8), natsfeed.WithFetchWait(3*time.Second))
 			eventually(t, func() bool { return stats.Counts().Taken == 1 }, "the message taken, waiting behind the busy worker")
 			stop(cancel, pool)
@@ -53,7 +53,7 @@ func TestDrainGivesBackOnceNotToItsOwnPulls(t *testing.T) {
 			_, returned := wait(time.Minute)
 			require.True(t, returned, "Feed returned")
 			c := stats.Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, "Feed")
 			assert.Equal(t, int64(1), c.Taken, "deliveries the stopping Feed received (the nak'd message came back to its own pull request): %+v", c)
 
 			// Another feed must get the message and handle it.
@@ -93,7 +93,7 @@ func TestDrainGivesBackWhileAHandlerHangs(t *testing.T) {
 				opts = append(opts, natsfeed.WithCancelOnStop())
 			}
 			var hung atomic.Int64
-			wait := edgeRun(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+			wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
 				hung.Add(1)
 				<-hang // ignores its ctx
 				return nil
@@ -157,7 +157,7 @@ func TestDrainGivesBackToTheNextConsumerAtOnce(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			g, stats := newGate(), new(natsfeed.Stats)
-			wait := edgeRun(ctx, pool, cons, g.handler, natsfeed.WithStats(stats),
+			wait := runGuarded(ctx, pool, cons, g.handler, natsfeed.WithStats(stats),
 				natsfeed.WithMaxInFlight(tc.bound), natsfeed.WithFetchWait(200*time.Millisecond))
 			eventually(t, func() bool { return g.inside.Load() == 4 && stats.Counts().Taken == 8 },
 				"4 handlers running, 4 messages waiting in the pool's queue")
@@ -171,7 +171,7 @@ func TestDrainGivesBackToTheNextConsumerAtOnce(t *testing.T) {
 			require.True(t, returned, "Feed returned")
 			require.NoError(t, err, "Feed")
 			c := stats.Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, "Feed")
 			require.Equal(t, int64(4), c.Acked, "the running handlers' messages acknowledged: %+v", c)
 			require.GreaterOrEqual(t, c.Nacked, int64(4), "the waiting messages given back: %+v", c)
 
@@ -206,6 +206,127 @@ func TestDrainGivesBackToTheNextConsumerAtOnce(t *testing.T) {
 			i = info(t, cons)
 			assert.Zero(t, i.NumAckPending, "pending acknowledgement once the next consumer acknowledged all")
 			assert.Zero(t, i.NumPending, "never delivered once the next consumer took all")
+		})
+	}
+}
+
+// TestDrainAtACtxDeadlineAsAtACancel: a ctx with a deadline ends Feed as
+// a cancel does: Feed returns nil with everything it took settled, the
+// handlers running at the deadline (each waits for it) acknowledging
+// their messages and what was fetched ahead given back, so that a second
+// feed handles every other job, each once, and the server holds nothing
+// unacknowledged.
+func TestDrainAtACtxDeadlineAsAtACancel(t *testing.T) {
+	const n = 100
+	_, cons := setup(t, 30*time.Second, n)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var mu sync.Mutex
+	handled := map[int]int{}
+	handle := func(msg jetstream.Msg) {
+		mu.Lock()
+		defer mu.Unlock()
+		handled[job(msg)]++
+	}
+	stats := new(natsfeed.Stats)
+	err, ok := runGuarded(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		<-ctx.Done() // the handler runs past the deadline
+		handle(msg)
+		return nil
+	}, natsfeed.WithStats(stats))(time.Minute)
+	require.True(t, ok, "Feed returned")
+	require.NoError(t, err, "Feed")
+	c := stats.Counts()
+	assertSettled(t, c, "Feed")
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked, "each taken acked or given back: %+v", c)
+	assert.Equal(t, int64(len(handled)), c.Acked, "acked: the messages whose handlers ran")
+
+	rest, stop := context.WithCancel(context.Background())
+	defer stop()
+	wait := run(rest, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		handle(msg)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(handled) == n {
+			stop()
+		}
+		return nil
+	})
+	require.NoError(t, wait(), "second Feed")
+	assert.Len(t, handled, n, "jobs handled")
+	for id, k := range handled {
+		assert.Equal(t, 1, k, "handlings of job %d", id)
+	}
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+// TestDrainGivesBackACanceledHandlersMessageWhateverThePolicySays: under
+// WithCancelOnStop a running handler gives up when Feed's ctx ends and
+// returns its ctx's error. That is a drain, not a failure of the message:
+// Feed gives the message back (a nak) whatever the backoff policy says,
+// here one that allows no redelivery and would have it terminated; the
+// server sees no term.
+func TestDrainGivesBackACanceledHandlersMessageWhateverThePolicySays(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 1)
+	terminated := advisories(t, js)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var inside atomic.Int64
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		inside.Add(1)
+		<-hctx.Done()
+		return hctx.Err()
+	}, natsfeed.WithStats(stats), natsfeed.WithCancelOnStop(),
+		// At most one delivery: any failure terminates.
+		natsfeed.WithBackoff(workerpool.Backoff(time.Second, time.Minute, 0)))
+	eventually(t, func() bool { return inside.Load() == 1 }, "the handler running")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	assertSettled(t, c, "Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Nacked: 1, MaxInFlight: 1}, c, "counts: the message given back, not terminated")
+	time.Sleep(200 * time.Millisecond)
+	assert.Empty(t, terminated(), "messages terminated by a graceful stop")
+}
+
+// TestDrainGivesBackFromAPausedPoolAndReturnsWhenThePauseEnds: messages
+// Feed took wait in the queue of a paused pool. When Feed's ctx ends it
+// gives them back at once (with WithCancelOnStop or without: their
+// handlers have not started), but returns only once the pause ends, when
+// their tasks reach a worker and are skipped: then it returns nil, none
+// of them handled.
+func TestDrainGivesBackFromAPausedPoolAndReturnsWhenThePauseEnds(t *testing.T) {
+	for _, cancelOnStop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancelOnStop=%v", cancelOnStop), func(t *testing.T) {
+			_, cons := setup(t, 30*time.Second, 10)
+			pool := workerpool.New(2)
+			defer pool.Stop()
+			pauseCtx, endPause := context.WithCancel(context.Background())
+			defer endPause()
+			pool.Pause(pauseCtx) // no task before it: returns at once, then holds
+			ctx, cancel := context.WithCancel(context.Background())
+			stats := new(natsfeed.Stats)
+			opts := []natsfeed.Option{natsfeed.WithStats(stats), natsfeed.WithFetchWait(200 * time.Millisecond)}
+			if cancelOnStop {
+				opts = append(opts, natsfeed.WithCancelOnStop())
+			}
+			var handled atomic.Int64
+			wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { handled.Add(1); return nil }, opts...)
+			eventually(t, func() bool { return stats.Counts().InFlight == 4 }, "4 messages held by the paused pool: the default bound")
+			cancel()
+			eventually(t, func() bool { return stats.Counts().Nacked == 4 }, "the 4 messages given back while the pool is paused")
+			_, returned := wait(200 * time.Millisecond)
+			assert.False(t, returned, "Feed returned while the paused pool held its tasks")
+			endPause()
+			err, returned := wait(time.Minute)
+			require.True(t, returned, "Feed returned once the pause ended")
+			require.NoError(t, err, "Feed")
+			assert.Equal(t, natsfeed.Counts{Taken: 4, Nacked: 4, MaxInFlight: 4}, stats.Counts(), "counts")
+			assert.Zero(t, handled.Load(), "messages handled")
 		})
 	}
 }

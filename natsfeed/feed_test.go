@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"runtime"
 	"strconv"
 	"strings"
@@ -52,6 +53,115 @@ func run(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consum
 		case <-time.After(time.Minute):
 			return errors.New("Feed did not return within a minute")
 		}
+	}
+}
+
+// setupWith starts a server with the JOBS stream and a pull consumer of
+// cfg on it (Durable "workers" unless cfg names one), and publishes n
+// jobs.
+func setupWith(t *testing.T, cfg jetstream.ConsumerConfig, n int) (jetstream.JetStream, jetstream.Consumer) {
+	t.Helper()
+	s := startServer(t, "")
+	js := connect(t, s.ClientURL())
+	st, err := js.CreateOrUpdateStream(context.Background(), jobsConfig)
+	require.NoError(t, err, "stream")
+	if cfg.Durable == "" {
+		cfg.Durable = "workers"
+	}
+	cons, err := st.CreateOrUpdateConsumer(context.Background(), cfg)
+	require.NoError(t, err, "consumer")
+	registerConsumer(js, cons)
+	publish(t, js, n)
+	return js, cons
+}
+
+// runGuarded starts Feed on a goroutine, as run does, with a panic guard:
+// a panic out of Feed is returned as an error rather than crashing the
+// test binary. wait returns Feed's error and true once Feed has returned,
+// or false if it has not within d.
+func runGuarded(ctx context.Context, pool *workerpool.WorkerPool, cons jetstream.Consumer, h natsfeed.Handler, opts ...natsfeed.Option) (wait func(d time.Duration) (error, bool)) {
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("Feed panicked: %v", r)
+			}
+		}()
+		done <- natsfeed.Feed(ctx, pool, cons, h, opts...)
+	}()
+	return func(d time.Duration) (error, bool) {
+		select {
+		case err := <-done:
+			return err, true
+		case <-time.After(d):
+			return nil, false
+		}
+	}
+}
+
+// reportedErrors collects what Feed reports to its error handler.
+type reportedErrors struct {
+	mu   sync.Mutex
+	errs []error
+}
+
+func (e *reportedErrors) handler(err error) {
+	e.mu.Lock()
+	e.errs = append(e.errs, err)
+	e.mu.Unlock()
+}
+
+func (e *reportedErrors) all() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.errs...)
+}
+
+// count returns how many reported errors contain s.
+func (e *reportedErrors) count(s string) int {
+	n := 0
+	for _, err := range e.all() {
+		if strings.Contains(err.Error(), s) {
+			n++
+		}
+	}
+	return n
+}
+
+// assertSettled checks the counts of a feed that has returned: every
+// message taken was settled (Taken == Acked+Nacked+Terminated+Unsettled),
+// and none is in flight. who names the feed in the failure messages.
+func assertSettled(t *testing.T, c natsfeed.Counts, who string) {
+	t.Helper()
+	assert.Equal(t, c.Taken, c.Acked+c.Nacked+c.Terminated+c.Unsettled, "%s: taken == acked+nacked+terminated+unsettled once Feed returned (%+v)", who, c)
+	assert.Zero(t, c.InFlight, "%s: in flight once Feed returned (%+v)", who, c)
+}
+
+// countingConsumer counts the pull requests sent through it.
+type countingConsumer struct {
+	jetstream.Consumer
+	fetches atomic.Int64
+}
+
+func (c *countingConsumer) Fetch(batch int, opts ...jetstream.FetchOpt) (jetstream.MessageBatch, error) {
+	c.fetches.Add(1)
+	return c.Consumer.Fetch(batch, opts...)
+}
+
+// waitGoroutines waits for the number of goroutines to come back to at
+// most base, and fails with a dump of every goroutine's stack if it does
+// not within 10s.
+func waitGoroutines(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			t.Errorf("goroutines: %d, more than the %d before Feed:\n%s", runtime.NumGoroutine(), base, buf[:n])
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -241,7 +351,7 @@ func TestFeedSettlesByTheHandlersResult(t *testing.T) {
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errs edgeErrors
+	var errs reportedErrors
 	const delay = 300 * time.Millisecond
 	var mu sync.Mutex
 	deliveries := map[int][]uint64{}  // job: delivery counts seen
@@ -350,7 +460,7 @@ func TestFeedRecoversAHandlersPanic(t *testing.T) {
 	defer pool.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var errs edgeErrors
+	var errs reportedErrors
 	stats := new(natsfeed.Stats)
 	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 		if delivered(msg) == 1 {
@@ -371,6 +481,151 @@ func TestFeedRecoversAHandlersPanic(t *testing.T) {
 	assert.Equal(t, "handler bug", pe.Value, "the panic's value")
 	assert.Contains(t, string(pe.Stack), "TestFeedRecoversAHandlersPanic", "the stack shows the handler's frames")
 	assert.Regexp(t, `^natsfeed: handler did not return for message 1 of stream \S+; nak'd: workerpool: task panicked: handler bug$`, reported[0].Error(), "the report")
+}
+
+// permanentMark is an error with its own Permanent method, as net.Error
+// has its own Timeout: Feed finds such a mark as it finds
+// workerpool.Permanent's, whatever the error's type, and follows what it
+// reports.
+type permanentMark struct {
+	msg       string
+	permanent bool
+}
+
+func (e permanentMark) Error() string   { return e.msg }
+func (e permanentMark) Permanent() bool { return e.permanent }
+
+// TestFeedTerminatesAnErrorMarkedPermanentHoweverWrapped:
+// workerpool.Permanent, the pool's own "do not retry" mark, and any error
+// with a Permanent method that reports true, found directly, through
+// errors.Join or through several wraps, terminate the message with the
+// error's text as the reason, without asking the backoff policy, and it
+// is never redelivered. A Permanent method that reports false is no mark:
+// that error is nak'd as any other, the policy asked for its delay.
+func TestFeedTerminatesAnErrorMarkedPermanentHoweverWrapped(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 6)
+	terminated := advisories(t, js)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var policyCalls atomic.Int64
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		switch job(msg) {
+		case 0:
+			return errors.Join(errors.New("bad"), workerpool.Permanent(errors.New("for good")))
+		case 1:
+			return fmt.Errorf("outer: %w", fmt.Errorf("inner: %w", workerpool.Permanent(errors.New("for good"))))
+		case 2:
+			return workerpool.Permanent(errors.New("pool's permanent"))
+		case 3:
+			return fmt.Errorf("outer: %w", permanentMark{"own mark", true})
+		case 4:
+			if delivered(msg) == 1 {
+				return permanentMark{"no mark", false}
+			}
+		}
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) {
+		policyCalls.Add(1)
+		return 0, true
+	}))
+	eventually(t, func() bool { c := stats.Counts(); return c.Terminated == 4 && c.Acked == 2 }, "4 terminated, 2 acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 7, Redelivered: 1, Acked: 2, Nacked: 1, Terminated: 4, MaxInFlight: stats.Counts().MaxInFlight}, stats.Counts(), "counts")
+	assert.Equal(t, int64(1), policyCalls.Load(), "backoff policy calls: the error whose Permanent reports false")
+	eventually(t, func() bool { return len(terminated()) == 4 }, "4 term advisories")
+	assert.Equal(t, map[uint64]string{
+		1: "bad\nfor good",
+		2: "outer: inner: for good",
+		3: "pool's permanent",
+		4: "outer: own mark",
+	}, terminated(), "reasons")
+}
+
+// TestFeedTerminatesAnErrorWhoseTextExceedsTheMaxPayload: a permanent
+// error whose text (2MB) is above the connection's max payload (1MB by
+// default) still terminates its message: the term's reason is the text
+// cut to its first 1024 bytes, which a term can carry. The server's
+// advisory shows that reason, and the server holds nothing
+// unacknowledged.
+func TestFeedTerminatesAnErrorWhoseTextExceedsTheMaxPayload(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 1)
+	terminated := advisories(t, js)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	var errs reportedErrors
+	stats := new(natsfeed.Stats)
+	big := strings.Repeat("x", 2<<20)
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		return workerpool.Permanent(fmt.Errorf("bad input %s", big))
+	}, natsfeed.WithStats(stats), natsfeed.WithErrorHandler(errs.handler))
+	eventually(t, func() bool { c := stats.Counts(); return c.Terminated+c.Unsettled == 1 }, "the message settled")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	assertSettled(t, c, "Feed")
+	assert.Equal(t, int64(1), c.Terminated, "terminated: %+v; errors: %d", c, len(errs.all()))
+	if c.Terminated == 1 {
+		eventually(t, func() bool { return len(terminated()) == 1 }, "a term advisory")
+		for _, reason := range terminated() {
+			assert.Contains(t, reason, "bad input", "reason")
+		}
+	}
+	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
+}
+
+// TestFeedNakWithANegativeDelayRedeliversAtOnce: a negative delay from
+// the backoff policy is a nak of no delay: the message comes back at once,
+// and Feed takes and settles each delivery, the counts exact (acked on
+// the third, after two naks).
+func TestFeedNakWithANegativeDelayRedeliversAtOnce(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 1)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+		if delivered(msg) < 3 {
+			return errors.New("again")
+		}
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) { return -time.Hour, true }))
+	eventually(t, func() bool { return stats.Counts().Acked == 1 }, "acked on the third delivery")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	assertSettled(t, c, "Feed")
+	assert.Equal(t, natsfeed.Counts{Taken: 3, Redelivered: 2, Acked: 1, Nacked: 2, MaxInFlight: 1}, c, "counts")
+}
+
+// TestFeedNakWithTheLargestDelayIsNotRedeliveredAtOnce: a backoff policy
+// may return any delay (a workerpool.Backoff with a large max does after
+// some attempts). A message nak'd with the largest, math.MaxInt64 (some
+// 292 years), is not redelivered within a second: a redelivery time past
+// the year 2262, which overflows UnixNano, must not bring it back at once,
+// in a hot loop of deliveries and naks.
+func TestFeedNakWithTheLargestDelayIsNotRedeliveredAtOnce(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 1)
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var runs atomic.Int64
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		runs.Add(1)
+		return errors.New("later")
+	}, natsfeed.WithStats(stats), natsfeed.WithBackoff(func(int, error) (time.Duration, bool) {
+		return time.Duration(math.MaxInt64), true
+	}), natsfeed.WithFetchWait(100*time.Millisecond))
+	eventually(t, func() bool { return runs.Load() >= 1 }, "the handler ran")
+	time.Sleep(time.Second)
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assertSettled(t, stats.Counts(), "Feed")
+	assert.Equal(t, int64(1), runs.Load(), "runs of a message nak'd with a delay of ~292 years, within a second")
 }
 
 func TestFeedDrainsWhatItHolds(t *testing.T) {
@@ -479,6 +734,29 @@ func TestFeedWithCancelOnStopEndsTheHandlersContext(t *testing.T) {
 	assert.Equal(t, natsfeed.Counts{Taken: 10, Nacked: 10, MaxInFlight: 10}, stats.Counts(), "counts")
 }
 
+// TestFeedHandlersCtxCarriesFeedsValuesAndOutlivesIt: the handler's ctx
+// carries the values of Feed's ctx and, without WithCancelOnStop, does not
+// end with it: a handler that ends Feed's ctx still sees the value and no
+// error on its own, and its message is acked.
+func TestFeedHandlersCtxCarriesFeedsValuesAndOutlivesIt(t *testing.T) {
+	type key struct{}
+	_, cons := setup(t, 30*time.Second, 1)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+	var got atomic.Value
+	stats := new(natsfeed.Stats)
+	wait := run(ctx, pool, cons, func(hctx context.Context, msg jetstream.Msg) error {
+		cancel()
+		time.Sleep(50 * time.Millisecond)
+		got.Store(fmt.Sprintf("%v %v", hctx.Value(key{}), hctx.Err()))
+		return nil
+	}, natsfeed.WithStats(stats))
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, "v <nil>", got.Load(), "the handler's ctx: value and error after Feed's ctx ended")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
+}
+
 func TestFeedNaksWhatThePoolRefusesAndEndsWhenItStops(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 3)
 	// One worker, room for one waiting task, refusals beyond: a task of
@@ -554,6 +832,30 @@ func TestFeedRefusesBadInput(t *testing.T) {
 	assert.ErrorIs(t, natsfeed.Feed(ctx, stopped, cons, h), workerpool.ErrStopped, "stopped pool")
 	assert.Equal(t, uint64(0), pool.Status().Submitted, "nothing submitted")
 	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "nothing delivered")
+}
+
+// TestFeedWithADoneCtxReturnsNilAndSendsNoPullRequest: Feed with a ctx
+// that is done already, canceled or past its deadline, returns nil at
+// once, counts nothing and sends no pull request: the server delivers
+// nothing.
+func TestFeedWithADoneCtxReturnsNilAndSendsNoPullRequest(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 5)
+	counting := &countingConsumer{Consumer: cons}
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	for name, ctx := range map[string]context.Context{"canceled": canceled, "deadline passed": expired} {
+		stats := new(natsfeed.Stats)
+		err, ok := runGuarded(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil }, natsfeed.WithStats(stats))(time.Minute)
+		require.True(t, ok, "%s: Feed returned", name)
+		assert.NoError(t, err, "%s: Feed", name)
+		assert.Zero(t, stats.Counts(), "%s: counts", name)
+	}
+	assert.Zero(t, counting.fetches.Load(), "pull requests")
+	assert.Equal(t, uint64(0), info(t, cons).Delivered.Consumer, "delivered")
 }
 
 // TestFeedProgressOutlivesAckWait runs a handler three times as long as

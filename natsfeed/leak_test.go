@@ -39,7 +39,7 @@ func TestFeedLeavesNoGoroutine(t *testing.T) {
 			pool := workerpool.New(3)
 			ctx, cancel := context.WithCancel(context.Background())
 			stats := new(natsfeed.Stats)
-			wait := edgeRun(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
+			wait := runGuarded(ctx, pool, cons, func(_ context.Context, msg jetstream.Msg) error {
 				time.Sleep(time.Millisecond)
 				switch job(msg) % 10 {
 				case 1:
@@ -59,8 +59,8 @@ func TestFeedLeavesNoGoroutine(t *testing.T) {
 			require.True(t, returned, "Feed returned")
 			cancel()
 			pool.Stop()
-			edgeBalanced(t, stats.Counts())
-			edgeGoroutines(t, base)
+			assertSettled(t, stats.Counts(), "Feed")
+			waitGoroutines(t, base)
 			// The rest of the stream back for the next subtest: purge it.
 			st, err := js.Stream(context.Background(), "JOBS")
 			require.NoError(t, err, "stream")

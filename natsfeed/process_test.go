@@ -343,14 +343,6 @@ func checkWorkers(t *testing.T, workers []*proc, bound int) map[string]int {
 	return seen
 }
 
-// assertSettled checks the counts of a feed that has returned: every
-// message taken was settled, and none is in flight.
-func assertSettled(t *testing.T, c natsfeed.Counts, who string) {
-	t.Helper()
-	assert.Equal(t, c.Taken, c.Acked+c.Nacked+c.Terminated+c.Unsettled, "%s: taken == acked+nacked+terminated+unsettled (%+v)", who, c)
-	assert.Zero(t, c.InFlight, "%s: in flight after Feed returned", who)
-}
-
 // assertNoneLost checks that each of the jobs "0" to "jobs-1" was handled.
 func assertNoneLost(t *testing.T, jobs int, seen map[string]int) {
 	t.Helper()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,4 +167,29 @@ func TestProgressNeverFollowsTheDrainsNaks(t *testing.T) {
 			assert.Positive(t, kinds["+WPI"], "beats on the wire")
 		})
 	}
+}
+
+// TestProgressKeepsAQueuedMessageAlivePastAckWait: a message that waits in
+// the pool's queue behind other work for three times the consumer's
+// AckWait is kept alive by WithProgress's beats: it is handled once, not
+// redelivered.
+func TestProgressKeepsAQueuedMessageAlivePastAckWait(t *testing.T) {
+	const ackWait = time.Second
+	_, cons := setup(t, ackWait, 1)
+	pool := workerpool.New(1)
+	defer pool.Stop()
+	pool.Submit(func() { time.Sleep(3 * ackWait) }) // the other work
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var runs atomic.Int64
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		runs.Add(1)
+		return nil
+	}, natsfeed.WithStats(stats), natsfeed.WithProgress(ackWait/5), natsfeed.WithFetchWait(200*time.Millisecond))
+	eventually(t, func() bool { return stats.Counts().Acked == 1 }, "acked")
+	time.Sleep(ackWait + 200*time.Millisecond) // a redelivery would come by now
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	assert.Equal(t, int64(1), runs.Load(), "runs")
+	assert.Equal(t, natsfeed.Counts{Taken: 1, Acked: 1, MaxInFlight: 1}, stats.Counts(), "counts")
 }

@@ -121,7 +121,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 				opts = append(opts, natsfeed.WithProgress(time.Millisecond))
 				desc += ", WithProgress(1ms)"
 			}
-			waits[i] = edgeRun(ctx, pool, cons, h, opts...)
+			waits[i] = runGuarded(ctx, pool, cons, h, opts...)
 		}
 		maxSize := size
 		for stopAt := int64(20 + rng.IntN(150)); handled.Load() < stopAt; time.Sleep(time.Millisecond) {
@@ -159,7 +159,7 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 				require.ErrorIs(t, err, workerpool.ErrStopped, "%s: Feed %d", desc, i)
 			}
 			c := stats[i].Counts()
-			edgeBalanced(t, c)
+			assertSettled(t, c, fmt.Sprintf("%s: Feed %d", desc, i))
 			limit := int64(bounds[i])
 			if limit == 0 {
 				limit = int64(8 * maxSize) // the most the default bound takes
@@ -212,6 +212,37 @@ func TestRacesSettleEachDeliveryOnceOnTheWire(t *testing.T) {
 		wire.mu.Lock()
 		wire.events = nil
 		wire.mu.Unlock()
+	}
+}
+
+// TestRacesOfStopAndCtxEndReturnNilOrErrStoppedWithAllSettled races the
+// pool's Stop against the end of Feed's ctx, 20 times, while messages come
+// in: Feed returns nil or an error wrapping ErrStopped, nothing else, its
+// counts add up, and no message it took is left unsettled.
+func TestRacesOfStopAndCtxEndReturnNilOrErrStoppedWithAllSettled(t *testing.T) {
+	js, cons := setup(t, 30*time.Second, 0)
+	for i := range 20 {
+		publish(t, js, 30) // enough that the feed is busy when the stop comes
+		pool := workerpool.New(3)
+		ctx, cancel := context.WithCancel(context.Background())
+		stats := new(natsfeed.Stats)
+		var errs reportedErrors
+		wait := runGuarded(ctx, pool, cons, func(context.Context, jetstream.Msg) error { return nil },
+			natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(6), natsfeed.WithErrorHandler(errs.handler), natsfeed.WithFetchWait(100*time.Millisecond))
+		if !assert.Eventually(t, func() bool { return stats.Counts().Taken >= int64(i%10) }, 20*time.Second, 5*time.Millisecond, "messages taken") {
+			ci := info(t, cons)
+			t.Fatalf("iteration %d: counts %+v; errors %v; consumer: pending %d, ack pending %d, waiting %d, redelivered %d, delivered %+v, ack floor %+v",
+				i, stats.Counts(), errs.all(), ci.NumPending, ci.NumAckPending, ci.NumWaiting, ci.NumRedelivered, ci.Delivered, ci.AckFloor)
+		}
+		go cancel()
+		pool.Stop()
+		err, ok := wait(time.Minute)
+		require.True(t, ok, "Feed returned")
+		if err != nil {
+			assert.ErrorIs(t, err, workerpool.ErrStopped, "Feed's error")
+		}
+		assertSettled(t, stats.Counts(), fmt.Sprintf("iteration %d", i))
+		assert.Zero(t, stats.Counts().Unsettled, "unsettled; errors %v", errs.all())
 	}
 }
 

@@ -1,0 +1,93 @@
+package natsfeed_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/e86d9661/workerpool"
+	"github.com/e86d9661/workerpool/natsfeed"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOptionsNilIsSkippedExtremesWorkAndABadOneIsRefused: a nil Option is
+// skipped, and extreme but valid values work: a bound of math.MaxInt (the
+// pool's size still bounds the fetch), a fetch wait of 1ms, progress
+// beats every millisecond: every message is acked once, with no error
+// reported. A bad option is refused even when a good one of its kind
+// follows it, and so are WithProgress(0), WithProgress below MinProgress
+// and WithMaxInFlight(math.MinInt), each with an error that names it.
+func TestOptionsNilIsSkippedExtremesWorkAndABadOneIsRefused(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 50)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	stats := new(natsfeed.Stats)
+	var errs reportedErrors
+	wait := run(ctx, pool, cons, func(context.Context, jetstream.Msg) error {
+		time.Sleep(5 * time.Millisecond)
+		return nil
+	}, nil, natsfeed.WithStats(stats), natsfeed.WithMaxInFlight(math.MaxInt), nil,
+		natsfeed.WithFetchWait(time.Millisecond), natsfeed.WithProgress(time.Millisecond), natsfeed.WithErrorHandler(errs.handler))
+	eventually(t, func() bool { return stats.Counts().Acked == 50 }, "50 acked")
+	cancel()
+	require.NoError(t, wait(), "Feed")
+	c := stats.Counts()
+	assert.Equal(t, natsfeed.Counts{Taken: 50, Acked: 50, MaxInFlight: c.MaxInFlight}, c, "counts")
+	// Acknowledgements wait off the workers, so beyond the pool's size
+	// only the (unbounded) bound limits what is held.
+	assert.GreaterOrEqual(t, c.MaxInFlight, int64(1), "max in flight")
+	assert.Empty(t, errs.all(), "errors reported")
+
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(0), natsfeed.WithMaxInFlight(3)),
+		"natsfeed: WithMaxInFlight(0): n must be at least 1", "a bad option then a good one of its kind")
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(0)),
+		"natsfeed: WithProgress(0s): every must be at least 1ms", "WithProgress(0)")
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithProgress(natsfeed.MinProgress-1)),
+		"natsfeed: WithProgress(999.999µs): every must be at least 1ms", "WithProgress below MinProgress")
+	assert.EqualError(t, natsfeed.Feed(ctx, pool, cons, h, natsfeed.WithMaxInFlight(math.MinInt)),
+		fmt.Sprintf("natsfeed: WithMaxInFlight(%d): n must be at least 1", math.MinInt), "WithMaxInFlight(MinInt)")
+}
+
+// TestWithFetchWaitRefusesAWaitBelowOneMillisecond: a pull request that
+// waits 1ns (anything below some 10-100µs) has expired by the time the
+// server looks for messages, so a feed would never take one: WithFetchWait
+// refuses a wait below MinFetchWait, 1ms, and Feed returns the error.
+func TestWithFetchWaitRefusesAWaitBelowOneMillisecond(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 0)
+	pool := workerpool.New(4)
+	defer pool.Stop()
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	assert.EqualError(t, natsfeed.Feed(context.Background(), pool, cons, h, natsfeed.WithFetchWait(time.Nanosecond)),
+		"natsfeed: WithFetchWait(1ns): d must be from 1ms to 1h0m0s", "Feed")
+}
+
+// TestWithFetchWaitOfMaxInt64SendsNoStreamOfPullRequests: at the largest
+// wait WithFetchWait can be given (a natural "wait as long as it takes"),
+// the client's own timer (FetchMaxWait plus a second) overflows and ends
+// every Fetch at once, empty, so a feed that took that wait would send
+// pull requests in a hot loop. At most 5 go out in 1.5s (Feed refuses the
+// wait, above MaxFetchWait).
+func TestWithFetchWaitOfMaxInt64SendsNoStreamOfPullRequests(t *testing.T) {
+	_, cons := setup(t, 30*time.Second, 0)
+	counting := &countingConsumer{Consumer: cons}
+	pool := workerpool.New(2)
+	defer pool.Stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	var errs reportedErrors
+	wait := runGuarded(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil },
+		natsfeed.WithFetchWait(time.Duration(math.MaxInt64)), natsfeed.WithErrorHandler(errs.handler))
+	time.Sleep(1500 * time.Millisecond)
+	n := counting.fetches.Load()
+	// Feed may legitimately still be in its one pending fetch: it waits
+	// for it to finish. Either way, it must not have sent many.
+	assert.LessOrEqual(t, n, int64(5), "pull requests sent in 1.5s; %d errors reported", len(errs.all()))
+	cancel()
+	_, _ = wait(5 * time.Second)
+}
