@@ -4,7 +4,7 @@ package workerpool
 // now or later, as it arrives, comes due, or comes back for a retry. Each
 // goes to a worker at once if it may start (see mayStartAtOnce), or to the
 // queue, or to the timer heap; under DropOldest it first makes room (see
-// admission.makeRoom).
+// dispatcher.makeRoom).
 
 // accept takes a plain task: straight to a worker if it may start at once
 // and one can take it, or to the back of the queue (under DropOldest,
@@ -28,7 +28,7 @@ func (d *dispatcher) place(task func(), makeRoom bool) {
 		return
 	}
 	if makeRoom {
-		d.admission.makeRoom(d, false)
+		d.makeRoom(false)
 	}
 	d.queue.push(task)
 }
@@ -39,7 +39,7 @@ func (d *dispatcher) place(task func(), makeRoom bool) {
 // task. Under DropOldest its submitter reserved its place in Scheduled
 // (see WorkerPool.reserveScheduled), which it keeps or gives back here.
 func (d *dispatcher) acceptDelayed(task func(), due int64) {
-	reserved := d.p.dropsOldest()
+	reserved := d.p.cfg.dropsOldest()
 	if d.p.clock.now() >= due {
 		if reserved {
 			d.p.counts.scheduled.Add(-1)
@@ -48,7 +48,7 @@ func (d *dispatcher) acceptDelayed(task func(), due int64) {
 		return
 	}
 	d.countSubmitted()
-	d.admission.makeRoom(d, reserved)
+	d.makeRoom(reserved)
 	if !reserved {
 		d.p.counts.scheduled.Add(1)
 	}
@@ -94,7 +94,7 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 // at once; under DropOldest it first drops the oldest waiting tasks to make
 // room.
 func (d *dispatcher) enqueueNew(j *job) {
-	d.admission.makeRoomFor(d, j, false)
+	d.makeRoomFor(j, false)
 	if !d.queue.pushJob(j) {
 		d.discard(j) // settled on its way
 		return
@@ -109,7 +109,7 @@ func (d *dispatcher) enqueueNew(j *job) {
 // bound counts scheduled tasks too (a job its submitter reserved a place
 // for counts already, see WorkerPool.reserveScheduled).
 func (d *dispatcher) scheduleNew(j *job) {
-	d.admission.makeRoomFor(d, j, d.p.reserved(j))
+	d.makeRoomFor(j, d.p.reserved(j))
 	if !j.schedule() {
 		d.discard(j) // settled on its way
 		return

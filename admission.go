@@ -162,7 +162,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 	case !p.cfg.roomed, took:
 	case p.cfg.overflow == Reject:
 		t.refs.Store(1)
-		t.unref(p)
+		t.unref()
 		return p.countRejected(ErrQueueFull, n, nil)
 	default:
 		t.need = n
@@ -174,14 +174,14 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 	return err
 }
 
-// admission is the dispatcher's part for the bound (see WithMaxWaiting):
-// the submitters parked for room under Block, in arrival order (the first
-// is admitted once room frees, and the others wait behind it), and the
-// drops that make room under DropOldest. The room itself (WorkerPool.room)
+// admission is the dispatcher's part for the submitters parked for room
+// under Block (see WithMaxWaiting), in arrival order: the first is
+// admitted once room frees, and the others wait behind it (see
+// dispatcher.admitParked, in admit.go). The room itself (WorkerPool.room)
 // is shared: submitters take it before they send. The dispatcher owns this
 // part.
 type admission struct {
-	p      *WorkerPool
+	room   *room // the pool's: a parked ticket counts in it
 	parked deque.Deque[*ticket]
 }
 
@@ -202,41 +202,6 @@ func (a *admission) atRest() bool { return a.parked.Len() == 0 }
 // parked submitter withdraws: while submitters are parked.
 func (a *admission) wantsWake() bool { return a.parked.Len() > 0 }
 
-// needsWorker reports whether parked tickets wait for what only a worker
-// coming free can give: nothing is queued but tasks their keys' limits
-// hold back, so no room frees as tasks leave the queue (a bound of 0, say),
-// and a single task may start without room.
-func (a *admission) needsWorker(q *waitQueue) bool {
-	return a.parked.Len() > 0 && q.len() == q.flows.blocked
-}
-
-// accept takes a ticket. One that needs no room is admitted at once. One
-// that needs room gets it if it is free and no one waits before it;
-// otherwise a single task starts at once if a worker is free, since such a
-// task never needs room. Failing both, a try ticket is refused with
-// ErrQueueFull and any other waits, parked, to be admitted in arrival order
-// as room frees (admitParked). Parked tickets that only their keys' limits
-// keep from starting (see keyHeld) do not keep a new task that can start
-// at once from doing so: it takes no room from them.
-func (a *admission) accept(d *dispatcher, t *ticket) {
-	switch {
-	case (t.need > 0 || t.try) && (a.p.sig.stopBegun.Load() || a.p.sig.abandonBegun.Load()):
-		a.refuse(t, ErrStopped) // a stop began: no one who waits for room, or tries for it, is admitted
-	case t.need == 0 && !t.try:
-		a.admit(d, t, withRoom)
-	case a.parked.Len() > 0 && a.allKeyHeld(d, a.parked.Len()) && a.startWithoutRoom(d, t):
-	case a.parked.Len() > 0:
-		a.parkOrRefuse(t)
-	case t.try && a.p.room.take(1):
-		t.try = false
-		a.admit(d, t, withRoom)
-	case t.need > 0 && a.p.room.admit(t.need):
-		a.admit(d, t, withRoom)
-	case !a.startWithoutRoom(d, t):
-		a.parkOrRefuse(t)
-	}
-}
-
 // parkOrRefuse parks a ticket that waits for room, and refuses a try
 // ticket, which must not wait, with ErrQueueFull.
 func (a *admission) parkOrRefuse(t *ticket) {
@@ -245,163 +210,7 @@ func (a *admission) parkOrRefuse(t *ticket) {
 		return
 	}
 	t.answer(ticketRefused, ErrQueueFull)
-	t.unref(a.p)
-}
-
-// startWithoutRoom admits a single task's ticket without room and starts
-// the task at once, if it may (see dispatcher.canStartAtOnce); it reports
-// false, changing nothing, if it may not, or t carries a batch or a delayed
-// job. A parked ticket stops being counted as one.
-func (a *admission) startWithoutRoom(d *dispatcher, t *ticket) bool {
-	if t.batch != nil || t.delayed || !d.canStartAtOnce(t.weight, t.key) {
-		return false
-	}
-	if t.need > 0 {
-		a.p.room.unpark()
-		t.need = 0
-	}
-	t.try = false
-	a.admit(d, t, toWorker)
-	return true
-}
-
-// admitParked admits parked tickets in arrival order while the first one's
-// room is free, or, for a single task, a worker is free, and drops the
-// withdrawn ones it meets. When only a worker coming free can let the
-// first one in (see needsWorker), it has workers wake dispatch as they
-// return. Once stopping has begun it admits none: the stop refuses them
-// all.
-func (a *admission) admitParked(d *dispatcher) {
-	if a.p.sig.stopBegun.Load() || a.p.sig.abandonBegun.Load() {
-		return
-	}
-	for a.parked.Len() > 0 {
-		t := a.parked.Front()
-		switch {
-		case t.state.Load() == ticketWithdrawn:
-			a.p.room.unpark()
-			t.unref(a.p)
-		case a.p.room.admit(t.need):
-			a.admit(d, t, withRoom)
-		case a.startWithoutRoom(d, t):
-		case a.needsWorker(&d.queue) && !d.crew.watching:
-			d.crew.watch(true) // then look again: a worker may have come free before it was set
-			continue
-		default:
-			a.startPastKeyHeld(d)
-			return
-		}
-		a.parked.PopFront()
-	}
-}
-
-// keyHeld reports whether t is a single keyed task that its key's limit
-// alone keeps from starting: a worker may be free, but not for it.
-func (a *admission) keyHeld(d *dispatcher, t *ticket) bool {
-	return t.key != "" && t.batch == nil && !t.delayed && !d.queue.flows.mayStartKeyAtOnce(t.key, t.weight)
-}
-
-// allKeyHeld reports whether the first n parked tickets are all held by
-// their keys' limits (see keyHeld), in a pool with such limits.
-func (a *admission) allKeyHeld(d *dispatcher, n int) bool {
-	if a.p.cfg.keyLimit == 0 {
-		return false
-	}
-	for i := range n {
-		if !a.keyHeld(d, a.parked.At(i)) {
-			return false
-		}
-	}
-	return true
-}
-
-// startPastKeyHeld starts at once, without room, the parked tickets that
-// can, behind parked tickets that only their keys' limits hold (see
-// keyHeld): as long as every ticket before one is so held, it takes no
-// worker or room that one before it could take. It stops at the first
-// ticket that is neither.
-func (a *admission) startPastKeyHeld(d *dispatcher) {
-	if a.p.cfg.keyLimit == 0 {
-		return
-	}
-	for i := 0; i < a.parked.Len(); {
-		switch t := a.parked.At(i); {
-		case t.state.Load() == ticketWithdrawn:
-			a.p.room.unpark()
-			t.unref(a.p)
-		case a.keyHeld(d, t):
-			i++
-			continue
-		case !a.startWithoutRoom(d, t):
-			return
-		}
-		a.parked.Remove(i)
-	}
-}
-
-// admit puts an admitted ticket's tasks in the pool, by the route how, and
-// answers it. A ticket withdrawn meanwhile gives back the room admitted for
-// it.
-func (a *admission) admit(d *dispatcher, t *ticket, how route) {
-	p := a.p
-	if !t.state.CompareAndSwap(ticketWaiting, ticketAdmitted) {
-		if t.need > 0 {
-			p.giveRoom(t.need)
-		}
-		t.unref(p)
-		return
-	}
-	p.counts.ticketTasks.Add(uint64(t.tasks))
-	switch {
-	case t.job != nil:
-		a.admitJob(d, t.job, how)
-	case t.task != nil && t.due != 0:
-		d.acceptDelayed(t.task, t.due)
-	case t.task != nil:
-		a.admitPlain(d, t.task, how)
-	default:
-		for _, task := range t.batch {
-			if task != nil {
-				a.admitPlain(d, task, how)
-			}
-		}
-	}
-	t.done <- struct{}{}
-	t.unref(p)
-}
-
-// admitPlain puts an admitted plain task in the pool, by the route how.
-func (a *admission) admitPlain(d *dispatcher, task func(), how route) {
-	switch how {
-	case withRoom:
-		d.accept(task)
-	case toQueue:
-		d.countSubmitted()
-		a.makeRoom(d, false)
-		d.queue.push(task)
-	case toWorker:
-		d.countSubmitted()
-		d.startAtOnce(work{fn: task})
-	}
-}
-
-// admitJob puts an admitted job in the pool, by the route how. (A ticket
-// with a job waits for room or tries for it, so a stop refuses it: it is
-// never admitted toQueue.)
-func (a *admission) admitJob(d *dispatcher, j *job, how route) {
-	j.place.Store(a.p.cfg.roomed && how != toWorker)
-	switch how {
-	case withRoom:
-		d.acceptJob(j)
-	case toWorker:
-		d.countSubmitted()
-		if j.settled() || j.settleIfCanceled() {
-			d.discard(j)
-			return
-		}
-		d.queue.flows.joinIfKeyed(j)
-		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
-	}
+	t.unref()
 }
 
 // refuseAll answers every parked ticket ErrStopped: the pool stops, and no
@@ -432,68 +241,23 @@ func (a *admission) refuseTooHeavy(size int) {
 // parked; a try ticket never is.)
 func (a *admission) refuse(t *ticket, err error) {
 	if !t.try {
-		a.p.room.unpark()
+		a.room.unpark()
 	}
 	t.answer(ticketRefused, err)
-	t.unref(a.p)
-}
-
-// makeRoom drops the oldest waiting tasks while the queue is full, under
-// DropOldest, so that one more task fits; counted says that task is in
-// Status.Scheduled already (a job reserved there, see
-// WorkerPool.reserveScheduled). Dispatch never refuses a task whose send
-// completed: the submitter refused it if scheduled tasks, which are never
-// dropped, filled the bound (see WorkerPool.scheduledFill), so a task that
-// finds nothing left to drop raced with the one that filled the bound, and
-// joins the queue past it.
-func (a *admission) makeRoom(d *dispatcher, counted bool) {
-	if a.p.dropsOldest() { // the common case inlines
-		a.dropToFit(d, counted)
-	}
-}
-
-// dropToFit is makeRoom under DropOldest.
-func (a *admission) dropToFit(d *dispatcher, counted bool) {
-	bound := int64(a.p.cfg.bound)
-	if counted {
-		bound++
-	}
-	for d.queue.inQueue()+a.p.counts.scheduled.Load() >= bound && a.dropOldest(&d.queue) {
-	}
-}
-
-// makeRoomFor is makeRoom for a job, unless a Group held it back: such a
-// task joins the queue without room and drops no task.
-func (a *admission) makeRoomFor(d *dispatcher, j *job, counted bool) {
-	if !j.heldByGroup() {
-		a.makeRoom(d, counted)
-	}
-}
-
-// dropOldest drops the oldest waiting task, and reports false if none was
-// left. A plain one goes to the dead-letter handler with errDropped; a job
-// settles with errDropped, which its caller learns.
-func (a *admission) dropOldest(q *waitQueue) bool {
-	q.tidy()
-	src := q.oldest()
-	if src.isNone() {
-		return false
-	}
-	q.giveUpFront(src, jobDropped, errDropped)
-	return true
+	t.unref()
 }
 
 // reserved reports, under DropOldest, whether j holds a reservation in
 // Status.Scheduled that its submitter made (see reserveScheduled).
 func (p *WorkerPool) reserved(j *job) bool {
-	return p.dropsOldest() && j.place.Load()
+	return p.cfg.dropsOldest() && j.place.Load()
 }
 
 // unreserve gives back, under DropOldest, a reservation j holds that it
 // does not need: it came due before dispatch scheduled it. (Under Block and
 // Reject a job's place is its room, which it keeps while it waits.)
 func (p *WorkerPool) unreserve(j *job) {
-	if p.dropsOldest() {
+	if p.cfg.dropsOldest() {
 		p.givePlaceOf(j)
 	}
 }
@@ -541,15 +305,15 @@ func (p *WorkerPool) sendReserved(m message) error {
 // dispatcher makes room by dropping waiting tasks, and submitters take no
 // room. (DropOldest with a bound of 0 has no waiting task to drop, and is
 // Reject.)
-func (p *WorkerPool) dropsOldest() bool {
-	return p.cfg.bounded && !p.cfg.roomed
+func (c *config) dropsOldest() bool {
+	return c.bounded && !c.roomed
 }
 
 // scheduledFill reports, under DropOldest, whether n more tasks cannot fit
 // because scheduled tasks, which are never dropped, hold the bound's
 // places. (Under Block and Reject they hold room, which submitters take.)
 func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.dropsOldest() && p.counts.scheduled.Load() > int64(p.cfg.bound-n)
+	return p.cfg.dropsOldest() && p.counts.scheduled.Load() > int64(p.cfg.bound-n)
 }
 
 // reserveScheduled counts a job that is not due yet in Status.Scheduled,

@@ -103,7 +103,7 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 	sh := shared{cfg: &p.cfg, clock: p.clock, counts: &p.counts, sig: &p.sig, room: &p.room, obs: &p.obs}
 	d.timers.clock = p.clock
 	d.queue.init(sh, d.timers.wakeAt)
-	d.admission.p = p
+	d.admission.room = &p.room
 	d.slots = slots{heavyDone: &p.sig.heavyDone, limited: p.cfg.rate.limited(), gated: p.cfg.rate.limited()}
 	d.tokens = tokens{rate: p.cfg.rate, clock: p.clock}
 	d.retries.sig = &p.sig
@@ -111,7 +111,8 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 	if wait, ok := d.sizes.init(p.cfg.sizes, &p.size); ok { // before the crew reads the sizes
 		d.timers.wakeAt(later(p.clock.now(), int64(wait)))
 	}
-	d.crew.init(p)
+	ws := &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines}
+	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(p.size.max.Load()), int(p.size.floor.Load()))
 	return d
 }
 
@@ -181,12 +182,12 @@ func (d *dispatcher) advance() {
 		d.queue.flows.takeMail()
 	}
 	if d.admission.parked.Len() > 0 {
-		d.admission.admitParked(d)
+		d.admitParked()
 	}
 	// A pause that ends lets parked tickets start on the free workers it
 	// held back, which no worker's return will announce.
 	if d.barriers.waiting() && d.advanceBarriers() && d.admission.parked.Len() > 0 {
-		d.admission.admitParked(d)
+		d.admitParked()
 	}
 	if d.retries.posted() {
 		d.takeRetries()
@@ -436,7 +437,7 @@ func (d *dispatcher) quiet() bool {
 // barrier, a WaitIdle call, or parked tickets that only a worker coming
 // free can let in.
 func (d *dispatcher) returnsWanted() bool {
-	return d.barriers.waiting() || d.admission.needsWorker(&d.queue)
+	return d.barriers.waiting() || d.parkedNeedWorker()
 }
 
 // receive handles one message from taskQueue. It returns false for the stop
@@ -472,7 +473,7 @@ func (d *dispatcher) handle(req *request) {
 		d.admitDueScheduled() // the barrier covers the scheduled tasks that are due
 		d.barriers.addPause(req.pause, d.queue.pushed, d.queue.rankedSeq)
 	case req.ticket != nil:
-		d.admission.accept(d, req.ticket)
+		d.acceptTicket(req.ticket)
 	case req.idle != nil:
 		d.barriers.idleWaiters = append(d.barriers.idleWaiters, req.idle)
 	}

@@ -262,7 +262,7 @@ func (j *job) schedule() bool {
 	if !j.state.CompareAndSwap(jobPending, jobScheduled) {
 		return false
 	}
-	if !(j.pool.dropsOldest() && j.place.Swap(false)) {
+	if !(j.pool.cfg.dropsOldest() && j.place.Swap(false)) {
 		j.pool.counts.scheduled.Add(1)
 	}
 	return true

@@ -899,3 +899,23 @@ func (q *waitQueue) changeWaiting(n int64) {
 		q.publish()
 	}
 }
+
+// dropToFit drops the oldest waiting tasks while the tasks waiting and
+// scheduled fill bound (see dispatcher.makeRoom).
+func (q *waitQueue) dropToFit(bound int64) {
+	for q.inQueue()+q.counts.scheduled.Load() >= bound && q.dropOldest() {
+	}
+}
+
+// dropOldest drops the oldest waiting task, and reports false if none was
+// left. A plain one goes to the dead-letter handler with errDropped; a job
+// settles with errDropped, which its caller learns.
+func (q *waitQueue) dropOldest() bool {
+	q.tidy()
+	src := q.oldest()
+	if src.isNone() {
+		return false
+	}
+	q.giveUpFront(src, jobDropped, errDropped)
+	return true
+}

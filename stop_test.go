@@ -887,7 +887,7 @@ func TestStopReleasesASubmitterAdmittedToAFreeWorkerAtOnce(t *testing.T) {
 		defer running.release()
 		p.Submit(running.task())
 		synctest.Wait()
-		busy := newFrameStallingContext(t.Context(), "(*admission).admitJob(")
+		busy := newFrameStallingContext(t.Context(), "(*dispatcher).admitJob(")
 		defer busy.resume()
 		made := make(chan *Task, 1)
 		go func() { made <- p.Go(busy, noopFn) }() // a ticket: admitted to a new worker

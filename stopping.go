@@ -62,7 +62,7 @@ func (d *dispatcher) admitStraggler(m message) {
 	case m.task != nil && m.due != 0:
 		d.acceptDelayed(m.task, m.due)
 	case m.task != nil:
-		d.admission.admitPlain(d, m.task, toQueue)
+		d.admitPlain(m.task, toQueue)
 	case m.job != nil:
 		d.takeJob(m.job, false)
 	case m.req == &resizeTick: // sent before the stop: the stop drains on the new size
@@ -70,7 +70,7 @@ func (d *dispatcher) admitStraggler(m message) {
 	case m.req.ticket != nil && (m.req.ticket.need > 0 || m.req.ticket.try):
 		d.admission.refuse(m.req.ticket, ErrStopped)
 	case m.req.ticket != nil:
-		d.admission.admit(d, m.req.ticket, toQueue)
+		d.admitTicket(m.req.ticket, toQueue)
 	case m.req.idle != nil:
 		m.req.idle.err = ErrStopped
 		close(m.req.idle.done)

@@ -3,6 +3,7 @@ package workerpool
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 )
 
@@ -10,7 +11,7 @@ import (
 // task that found no room in the waiting queue (see submitWithoutRoom),
 // one that waits for room under Block (parked), or a DoBatch, whose slice
 // the dispatcher copies before it answers. It holds a plain task, a job, or
-// a batch. Tickets are reused through WorkerPool.tickets; both the
+// a batch. Tickets are reused through WorkerPool.recycled; both the
 // submitter and the dispatcher hold one until each is done with it (refs).
 type ticket struct {
 	task  func()
@@ -34,6 +35,7 @@ type ticket struct {
 	done    chan struct{} // buffered (1): the dispatcher's answer
 	req     request       // {ticket: t}, set once
 	refs    atomic.Int32  // 2 from newTicket: the submitter's and the dispatcher's
+	recycle *sync.Pool    // where the last reference out puts it (WorkerPool.recycled)
 }
 
 // The states of a ticket.
@@ -47,7 +49,7 @@ const (
 func (p *WorkerPool) newTicket() *ticket {
 	t, _ := p.recycled.tickets.Get().(*ticket)
 	if t == nil {
-		t = &ticket{done: make(chan struct{}, 1)}
+		t = &ticket{done: make(chan struct{}, 1), recycle: &p.recycled.tickets}
 		t.req.ticket = t
 	}
 	t.state.Store(ticketWaiting)
@@ -55,11 +57,13 @@ func (p *WorkerPool) newTicket() *ticket {
 	return t
 }
 
-func (t *ticket) unref(p *WorkerPool) {
+// unref drops one of the two references to t; the last one out readies t
+// for reuse.
+func (t *ticket) unref() {
 	if t.refs.Add(-1) == 0 {
 		t.task, t.job, t.batch, t.tasks, t.need, t.try, t.err, t.delayed, t.weight, t.due = nil, nil, nil, 0, 0, false, nil, false, 0, 0
 		t.key = ""
-		p.recycled.tickets.Put(t)
+		t.recycle.Put(t)
 	}
 }
 
@@ -79,7 +83,7 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 			p.room.unpark()
 		}
 		t.refs.Store(1) // the dispatcher never got it
-		t.unref(p)
+		t.unref()
 		return err
 	}
 	select {
@@ -87,13 +91,13 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 	case <-ctxDone:
 		if t.state.CompareAndSwap(ticketWaiting, ticketWithdrawn) {
 			p.sig.wakeDispatch() // it may hold room for t, or others wait behind it
-			t.unref(p)
+			t.unref()
 			return errWithdrawn
 		}
 		<-t.done // answered meanwhile
 	}
 	err := t.err
-	t.unref(p)
+	t.unref()
 	return err
 }
 

@@ -203,11 +203,12 @@ type crew struct {
 	sawTask      bool
 }
 
-func (c *crew) init(p *WorkerPool) {
-	c.ws = &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines}
-	c.workerQueue, c.taskQueue, c.idleTimeout = p.workerQueue, p.taskQueue, p.cfg.idleTimeout
-	c.max = int(p.size.max.Load())
-	c.floor = min(int(p.size.floor.Load()), c.max)
+// init readies the crew to start workers that see ws, on a pool of at
+// most max workers that keeps floor.
+func (c *crew) init(ws *workerSide, workerQueue chan<- work, taskQueue chan<- message, idleTimeout time.Duration, max, floor int) {
+	c.ws, c.workerQueue, c.taskQueue, c.idleTimeout = ws, workerQueue, taskQueue, idleTimeout
+	c.max = max
+	c.floor = min(floor, c.max)
 	if c.idleTimeout > 0 {
 		c.idle = time.NewTimer(c.idleTimeout)
 		c.idle.Stop() // armed only while workers above the floor exist

@@ -172,7 +172,7 @@ func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 	switch {
 	case p.sig.stopBegun.Load():
 		return ErrStopped // before any check of the bound: a stopping pool refuses as stopped
-	case p.dropsOldest():
+	case p.cfg.dropsOldest():
 		return p.sendDropOldest(m)
 	case !p.cfg.roomed:
 		return send(p, m)
