@@ -23,7 +23,7 @@ func (d *dispatcher) accept(task func()) {
 func (d *dispatcher) place(task func(), makeRoom bool) {
 	if d.mayStartAtOnce() && d.start(work{fn: task}) {
 		if d.p.cfg.roomed {
-			d.p.giveRoom(1)
+			d.p.room.giveBack(1, &d.p.sig)
 		}
 		return
 	}
@@ -37,7 +37,7 @@ func (d *dispatcher) place(task func(), makeRoom bool) {
 // Delay or At and no other option): into the timer heap as it is, with no
 // carrier, counted in Status.Scheduled; or, due already, as accept takes a
 // task. Under DropOldest its submitter reserved its place in Scheduled
-// (see WorkerPool.reserveScheduled), which it keeps or gives back here.
+// (see counts.reserveScheduled), which it keeps or gives back here.
 func (d *dispatcher) acceptDelayed(task func(), due int64) {
 	reserved := d.p.cfg.dropsOldest()
 	if d.p.clock.now() >= due {
@@ -80,7 +80,7 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 		d.scheduleNew(j)
 		return
 	}
-	d.p.unreserve(j)
+	d.unreserve(j)
 	if d.dropIfTooHeavy(j) {
 		return
 	}
@@ -107,9 +107,9 @@ func (d *dispatcher) enqueueNew(j *job) {
 // scheduleNew puts a new job that is not due yet in the timer heap; under
 // DropOldest it first drops the oldest waiting tasks to make room, as the
 // bound counts scheduled tasks too (a job its submitter reserved a place
-// for counts already, see WorkerPool.reserveScheduled).
+// for counts already, see counts.reserveScheduled).
 func (d *dispatcher) scheduleNew(j *job) {
-	d.makeRoomFor(j, d.p.reserved(j))
+	d.makeRoomFor(j, d.reserved(j))
 	if !j.schedule() {
 		d.discard(j) // settled on its way
 		return
@@ -154,7 +154,7 @@ func (d *dispatcher) dropIfTooHeavy(j *job) bool {
 // discard lets go of a job that settled before it was queued: its place in
 // the waiting queue if it still holds one, and the pool's reference.
 func (d *dispatcher) discard(j *job) {
-	d.p.givePlaceOf(j)
+	j.givePlace()
 	j.letGo()
 }
 

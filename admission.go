@@ -152,7 +152,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 		return nil
 	case p.sig.stopBegun.Load():
 		return ErrStopped
-	case p.cfg.bounded && n > p.cfg.bound, p.scheduledFill(n):
+	case p.cfg.bounded && n > p.cfg.bound, p.cfg.scheduledFill(p.counts.scheduled.Load(), n):
 		return p.countRejected(ErrQueueFull, n, nil)
 	}
 	t := p.newTicket()
@@ -169,7 +169,7 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 	}
 	err := p.submitTicket(t, nil)
 	if err != nil && took {
-		p.giveRoom(n)
+		p.room.giveBack(n, &p.sig)
 	}
 	return err
 }
@@ -249,16 +249,16 @@ func (a *admission) refuse(t *ticket, err error) {
 
 // reserved reports, under DropOldest, whether j holds a reservation in
 // Status.Scheduled that its submitter made (see reserveScheduled).
-func (p *WorkerPool) reserved(j *job) bool {
-	return p.cfg.dropsOldest() && j.place.Load()
+func (d *dispatcher) reserved(j *job) bool {
+	return d.p.cfg.dropsOldest() && j.place.Load()
 }
 
 // unreserve gives back, under DropOldest, a reservation j holds that it
 // does not need: it came due before dispatch scheduled it. (Under Block and
 // Reject a job's place is its room, which it keeps while it waits.)
-func (p *WorkerPool) unreserve(j *job) {
-	if p.cfg.dropsOldest() {
-		p.givePlaceOf(j)
+func (d *dispatcher) unreserve(j *job) {
+	if d.p.cfg.dropsOldest() {
+		j.givePlace()
 	}
 }
 
@@ -271,7 +271,7 @@ func (p *WorkerPool) unreserve(j *job) {
 func (p *WorkerPool) sendDropOldest(m message) error {
 	j := m.job
 	if m.due == 0 && (j == nil || j.due() == 0) {
-		if p.scheduledFill(1) {
+		if p.cfg.scheduledFill(p.counts.scheduled.Load(), 1) {
 			return p.submitWithoutRoom(m, false, nil)
 		}
 		return send(p, m)
@@ -290,12 +290,12 @@ func (p *WorkerPool) sendReserved(m message) error {
 	if !p.sig.beginSend(&p.sig.taskSends) {
 		return ErrStopped
 	}
-	if !p.reserveScheduled() {
+	if !p.counts.reserveScheduled(p.cfg.bound) {
 		p.sig.sendRefused(&p.sig.taskSends)
 		return ErrQueueFull
 	}
 	if m.job != nil {
-		m.job.place.Store(true) // a settle before dispatch takes it over gives it back (see givePlaceOf)
+		m.job.place.Store(true) // a settle before dispatch takes it over gives it back (see job.givePlace)
 	}
 	p.taskQueue <- m
 	return nil
@@ -311,9 +311,10 @@ func (c *config) dropsOldest() bool {
 
 // scheduledFill reports, under DropOldest, whether n more tasks cannot fit
 // because scheduled tasks, which are never dropped, hold the bound's
-// places. (Under Block and Reject they hold room, which submitters take.)
-func (p *WorkerPool) scheduledFill(n int) bool {
-	return p.cfg.dropsOldest() && p.counts.scheduled.Load() > int64(p.cfg.bound-n)
+// places, of which scheduled are held. (Under Block and Reject they hold
+// room, which submitters take.)
+func (c *config) scheduledFill(scheduled int64, n int) bool {
+	return c.dropsOldest() && scheduled > int64(c.bound-n)
 }
 
 // reserveScheduled counts a job that is not due yet in Status.Scheduled,
@@ -321,22 +322,15 @@ func (p *WorkerPool) scheduledFill(n int) bool {
 // has returned the next call sees its place taken; it reports false, taking
 // nothing, if scheduled tasks fill the bound. Dispatch takes the count over
 // as it schedules the job (see job.schedule).
-func (p *WorkerPool) reserveScheduled() bool {
+func (c *counts) reserveScheduled(bound int) bool {
 	for {
-		n := p.counts.scheduled.Load()
-		if n >= int64(p.cfg.bound) {
+		n := c.scheduled.Load()
+		if n >= int64(bound) {
 			return false
 		}
-		if p.counts.scheduled.CompareAndSwap(n, n+1) {
+		if c.scheduled.CompareAndSwap(n, n+1) {
 			return true
 		}
 	}
 }
 
-// giveRoom gives back n places of the waiting queue, and wakes dispatch if
-// submitters wait for room.
-func (p *WorkerPool) giveRoom(n int) {
-	if p.room.give(n) {
-		p.sig.wakeDispatch()
-	}
-}

@@ -131,7 +131,7 @@ func (d *dispatcher) admitTicket(t *ticket, how route) {
 	p := d.p
 	if !t.state.CompareAndSwap(ticketWaiting, ticketAdmitted) {
 		if t.need > 0 {
-			p.giveRoom(t.need)
+			p.room.giveBack(t.need, &p.sig)
 		}
 		t.unref()
 		return
@@ -192,9 +192,9 @@ func (d *dispatcher) admitJob(j *job, how route) {
 // makeRoom drops the oldest waiting tasks while the queue is full, under
 // DropOldest, so that one more task fits; counted says that task is in
 // Status.Scheduled already (a job reserved there, see
-// WorkerPool.reserveScheduled). Dispatch never refuses a task whose send
+// counts.reserveScheduled). Dispatch never refuses a task whose send
 // completed: the submitter refused it if scheduled tasks, which are never
-// dropped, filled the bound (see WorkerPool.scheduledFill), so a task that
+// dropped, filled the bound (see config.scheduledFill), so a task that
 // finds nothing left to drop raced with the one that filled the bound, and
 // joins the queue past it.
 func (d *dispatcher) makeRoom(counted bool) {

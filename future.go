@@ -37,7 +37,7 @@ func GoResult[T any](ctx context.Context, p *WorkerPool, fn func(ctx context.Con
 	f.fn = fn
 	f.Task.init(p, ctx, f)
 	f.Task.job.apply(o, store)
-	p.submitTask(&f.Task)
+	f.Task.submit()
 	return f
 }
 
@@ -61,7 +61,7 @@ func (f *Future[T]) run(ctx context.Context) error {
 // leaves the rest to its Task.
 
 func (f *Future[T]) call(ctx context.Context) (panicked bool, err error) {
-	return f.Task.job.pool.callRecovering(&f.Task.job, ctx, f.run)
+	return f.Task.job.callRecovering(ctx, f.run)
 }
 func (f *Future[T]) runContext() context.Context { return f.Task.runContext() }
 func (f *Future[T]) canceled() error             { return f.Task.canceled() }

@@ -140,8 +140,8 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	}
 	p := g.pool
 	h := heldTask{fn: fn, opts: p.parseOptions(opts)}
-	p.beginCall()
-	defer p.endCall()
+	p.sig.beginSettle()
+	defer p.sig.endSettle()
 	tooHeavy := false
 	g.mu.Lock()
 	if (h.opts.due != 0 || h.opts.retry != nil) && !g.watched {
@@ -153,7 +153,7 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	case g.ctx.Err() != nil: // skipped, and counted as never run
 		why := g.canceledBy()
 		g.record(why)
-		p.countNeverQueued(1, g.bucketFor(why))
+		p.counts.countNeverQueued(1, g.bucketFor(why))
 		g.tellLater(h)
 	case p.size.heavierThan(h.opts.weight): // at once, also for a task the limit would hold
 		g.record(ErrTooHeavy)
@@ -175,8 +175,8 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 	}
 }
 
-// beginCall begins a Go or SetLimit call, which counts as a settle in
-// progress (see WorkerPool.settling) until endCall ends it as it returns.
+// A Go or SetLimit call counts as a settle in progress (see
+// signals.settling) until it returns.
 // Held tasks exist only while a task of their group is in the pool or on
 // its way there, and the pool may refuse the one on its way when it stops:
 // the group then drops the held tasks in the call that sent it. Counted
@@ -184,9 +184,6 @@ func (g *Group) Go(fn func(ctx context.Context) error, opts ...TaskOption) {
 // until such tasks are dropped, counted and told to TaskDropped. (A task on
 // its way from a worker, released by Group.taskConcluded, is sent before the
 // worker takes its next work, so a stop waits for it already.)
-func (p *WorkerPool) beginCall() { p.sig.beginSettle() }
-
-func (p *WorkerPool) endCall() { p.sig.endSettle() }
 
 // SetLimit caps how many of the group's tasks may be in the pool, queued or
 // running, at once; Go holds the others in the group until a slot frees. A
@@ -205,8 +202,8 @@ func (g *Group) SetLimit(n int) {
 	if n == 0 {
 		panic("workerpool: Group.SetLimit(0) would never run a task")
 	}
-	g.pool.beginCall()
-	defer g.pool.endCall()
+	g.pool.sig.beginSettle()
+	defer g.pool.sig.endSettle()
 	g.mu.Lock()
 	g.limit = max(n, 0)
 	var release []*groupTask
@@ -264,7 +261,7 @@ func (g *Group) cancel(cause error) { g.cancelCtx(cause) }
 
 // add makes a task of h and counts it as in the pool. g.mu is held.
 func (g *Group) add(h heldTask) *groupTask {
-	t := g.pool.newGroupTask(g, h.fn, h.opts)
+	t := g.newTask(h.fn, h.opts)
 	t.index = len(g.inPool)
 	g.inPool = append(g.inPool, t)
 	return t
@@ -321,11 +318,11 @@ func (g *Group) submit(t *groupTask, held bool) {
 		err = g.canceledBy()
 	case held && err == ErrStopped: // released as the pool stopped, after Go returned
 		g.pool.counts.settled.count(jobAbandoned)
-		g.pool.dropReleased()
+		g.dropReleased()
 		g.pool.obs.tellDropped(t.job.info(err))
 	case held && err == ErrTooHeavy: // released after Go returned, and a Resize made the pool smaller since
 		g.pool.counts.settled.count(jobDropped)
-		g.pool.dropReleased()
+		g.dropReleased()
 		g.pool.obs.tellDropped(t.job.info(err))
 	default:
 		// Counted and told once the task is refused and released, so
@@ -417,9 +414,9 @@ func (g *Group) dropHeld(why error) {
 // dropReleased uncounts, as held, a task its group released that the pool
 // refused (see Group.submit), once it is counted in its bucket, and wakes
 // dispatch, as dropHeld does.
-func (p *WorkerPool) dropReleased() {
-	p.counts.groupHeld.Add(-1)
-	p.sig.wakeDispatch()
+func (g *Group) dropReleased() {
+	g.pool.counts.groupHeld.Add(-1)
+	g.pool.sig.wakeDispatch()
 }
 
 // tellLater notes h, dropped or skipped under g.mu, which unlock tells
@@ -437,9 +434,9 @@ func (g *Group) tellLater(h heldTask) {
 // (see groupOnly): in Submitted first, then in the bucket to (canceled,
 // abandoned or dropped), so that the counters never hold more of them
 // settled than submitted.
-func (p *WorkerPool) countNeverQueued(n int, to uint32) {
-	p.counts.groupOnly.Add(uint64(n))
-	p.counts.settled.add(to, uint64(n))
+func (c *counts) countNeverQueued(n int, to uint32) {
+	c.groupOnly.Add(uint64(n))
+	c.settled.add(to, uint64(n))
 }
 
 // bucketFor is where a task of a Go call that never reached the pool is
@@ -460,7 +457,7 @@ func (g *Group) bucketFor(why error) uint32 {
 // settled. The letters count as a settle in progress from before g.mu is
 // released, so that a stop waits for them. Until then the stop cannot have
 // finished waiting for settles: a held task is dropped only while a task of
-// its group is in the pool or on its way there (see beginCall), which
+// its group is in the pool or on its way there (see SetLimit), which
 // settles under g.mu, and a skipped one in a Go call, itself a settle in
 // progress.
 func (g *Group) unlock() {
@@ -518,7 +515,8 @@ type groupTask struct {
 	opts jobOptions // the job's options, if its fn uses any: pooled with it (see job.opts)
 }
 
-func (p *WorkerPool) newGroupTask(g *Group, fn func(context.Context) error, o taskOptions) *groupTask {
+func (g *Group) newTask(fn func(context.Context) error, o taskOptions) *groupTask {
+	p := g.pool
 	t, _ := p.recycled.groupTasks.Get().(*groupTask)
 	if t == nil {
 		t = new(groupTask)
@@ -539,7 +537,7 @@ func (j *job) heldByGroup() bool {
 }
 
 func (t *groupTask) call(ctx context.Context) (panicked bool, err error) {
-	return t.job.pool.callRecovering(&t.job, ctx, t.fn)
+	return t.job.callRecovering(ctx, t.fn)
 }
 
 // runContext is the group's context.

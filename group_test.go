@@ -979,7 +979,7 @@ func TestGroupTaskInTheCacheHoldsNothing(t *testing.T) {
 	p := New(1)
 	defer p.Stop()
 	g := p.Group(t.Context())
-	gt := p.newGroupTask(g, noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
+	gt := g.newTask(noopFn, taskOptions{weight: 1, priority: 2, retry: Backoff(time.Second, time.Second, 2)})
 	require.NotNil(t, gt.job.opts, "the task's options live in the group task")
 	gt.opts.attempt, gt.opts.lastErr = 1, errors.New("the last run's error")
 	gt.refs.Store(1) // the pool's reference alone is left

@@ -69,10 +69,6 @@ func (p *WorkerPool) mustBeNew() {
 }
 
 // stop stops the pool and waits until every pool goroutine has exited.
-func (p *WorkerPool) stop() {
-	p.beginStop()
-	p.awaitStopped()
-}
 
 // beginStop rejects new sends and tells dispatch to stop, once. Dispatch
 // always receives taskQueue while running, so the message arrives promptly.

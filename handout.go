@@ -78,7 +78,7 @@ func (d *dispatcher) offer(w work) bool {
 		return false
 	}
 	if held {
-		d.p.giveRoom(1)
+		d.p.room.giveBack(1, &d.p.sig)
 	}
 	return true
 }
@@ -136,7 +136,7 @@ func (d *dispatcher) handToFreeWorker(w work) {
 	d.sendToFreeWorker(w)
 	d.handed(out)
 	if held {
-		d.p.giveRoom(1)
+		d.p.room.giveBack(1, &d.p.sig)
 	}
 }
 

@@ -57,7 +57,7 @@ type job struct {
 	// under Block and Reject a place of room (see WorkerPool.room), set by
 	// its submitter (or by dispatch, which admits it); under DropOldest a
 	// place in Status.Scheduled that its submitter reserved for a job not
-	// due yet (see WorkerPool.reserveScheduled), which dispatch takes over
+	// due yet (see counts.reserveScheduled), which dispatch takes over
 	// as it schedules the job (see schedule). It is swapped off,
 	// once, by whoever ends the job's hold on it: dispatch taking over a
 	// reservation, the worker that starts the job, or the party that
@@ -255,7 +255,7 @@ func (j *job) enqueue() bool {
 
 // schedule moves a job that dispatch puts in its timer heap from pending
 // to scheduled, and counts it in Status.Scheduled, unless its submitter's
-// reservation there counts it already (see WorkerPool.reserveScheduled):
+// reservation there counts it already (see counts.reserveScheduled):
 // the job's place then becomes its place in the heap. It reports false if
 // the job was settled on its way (its settler gave the reservation back).
 func (j *job) schedule() bool {
@@ -359,7 +359,7 @@ func (j *job) settleFrom(from, to uint32, why error) (err error, ok bool) {
 		// DropOldest a scheduled job's Scheduled count was given back
 		// above: a reservation it still holds has become that count (see
 		// schedule).
-		p.givePlaceOf(j)
+		j.givePlace()
 	}
 	p.counts.settled.count(to)
 	j.tellLost(err)
@@ -439,9 +439,9 @@ func (j *job) leaveFlow() {
 		r.held = o.weight
 	}
 	if o.member.Swap(false) {
-		r.last = p.leftFlow(r.flow)
+		r.last = r.flow.leave(&p.counts.keys)
 	}
-	p.postRelease(r)
+	p.sig.postRelease(r)
 }
 
 // leaveKey takes a keyed job that settles out of its key's members, so
@@ -454,27 +454,27 @@ func (j *job) leaveKey() {
 	if o == nil || !o.member.Swap(false) {
 		return
 	}
-	j.pool.postRelease(flowRelease{flow: o.flow, gen: o.flowGen, last: j.pool.leftFlow(o.flow)})
+	j.pool.sig.postRelease(flowRelease{flow: o.flow, gen: o.flowGen, last: o.flow.leave(&j.pool.counts.keys)})
 }
 
-// leftFlow counts one member out of fl, and reports whether it was the
+// leave counts one member out of fl (and the key out of keys), and reports whether it was the
 // last: the key then leaves Status.Keys. The member still counts when
 // this is called, so dispatch has not forgotten fl (see flows.forget).
-func (p *WorkerPool) leftFlow(fl *flow) bool {
+func (fl *flow) leave(keys *atomic.Int64) bool {
 	if fl.members.Add(-1) != 0 {
 		return false
 	}
-	p.counts.keys.Add(-1)
+	keys.Add(-1)
 	return true
 }
 
 // postRelease posts r to dispatch, if it has anything to tell: slots
 // given back, or a flow whose last member left.
-func (p *WorkerPool) postRelease(r flowRelease) {
+func (s *signals) postRelease(r flowRelease) {
 	if r.held > 0 || r.last {
-		p.sig.releases.post(r)
-		if p.sig.wakeOnRelease.Load() {
-			p.sig.wakeDispatch()
+		s.releases.post(r)
+		if s.wakeOnRelease.Load() {
+			s.wakeDispatch()
 		}
 	}
 }
@@ -486,17 +486,18 @@ func (p *WorkerPool) postRelease(r flowRelease) {
 func (j *job) keepPlace() {
 	j.place.Store(true)
 	if j.settled() {
-		j.pool.givePlaceOf(j)
+		j.givePlace()
 	}
 }
 
 // givePlaceOf gives back the place j held in the bound, if it held one
 // (see job.place); only the first of several callers does.
-func (p *WorkerPool) givePlaceOf(j *job) {
+func (j *job) givePlace() {
+	p := j.pool
 	switch {
 	case !j.place.Swap(false):
 	case p.cfg.roomed:
-		p.giveRoom(1)
+		p.room.giveBack(1, &p.sig)
 	default:
 		p.counts.scheduled.Add(-1) // a reservation under DropOldest
 	}

@@ -52,7 +52,7 @@ func (j *job) start() bool {
 	default:
 		return false
 	}
-	j.pool.givePlaceOf(j)
+	j.givePlace()
 	if j.opts != nil && j.opts.attempt > 0 {
 		j.pool.counts.reruns.Add(1)
 	}

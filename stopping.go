@@ -132,7 +132,7 @@ func (d *dispatcher) abandonScheduled() {
 		if e.job == nil {
 			d.p.counts.scheduled.Add(-1)
 			if d.p.cfg.roomed {
-				d.p.giveRoom(1) // the place it held since its submit, as a scheduled job gives back its own
+				d.p.room.giveBack(1, &d.p.sig) // the place it held since its submit, as a scheduled job gives back its own
 			}
 			d.p.counts.settled.count(jobAbandoned)
 			d.p.obs.giveUpPlain(e.fn, ErrStopped)

@@ -83,7 +83,7 @@ func (p *WorkerPool) Go(ctx context.Context, fn func(ctx context.Context) error,
 	t.fn = fn
 	t.init(p, ctx, t)
 	t.job.apply(o, store)
-	p.submitTask(t)
+	t.submit()
 	return t
 }
 
@@ -118,7 +118,8 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, owner jobOwner) {
 // delay or a retry policy, an accepted task watches a cancelable ctx at
 // once, so that a queued or scheduled task whose ctx ends gives back its
 // room and leaves Scheduled then, whether or not anyone waits for it.
-func (p *WorkerPool) submitTask(t *Task) {
+func (t *Task) submit() {
+	p := t.job.pool
 	watch := (p.cfg.bounded || t.job.due() != 0 || t.job.retriable()) && t.ctx.parent.Done() != nil // before the send: then the job is the pool's
 	switch err := p.sendJob(&t.job, true, t.ctx.parent); err {
 	case nil:
@@ -224,7 +225,7 @@ func (t *Task) cancelIfCallerDone() {
 
 // call runs on the worker that started t.
 func (t *Task) call(ctx context.Context) (panicked bool, err error) {
-	return t.job.pool.callRecovering(&t.job, ctx, t.fn)
+	return t.job.callRecovering(ctx, t.fn)
 }
 
 // runContext is the Task's context (see taskContext).
@@ -277,11 +278,11 @@ func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 // callRecovering runs fn, the task of job j, with ctx and returns its error, or reports that
 // it panicked and returns a *PanicError. A runtime.Goexit passes through;
 // the job reports it as ErrGoexit.
-func (p *WorkerPool) callRecovering(j *job, ctx context.Context, fn func(context.Context) error) (panicked bool, err error) {
+func (j *job) callRecovering(ctx context.Context, fn func(context.Context) error) (panicked bool, err error) {
 	defer func() {
 		if r := recover(); r != nil { // recover must be called here, by the deferred func itself
 			e := panicErrorFor(r)
-			p.obs.logTaskPanic("task", e, j)
+			j.pool.obs.logTaskPanic("task", e, j)
 			panicked, err = true, e
 		}
 	}()

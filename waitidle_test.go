@@ -433,7 +433,7 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		// settleFrom, second half, then settle's call to the owner:
 		p.counts.waiting.Add(-1)
 		p.sig.wakeDispatch()
-		p.givePlaceOf(&tk.job)
+		tk.job.givePlace()
 		p.counts.settled.canceled.Add(1)
 		p.sig.endSettle()
 		tk.job.owner.conclude(context.Canceled, false)

@@ -184,7 +184,7 @@ func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 			if j != nil {
 				j.place.Store(false)
 			}
-			p.giveRoom(1)
+			p.room.giveBack(1, &p.sig)
 			return err
 		}
 		return nil
@@ -440,7 +440,7 @@ func (p *WorkerPool) WaitIdle(ctx context.Context) error {
 // deadlocks.
 func (p *WorkerPool) Stop() {
 	p.sig.abandon() // first: then no queued task starts once stopping begins
-	p.stop()
+	p.StopWait()
 }
 
 // StopWait stops the pool after running every accepted task: new tasks are
@@ -453,7 +453,8 @@ func (p *WorkerPool) Stop() {
 // Shutdown and every other method; each caller returns only once the pool
 // has fully stopped. Calling StopWait from inside a task deadlocks.
 func (p *WorkerPool) StopWait() {
-	p.stop()
+	p.beginStop()
+	p.awaitStopped()
 }
 
 // Shutdown stops the pool like StopWait, but only as long as ctx allows:
