@@ -69,7 +69,7 @@ type counts struct {
 	// exactly one of completed, skipped and posted, as the worker's last
 	// act with it (see WorkerPool.returned): so Completed is one counter,
 	// which never goes back, and the work that came back is their sum (see
-	// WorkerPool.returnedWork).
+	// counts.returnedWork).
 	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
 	skipped   atomic.Uint64 // jobs a worker found settled and did not run
 	posted    atomic.Uint64 // runs posted for a retry (see retryPolicy): not a task's last
