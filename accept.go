@@ -2,7 +2,7 @@ package workerpool
 
 // How the dispatcher takes a task into the pool: a plain task or a job, due
 // now or later, as it arrives, comes due, or comes back for a retry. Each
-// goes to a worker at once if it may start (see mayStartAtOnce), or to the
+// goes to a worker at once if it may start (see maySkipQueue), or to the
 // queue, or to the timer heap; under DropOldest it first makes room (see
 // dispatcher.makeRoom).
 
@@ -21,7 +21,7 @@ func (d *dispatcher) accept(task func()) {
 // DropOldest dropping the oldest waiting task first if makeRoom says so (a
 // scheduled task that comes due keeps the place it had).
 func (d *dispatcher) place(task func(), makeRoom bool) {
-	if d.mayStartAtOnce() && d.start(work{fn: task}) {
+	if d.maySkipQueue() && d.handOutNewOrWait(work{fn: task}) {
 		if d.p.cfg.roomed {
 			d.p.room.giveBack(1, &d.p.sig)
 		}
@@ -84,8 +84,8 @@ func (d *dispatcher) takeJob(j *job, atOnce bool) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	if atOnce && d.mayStartJobAtOnce(j) && d.start(work{job: j}) {
-		return // handed out: its room is back (see offer)
+	if atOnce && d.jobMaySkipQueue(j) && d.handOutNewOrWait(work{job: j}) {
+		return // handed out: its room is back (see handOutNew)
 	}
 	d.enqueueNew(j)
 }
@@ -132,7 +132,7 @@ func (d *dispatcher) admitDue(j *job) {
 	if d.dropIfTooHeavy(j) {
 		return
 	}
-	if d.mayStartJobAtOnce(j) && d.start(work{job: j}) {
+	if d.jobMaySkipQueue(j) && d.handOutNewOrWait(work{job: j}) {
 		return
 	}
 	if !d.queue.pushJob(j) {

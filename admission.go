@@ -191,7 +191,7 @@ type route int
 const (
 	withRoom route = iota // as accept takes a task: each holds room (if the pool counts it), given back if it starts at once
 	toQueue               // to the back of the queue: a straggler at stop
-	toWorker              // to a free worker (dispatcher.canStartAtOnce), holding no room
+	toWorker              // to a free worker (dispatcher.mayStartOnFreeWorker), holding no room
 )
 
 // atRest reports whether no submitter is parked: the loop need not wait on
@@ -333,4 +333,3 @@ func (c *counts) reserveScheduled(bound int) bool {
 		}
 	}
 }
-

@@ -34,11 +34,11 @@ func (d *dispatcher) acceptTicket(t *ticket) {
 }
 
 // startWithoutRoom admits a single task's ticket without room and starts
-// the task at once, if it may (see dispatcher.canStartAtOnce); it reports
+// the task at once, if it may (see dispatcher.mayStartOnFreeWorker); it reports
 // false, changing nothing, if it may not, or t carries a batch or a delayed
 // job. A parked ticket stops being counted as one.
 func (d *dispatcher) startWithoutRoom(t *ticket) bool {
-	if t.batch != nil || t.delayed || !d.canStartAtOnce(t.weight, t.key) {
+	if t.batch != nil || t.delayed || !d.mayStartOnFreeWorker(t.weight, t.key) {
 		return false
 	}
 	if t.need > 0 {
@@ -83,7 +83,7 @@ func (d *dispatcher) admitParked() {
 // keyHeld reports whether t is a single keyed task that its key's limit
 // alone keeps from starting: a worker may be free, but not for it.
 func (d *dispatcher) keyHeld(t *ticket) bool {
-	return t.key != "" && t.batch == nil && !t.delayed && !d.queue.flows.mayStartKeyAtOnce(t.key, t.weight)
+	return t.key != "" && t.batch == nil && !t.delayed && !d.queue.flows.keyFreeFor(t.key, t.weight)
 }
 
 // allKeyHeld reports whether the first n parked tickets are all held by
@@ -166,7 +166,7 @@ func (d *dispatcher) admitPlain(task func(), how route) {
 		d.queue.push(task)
 	case toWorker:
 		d.countSubmitted()
-		d.startAtOnce(work{fn: task})
+		d.handOutAdmitted(work{fn: task})
 	}
 }
 
@@ -185,7 +185,7 @@ func (d *dispatcher) admitJob(j *job, how route) {
 			return
 		}
 		d.queue.flows.joinIfKeyed(j)
-		d.startAtOnce(work{job: j}) // never a job that is not due (see startWithoutRoom)
+		d.handOutAdmitted(work{job: j}) // never a job that is not due (see startWithoutRoom)
 	}
 }
 

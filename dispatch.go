@@ -4,20 +4,28 @@ import "github.com/gammazero/deque"
 
 // The dispatcher is the pool's one coordinating goroutine. It takes
 // messages from taskQueue (plain tasks, jobs, tickets, Pause, Resize and
-// WaitIdle calls, idle ticks) and hands work to workers over workerQueue:
-// to a ready worker, or to a new one while fewer than the maximum exist,
-// and otherwise to the back of the queue. While the queue is not empty,
-// new tasks join its back and workers are fed from its front.
+// WaitIdle calls, idle ticks) and hands work out to workers over
+// workerQueue: to a ready worker, or to a new one while fewer than the
+// maximum exist, and otherwise to the back of the queue. While the queue is
+// not empty, new tasks join its back and workers are fed from its front.
 //
 // It owns its state as parts, each a plain struct with no goroutine and no
-// lock, in a file of its own: the waiting queue (queue.go), admission under
-// a bound (admission.go), the slots of weighted tasks (slots.go), the rate
-// limit's tokens (ratelimit.go), the timer heap and its one timer
-// (schedule.go), the retries on their way back (retry.go), the barriers of
-// Pause and WaitIdle (pause.go), the crew of workers (worker.go), and the
-// size schedule (sizeschedule.go). No
-// other goroutine reaches them. This file is the loop that asks the parts
-// what to do.
+// lock, in a file of its own: the waiting queue (queue.go, with the choice
+// of the next task in queuepick.go and its tidying in queuetidy.go), the
+// keys' flows (flows.go, their rings in flowring.go), the parked tickets
+// (admission.go), the slots of weighted tasks (slots.go), the rate limit's
+// tokens (ratelimit.go), the timer heap and its one timer (schedule.go),
+// the retries on their way back (retry.go), the barriers of Pause and
+// WaitIdle (pause.go), the crew of workers (worker.go), and the size
+// schedule (sizeschedule.go). No other goroutine reaches them, and no part
+// sees the dispatcher, the pool or another part: each keeps the handles it
+// needs of what it shares with other goroutines (see shared), answers
+// questions about itself, and is told what happened. The dispatcher
+// composes them: this file is the loop that asks the parts what to do and
+// tells them what it did; accept.go takes tasks in, admit.go takes tickets
+// in, handout.go hands tasks out, stopping.go stops. What other goroutines
+// tell the dispatcher reaches it through signals (signals.go); what the
+// pool tells the outside goes through its observer (observer.go).
 //
 // Stopping: the first Stop, StopWait or Shutdown closes stopping (no send
 // begins after that) and sends the empty message. When dispatch takes it, it
@@ -29,7 +37,7 @@ import "github.com/gammazero/deque"
 // set abandonBegun first: from then on dispatch hands no task to a worker.
 //
 // Dispatch waits on taskQueue, and while its queue is not empty also on
-// workerQueue and wake (see WorkerPool.wake). Hand-offs made by closing a
+// workerQueue and wake (see signals.wake). Hand-offs made by closing a
 // channel: stopping (the first stop call to submitters, Pause callers and
 // the idle clock), stopped (dispatch to stop callers and observers) and
 // each pause's barrierReached (dispatch to one Pause caller).
@@ -39,6 +47,20 @@ import "github.com/gammazero/deque"
 //     it then runs, or is given up and counted as such.
 //   - a job: the carrier of a task someone waits for (job.go); a plain task
 //     is a bare func().
+//   - may start (mayStart, the one predicate): the parts let a task of a
+//     weight start now: its slots are free and, under a rate limit, a
+//     token is ready. What else a start needs is said in these terms: a
+//     new task may skip the queue (maySkipQueue: nothing waits before it
+//     but tasks their keys hold back, no pause holds it, and its key lets
+//     it), and the queue's front may start (frontMayStart).
+//   - hand out (handOut, the one verb): give a task to a ready worker, or
+//     to a new one while fewer than the maximum exist, without blocking,
+//     and tell each part that a worker took it (handed, which every part
+//     hears as took). The ways to it: a new task (handOutNew), one that
+//     may also wait for the worker on its way back to its receive
+//     (handOutNewOrWait, handOutAdmitted, handOutToReturning), the queue's
+//     front (handOutFront), and the front offered while dispatch waits for
+//     something else too (offerFront, tookOffer).
 //   - room: a place in the bounded waiting queue, which submitters take
 //     before they send under Block and Reject (WorkerPool.room).
 //   - a ticket: a submit that needs the dispatcher's answer: one without
@@ -60,7 +82,7 @@ type dispatcher struct {
 	p *WorkerPool
 
 	queue     waitQueue  // the tasks waiting for a worker (queue.go)
-	admission admission  // submitters parked for room, and DropOldest's drops (admission.go)
+	admission admission  // submitters parked for room (admission.go)
 	slots     slots      // the slots that weighted tasks hold (slots.go)
 	tokens    tokens     // the rate limit's bucket (ratelimit.go)
 	timers    timers     // the tasks not due yet, and the one timer (schedule.go)
@@ -73,7 +95,7 @@ type dispatcher struct {
 	plainFast bool  // no bound: a plain task on an empty queue is handled inline in step
 
 	// stashed holds the messages dispatch received while it waited to
-	// hand a task to a free worker (see sendToFreeWorker), oldest first:
+	// hand a task to a free worker (see sendToReturning), oldest first:
 	// it handles them before it receives again.
 	stashed deque.Deque[message]
 
@@ -139,7 +161,7 @@ func (d *dispatcher) step() bool {
 		d.advance()
 		return true
 	}
-	sent := d.queue.len() > 0 && d.sendFront()
+	sent := d.queue.len() > 0 && d.handOutFront()
 	select {
 	case m := <-d.p.taskQueue:
 		if !d.receive(m) {
@@ -155,7 +177,7 @@ func (d *dispatcher) step() bool {
 			if m := <-d.p.taskQueue; m.task != nil && m.due == 0 {
 				d.received++
 				d.countSubmitted()
-				if !d.offer(work{fn: m.task}) {
+				if !d.handOutNew(work{fn: m.task}) {
 					d.queue.push(m.task)
 				}
 				return true
@@ -373,7 +395,7 @@ func (d *dispatcher) await() bool {
 		d.queue.publish()
 	}
 	d.advance()
-	if d.stashed.Len() > 0 || d.queue.len() > 0 && d.sendFront() {
+	if d.stashed.Len() > 0 || d.queue.len() > 0 && d.handOutFront() {
 		return true // the waiters' advance (a pause ended, a ticket admitted) stashed messages, or let the front task go
 	}
 	switch {
@@ -395,7 +417,7 @@ func (d *dispatcher) await() bool {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case toWorker <- w:
-		d.sentFront(w)
+		d.tookOffer(w)
 	case <-wake:
 	case <-d.timers.C():
 		d.timerFired()
@@ -416,7 +438,7 @@ func (d *dispatcher) awaitPaused() bool {
 	case m := <-d.p.taskQueue:
 		return d.receive(m)
 	case toWorker <- w:
-		d.sentFront(w)
+		d.tookOffer(w)
 	case <-d.p.sig.wake:
 	case <-d.barriers.activeEnd():
 	case <-d.timers.C():
@@ -454,7 +476,7 @@ func (d *dispatcher) receive(m message) bool {
 		d.received++
 		d.acceptJob(m.job)
 	case m.req == &idleTick:
-		d.crew.idleTick(d.canDispatch())
+		d.crew.idleTick(d.frontMayStart())
 	case m.req == &resizeTick:
 		d.received++
 		d.resize()
@@ -489,6 +511,6 @@ func (d *dispatcher) resize() {
 	d.queue.dropTooHeavy(d.crew.max)
 	d.timers.dropTooHeavy(d.crew.max)
 	d.admission.refuseTooHeavy(d.crew.max)
-	for d.queue.len() > 0 && d.sendFront() {
+	for d.queue.len() > 0 && d.handOutFront() {
 	}
 }

@@ -113,7 +113,7 @@ func (f *flows) unpaused(fq *flowQueue) {
 // held back, now that it gave back slots.
 func (f *flows) unblock(fl *flow) {
 	for _, fq := range fl.queues {
-		if fq.blocked && f.mayStart(fq) {
+		if fq.blocked && f.keyAllows(fq) {
 			f.enterRing(fq)
 		}
 	}
@@ -227,7 +227,7 @@ func (f *flows) popFront(fq *flowQueue) flowEntry {
 	}
 	if fq.entries.Len() == 0 {
 		f.drop(fq)
-	} else if fq.blocked && f.mayStart(fq) {
+	} else if fq.blocked && f.keyAllows(fq) {
 		f.enterRing(fq) // the front its key's limit held back left, and the next fits
 	}
 	return e

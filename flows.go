@@ -328,32 +328,32 @@ func (f *flows) shrink() {
 	}
 }
 
-// holdSlots counts the slots a keyed task takes as a worker takes it,
+// took counts the slots a keyed task takes as a worker takes it,
 // under a limit, unless it holds them already (a retry), or its flow was
 // forgotten (it settled, and was its key's last task: the worker skips
 // it, and what it gives back is ignored).
-func (f *flows) holdSlots(out jobOut) {
+func (f *flows) took(out jobOut) {
 	if out.flow != nil && f.limit > 0 && !out.keyHeld && out.flow.gen == out.flowGen {
 		out.flow.held += out.weight
 	}
 }
 
-// mayStart reports whether fq's front may start as far as its key's limit
+// keyAllows reports whether fq's front may start as far as its key's limit
 // allows: no limit, it holds its slots already (a retry), its key holds
 // none, or they fit under the limit.
-func (f *flows) mayStart(fq *flowQueue) bool {
+func (f *flows) keyAllows(fq *flowQueue) bool {
 	j := fq.entries.Front().job
 	fl := fq.flow
 	return f.limit == 0 || j.opts.keyHeld.Load() || fl.held == 0 || fl.held+j.opts.weight <= f.limit
 }
 
-// mayStartAtOnce reports whether j, a keyed job that nothing else waits
+// maySkipKey reports whether j, a keyed job that nothing else waits
 // before, may skip its flow: no task of its key waits, and its key's
 // limit lets it start (a retry that holds its slots goes before the
 // tasks of its key that wait).
-func (f *flows) mayStartAtOnce(j *job) bool {
+func (f *flows) maySkipKey(j *job) bool {
 	f.takeMailIfAny()
-	return f.holdsSlots(j) || f.free(j.opts.flow, j.opts.weight)
+	return f.holdsSlots(j) || f.freeFor(j.opts.flow, j.opts.weight)
 }
 
 // holdsSlots reports whether j, a keyed job, holds its key's slots under
@@ -366,17 +366,17 @@ func (f *flows) holdsSlots(j *job) bool {
 	return f.limit > 0 && j.opts.keyHeld.Load()
 }
 
-// mayStartKeyAtOnce is mayStartAtOnce for a task of key and weight not
+// keyFreeFor is maySkipQueue for a task of key and weight not
 // accepted yet (a ticket's).
-func (f *flows) mayStartKeyAtOnce(key string, weight int) bool {
+func (f *flows) keyFreeFor(key string, weight int) bool {
 	f.takeMailIfAny()
 	fl := f.byKey[key]
-	return fl == nil || f.free(fl, weight)
+	return fl == nil || f.freeFor(fl, weight)
 }
 
-// free reports whether a task of fl of weight may start at once: none of
+// freeFor reports whether a task of fl of weight may start at once: none of
 // fl's tasks waits, and its limit lets it.
-func (f *flows) free(fl *flow, weight int) bool {
+func (f *flows) freeFor(fl *flow, weight int) bool {
 	return len(fl.queues) == 0 && (f.limit == 0 || fl.held == 0 || fl.held+weight <= f.limit)
 }
 

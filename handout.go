@@ -1,40 +1,41 @@
 package workerpool
 
-// Handing work out: the dispatcher picks the task to start next and gives
-// it to the crew.
+// Handing work out (see the terms in dispatch.go): the dispatcher asks
+// mayStart, built from the parts' answers, hands a task out to the crew
+// (handOut and the ways to it below), and tells every part what a worker
+// took (handed).
 
-// mayStartAtOnce reports whether a new task without a key may skip the
+// maySkipQueue reports whether a new task without a key may skip the
 // queue: nothing waits before it but keyed tasks their keys' limits hold
-// back, and no pause holds it. (offer then asks mayStart.)
-func (d *dispatcher) mayStartAtOnce() bool {
+// back, and no pause holds it. (handOutNew then asks mayStart.)
+func (d *dispatcher) maySkipQueue() bool {
 	return d.queue.len() == d.queue.flows.blocked && len(d.barriers.pauses) == 0
 }
 
-// mayStartJobAtOnce is mayStartAtOnce for a job, which, if it has a key,
-// must also be free to skip its key's queue (see flows.mayStartAtOnce).
-func (d *dispatcher) mayStartJobAtOnce(j *job) bool {
-	return d.mayStartAtOnce() && (j.flow() == nil || d.queue.flows.mayStartAtOnce(j))
+// jobMaySkipQueue is maySkipQueue for a job, which, if it has a key,
+// must also be free to skip its key's queue (see flows.maySkipKey).
+func (d *dispatcher) jobMaySkipQueue(j *job) bool {
+	return d.maySkipQueue() && (j.flow() == nil || d.queue.flows.maySkipKey(j))
 }
 
-// canStartAtOnce reports whether a new task of weight and key ("" for
-// none) would start at once
-// on a free worker: abandoning has not begun, it may skip the queue and
-// start now (see mayStart: its slots are free, and under a rate
-// limit a token is ready), no surplus worker waits to retire, and a worker
-// is free (see crew.freeWorker).
-func (d *dispatcher) canStartAtOnce(weight int, key string) bool {
-	if !d.mayStartAtOnce() || key != "" && !d.queue.flows.mayStartKeyAtOnce(key, weight) || d.crew.surplus() || d.p.sig.abandonBegun.Load() {
+// mayStartOnFreeWorker reports whether a new task of weight and key ("" for
+// none) would start at once on a free worker: abandoning has not begun, it
+// may skip the queue and start now (see mayStart: its slots are free, and
+// under a rate limit a token is ready), no surplus worker waits to retire,
+// and a worker is free (see crew.freeWorker).
+func (d *dispatcher) mayStartOnFreeWorker(weight int, key string) bool {
+	if !d.maySkipQueue() || key != "" && !d.queue.flows.keyFreeFor(key, weight) || d.crew.surplus() || d.p.sig.abandonBegun.Load() {
 		return false
 	}
 	return d.mayStart(weight) && d.crew.freeWorker()
 }
 
-// hand gives w to a ready worker, or to a new one if fewer than the
-// maximum exist (see crew.hand), and tells the parts. It reports false,
+// handOut gives w to a ready worker, or to a new one if fewer than the
+// maximum exist (see crew.give), and tells the parts. It reports false,
 // without blocking, if neither is possible.
-func (d *dispatcher) hand(w work) bool {
+func (d *dispatcher) handOut(w work) bool {
 	out := outOf(w) // before the hand-off: the job is then the worker's
-	if !d.crew.hand(w) {
+	if !d.crew.give(w) {
 		return false
 	}
 	d.handed(out)
@@ -46,16 +47,16 @@ func (d *dispatcher) hand(w work) bool {
 // slots, the retries whether it may come back, and the rate limit its
 // token.
 func (d *dispatcher) handed(out jobOut) {
-	d.crew.handed()
-	d.slots.handed(out.weight)
-	d.queue.flows.holdSlots(out)
-	d.retries.handed(out)
+	d.crew.took()
+	d.slots.took(out.weight)
+	d.queue.flows.took(out)
+	d.retries.took(out)
 	if d.p.cfg.rate.limited() {
-		d.tokens.take()
+		d.tokens.took()
 	}
 }
 
-// offer gives w, a task that has not waited in the queue, to a ready
+// handOutNew gives w, a task that has not waited in the queue, to a ready
 // worker, or to a new one if fewer than the maximum exist, if it may start
 // now (see mayStart). It reports false, without blocking, if it may
 // not or no worker can take it, and once abandoning has begun: from then
@@ -66,12 +67,12 @@ func (d *dispatcher) handed(out jobOut) {
 // in the queue, and the next task must find its room free whether or not
 // the worker's goroutine has run yet. (A plain task's caller gives its
 // room back, see place.)
-func (d *dispatcher) offer(w work) bool {
+func (d *dispatcher) handOutNew(w work) bool {
 	if d.p.sig.abandonBegun.Load() || !d.mayStart(outOf(w).weight) {
 		return false
 	}
 	held := w.job != nil && d.p.cfg.roomed && w.job.place.Swap(false) // before the hand-off: then the job is the worker's
-	if !d.hand(d.queue.atOnce(w)) {
+	if !d.handOut(d.queue.atOnce(w)) {
 		if held {
 			w.job.keepPlace()
 		}
@@ -83,38 +84,38 @@ func (d *dispatcher) offer(w work) bool {
 	return true
 }
 
-// start gives w, a task that has not waited in the queue, to a free
-// worker if it may start now (see mayStart), and reports whether it
-// did: as offer does, or, in a pool with a bound, to a worker that has
+// handOutNewOrWait gives w, a task that has not waited in the queue, to a
+// free worker if it may start now (see mayStart), and reports whether it
+// did: as handOutNew does, or, in a pool with a bound, to a worker that has
 // returned its last work and is on its way to its receive (see
 // crew.freeWorker), for which the send waits that moment. Such a task
 // never needs room: queued, it would hold a place, or under DropOldest
 // be dropped by the next task, while a worker is free for it. Once
 // stopping has begun it only offers w: the stop receives the messages
 // sent meanwhile itself (see admitStragglers), so dispatch must not keep
-// any (see sendToFreeWorker).
-func (d *dispatcher) start(w work) bool {
-	if d.offer(w) {
+// any (see sendToReturning).
+func (d *dispatcher) handOutNewOrWait(w work) bool {
+	if d.handOutNew(w) {
 		return true
 	}
 	if !d.p.cfg.bounded || d.p.sig.stopBegun.Load() || d.p.sig.abandonBegun.Load() || d.crew.surplus() ||
 		!d.crew.freeWorker() || !d.mayStart(outOf(w).weight) {
 		return false
 	}
-	d.handToFreeWorker(w)
+	d.handOutToReturning(w)
 	return true
 }
 
-// startAtOnce gives w to a free worker, which canStartAtOnce said there
-// is: a ready or new one, or else the one on its way to its receive, for
+// handOutAdmitted gives w to a free worker, which mayStartOnFreeWorker said
+// there is: a ready or new one, or else the one on its way to its receive, for
 // which the send waits that moment. Only a stop that began in between
-// (a job's ctx, asked whether it is done, can take any time) makes offer
+// (a job's ctx, asked whether it is done, can take any time) makes handOutNew
 // refuse, and no worker gets the task: a job joins the queue, for the stop
 // to abandon; a plain task, which holds no room (leaving the queue would
 // give a place back), is abandoned here, ahead of the queue it skipped.
-func (d *dispatcher) startAtOnce(w work) {
+func (d *dispatcher) handOutAdmitted(w work) {
 	switch {
-	case d.offer(w):
+	case d.handOutNew(w):
 	case d.p.sig.abandonBegun.Load():
 		if w.job == nil {
 			d.crew.ws.abandonTaken(w.fn)
@@ -122,30 +123,30 @@ func (d *dispatcher) startAtOnce(w work) {
 			d.discard(w.job)
 		}
 	default:
-		d.handToFreeWorker(w)
+		d.handOutToReturning(w)
 	}
 }
 
-// handToFreeWorker gives w to the worker on its way to its receive (see
-// sendToFreeWorker), and gives back the room a job took on its way, as
-// offer does.
-func (d *dispatcher) handToFreeWorker(w work) {
+// handOutToReturning gives w to the worker on its way to its receive (see
+// sendToReturning), and gives back the room a job took on its way, as
+// handOutNew does.
+func (d *dispatcher) handOutToReturning(w work) {
 	held := w.job != nil && d.p.cfg.roomed && w.job.place.Swap(false) // before the hand-off: then the job is the worker's
 	w = d.queue.atOnce(w)
 	out := outOf(w)
-	d.sendToFreeWorker(w)
+	d.sendToReturning(w)
 	d.handed(out)
 	if held {
 		d.p.room.giveBack(1, &d.p.sig)
 	}
 }
 
-// sendToFreeWorker sends w to the worker that crew.freeWorker says is on
+// sendToReturning sends w to the worker that crew.freeWorker says is on
 // its way to its receive. That worker may have a message to send to
 // dispatch first (a group task that ended releases a held one, see
 // ending): dispatch keeps what it receives meanwhile, and handles it next
 // (see dispatcher.stashed).
-func (d *dispatcher) sendToFreeWorker(w work) {
+func (d *dispatcher) sendToReturning(w work) {
 	for {
 		select {
 		case d.p.workerQueue <- w:
@@ -156,15 +157,15 @@ func (d *dispatcher) sendToFreeWorker(w work) {
 	}
 }
 
-// sendFront hands the task to start next (see nextToStart) to a ready or
+// handOutFront hands the task to start next (see nextToStart) to a ready or
 // new worker. It never blocks, and reports whether it handed a task.
-func (d *dispatcher) sendFront() bool {
+func (d *dispatcher) handOutFront() bool {
 	src, w := d.nextToStart()
 	if src.isNone() {
 		return false
 	}
 	weight := outOf(w).weight // before the hand-off: the job is then the worker's
-	if !d.hand(w) {
+	if !d.handOut(w) {
 		return false
 	}
 	d.queue.started(src, weight)
@@ -190,8 +191,8 @@ func (d *dispatcher) nextToStart() (source, work) {
 	return src, w
 }
 
-// canDispatch reports whether a queued task may go to a worker now.
-func (d *dispatcher) canDispatch() bool {
+// frontMayStart reports whether a queued task may go to a worker now.
+func (d *dispatcher) frontMayStart() bool {
 	src, _ := d.nextToStart()
 	return !src.isNone()
 }
@@ -213,9 +214,9 @@ func (d *dispatcher) offerFront() (chan<- work, work) {
 	return d.p.workerQueue, w
 }
 
-// sentFront records that a worker took w, which offerFront offered: the
+// tookOffer records that a worker took w, which offerFront offered: the
 // task to start next, or the zero work that retired the worker.
-func (d *dispatcher) sentFront(w work) {
+func (d *dispatcher) tookOffer(w work) {
 	if w.stops() {
 		d.crew.retired()
 		return

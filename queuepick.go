@@ -225,7 +225,7 @@ func (q *waitQueue) pickFlow(l *keyedLevel, unkeyedCost int, now int64, hold *pa
 			continue
 		case fq.flow != nil && !q.tidyFront(keyed(fq), now):
 			continue // emptied: it left the ring
-		case fq.flow != nil && !q.flows.mayStart(fq):
+		case fq.flow != nil && !q.flows.keyAllows(fq):
 			q.flows.block(fq)
 			continue
 		case fq.flow != nil && !q.mayLeave(keyed(fq), hold):

@@ -49,7 +49,7 @@ func (t *tokens) ready() (next int64, ok bool) {
 	return at, t.clock.now() >= at
 }
 
-// take takes a token for a task that starts now.
-func (t *tokens) take() {
+// took takes a token for a task that starts now.
+func (t *tokens) took() {
 	t.tat = later(max(t.tat, t.clock.now()), t.rate.interval)
 }

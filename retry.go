@@ -174,8 +174,8 @@ func (r *retryInbox) posted() bool {
 // dispatcher.takeRetries); the slice is the caller's until the next take.
 func (r *retryInbox) take() []*job { return r.sig.retries.take() }
 
-// handed counts a job handed to a worker, which out describes.
-func (r *retryInbox) handed(out jobOut) {
+// took counts a job a worker took, which out describes.
+func (r *retryInbox) took(out jobOut) {
 	if out.retriable {
 		r.sent++
 	}

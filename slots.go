@@ -33,8 +33,8 @@ func (s *slots) free(size int, out uint64) int {
 	return size - int(out) - int(heavy)
 }
 
-// handed counts the slots of a task of weight that a worker took.
-func (s *slots) handed(weight int) {
+// took counts the slots of a task of weight that a worker took.
+func (s *slots) took(weight int) {
 	if weight > 1 {
 		s.heavySent += uint64(weight - 1)
 		s.heavyOut, s.gated = true, true

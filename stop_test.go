@@ -870,9 +870,9 @@ func TestTooHeavyTaskOnStoppedPoolIsRefusedAsStopped(t *testing.T) {
 }
 
 // From the moment Stop is called no task goes to a worker that comes free
-// after it (doc.go, Stopping). canStartAtOnce checks abandonBegun, then
-// startAtOnce calls offer, which checks it again and, once it is set,
-// refuses; startAtOnce then falls back to a blocking send on workerQueue,
+// after it (doc.go, Stopping). mayStartOnFreeWorker checks abandonBegun, then
+// handOutAdmitted calls offer, which checks it again and, once it is set,
+// refuses; handOutAdmitted then falls back to a blocking send on workerQueue,
 // meant for a worker on its way to its receive. When the worker it counted
 // was a new one it may start (fewer workers than the size), no worker is on
 // its way: dispatch blocks until a running task ends, and hands that worker
@@ -934,7 +934,7 @@ func blockedSendingIn(frame string) bool {
 // no room, admitted to a free worker as Stop sets abandonBegun, is handed
 // to the worker of the running task once that task ends, and runs, long
 // after Stop was called. The round that hits it shows dispatch blocked in
-// startAtOnce's send while the only worker is busy. (About one round in a
+// handOutAdmitted's send while the only worker is busy. (About one round in a
 // thousand hits it with -race, one in tens of thousands without.)
 func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
 	n := 3000
@@ -958,7 +958,7 @@ func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
 		go func() { defer close(stopped); p.Stop() }()
 		stuck := false
 		for spins := 1; !isClosed(submitted); spins++ {
-			if spins%2000 == 0 && blockedSendingIn("(*dispatcher).startAtOnce(") {
+			if spins%2000 == 0 && blockedSendingIn("(*dispatcher).handOutAdmitted(") {
 				stuck = true
 				break
 			}

@@ -92,7 +92,7 @@ func (d *dispatcher) drain() {
 		if d.p.sig.releases.pending() {
 			d.queue.flows.takeMail() // a key's slots given back may let its next task start
 		}
-		if d.queue.len() > 0 && d.sendFront() {
+		if d.queue.len() > 0 && d.handOutFront() {
 			continue
 		}
 		d.queue.tidy()
@@ -106,7 +106,7 @@ func (d *dispatcher) drain() {
 		}
 		select {
 		case toWorker <- w:
-			d.sentFront(w)
+			d.tookOffer(w)
 		case <-d.p.sig.wake: // look again: abandoning, a canceled job, a retry, a return
 		case <-d.timers.C():
 			d.timerFired()

@@ -144,7 +144,7 @@ func (ws *workerSide) do(w work, e *ending) (count *atomic.Uint64, panicked bool
 // (Stop, or a Shutdown that gave up) has begun: one from the queue that a
 // worker took, which the dispatcher offered it a moment before (see
 // work.offered), or one the dispatcher was to start at once, without room
-// (see startAtOnce). It is abandoned as the queue's tasks are: counted,
+// (see handOutAdmitted). It is abandoned as the queue's tasks are: counted,
 // and given to the dead-letter handler with ErrStopped.
 func (ws *workerSide) abandonTaken(task func()) {
 	ws.counts.settled.count(jobAbandoned)
@@ -366,13 +366,13 @@ func (c *crew) retireAll() {
 	}
 }
 
-// hand gives w to a ready worker, or to a new one if fewer than the
+// handOut gives w to a ready worker, or to a new one if fewer than the
 // maximum exist. It reports false, without blocking, if neither is
 // possible, or while more workers exist than the size (no task starts
 // until they are retired).
 //
 // The caller tells the parts (see dispatcher.handed), the crew too.
-func (c *crew) hand(w work) bool {
+func (c *crew) give(w work) bool {
 	if c.surplus() && !c.retireSurplus() {
 		return false
 	}
@@ -388,8 +388,8 @@ func (c *crew) hand(w work) bool {
 	return true
 }
 
-// handed counts a task a worker took: the work out.
-func (c *crew) handed() { c.dispatched++ }
+// took counts a task a worker took: the work out.
+func (c *crew) took() { c.dispatched++ }
 
 // jobOut is what dispatch counts of a job it hands out: its weight and
 // whether it may come back for a retry.
@@ -397,7 +397,7 @@ type jobOut struct {
 	weight    int
 	retriable bool
 	flow      *flow  // its key's, if it has one
-	flowGen   uint32 // flow.gen as the job got it (see flows.holdSlots)
+	flowGen   uint32 // flow.gen as the job got it (see flows.took)
 	keyHeld   bool   // it holds its key's slots already (a retry)
 }
 
