@@ -73,122 +73,6 @@ type job struct {
 	opts *jobOptions
 }
 
-// jobOptions is the state a job needs only when its task uses an option
-// (see TaskOption): the options themselves, the retry state, and where the
-// job stands among the queued jobs of its priority level.
-type jobOptions struct {
-	taskOptions // due also written by the worker that posts it for a retry
-
-	// attempt counts the runs so far and lastErr is the error of the last
-	// one, once it is to be retried: written by the worker that ran it.
-	attempt int
-	lastErr error
-
-	// Dispatch's own: seq orders the job among the queued jobs of other
-	// levels than 0 (see waitQueue.levels); after is the number of level-0
-	// entries queued before it; readyAt is when it last joined such a
-	// level, on the pool's clock, if tasks carry it (see waitQueue.stamped;
-	// level 0 keeps its entries' readyAt itself).
-	seq     uint64
-	after   uint64
-	readyAt int64
-
-	// For a keyed task (see TaskOption.Key): flow is its key's state, set by
-	// dispatch as it accepts the job, and kept until the job is reused.
-	// member says the job counts among flow.members: set by dispatch as
-	// it gives the job its flow, and swapped off, once, by whoever takes
-	// the job out (see leaveKey): the party that settles it, or else the
-	// one that lets go of it. keyHeld says the job holds its weight of
-	// its key's slots: set by the worker that takes it, kept while it
-	// waits for a retry, and given back as the pool lets go of the job
-	// (see letGo). keyHeld is atomic because a party that settles the job
-	// while it waits reads it (see settleFrom).
-	flow    *flow
-	flowGen uint32 // flow.gen as dispatch gave the job its flow
-	member  atomic.Bool
-	keyHeld atomic.Bool
-}
-
-// key is the job's key (see TaskOption.Key), "" for none.
-func (j *job) key() string {
-	if j.opts == nil {
-		return ""
-	}
-	return j.opts.key
-}
-
-// flow is the job's key's state once dispatch accepted it, or nil.
-func (j *job) flow() *flow {
-	if j.opts == nil {
-		return nil
-	}
-	return j.opts.flow
-}
-
-// keyHeld reports whether the job holds its key's slots (see
-// jobOptions.keyHeld).
-func (j *job) keyHeld() bool {
-	return j.opts != nil && j.opts.keyHeld.Load()
-}
-
-// options is the job's task options, nil for a task that uses none.
-func (j *job) options() *taskOptions {
-	if j.opts == nil {
-		return nil
-	}
-	return &j.opts.taskOptions
-}
-
-// info is the TaskInfo of the job's next run, or of the job given up
-// with why before it.
-func (j *job) info(why error) TaskInfo {
-	attempt := 1
-	if j.opts != nil {
-		attempt += j.opts.attempt
-	}
-	return infoOf(j.options(), attempt, why)
-}
-
-// weight is the slots the job's task takes (see Weight): 1 unless an
-// option says otherwise.
-func (j *job) weight() int {
-	if j.opts == nil {
-		return 1
-	}
-	return j.opts.weight
-}
-
-// priority is the job's priority level (see Priority).
-func (j *job) priority() int {
-	if j.opts == nil {
-		return 0
-	}
-	return j.opts.priority
-}
-
-// due is when the job may start, on the pool's clock; 0: at once.
-func (j *job) due() int64 {
-	if j.opts == nil {
-		return 0
-	}
-	return j.opts.due
-}
-
-// retriable reports whether the job has a retry policy: it may come back
-// for another run.
-func (j *job) retriable() bool {
-	return j.opts != nil && j.opts.retry != nil
-}
-
-// lastErr is the error of the job's last run, once it was to be retried;
-// nil before.
-func (j *job) lastErr() error {
-	if j.opts == nil {
-		return nil
-	}
-	return j.opts.lastErr
-}
-
 // The states of a job.
 const (
 	jobPending uint32 = iota
@@ -560,4 +444,57 @@ func (j *job) refuse(err error) bool {
 	}
 	j.owner.conclude(err, false)
 	return true
+}
+
+// start moves the job to started, and reports false if it was settled
+// meanwhile. A started job leaves Waiting if it was queued, then gives back
+// its room: the worker that took it does this, never dispatch, which must
+// not touch a job once a worker has it (it may be finished and reused).
+func (j *job) start() bool {
+	switch {
+	case j.state.CompareAndSwap(jobPending, jobStarted):
+	case j.state.CompareAndSwap(jobQueued, jobStarted):
+		j.pool.counts.waiting.Add(-1)
+	default:
+		return false
+	}
+	j.givePlace()
+	if j.opts != nil && j.opts.attempt > 0 {
+		j.pool.counts.reruns.Add(1)
+	}
+	return true
+}
+
+// finish moves the started job to finished, and leaves its owner the
+// outcome of its last run in e, to learn once the worker is free (see
+// ending): err, or errTaskStartedGoexit if its func was never called (its
+// TaskStarted hook ended the goroutine), which a plain task with no one
+// waiting for it takes to the dead-letter handler. A retry whose func was
+// never called ran no more: its owner learns why joined with the last
+// run's error, as for a retry that never runs again (see withLastRun).
+func (j *job) finish(err error, e *ending) {
+	j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
+	e.tell, e.ran, e.err = true, e.started, err
+	if !e.started {
+		e.err = errTaskStartedGoexit
+		if last := j.lastErr(); last != nil {
+			e.err = withLastRun(errTaskStartedGoexit, last)
+		}
+		j.tellNotRun(errTaskStartedGoexit)
+	}
+}
+
+// postForRetry moves a started job whose run is to be retried to
+// scheduled and counts it in Status.Scheduled, on the worker that ran it;
+// then it posts the job to dispatch (see signals.retries). A Cancel, or the end of
+// the group's context, that came while the policy decided found the job
+// started and only canceled its context: it ends the retries now.
+func (j *job) postForRetry() {
+	p := j.pool
+	p.counts.scheduled.Add(1)
+	j.state.CompareAndSwap(jobStarted, jobScheduled) // only this worker moves a started job
+	if j.owner.ctxDone() {
+		j.cancelRetry()
+	}
+	p.sig.retries.post(j)
 }

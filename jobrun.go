@@ -2,9 +2,10 @@ package workerpool
 
 import "sync/atomic"
 
-// A job in its worker's hands: started unless it settled meanwhile, run
-// between its hooks, finished (its owner told, its slots given back), or
-// posted to dispatch for a retry.
+// A job in its worker's hands: the worker starts it unless it settled
+// meanwhile, runs it between its hooks, and finishes it or posts it to
+// dispatch for a retry. The moves of its state are job.go's (start,
+// finish, postForRetry), as every move of a job's state is.
 
 // work runs on the worker that took the job, which became ready at readyAt
 // (see work.readyAt): it starts the job and runs its task, or skips it if
@@ -40,25 +41,6 @@ func (j *job) work(readyAt int64, e *ending) (count *atomic.Uint64, panicked boo
 	return &p.counts.completed, panicked
 }
 
-// start moves the job to started, and reports false if it was settled
-// meanwhile. A started job leaves Waiting if it was queued, then gives back
-// its room: the worker that took it does this, never dispatch, which must
-// not touch a job once a worker has it (it may be finished and reused).
-func (j *job) start() bool {
-	switch {
-	case j.state.CompareAndSwap(jobPending, jobStarted):
-	case j.state.CompareAndSwap(jobQueued, jobStarted):
-		j.pool.counts.waiting.Add(-1)
-	default:
-		return false
-	}
-	j.givePlace()
-	if j.opts != nil && j.opts.attempt > 0 {
-		j.pool.counts.reruns.Add(1)
-	}
-	return true
-}
-
 // run calls the task and settles the job with its outcome, or posts it for
 // a retry and sets *posted; it reports whether the run panicked. The
 // deferred call also runs when the task panics past the owner or calls
@@ -86,38 +68,4 @@ func (j *job) run(readyAt int64, e *ending) (panicked bool) {
 	e.started = true
 	panicked, err = j.owner.call(ctx)
 	return panicked
-}
-
-// finish moves the started job to finished, and leaves its owner the
-// outcome of its last run in e, to learn once the worker is free (see
-// ending): err, or errTaskStartedGoexit if its func was never called (its
-// TaskStarted hook ended the goroutine), which a plain task with no one
-// waiting for it takes to the dead-letter handler. A retry whose func was
-// never called ran no more: its owner learns why joined with the last
-// run's error, as for a retry that never runs again (see withLastRun).
-func (j *job) finish(err error, e *ending) {
-	j.state.CompareAndSwap(jobStarted, jobFinished) // only this worker moves a started job
-	e.tell, e.ran, e.err = true, e.started, err
-	if !e.started {
-		e.err = errTaskStartedGoexit
-		if last := j.lastErr(); last != nil {
-			e.err = withLastRun(errTaskStartedGoexit, last)
-		}
-		j.tellNotRun(errTaskStartedGoexit)
-	}
-}
-
-// postForRetry moves a started job whose run is to be retried to
-// scheduled and counts it in Status.Scheduled, on the worker that ran it;
-// then it posts the job to dispatch (see signals.retries). A Cancel, or the end of
-// the group's context, that came while the policy decided found the job
-// started and only canceled its context: it ends the retries now.
-func (j *job) postForRetry() {
-	p := j.pool
-	p.counts.scheduled.Add(1)
-	j.state.CompareAndSwap(jobStarted, jobScheduled) // only this worker moves a started job
-	if j.owner.ctxDone() {
-		j.cancelRetry()
-	}
-	p.sig.retries.post(j)
 }

@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"sync/atomic"
 	"time"
 )
 
@@ -112,4 +113,122 @@ func (j *job) apply(o taskOptions, store *jobOptions) {
 // task, which has no label or key either.
 func (o taskOptions) isDefault() bool {
 	return o.due == 0 && o.priority == 0 && o.weight <= 1 && o.retry == nil && o.label == "" && o.key == ""
+}
+
+// --- a job's copy of its options, and what it reads of them ---
+
+// jobOptions is the state a job needs only when its task uses an option
+// (see TaskOption): the options themselves, the retry state, and where the
+// job stands among the queued jobs of its priority level.
+type jobOptions struct {
+	taskOptions // due also written by the worker that posts it for a retry
+
+	// attempt counts the runs so far and lastErr is the error of the last
+	// one, once it is to be retried: written by the worker that ran it.
+	attempt int
+	lastErr error
+
+	// Dispatch's own: seq orders the job among the queued jobs of other
+	// levels than 0 (see waitQueue.levels); after is the number of level-0
+	// entries queued before it; readyAt is when it last joined such a
+	// level, on the pool's clock, if tasks carry it (see waitQueue.stamped;
+	// level 0 keeps its entries' readyAt itself).
+	seq     uint64
+	after   uint64
+	readyAt int64
+
+	// For a keyed task (see TaskOption.Key): flow is its key's state, set by
+	// dispatch as it accepts the job, and kept until the job is reused.
+	// member says the job counts among flow.members: set by dispatch as
+	// it gives the job its flow, and swapped off, once, by whoever takes
+	// the job out (see leaveKey): the party that settles it, or else the
+	// one that lets go of it. keyHeld says the job holds its weight of
+	// its key's slots: set by the worker that takes it, kept while it
+	// waits for a retry, and given back as the pool lets go of the job
+	// (see letGo). keyHeld is atomic because a party that settles the job
+	// while it waits reads it (see settleFrom).
+	flow    *flow
+	flowGen uint32 // flow.gen as dispatch gave the job its flow
+	member  atomic.Bool
+	keyHeld atomic.Bool
+}
+
+// key is the job's key (see TaskOption.Key), "" for none.
+func (j *job) key() string {
+	if j.opts == nil {
+		return ""
+	}
+	return j.opts.key
+}
+
+// flow is the job's key's state once dispatch accepted it, or nil.
+func (j *job) flow() *flow {
+	if j.opts == nil {
+		return nil
+	}
+	return j.opts.flow
+}
+
+// keyHeld reports whether the job holds its key's slots (see
+// jobOptions.keyHeld).
+func (j *job) keyHeld() bool {
+	return j.opts != nil && j.opts.keyHeld.Load()
+}
+
+// options is the job's task options, nil for a task that uses none.
+func (j *job) options() *taskOptions {
+	if j.opts == nil {
+		return nil
+	}
+	return &j.opts.taskOptions
+}
+
+// info is the TaskInfo of the job's next run, or of the job given up
+// with why before it.
+func (j *job) info(why error) TaskInfo {
+	attempt := 1
+	if j.opts != nil {
+		attempt += j.opts.attempt
+	}
+	return infoOf(j.options(), attempt, why)
+}
+
+// weight is the slots the job's task takes (see Weight): 1 unless an
+// option says otherwise.
+func (j *job) weight() int {
+	if j.opts == nil {
+		return 1
+	}
+	return j.opts.weight
+}
+
+// priority is the job's priority level (see Priority).
+func (j *job) priority() int {
+	if j.opts == nil {
+		return 0
+	}
+	return j.opts.priority
+}
+
+// due is when the job may start, on the pool's clock; 0: at once.
+func (j *job) due() int64 {
+	if j.opts == nil {
+		return 0
+	}
+	return j.opts.due
+}
+
+// retriable reports whether the job has a retry policy: it may come back
+// for another run.
+func (j *job) retriable() bool {
+	return j.opts != nil && j.opts.retry != nil
+}
+
+// lastErr is the error of the job's last run, once it was to be retried;
+// nil before.
+func (j *job) lastErr() error {
+	if j.opts == nil {
+		return nil
+	}
+	return j.opts.lastErr
 }
