@@ -27,6 +27,13 @@ import "github.com/gammazero/deque"
 // tell the dispatcher reaches it through signals (signals.go); what the
 // pool tells the outside goes through its observer (observer.go).
 //
+// So a change of one policy touches one file: how long a retry waits and
+// whether it runs again (retry.go: Backoff, and job.retryLater, which asks
+// the policy and posts the job), how a key is chosen next among the keys
+// waiting at a level (flowring.go: pickFlow's deficit round robin), how
+// the rate limit refills (ratelimit.go: the bucket's tat and tolerance),
+// and when an idle worker retires (worker.go: the crew's idle clock).
+//
 // Stopping: the first Stop, StopWait or Shutdown closes stopping (no send
 // begins after that) and sends the empty message. When dispatch takes it, it
 // admits the stragglers and stops receiving. Unless abandoning has begun it

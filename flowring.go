@@ -5,10 +5,11 @@ import (
 	"slices"
 )
 
-// The keys' rings (see flows): each priority level with keyed tasks queued
-// serves its keys' queues by deficit round robin, each getting its weight in
-// slots per round, and a queue that its key's limit or a pause holds back
-// leaves the ring until it may start again.
+// The keys' rings (see flows): how a key is chosen next. Each priority
+// level with keyed tasks queued serves its keys' queues by deficit round
+// robin (pickFlow), each getting its weight in slots per round, and a
+// queue that its key's limit or a pause holds back leaves the ring until it
+// may start again.
 
 // push queues the keyed job j at the back of its key's queue of its
 // level (a retry that holds its key's slots at the front: it continues
@@ -314,4 +315,53 @@ func (l *keyedLevel) next() { l.cur = l.cur.next }
 
 func (s *spares) level() *keyedLevel {
 	return takeSpare(&s.levels)
+}
+
+// pickFlow serves l's ring by deficit round robin and returns the member
+// whose front starts next, or nil if none may: each member, as its turn
+// comes, gets its weight in credit, and keeps the turn while its front
+// costs (weighs) no more than its credit. On its way it drops the settled
+// and expired fronts of keyed queues (tidy), takes out of the ring the
+// queues that emptied, that their key's limit holds back, or whose front
+// a pause (hold) holds, and passes over, with no credit, the stand-in
+// while unkeyedCost is 0 (no task without a key may leave). Once every
+// member fell short of its front in turn, it gives them the rounds in
+// which none could be served at once (see skipRounds).
+func (q *waitQueue) pickFlow(l *keyedLevel, unkeyedCost int, now int64, hold *pauseRequest) *flowQueue {
+	for passed, short := 0, 0; l.cur != nil; {
+		fq, cost := l.cur, unkeyedCost
+		switch {
+		case fq.flow == nil && cost == 0:
+			fq.deficit, fq.turn = 0, false
+			if q.flows.pass(l, &passed) {
+				return nil
+			}
+			continue
+		case fq.flow != nil && !q.tidyFront(keyed(fq), now):
+			continue // emptied: it left the ring
+		case fq.flow != nil && !q.flows.keyAllows(fq):
+			q.flows.block(fq)
+			continue
+		case fq.flow != nil && !q.mayLeave(keyed(fq), hold):
+			q.flows.pause(fq)
+			continue
+		case fq.flow != nil:
+			cost = fq.entries.Front().job.weight()
+		}
+		passed = 0
+		if !fq.turn {
+			fq.deficit += fq.weight()
+			fq.turn = true
+		}
+		if fq.deficit >= cost {
+			return fq
+		}
+		fq.turn = false
+		l.next()
+		if short++; short >= l.members {
+			q.flows.skipRounds(l, unkeyedCost)
+			short = 0
+		}
+	}
+	return nil
 }

@@ -5,7 +5,8 @@ import "math"
 // Which waiting task starts next (see waitQueue.head): the highest level
 // first, or, under aging, the one whose priority has grown most; within a
 // level, its tasks without a key and its keys' queues take turns by deficit
-// round robin (pickFlow); a pause holds back what came after its barrier.
+// round robin (pickFlow, in flowring.go); a pause holds back what came
+// after its barrier.
 
 // head is where the task to start next waits: the front of the highest
 // level that may start (with aging, the highest level reached), or none;
@@ -201,53 +202,4 @@ func (q *waitQueue) oldest() source {
 		return true
 	})
 	return best
-}
-
-// pickFlow serves l's ring by deficit round robin and returns the member
-// whose front starts next, or nil if none may: each member, as its turn
-// comes, gets its weight in credit, and keeps the turn while its front
-// costs (weighs) no more than its credit. On its way it drops the settled
-// and expired fronts of keyed queues (tidy), takes out of the ring the
-// queues that emptied, that their key's limit holds back, or whose front
-// a pause (hold) holds, and passes over, with no credit, the stand-in
-// while unkeyedCost is 0 (no task without a key may leave). Once every
-// member fell short of its front in turn, it gives them the rounds in
-// which none could be served at once (see skipRounds).
-func (q *waitQueue) pickFlow(l *keyedLevel, unkeyedCost int, now int64, hold *pauseRequest) *flowQueue {
-	for passed, short := 0, 0; l.cur != nil; {
-		fq, cost := l.cur, unkeyedCost
-		switch {
-		case fq.flow == nil && cost == 0:
-			fq.deficit, fq.turn = 0, false
-			if q.flows.pass(l, &passed) {
-				return nil
-			}
-			continue
-		case fq.flow != nil && !q.tidyFront(keyed(fq), now):
-			continue // emptied: it left the ring
-		case fq.flow != nil && !q.flows.keyAllows(fq):
-			q.flows.block(fq)
-			continue
-		case fq.flow != nil && !q.mayLeave(keyed(fq), hold):
-			q.flows.pause(fq)
-			continue
-		case fq.flow != nil:
-			cost = fq.entries.Front().job.weight()
-		}
-		passed = 0
-		if !fq.turn {
-			fq.deficit += fq.weight()
-			fq.turn = true
-		}
-		if fq.deficit >= cost {
-			return fq
-		}
-		fq.turn = false
-		l.next()
-		if short++; short >= l.members {
-			q.flows.skipRounds(l, unkeyedCost)
-			short = 0
-		}
-	}
-	return nil
 }
