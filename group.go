@@ -501,7 +501,7 @@ func (g *Group) record(err error) {
 
 // A groupTask is the owner of one group fn's job. Both the group and the
 // pool hold it until each is done with it (refs); the last to let go puts
-// it back in WorkerPool.groupTasks, so that Group.Go does not allocate.
+// it back in WorkerPool.recycled, so that Group.Go does not allocate.
 type groupTask struct {
 	job   job
 	group *Group

@@ -49,7 +49,7 @@ import (
 // leaveKey), and gives back its room before it tells the owner, so a
 // canceled task has left Waiting, joined Canceled and, if it was its key's
 // last task, taken the key out of Status.Keys before its Wait returns. A stop waits
-// for the settles in progress (see WorkerPool.settling), so the counts are
+// for the settles in progress (see signals.settling), so the counts are
 // complete when it returns.
 type job struct {
 	state atomic.Uint32

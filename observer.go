@@ -259,7 +259,7 @@ func (o *observer) logStopped(s Status) {
 // call cannot tell it, to the TaskDropped hook (see Hooks) and, the plain
 // ones, to Hooks.DeadLetter: one task at a time, in the
 // order they were given up, on a goroutine of the pool (never the
-// dispatcher's). A deliverer goroutine starts, in p.goroutines, when the
+// dispatcher's). A deliverer goroutine starts, in the pool's goroutines, when the
 // first letter comes and returns once it has delivered them all, so a stop
 // waits for it and an idle pool keeps none.
 type deadLetters struct {
@@ -292,7 +292,7 @@ func (o *observer) giveUp(task func(), info TaskInfo) bool {
 
 // post queues l, if anyone is told of it, and starts a deliverer if none
 // is running. It reports false, and takes nothing, once the pool has
-// stopped. The deliverer starts under d.mu, so that it is in p.goroutines
+// stopped. The deliverer starts under d.mu, so that it is in the pool's goroutines
 // before seal returns and a stop waits for it.
 func (o *observer) post(l deadLetter, told bool) bool {
 	d := &o.dead
