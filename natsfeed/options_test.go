@@ -67,27 +67,25 @@ func TestWithFetchWaitRefusesAWaitBelowOneMillisecond(t *testing.T) {
 		"natsfeed: WithFetchWait(1ns): d must be from 1ms to 1h0m0s", "Feed")
 }
 
-// TestWithFetchWaitOfMaxInt64SendsNoStreamOfPullRequests: at the largest
-// wait WithFetchWait can be given (a natural "wait as long as it takes"),
-// the client's own timer (FetchMaxWait plus a second) overflows and ends
-// every Fetch at once, empty, so a feed that took that wait would send
-// pull requests in a hot loop. At most 5 go out in 1.5s (Feed refuses the
-// wait, above MaxFetchWait).
-func TestWithFetchWaitOfMaxInt64SendsNoStreamOfPullRequests(t *testing.T) {
+// WithFetchWait refuses the largest wait it can be given, a natural "wait
+// as long as it takes", as it refuses any wait above MaxFetchWait: with it
+// the client's own timer (FetchMaxWait plus a second) would overflow and end
+// every Fetch at once, empty, so the feed would send pull requests in a hot
+// loop. Feed returns the refusal before it sends any.
+func TestWithFetchWaitRefusesAWaitAboveMaxFetchWaitAndSendsNoPullRequest(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 0)
 	counting := &countingConsumer{Consumer: cons}
 	pool := workerpool.New(2)
 	defer pool.Stop()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	var errs reportedErrors
-	wait := runGuarded(ctx, pool, counting, func(context.Context, jetstream.Msg) error { return nil },
-		natsfeed.WithFetchWait(time.Duration(math.MaxInt64)), natsfeed.WithErrorHandler(errs.handler))
-	time.Sleep(1500 * time.Millisecond)
-	n := counting.fetches.Load()
-	// Feed may legitimately still be in its one pending fetch: it waits
-	// for it to finish. Either way, it must not have sent many.
-	assert.LessOrEqual(t, n, int64(5), "pull requests sent in 1.5s; %d errors reported", len(errs.all()))
-	cancel()
-	_, _ = wait(5 * time.Second)
+	h := func(context.Context, jetstream.Msg) error { return nil }
+	for _, d := range []time.Duration{natsfeed.MaxFetchWait + time.Nanosecond, time.Duration(math.MaxInt64)} {
+		ctx, cancel := context.WithCancel(context.Background())
+		wait := runGuarded(ctx, pool, counting, h, natsfeed.WithFetchWait(d))
+		err, returned := wait(5 * time.Second) // a Feed that took the wait would still be fetching
+		cancel()
+		if assert.True(t, returned, "Feed with WithFetchWait(%v) returned at once", d) {
+			assert.EqualError(t, err, fmt.Sprintf("natsfeed: WithFetchWait(%v): d must be from 1ms to 1h0m0s", d), "Feed with WithFetchWait(%v)", d)
+		}
+	}
+	assert.Zero(t, counting.fetches.Load(), "pull requests sent by a Feed that refused its options")
 }
