@@ -912,16 +912,7 @@ func TestStopReleasesASubmitterAdmittedToAFreeWorkerAtOnce(t *testing.T) {
 // blockedSendingIn reports whether some goroutine of the process is blocked
 // in a channel send with frame on its stack.
 func blockedSendingIn(frame string) bool {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, block := range goroutineStacks(allStacks()) {
 		header, _, _ := strings.Cut(block, "\n")
 		if strings.Contains(header, "[chan send") && strings.Contains(block, frame) {
 			return true
@@ -978,18 +969,6 @@ func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
 
 // --- no pool goroutine runs once a stop returns ---
 
-// poolFrame returns the name of the innermost frame of this package in a
-// goroutine's stack, without its arguments.
-func poolFrame(block string) string {
-	for _, line := range strings.Split(block, "\n") {
-		if strings.HasPrefix(line, poolPackageFrame) {
-			name, _, _ := strings.Cut(strings.TrimPrefix(line, poolPackageFrame), "(0x")
-			return strings.TrimSuffix(strings.TrimSuffix(name, "(...)"), "()")
-		}
-	}
-	return ""
-}
-
 // Defect 5: no pool goroutine is still running when Stop, StopWait or Shutdown returns.
 func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 	// Wanted: when the call returns, no function of this package is on any
@@ -997,7 +976,7 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 	// with no polling and no sleeping. Pools of several workers whose tasks just
 	// ran; in the idle-timer case a timer may be firing. Real scheduling: many
 	// rounds, outside a bubble.
-	buf := make([]byte, 1<<20)
+	var dump stackDump
 	cases := []struct {
 		name string
 		opts []Option
@@ -1013,7 +992,7 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// Not ours: the parent test's goroutine, and whatever other
 			// tests left behind.
-			before := poolGoroutines(buf)
+			before := poolGoroutines(dump.all())
 			bad := 0
 			var first string
 			seen := map[string]int{}
@@ -1024,7 +1003,7 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 				}
 				require.NoError(t, p.DoWait(func() {}))
 				c.stop(p)
-				left := poolGoroutines(buf)
+				left := poolGoroutines(dump.all())
 				for id := range before {
 					delete(left, id)
 				}
@@ -1047,8 +1026,8 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 // No code of this package runs once Stop returns, also when the Stop
 // abandoned group tasks and so ended their groups.
 func TestNoPackageCodeRunsAfterStopWithGroups(t *testing.T) {
-	buf := make([]byte, 1<<20)
-	before := poolGoroutines(buf)
+	var dump stackDump
+	before := poolGoroutines(dump.all())
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	bad, rounds := 0, 0
 	seen := map[string]int{}
@@ -1066,7 +1045,7 @@ func TestNoPackageCodeRunsAfterStopWithGroups(t *testing.T) {
 		}
 		close(block)
 		p.Stop()
-		left := poolGoroutines(buf)
+		left := poolGoroutines(dump.all())
 		for id := range before {
 			delete(left, id)
 		}
@@ -1261,8 +1240,7 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 	select {
 	case <-stopped:
 	case <-time.After(5 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("stop did not return in 5s (way %d): %+v\n%s", stopWay, p.Status(), buf[:runtime.Stack(buf, true)])
+		t.Fatalf("stop did not return in 5s (way %d): %+v\n%s", stopWay, p.Status(), allStacks())
 	}
 	// Everything the pool learned must be final now.
 	s := p.Status()
@@ -1277,8 +1255,7 @@ func edgeRound(t *testing.T, rng *rand.Rand) {
 	select {
 	case <-waitsDone:
 	case <-time.After(5 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d Waits not answered 5s after the stop returned: %+v\n%s", unanswered.Load(), s, buf[:runtime.Stack(buf, true)])
+		t.Fatalf("%d Waits not answered 5s after the stop returned: %+v\n%s", unanswered.Load(), s, allStacks())
 	}
 	mu.Lock()
 	assert.Empty(t, over, "concurrency over Size")
