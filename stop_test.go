@@ -24,13 +24,14 @@ import (
 // act holding from the moment it is called, and no goroutine of the pool
 // running once a stop returns. Shutdown has its own file, shutdown_test.go.
 //
-// The tests whose comment begins "Defect N" (here, in shutdown_test.go,
-// group_test.go and task_test.go) are regression tests for seven defects on
-// the stop paths. Each states the wanted behaviour and failed on the code it
-// was written against (commit 2f7daf9); the few sub-cases that passed there
-// are guards for the same path and say so. They use only the public API
-// (and small test helpers), so that they survive a rewrite of the
-// internals.
+// Some tests here (TestTasksQueuedAtStopAreAbandonedNotCanceled,
+// TestNoPoolGoroutineRunsAfterStopReturns) and in shutdown_test.go,
+// group_test.go and task_test.go (there, those whose comment begins
+// "Defect N") are regression tests for seven defects on the stop paths.
+// Each states the wanted behaviour and failed on the code it was written
+// against (commit 2f7daf9); the few sub-cases that passed there are guards
+// for the same path and say so. They use only the public API (and small
+// test helpers), so that they survive a rewrite of the internals.
 
 // --- Stop and StopWait ---
 
@@ -124,7 +125,7 @@ func TestNoTaskStartsAfterStopReturns(t *testing.T) {
 	}
 }
 
-// Defect 3: tasks queued when the pool stops report ErrStopped and count as Abandoned, not Canceled.
+// Tasks queued when the pool stops report ErrStopped and count as Abandoned, not Canceled.
 func TestTasksQueuedAtStopAreAbandonedNotCanceled(t *testing.T) {
 	// Tasks, Futures and group tasks are queued behind a busy worker when the
 	// pool stops (Stop, or a Shutdown that gives up at once or at its deadline).
@@ -969,7 +970,7 @@ func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
 
 // --- no pool goroutine runs once a stop returns ---
 
-// Defect 5: no pool goroutine is still running when Stop, StopWait or Shutdown returns.
+// No pool goroutine is still running when Stop, StopWait or Shutdown returns.
 func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 	// Wanted: when the call returns, no function of this package is on any
 	// goroutine's stack. The stack dump is taken right after the call returns,
