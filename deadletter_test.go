@@ -150,10 +150,9 @@ func TestDeadLetterHandlerNeverRunsOnTheDispatcherNorTheSubmitter(t *testing.T) 
 				var mu sync.Mutex
 				var got []seen
 				h := func(task func(), reason error) {
-					buf := make([]byte, 1<<16)
-					n := runtime.Stack(buf, false)
+					stack := currentStack()
 					mu.Lock()
-					got = append(got, seen{string(buf[:n]), goroutineID(), reason})
+					got = append(got, seen{stack, goroutineID(), reason})
 					mu.Unlock()
 				}
 				p := New(1, WithMaxWaiting(1, c.policy), WithIdleTimeout(-1), WithHooks(Hooks{DeadLetter: h}))

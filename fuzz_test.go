@@ -109,7 +109,6 @@ var lastFuzzPool *WorkerPool
 // the fuzzer's own report shows only the panicking goroutine.
 func reportDeadlock(t *testing.T) {
 	if r := recover(); r != nil {
-		buf := make([]byte, 1<<20)
 		state := ""
 		if p := lastFuzzPool; p != nil {
 			w := p.room.word.Load()
@@ -117,7 +116,7 @@ func reportDeadlock(t *testing.T) {
 			state = fmt.Sprintf("room free %d, parked %d; waiting %d; workers %d; size %d; returned %d; sends %d, control %d",
 				uint32(w), w>>32, p.counts.waiting.Load(), p.counts.workers.Load(), p.size.max.Load(), p.counts.returnedWork(), p.sig.taskSends.Load(), p.sig.controlSends.Load())
 		}
-		t.Fatalf("%v\npool: %s\nevery goroutine:\n%s", r, state, buf[:runtime.Stack(buf, true)])
+		t.Fatalf("%v\npool: %s\nevery goroutine:\n%s", r, state, allStacks())
 	}
 }
 
@@ -814,10 +813,9 @@ func (r *fuzzRun) stop(way, ms int) {
 // included, in any bubble or none), to the caller's bubble and to the
 // goroutines the pool itself runs.
 func poolGoroutinesRunning() []string {
-	buf := make([]byte, 1<<20)
-	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
+	bubble := currentBubble()
 	var found []string
-	for _, block := range poolGoroutines(buf) {
+	for _, block := range poolGoroutines(allStacks()) {
 		if bubbleOf(block) != bubble {
 			continue
 		}

@@ -613,11 +613,52 @@ func (c *gatedErrContext) Err() error {
 
 // --- goroutines and their stacks ---
 
+// stackInto returns runtime.Stack's dump of the calling goroutine, or of
+// every goroutine (all), written into buf or, if it does not fit there,
+// into a buffer grown until it does, which it returns for the next dump.
+func stackInto(buf []byte, all bool) (string, []byte) {
+	for {
+		if n := runtime.Stack(buf, all); n < len(buf) {
+			return string(buf[:n]), buf
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// currentStack is the calling goroutine's stack: its header
+// ("goroutine 7 [running]:"), its frames, and the line that names its
+// creator.
+func currentStack() string {
+	stack, _ := stackInto(make([]byte, 4<<10), false)
+	return stack
+}
+
+// A stackDump takes dumps of every goroutine's stack in one buffer, grown
+// to fit once and kept, so that a dump taken right after a call returns
+// allocates nothing first.
+type stackDump struct{ buf []byte }
+
+// all is a dump of every goroutine's stack (see goroutineStacks).
+func (d *stackDump) all() string {
+	if d.buf == nil {
+		d.buf = make([]byte, 1<<20)
+	}
+	dump, buf := stackInto(d.buf, true)
+	d.buf = buf
+	return dump
+}
+
+// allStacks is a dump of every goroutine's stack, for a failure message.
+func allStacks() string { return new(stackDump).all() }
+
+// goroutineStacks splits a dump of every goroutine into their stacks; the
+// calling goroutine's comes first.
+func goroutineStacks(dump string) []string { return strings.Split(dump, "\n\n") }
+
 // ownStack is the calling goroutine's stack, up to the line that names
 // its creator.
 func ownStack() string {
-	buf := make([]byte, 64<<10)
-	stack := string(buf[:runtime.Stack(buf, false)])
+	stack := currentStack()
 	if i := strings.Index(stack, "\ncreated by "); i >= 0 {
 		stack = stack[:i]
 	}
@@ -631,13 +672,14 @@ func onDispatcher() bool {
 	return strings.Contains(ownStack(), "(*dispatcher).run(")
 }
 
-// goroutineID returns the id of the calling goroutine, from its stack.
-func goroutineID() string {
-	var buf [64]byte
-	n := runtime.Stack(buf[:], false)
-	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf[:n]), "goroutine "), " ")
+// goroutineIDOf returns the id in a goroutine's stack header.
+func goroutineIDOf(stack string) string {
+	id, _, _ := strings.Cut(strings.TrimPrefix(stack, "goroutine "), " ")
 	return id
 }
+
+// goroutineID returns the id of the calling goroutine, from its stack.
+func goroutineID() string { return goroutineIDOf(currentStack()) }
 
 // bubbleOf returns the synctest bubble named in a goroutine's stack header,
 // such as "synctest bubble 3", or "" if it is in none.
@@ -650,34 +692,40 @@ func bubbleOf(stack string) string {
 	return strings.TrimRight(header[i:], "]:")
 }
 
+// currentBubble returns the synctest bubble of the calling goroutine, or
+// "" if it is in none (see bubbleOf).
+func currentBubble() string { return bubbleOf(currentStack()) }
+
 // poolPackageFrame is how a stack dump names a function of this package.
 const poolPackageFrame = "github.com/e86d9661/workerpool."
 
-// poolGoroutines returns, by goroutine id, the stack of every goroutine but
-// the caller that has a frame of this package ("created by" lines name the
-// creator, not a frame, and are ignored). buf must be large enough.
-func poolGoroutines(buf []byte) map[string]string {
-	n := runtime.Stack(buf, true)
-	dump := string(buf[:n])
+// poolFrame returns the name of the innermost frame of this package in a
+// goroutine's stack, without its arguments, or "" if it has none ("created
+// by" lines name the creator, not a frame).
+func poolFrame(stack string) string {
+	for _, line := range strings.Split(stack, "\n") {
+		if strings.HasPrefix(line, poolPackageFrame) {
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, poolPackageFrame), "(0x")
+			return strings.TrimSuffix(strings.TrimSuffix(name, "(...)"), "()")
+		}
+	}
+	return ""
+}
+
+// poolGoroutines returns, by goroutine id, the stack of every goroutine of
+// dump (see stackDump) but the caller that has a frame of this package
+// (see poolFrame).
+func poolGoroutines(dump string) map[string]string {
 	found := map[string]string{}
-	for i, block := range strings.Split(dump, "\n\n") {
+	for i, block := range goroutineStacks(dump) {
 		if i == 0 {
 			continue // runtime.Stack puts the calling goroutine first
 		}
 		if finishingGoexit(block) {
 			continue
 		}
-		lines := strings.Split(block, "\n")
-		header := lines[0] // "goroutine 42 [chan receive]:"
-		for _, line := range lines[1:] {
-			if strings.HasPrefix(line, "\t") || strings.HasPrefix(line, "created by ") {
-				continue
-			}
-			if strings.HasPrefix(line, poolPackageFrame) {
-				id, _, _ := strings.Cut(strings.TrimPrefix(header, "goroutine "), " ")
-				found[id] = block
-				break
-			}
+		if poolFrame(block) != "" {
+			found[goroutineIDOf(block)] = block
 		}
 	}
 	return found

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"math"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -86,11 +84,9 @@ func TestDelayHugeIsNotAtOnce(t *testing.T) {
 // bubbleStacks returns the stacks of the goroutines of the caller's
 // synctest bubble, the caller's own included.
 func bubbleStacks() []string {
-	buf := make([]byte, 1<<20)
-	bubble := bubbleOf(string(buf[:runtime.Stack(buf, false)]))
-	buf = buf[:runtime.Stack(buf, true)]
+	bubble := currentBubble()
 	var stacks []string
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, block := range goroutineStacks(allStacks()) {
 		if bubbleOf(block) == bubble {
 			stacks = append(stacks, block)
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,13 +25,14 @@ import (
 // act holding from the moment it is called, and no goroutine of the pool
 // running once a stop returns. Shutdown has its own file, shutdown_test.go.
 //
-// The tests whose comment begins "Defect N" (here, in shutdown_test.go,
-// group_test.go and task_test.go) are regression tests for seven defects on
-// the stop paths. Each states the wanted behaviour and failed on the code it
-// was written against (commit 2f7daf9); the few sub-cases that passed there
-// are guards for the same path and say so. They use only the public API
-// (and small test helpers), so that they survive a rewrite of the
-// internals.
+// Some tests here (TestTasksQueuedAtStopAreAbandonedNotCanceled,
+// TestNoPoolGoroutineRunsAfterStopReturns) and in shutdown_test.go,
+// group_test.go and task_test.go (there, those whose comment begins
+// "Defect N") are regression tests for seven defects on the stop paths.
+// Each states the wanted behaviour and failed on the code it was written
+// against (commit 2f7daf9); the few sub-cases that passed there are guards
+// for the same path and say so. They use only the public API (and small
+// test helpers), so that they survive a rewrite of the internals.
 
 // --- Stop and StopWait ---
 
@@ -124,7 +126,7 @@ func TestNoTaskStartsAfterStopReturns(t *testing.T) {
 	}
 }
 
-// Defect 3: tasks queued when the pool stops report ErrStopped and count as Abandoned, not Canceled.
+// Tasks queued when the pool stops report ErrStopped and count as Abandoned, not Canceled.
 func TestTasksQueuedAtStopAreAbandonedNotCanceled(t *testing.T) {
 	// Tasks, Futures and group tasks are queued behind a busy worker when the
 	// pool stops (Stop, or a Shutdown that gives up at once or at its deadline).
@@ -912,16 +914,7 @@ func TestStopReleasesASubmitterAdmittedToAFreeWorkerAtOnce(t *testing.T) {
 // blockedSendingIn reports whether some goroutine of the process is blocked
 // in a channel send with frame on its stack.
 func blockedSendingIn(frame string) bool {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	for block := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, block := range goroutineStacks(allStacks()) {
 		header, _, _ := strings.Cut(block, "\n")
 		if strings.Contains(header, "[chan send") && strings.Contains(block, frame) {
 			return true
@@ -978,26 +971,14 @@ func TestStopHandsNoTaskToAWorkerThatComesFreeAfterIt(t *testing.T) {
 
 // --- no pool goroutine runs once a stop returns ---
 
-// poolFrame returns the name of the innermost frame of this package in a
-// goroutine's stack, without its arguments.
-func poolFrame(block string) string {
-	for _, line := range strings.Split(block, "\n") {
-		if strings.HasPrefix(line, poolPackageFrame) {
-			name, _, _ := strings.Cut(strings.TrimPrefix(line, poolPackageFrame), "(0x")
-			return strings.TrimSuffix(strings.TrimSuffix(name, "(...)"), "()")
-		}
-	}
-	return ""
-}
-
-// Defect 5: no pool goroutine is still running when Stop, StopWait or Shutdown returns.
+// No pool goroutine is still running when Stop, StopWait or Shutdown returns.
 func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 	// Wanted: when the call returns, no function of this package is on any
 	// goroutine's stack. The stack dump is taken right after the call returns,
 	// with no polling and no sleeping. Pools of several workers whose tasks just
 	// ran; in the idle-timer case a timer may be firing. Real scheduling: many
 	// rounds, outside a bubble.
-	buf := make([]byte, 1<<20)
+	var dump stackDump
 	cases := []struct {
 		name string
 		opts []Option
@@ -1013,7 +994,7 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			// Not ours: the parent test's goroutine, and whatever other
 			// tests left behind.
-			before := poolGoroutines(buf)
+			before := poolGoroutines(dump.all())
 			bad := 0
 			var first string
 			seen := map[string]int{}
@@ -1024,7 +1005,7 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 				}
 				require.NoError(t, p.DoWait(func() {}))
 				c.stop(p)
-				left := poolGoroutines(buf)
+				left := poolGoroutines(dump.all())
 				for id := range before {
 					delete(left, id)
 				}
@@ -1047,8 +1028,8 @@ func TestNoPoolGoroutineRunsAfterStopReturns(t *testing.T) {
 // No code of this package runs once Stop returns, also when the Stop
 // abandoned group tasks and so ended their groups.
 func TestNoPackageCodeRunsAfterStopWithGroups(t *testing.T) {
-	buf := make([]byte, 1<<20)
-	before := poolGoroutines(buf)
+	var dump stackDump
+	before := poolGoroutines(dump.all())
 	deadline := time.Now().Add(1500 * time.Millisecond)
 	bad, rounds := 0, 0
 	seen := map[string]int{}
@@ -1066,7 +1047,7 @@ func TestNoPackageCodeRunsAfterStopWithGroups(t *testing.T) {
 		}
 		close(block)
 		p.Stop()
-		left := poolGoroutines(buf)
+		left := poolGoroutines(dump.all())
 		for id := range before {
 			delete(left, id)
 		}
@@ -1085,22 +1066,29 @@ func TestNoPackageCodeRunsAfterStopWithGroups(t *testing.T) {
 
 // --- every policy at once, stopped each way while tasks flow ---
 
-// edgeStress runs rounds of a pool of mixed scheduled, retrying, heavy,
-// ranked, rate-limited and expiring tasks on real scheduling, stopped in
-// one of three ways while tasks flow, and checks after each stop: the
-// invariant, zero gauges, every Wait answered, every plain task run or
-// dead-lettered exactly once, concurrency in slots never above Size, and
-// no pool goroutine left.
-func edgeStress(t *testing.T, seed uint64, budget time.Duration) {
+// A stop of a pool under a mixed load, stopped in any of three ways at any
+// moment, loses no task and never runs more at once than the size allows
+// (see checkStopUnderMixedLoad).
+func TestAStopUnderMixedLoadAccountsForEveryTask(t *testing.T) {
+	checkStopsUnderMixedLoad(t, 1, time.Second)
+}
+
+// The same, from another seed.
+func TestAStopUnderMixedLoadAccountsForEveryTaskFromAnotherSeed(t *testing.T) {
+	checkStopsUnderMixedLoad(t, 99, time.Second)
+}
+
+// checkStopsUnderMixedLoad runs checkStopUnderMixedLoad for rounds 1, 2,
+// ... of seed until budget has passed or a round fails, and then checks
+// that they left no goroutine behind.
+func checkStopsUnderMixedLoad(t *testing.T, seed uint64, budget time.Duration) {
 	deadline := time.Now().Add(budget)
-	rng := rand.New(rand.NewPCG(seed, seed*7+1))
 	baseG := runtime.NumGoroutine()
 	rounds := 0
 	for time.Now().Before(deadline) {
 		rounds++
-		edgeRound(t, rng)
+		checkStopUnderMixedLoad(t, seed, rounds)
 		if t.Failed() {
-			t.Logf("failed in round %d", rounds)
 			return
 		}
 	}
@@ -1111,187 +1099,175 @@ func edgeStress(t *testing.T, seed uint64, budget time.Duration) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	assert.LessOrEqual(t, runtime.NumGoroutine(), baseG+2, "goroutines left after %d rounds", rounds)
+	assert.LessOrEqual(t, runtime.NumGoroutine(), baseG+2, "goroutines left after %d rounds of seed %d", rounds, seed)
 	t.Logf("%d rounds", rounds)
 }
 
-func edgeRound(t *testing.T, rng *rand.Rand) {
+// checkStopUnderMixedLoad runs round of seed: a pool of random size and
+// options (idle timeout, priority aging, queue timeout, rate limit, a
+// bound under any policy) takes a random sequence of calls on real
+// scheduling (Do and DoWait; Tasks weighted, ranked, delayed, retrying,
+// failing, canceled or with a deadline; groups, some limited; Pause,
+// WaitIdle, Resize), and is stopped in one of three ways (Stop, StopWait,
+// a Shutdown that gives up after 2ms) at a random point of it, while tasks
+// flow. Once the stop returned it checks that:
+//   - the pool stopped clean (requireStoppedClean), and every Wait returns;
+//   - the slots of the running tasks never exceeded the size (see
+//     mixedLoad.run for the bound across Resizes);
+//   - each plain task that Do accepted ran or went to the dead-letter
+//     handler, exactly once; one Do refused did neither; a DoWait's task
+//     ran once if DoWait returned nil, and else never; no other task is
+//     a dead letter, and each letter's reason is one that the pool's
+//     options allow (see checkTasks);
+//   - a Task ran at most its retries + 1 times, once if it never fails,
+//     and its Wait returned nil exactly when it ran once and did not fail;
+//     a group task, too, ran at most its retries + 1 times, and a group
+//     whose Wait returned nil ran each of its tasks once, without failing;
+//   - WaitIdle returned nil, ErrStopped or its ctx's deadline;
+//   - Status agrees with the runs, the letters and the calls' errors (see
+//     checkStatus).
+//
+// Every choice comes from a rand seeded by seed and round alone, so a
+// failure names both, and this call with them makes the same calls again,
+// in the same order (how goroutines interleave aside).
+func checkStopUnderMixedLoad(t *testing.T, seed uint64, round int) {
+	defer func() {
+		if t.Failed() {
+			t.Logf("failed in round %d of seed %d; checkStopUnderMixedLoad(t, %d, %d) makes the same calls", round, seed, seed, round)
+		}
+	}()
+	rng := rand.New(rand.NewPCG(seed, uint64(round)))
 	size := 1 + rng.IntN(4)
-	var letters atomic.Int64
+	m := &mixedLoad{t: t, sizes: []int{size}}
+	box := new(letterBox)
 	opts := []Option{
 		WithHooks(Hooks{Panic: func(any) {}}),
-		WithHooks(Hooks{DeadLetter: func(func(), error) { letters.Add(1) }}),
+		WithHooks(Hooks{DeadLetter: box.handle}),
 		WithIdleTimeout(time.Duration(1+rng.IntN(5)) * time.Millisecond),
 	}
 	if rng.IntN(2) == 0 {
 		opts = append(opts, WithPriorityAging(time.Duration(1+rng.IntN(3))*time.Millisecond))
 	}
 	if rng.IntN(3) == 0 {
+		m.expires = true
 		opts = append(opts, WithQueueTimeout(time.Duration(1+rng.IntN(10))*time.Millisecond))
 	}
 	if rng.IntN(3) == 0 {
 		opts = append(opts, WithRateLimit(float64(2000+rng.IntN(5000)), 1+rng.IntN(4)))
 	}
-	bounded := rng.IntN(3) == 0
-	if bounded {
-		opts = append(opts, WithMaxWaiting(1+rng.IntN(8), Overflow(rng.IntN(3))))
+	if rng.IntN(3) == 0 {
+		policy := Overflow(rng.IntN(3))
+		m.dropsOldest = policy == DropOldest
+		opts = append(opts, WithMaxWaiting(1+rng.IntN(8), policy))
 	}
 	p := New(size, opts...)
 
-	var (
-		mu     sync.Mutex
-		inUse  int
-		top    int
-		over   string
-		plains atomic.Int64
-		ran    atomic.Int64
-	)
-	curSize := func() int { return p.Size() }
-	body := func(weight int, d time.Duration) {
-		mu.Lock()
-		inUse += weight
-		if inUse > top {
-			top = inUse
-		}
-		if s := curSize(); inUse > s && over == "" && !resizedR12.Load() {
-			over = fmt.Sprintf("slots in use %d > size %d", inUse, s)
-		}
-		mu.Unlock()
-		if d > 0 {
-			time.Sleep(d)
-		}
-		mu.Lock()
-		inUse -= weight
-		mu.Unlock()
-	}
-	var waits sync.WaitGroup
-	var unanswered atomic.Int64
-	wait := func(f func() error) {
-		unanswered.Add(1)
-		waits.Go(func() {
-			_ = f()
-			unanswered.Add(-1)
-		})
-	}
 	ops := 20 + rng.IntN(80)
 	stopAt := rng.IntN(ops + 1)
 	stopWay := rng.IntN(3)
 	var stopper sync.WaitGroup
-	resizedR12.Store(false)
 	for i := range ops {
 		if i == stopAt {
-			stopper.Go(func() { edgeStopWay(p, stopWay) })
+			stopper.Go(func() { stopOneWay(p, stopWay) })
 		}
 		switch rng.IntN(9) {
 		case 0:
-			if p.Do(func() { ran.Add(1); body(1, 0) }) == nil {
-				plains.Add(1)
-			}
+			tk := m.newTask(mixedDo, 1, false, 0)
+			tk.err = p.Do(m.plainFn(tk))
 		case 1, 2:
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(20))*time.Millisecond)
 			w := 1 + rng.IntN(size)
-			var topts []TaskOption
-			topts = append(topts, TaskOption{Priority: rng.IntN(5) - 2, Weight: w})
+			topts := []TaskOption{{Priority: rng.IntN(5) - 2, Weight: w}}
 			if rng.IntN(2) == 0 {
 				topts = append(topts, TaskOption{Delay: time.Duration(rng.IntN(3000)) * time.Microsecond})
 			}
+			retries := 0
 			if rng.IntN(2) == 0 {
-				topts = append(topts, TaskOption{Retry: Backoff(100*time.Microsecond, time.Millisecond, 1+rng.IntN(4)-1)})
+				retries = rng.IntN(4)
+				topts = append(topts, TaskOption{Retry: Backoff(100*time.Microsecond, time.Millisecond, retries)})
 			}
-			fail := rng.IntN(2) == 0
-			d := time.Duration(rng.IntN(500)) * time.Microsecond
-			task := p.Go(ctx, func(context.Context) error {
-				body(w, d)
-				if fail {
-					return errFlaky
-				}
-				return nil
-			}, topts...)
+			tk := m.newTask(mixedGo, w, rng.IntN(2) == 0, retries)
+			task := p.Go(ctx, m.fn(tk, time.Duration(rng.IntN(500))*time.Microsecond), topts...)
 			if rng.IntN(4) == 0 {
 				task.Cancel()
 			}
-			wait(func() error { defer cancel(); return task.Wait() })
+			m.await(&tk.err, func() error { defer cancel(); return task.Wait() })
 		case 3:
 			g := p.Group(context.Background())
 			if rng.IntN(2) == 0 {
 				g.SetLimit(1 + rng.IntN(2))
 			}
+			grp := new(mixedGroup)
 			for range 1 + rng.IntN(4) {
 				w := 1 + rng.IntN(size)
-				fail := rng.IntN(4) == 0
-				g.Go(func(context.Context) error {
-					body(w, time.Duration(rng2()%300)*time.Microsecond)
-					if fail {
-						return errFlaky
-					}
-					return nil
-				}, TaskOption{Weight: w, Priority: rng.IntN(3), Delay: time.Duration(rng.IntN(2000)) * time.Microsecond},
-					TaskOption{Retry: Backoff(50*time.Microsecond, 500*time.Microsecond, 2)})
+				tk := m.newTask(mixedGroupGo, w, rng.IntN(4) == 0, 2)
+				grp.tasks = append(grp.tasks, tk)
+				g.Go(m.fn(tk, time.Duration(rng.IntN(300))*time.Microsecond),
+					TaskOption{Weight: w, Priority: rng.IntN(3), Delay: time.Duration(rng.IntN(2000)) * time.Microsecond},
+					TaskOption{Retry: Backoff(50*time.Microsecond, 500*time.Microsecond, tk.retries)})
 			}
-			wait(g.Wait)
+			m.groups = append(m.groups, grp)
+			m.await(&grp.err, g.Wait)
 		case 4:
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(5))*time.Millisecond)
 			go func() { p.Pause(ctx); cancel() }()
 		case 5:
-			wait(func() error {
+			err := new(error)
+			m.idleWaits = append(m.idleWaits, err)
+			m.await(err, func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 				defer cancel()
-				err := p.WaitIdle(ctx)
-				if err != nil && !errors.Is(err, ErrStopped) && !errors.Is(err, context.DeadlineExceeded) {
-					return err
-				}
-				return nil
+				return p.WaitIdle(ctx)
 			})
 		case 6:
 			if rng.IntN(3) == 0 {
-				resizedR12.Store(true)
-				p.Resize(1 + rng.IntN(4))
+				n := 1 + rng.IntN(4)
+				m.mu.Lock()
+				m.sizes = append(m.sizes, n) // before the call: see run
+				m.mu.Unlock()
+				p.Resize(n)
 			}
 		case 7:
-			wait(func() error { return p.DoWait(func() { body(1, 0) }) })
+			tk := m.newTask(mixedDoWait, 1, false, 0)
+			fn := m.plainFn(tk)
+			m.await(&tk.err, func() error { return p.DoWait(fn) })
 		case 8:
 			time.Sleep(time.Duration(rng.IntN(300)) * time.Microsecond)
 		}
 	}
 	if stopAt == ops {
-		stopper.Go(func() { edgeStopWay(p, stopWay) })
+		stopper.Go(func() { stopOneWay(p, stopWay) })
 	}
 	stopped := make(chan struct{})
 	go func() { stopper.Wait(); close(stopped) }()
 	select {
 	case <-stopped:
 	case <-time.After(5 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("stop did not return in 5s (way %d): %+v\n%s", stopWay, p.Status(), buf[:runtime.Stack(buf, true)])
+		t.Fatalf("stop did not return in 5s (way %d): %+v\n%s", stopWay, p.Status(), allStacks())
 	}
 	// Everything the pool learned must be final now.
-	s := p.Status()
-	assert.Equal(t, "stopped", stateOf(s))
-	assert.Zero(t, s.Workers, "workers")
-	assert.Zero(t, s.Busy, "busy")
-	assert.Zero(t, s.Waiting, "waiting")
-	assert.Zero(t, s.Scheduled, "scheduled")
-	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "invariant %+v", s)
+	s := requireStoppedClean(t, p)
 	waitsDone := make(chan struct{})
-	go func() { waits.Wait(); close(waitsDone) }()
+	go func() { m.waits.Wait(); close(waitsDone) }()
 	select {
 	case <-waitsDone:
 	case <-time.After(5 * time.Second):
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d Waits not answered 5s after the stop returned: %+v\n%s", unanswered.Load(), s, buf[:runtime.Stack(buf, true)])
+		t.Fatalf("%d Waits not answered 5s after the stop returned: %+v\n%s", m.unanswered.Load(), s, allStacks())
 	}
-	mu.Lock()
-	assert.Empty(t, over, "concurrency over Size")
-	mu.Unlock()
+	m.mu.Lock()
+	assert.Empty(t, m.over, "slots in use above the size")
+	m.mu.Unlock()
+	for i, err := range m.idleWaits {
+		if *err != nil && !errors.Is(*err, ErrStopped) && !errors.Is(*err, context.DeadlineExceeded) {
+			assert.Fail(t, "WaitIdle", "call %d of WaitIdle returned %v", i, *err)
+		}
+	}
+	m.checkStatus(s, m.checkTasks(box.got()))
 }
 
-var resizedR12 atomic.Bool
-
-var r12ctr atomic.Uint64
-
-func rng2() uint64 { return r12ctr.Add(2654435761) >> 7 }
-
-func edgeStopWay(p *WorkerPool, way int) {
+// stopOneWay stops p with Stop (way 0), StopWait (1), or a Shutdown that
+// gives up after 2ms (any other way).
+func stopOneWay(p *WorkerPool, way int) {
 	switch way {
 	case 0:
 		p.Stop()
@@ -1304,12 +1280,264 @@ func edgeStopWay(p *WorkerPool, way int) {
 	}
 }
 
-func TestStressMixed(t *testing.T) {
-	edgeStress(t, 1, time.Second)
+// A mixedLoad is what a round of checkStopUnderMixedLoad gave its pool,
+// and what the tasks saw as they ran.
+type mixedLoad struct {
+	t           *testing.T
+	expires     bool // WithQueueTimeout: tasks may expire
+	dropsOldest bool // WithMaxWaiting(n, DropOldest): tasks may be dropped
+
+	mu    sync.Mutex
+	sizes []int  // the sizes the pool was given: New's, then each Resize's, in the order of the calls
+	inUse int    // the slots the running tasks hold: the sum of their weights
+	over  string // the first run that found more slots in use than the size allows
+
+	// The calls, made on the test's goroutine: what they gave the pool,
+	// and the goroutines that wait for their outcomes (see await).
+	tasks      []*mixedTask
+	groups     []*mixedGroup
+	idleWaits  []*error
+	waits      sync.WaitGroup
+	unanswered atomic.Int64
+
+	// naming is set once the pool has stopped: a plain task's func, called
+	// then, stores its task in named rather than running it (see
+	// checkTasks).
+	naming atomic.Bool
+	named  *mixedTask
 }
 
-func TestStressMixed2(t *testing.T) {
-	edgeStress(t, 99, time.Second)
+// A mixedTask is one task given to the pool: how it was given, how it
+// behaves, what its call or Wait returned, and how often it ran.
+type mixedTask struct {
+	kind    string // mixedDo, mixedDoWait, mixedGo or mixedGroupGo
+	id      int    // its place among the round's tasks
+	weight  int
+	fail    bool // each run returns errFlaky
+	retries int  // the runs after the first its Retry allows, if it fails
+	since   int  // the index in sizes of the size in force when it was given (see run)
+	err     error
+	runs    atomic.Int32
+	letters int // dead letters that carried it
+}
+
+const (
+	mixedDo      = "Do"
+	mixedDoWait  = "DoWait"
+	mixedGo      = "Go"
+	mixedGroupGo = "Group.Go"
+)
+
+// A mixedGroup is a group's tasks and what its Wait returned.
+type mixedGroup struct {
+	tasks []*mixedTask
+	err   error
+}
+
+func (m *mixedLoad) newTask(kind string, weight int, fail bool, retries int) *mixedTask {
+	tk := &mixedTask{kind: kind, id: len(m.tasks), weight: weight, fail: fail, retries: retries, since: len(m.sizes) - 1}
+	m.tasks = append(m.tasks, tk)
+	return tk
+}
+
+// maxRuns is the most runs tk may have: one if it never fails, else one
+// and its retries.
+func (tk *mixedTask) maxRuns() int {
+	if !tk.fail {
+		return 1
+	}
+	return 1 + tk.retries
+}
+
+func (tk *mixedTask) String() string {
+	return fmt.Sprintf("%s task %d (weight %d, fail %v, retries %d): %d runs, %d dead letters, error %v",
+		tk.kind, tk.id, tk.weight, tk.fail, tk.retries, tk.runs.Load(), tk.letters, tk.err)
+}
+
+// plainFn is the func() of a plain task: it runs tk, or, once the pool has
+// stopped, names it (see mixedLoad.naming).
+func (m *mixedLoad) plainFn(tk *mixedTask) func() {
+	return func() {
+		if m.naming.Load() {
+			m.named = tk
+			return
+		}
+		m.run(tk, 0)
+	}
+}
+
+// fn is the func of a Task or a group task: it runs tk for d, and fails if
+// tk fails.
+func (m *mixedLoad) fn(tk *mixedTask, d time.Duration) func(context.Context) error {
+	return func(context.Context) error {
+		m.run(tk, d)
+		if tk.fail {
+			return errFlaky
+		}
+		return nil
+	}
+}
+
+// run is one run of tk: it counts the run, and holds tk's weight in slots
+// for d.
+//
+// As it starts, it checks the slots in use against the largest size the
+// pool was given since tk's call, max(sizes[tk.since:]), a bound that a
+// correct pool keeps across Resizes:
+//   - Dispatch starts a run only if the slots in use with it fit the size
+//     it holds then; a Resize down lets the running tasks finish, and
+//     starts none until they fit the new size. So the runs going now, this
+//     one included, fit the size dispatch held when it started the last of
+//     them: they were all out then.
+//   - Dispatch started that last one no earlier than this run, which it
+//     could start only once tk's call had handed tk over, and before now.
+//   - The size dispatch held at any moment since tk's call is in
+//     sizes[tk.since:]: the calls and the Resizes are made one after
+//     another on the test's goroutine, a Resize returns once dispatch has
+//     taken the change, which it applies before it starts anything handed
+//     over after it, and each size goes into sizes before its Resize is
+//     called.
+//   - A body starts after its hand-off and ends before its worker gives
+//     the slots back, so the sum here is never more than dispatch counts.
+//
+// A bound of the size now would fail a correct pool once a Resize down
+// finds more running than the new size, and one of the size at the call
+// once a Resize up lets more start; one of the largest size ever would
+// pass a pool that ignores a Resize down.
+func (m *mixedLoad) run(tk *mixedTask, d time.Duration) {
+	tk.runs.Add(1)
+	m.mu.Lock()
+	m.inUse += tk.weight
+	if bound := slices.Max(m.sizes[tk.since:]); m.inUse > bound && m.over == "" {
+		m.over = fmt.Sprintf("%d slots in use as a run of %s task %d (weight %d) started; the largest size since its call is %d (sizes %v, the call at index %d)",
+			m.inUse, tk.kind, tk.id, tk.weight, bound, m.sizes, tk.since)
+	}
+	m.mu.Unlock()
+	if d > 0 {
+		time.Sleep(d)
+	}
+	m.mu.Lock()
+	m.inUse -= tk.weight
+	m.mu.Unlock()
+}
+
+// await calls wait on a goroutine of its own and stores what it returns in
+// *err; m.waits waits for all of them.
+func (m *mixedLoad) await(err *error, wait func() error) {
+	m.unanswered.Add(1)
+	m.waits.Go(func() {
+		*err = wait()
+		m.unanswered.Add(-1)
+	})
+}
+
+// mixedTally is what checkTasks counted, for checkStatus.
+type mixedTally struct {
+	// Tasks that ran: all of them, and those whose last run surely ended
+	// them (no run could follow it), which Status counts in Completed.
+	ran, ranToTheEnd uint64
+	reruns           uint64 // runs after a task's first
+	// Tasks surely accepted (Do returned nil, or they ran), and tasks that
+	// may have been (all but those Do refused).
+	acceptedSure, acceptedMost uint64
+	refusedFull                uint64 // Do and DoWait calls refused with ErrQueueFull (not dropped)
+	stopped, dropped, expired  uint64 // dead letters by reason
+}
+
+// checkTasks checks every task against how it was given, what its call or
+// Wait returned and how often it ran; and every dead letter: it names the
+// letter's task by calling the func (see mixedLoad.naming), which must be a
+// Do's, and checks its reason against the pool's options.
+func (m *mixedLoad) checkTasks(letters []letter) (n mixedTally) {
+	t := m.t
+	m.naming.Store(true)
+	for i, l := range letters {
+		m.named = nil
+		l.task()
+		tk := m.named
+		if tk == nil || tk.kind != mixedDo {
+			assert.Fail(t, "a dead letter that is not the task of a Do", "letter %d (%v): %v", i, l.reason, tk)
+			continue
+		}
+		tk.letters++
+		switch {
+		case errors.Is(l.reason, ErrStopped):
+			n.stopped++
+		case errors.Is(l.reason, errDropped) && m.dropsOldest:
+			n.dropped++
+		case errors.Is(l.reason, ErrExpired) && m.expires:
+			n.expired++
+		default:
+			assert.Fail(t, "a dead letter's reason", "%v, for %v (DropOldest %v, WithQueueTimeout %v)", l.reason, tk, m.dropsOldest, m.expires)
+		}
+	}
+	for _, tk := range m.tasks {
+		runs := int(tk.runs.Load())
+		switch tk.kind {
+		case mixedDo:
+			if tk.err != nil {
+				assert.True(t, runs == 0 && tk.letters == 0, "a task Do refused ran or went to the dead-letter handler: %v", tk)
+			} else {
+				assert.Equal(t, 1, runs+tk.letters, "a task Do accepted runs or goes to the dead-letter handler, exactly once: %v", tk)
+			}
+		case mixedDoWait:
+			want := 0
+			if tk.err == nil {
+				want = 1
+			}
+			assert.Equal(t, want, runs, "a DoWait's task runs once if DoWait returns nil, and else never: %v", tk)
+		case mixedGo:
+			assert.LessOrEqual(t, runs, tk.maxRuns(), "a Task runs at most its retries + 1 times, once if it never fails: %v", tk)
+			assert.Equal(t, !tk.fail && runs == 1, tk.err == nil, "a Task's Wait returns nil exactly when it ran once and did not fail: %v", tk)
+		case mixedGroupGo:
+			assert.LessOrEqual(t, runs, tk.maxRuns(), "a group task runs at most its retries + 1 times, once if it never fails: %v", tk)
+		}
+		if tk.kind != mixedDo || tk.err == nil {
+			n.acceptedMost++
+		}
+		if runs > 0 || tk.kind == mixedDo && tk.err == nil {
+			n.acceptedSure++
+		}
+		if runs > 0 {
+			n.ran++
+			n.reruns += uint64(runs - 1)
+		}
+		if runs == tk.maxRuns() {
+			n.ranToTheEnd++
+		}
+		if (tk.kind == mixedDo || tk.kind == mixedDoWait) && refusedFull(tk.err) {
+			n.refusedFull++
+		}
+	}
+	for i, g := range m.groups {
+		if g.err != nil {
+			continue
+		}
+		for _, tk := range g.tasks {
+			assert.True(t, tk.runs.Load() == 1 && !tk.fail, "group %d's Wait returned nil, but not every task ran once without failing: %v", i, tk)
+		}
+	}
+	return n
+}
+
+// checkStatus checks the Status of the stopped pool against what
+// checkTasks counted. Each accepted task lands in one bucket
+// (requireStoppedClean checked the sum): a task that ran counts in
+// Completed once it can run no more, or in the bucket of what settled it
+// while it waited for a retry; each dead letter counts in the bucket of
+// its reason, as do the tasks with a handle that never ran.
+func (m *mixedLoad) checkStatus(s Status, n mixedTally) {
+	t := m.t
+	assert.Equal(t, n.reruns, s.Retried, "Retried: the runs after a task's first")
+	assert.GreaterOrEqual(t, s.Completed, n.ranToTheEnd, "Completed: at least the tasks that ran and could run no more")
+	assert.LessOrEqual(t, s.Completed, n.ran, "Completed: at most the tasks that ran")
+	assert.Zero(t, s.Panicked, "Panicked: no task panics")
+	assert.GreaterOrEqual(t, s.Submitted, n.acceptedSure, "Submitted: at least the tasks Do accepted and those that ran")
+	assert.LessOrEqual(t, s.Submitted, n.acceptedMost, "Submitted: at most the tasks given, but those Do refused")
+	assert.GreaterOrEqual(t, s.Abandoned, n.stopped, "Abandoned: at least the dead letters for ErrStopped")
+	assert.GreaterOrEqual(t, s.Dropped, n.dropped, "Dropped: at least the dead letters for errDropped")
+	assert.GreaterOrEqual(t, s.Expired, n.expired, "Expired: at least the dead letters for ErrExpired")
+	assert.GreaterOrEqual(t, s.Rejected, n.refusedFull, "Rejected: at least the Do and DoWait calls refused with ErrQueueFull")
 }
 
 // A plain task that dispatch admits to start at once on a free worker,
