@@ -25,14 +25,9 @@ import (
 // act holding from the moment it is called, and no goroutine of the pool
 // running once a stop returns. Shutdown has its own file, shutdown_test.go.
 //
-// Some tests here (TestTasksQueuedAtStopAreAbandonedNotCanceled,
-// TestNoPoolGoroutineRunsAfterStopReturns) and in shutdown_test.go,
-// group_test.go and task_test.go (there, those whose comment begins
-// "Defect N") are regression tests for seven defects on the stop paths.
-// Each states the wanted behaviour and failed on the code it was written
-// against (commit 2f7daf9); the few sub-cases that passed there are guards
-// for the same path and say so. They use only the public API (and small
-// test helpers), so that they survive a rewrite of the internals.
+// Many tests here, and in shutdown_test.go, group_test.go and task_test.go,
+// pin down the stop paths with the public API alone (and small test
+// helpers), so that they survive a rewrite of the internals.
 
 // --- Stop and StopWait ---
 
