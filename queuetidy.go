@@ -71,12 +71,7 @@ func (q *waitQueue) tidyLevel0(now int64) {
 func (q *waitQueue) tidyFront(src source, now int64) bool {
 	for {
 		last := q.lenAt(src) == 1
-		switch j := q.frontJob(src); {
-		case j.settled() || j.settleIfCanceled():
-			q.dropFront(src)
-		case q.expiredAt(src, now):
-			q.giveUpFront(src, jobExpired, ErrExpired)
-		default:
+		if !q.tidyEntry(src, now) {
 			if src.isKeyed() {
 				q.tidyHidden(src.fq, now)
 			}
@@ -88,22 +83,29 @@ func (q *waitQueue) tidyFront(src source, now int64) bool {
 	}
 }
 
+// tidyEntry drops src's entry, and reports true, if it must not start (it
+// settled, or its context is done) or it expired.
+func (q *waitQueue) tidyEntry(src source, now int64) bool {
+	switch j := q.frontJob(src); {
+	case j.settled() || j.settleIfCanceled():
+		q.dropFront(src)
+	case q.expiredAt(src, now):
+		q.giveUpFront(src, jobExpired, ErrExpired)
+	default:
+		return false
+	}
+	return true
+}
+
 // tidyHidden is tidyFront for the entries of a keyed queue that the
 // retries at its front hide (see flows.heads): it drops those that must
 // not start or that expired, as if each were a front. The queue keeps its
 // front.
 func (q *waitQueue) tidyHidden(fq *flowQueue, now int64) {
 	for at := 1; at < q.flows.heads(fq); at++ {
-		src := keyedAt(fq, at)
-		switch j := q.frontJob(src); {
-		case j.settled() || j.settleIfCanceled():
-			q.dropFront(src)
-		case q.expiredAt(src, now):
-			q.giveUpFront(src, jobExpired, ErrExpired)
-		default:
-			continue
+		if q.tidyEntry(keyedAt(fq, at), now) {
+			at-- // the next entry took its index
 		}
-		at-- // the next entry took its index
 	}
 }
 
