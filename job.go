@@ -49,7 +49,7 @@ import (
 // leaveKey), and gives back its room before it tells the owner, so a
 // canceled task has left Waiting, joined Canceled and, if it was its key's
 // last task, taken the key out of Status.Keys before its Wait returns. A stop waits
-// for the settles in progress (see WorkerPool.settling), so the counts are
+// for the settles in progress (see signals.settling), so the counts are
 // complete when it returns.
 type job struct {
 	state atomic.Uint32
@@ -374,7 +374,7 @@ func (j *job) keepPlace() {
 	}
 }
 
-// givePlaceOf gives back the place j held in the bound, if it held one
+// givePlace gives back the place j held in the bound, if it held one
 // (see job.place); only the first of several callers does.
 func (j *job) givePlace() {
 	p := j.pool

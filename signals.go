@@ -60,7 +60,7 @@ type signals struct {
 
 	// settling counts the job settles in progress (the move to canceled
 	// or abandoned and its counting), and the Group.Go and SetLimit calls
-	// in progress, whose tasks may be dropped (see WorkerPool.beginCall);
+	// in progress, whose tasks may be dropped (see Group.Go and SetLimit);
 	// a stop waits for it to reach zero before it returns, so that no
 	// count is still on its way.
 	settling atomic.Int64

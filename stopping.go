@@ -115,7 +115,7 @@ func (d *dispatcher) drain() {
 }
 
 // awaitSettles waits until no settle is in progress (see
-// WorkerPool.settling). Every job is final by now, so a settle that begins
+// signals.settling). Every job is final by now, so a settle that begins
 // later changes nothing.
 func (d *dispatcher) awaitSettles() {
 	for d.p.sig.settling.Load() > 0 {
