@@ -53,7 +53,7 @@ func (d *dispatcher) startWithoutRoom(t *ticket) bool {
 // admitParked admits parked tickets in arrival order while the first one's
 // room is free, or, for a single task, a worker is free, and drops the
 // withdrawn ones it meets. When only a worker coming free can let the
-// first one in (see needsWorker), it has workers wake dispatch as they
+// first one in (see parkedNeedWorker), it has workers wake dispatch as they
 // return. Once stopping has begun it admits none: the stop refuses them
 // all.
 func (d *dispatcher) admitParked() {

@@ -241,6 +241,7 @@ func (d *dispatcher) takeRetries() {
 			d.makeDue(j)
 		}
 	}
+	d.retries.done()
 }
 
 // timerFired handles the timer's firing: it moves the jobs that came due,

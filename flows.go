@@ -254,6 +254,7 @@ func (f *flows) takeMail() {
 			f.unblock(fl)
 		}
 	}
+	f.sig.releases.done()
 }
 
 // forgetIfDone forgets fl, and reports true, if it has no member left

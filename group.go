@@ -457,7 +457,7 @@ func (g *Group) bucketFor(why error) uint32 {
 // settled. The letters count as a settle in progress from before g.mu is
 // released, so that a stop waits for them. Until then the stop cannot have
 // finished waiting for settles: a held task is dropped only while a task of
-// its group is in the pool or on its way there (see SetLimit), which
+// its group is in the pool or on its way there (see the note before SetLimit), which
 // settles under g.mu, and a skipped one in a Go call, itself a settle in
 // progress.
 func (g *Group) unlock() {
@@ -501,7 +501,7 @@ func (g *Group) record(err error) {
 
 // A groupTask is the owner of one group fn's job. Both the group and the
 // pool hold it until each is done with it (refs); the last to let go puts
-// it back in WorkerPool.recycled, so that Group.Go does not allocate.
+// it back in WorkerPool.recycled.groupTasks, so that Group.Go does not allocate.
 type groupTask struct {
 	job   job
 	group *Group

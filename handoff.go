@@ -68,8 +68,6 @@ func (p *WorkerPool) mustBeNew() {
 	}
 }
 
-// stop stops the pool and waits until every pool goroutine has exited.
-
 // beginStop rejects new sends and tells dispatch to stop, once. Dispatch
 // always receives taskQueue while running, so the message arrives promptly.
 func (p *WorkerPool) beginStop() {

@@ -374,7 +374,7 @@ func (j *job) keepPlace() {
 	}
 }
 
-// givePlaceOf gives back the place j held in the bound, if it held one
+// givePlace gives back the place j held in the bound, if it held one
 // (see job.place); only the first of several callers does.
 func (j *job) givePlace() {
 	p := j.pool

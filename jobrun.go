@@ -13,7 +13,7 @@ import "sync/atomic"
 // the count of p.counts the work goes to: completed, skipped, or
 // posted for a retry (then the pool keeps its reference to the job); and,
 // if completed, whether the run that ended the task for good panicked
-// (see WorkerPool.returned), which earlier runs, retried, do not decide.
+// (see workerSide.returned), which earlier runs, retried, do not decide.
 func (j *job) work(readyAt int64, e *ending) (count *atomic.Uint64, panicked bool) {
 	p, weight, retriable := j.pool, j.weight(), j.retriable()
 	defer func() {

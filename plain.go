@@ -8,7 +8,7 @@ import "context"
 // see its ctx's values: a job with a func() and its options, owned by no
 // one but the pool. (A plain task given only a delay needs no carrier: see
 // dispatcher.acceptDelayed.) The pool reuses it (see
-// WorkerPool.recycled) once it lets go of it (see job.letGo), so a plain
+// WorkerPool.recycled.plainJobs) once it lets go of it (see job.letGo), so a plain
 // task with options costs no allocation once the pool is warm. A plain
 // task that never runs goes to the dead-letter handler, as Submit's does
 // (see tellLost).

@@ -171,8 +171,11 @@ func (r *retryInbox) posted() bool {
 }
 
 // take returns the jobs posted for a retry, oldest first (see
-// dispatcher.takeRetries); the slice is the caller's until the next take.
+// dispatcher.takeRetries); the slice is the caller's until it calls done.
 func (r *retryInbox) take() []*job { return r.sig.retries.take() }
+
+// done drops the references the slice take returned holds (see mailbox.done).
+func (r *retryInbox) done() { r.sig.retries.done() }
 
 // took counts a job a worker took, which out describes.
 func (r *retryInbox) took(out jobOut) {
@@ -189,4 +192,5 @@ func (r *retryInbox) abandonAll() {
 		j.abandon()
 		j.letGo()
 	}
+	r.done()
 }

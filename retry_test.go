@@ -11,6 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -592,6 +593,41 @@ func TestRetryUnderABound(t *testing.T) {
 		p.Stop()
 		assert.ErrorIs(t, task.Wait(), ErrStopped)
 		requireStoppedClean(t, p)
+	})
+}
+
+// A task that ran again keeps nothing reachable in the pool once it has
+// finished and its caller dropped it: dispatch, having taken it back from
+// its worker for the retry, holds no reference to it, so a Future's value
+// and its fn's captures can be collected while the pool runs on and no
+// other task is retried.
+func TestRetriedTaskIsNotKeptReachableOnceItFinished(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithIdleTimeout(-1))
+		defer p.Stop()
+		again := func(int, error) (time.Duration, bool) { return 0, true }
+		captured, value := func() (weak.Pointer[[1 << 16]byte], weak.Pointer[[1 << 16]byte]) {
+			big := new([1 << 16]byte)
+			runs := 0
+			f := GoResult(context.Background(), p, func(context.Context) (*[1 << 16]byte, error) {
+				big[0]++
+				if runs++; runs == 1 {
+					return nil, errFlaky
+				}
+				return new([1 << 16]byte), nil
+			}, TaskOption{Retry: again})
+			v, err := f.Wait()
+			require.NoError(t, err)
+			require.Equal(t, 2, runs, "ran again")
+			return weak.Make(big), weak.Make(v)
+		}()
+		synctest.Wait()
+		for range 3 {
+			runtime.GC()
+		}
+		assert.True(t, captured.Value() == nil, "what the retried task's fn captured, kept by the pool")
+		assert.True(t, value.Value() == nil, "the retried Future's value, kept by the pool")
+		assert.Equal(t, "running", stateOf(p.Status()), "the pool still runs")
 	})
 }
 

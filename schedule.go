@@ -125,7 +125,7 @@ func (h timerHeap) init() {
 // next token of the rate limit and the next boundary of the size schedule.
 // Each asks for its moment with wakeAt; when the timer fires, the
 // dispatcher does what is due and arms it for what is left (see
-// timers.fire). A timer that fires for nothing (its job was
+// dispatcher.timerFired). A timer that fires for nothing (its job was
 // canceled, say) only re-arms. The dispatcher owns it.
 type timers struct {
 	clock clock // the pool's

@@ -60,7 +60,7 @@ type signals struct {
 
 	// settling counts the job settles in progress (the move to canceled
 	// or abandoned and its counting), and the Group.Go and SetLimit calls
-	// in progress, whose tasks may be dropped (see WorkerPool.beginCall);
+	// in progress, whose tasks may be dropped (see Group.Go and SetLimit);
 	// a stop waits for it to reach zero before it returns, so that no
 	// count is still on its way.
 	settling atomic.Int64
@@ -109,7 +109,7 @@ type mailbox[T any] struct {
 	n     atomic.Int64 // len(posts), readable without mu
 	mu    sync.Mutex
 	posts []T
-	spare []T // the buffer take handed out last time; dispatch owns it until the next take
+	spare []T // the buffer take handed out last time; dispatch owns it until the next take, and empties it when done (see done)
 }
 
 func (m *mailbox[T]) post(v T) {
@@ -123,9 +123,8 @@ func (m *mailbox[T]) post(v T) {
 func (m *mailbox[T]) pending() bool { return m.n.Load() > 0 }
 
 // take returns what was posted, oldest first, and empties the mailbox. The
-// slice is the caller's until its next take.
+// slice is the caller's until it calls done.
 func (m *mailbox[T]) take() []T {
-	clear(m.spare) // drop the references the last take handed out
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	posts := m.posts
@@ -133,6 +132,12 @@ func (m *mailbox[T]) take() []T {
 	m.n.Store(0)
 	return posts
 }
+
+// done drops the references in the slice the last take returned, once the
+// caller has handled them: the mailbox keeps the buffer for the posts to
+// come, but nothing it carried, so that a task taken for a retry, once it
+// has finished, is not kept reachable until the next take.
+func (m *mailbox[T]) done() { clear(m.spare) }
 
 // beginSend counts a send in begun and reports whether it may go on: not
 // once stopping has begun, when it takes the send out again. A send it

@@ -67,13 +67,13 @@ type counts struct {
 	_ cacheLinePad
 	// Written by the workers. Every work a worker is done with counts in
 	// exactly one of completed, skipped and posted, as the worker's last
-	// act with it (see WorkerPool.returned): so Completed is one counter,
+	// act with it (see workerSide.returned): so Completed is one counter,
 	// which never goes back, and the work that came back is their sum (see
 	// counts.returnedWork).
 	completed atomic.Uint64 // tasks that ran and ended for good: returned, panicked or called runtime.Goexit, and not to be retried
 	skipped   atomic.Uint64 // jobs a worker found settled and did not run
 	posted    atomic.Uint64 // runs posted for a retry (see retryPolicy): not a task's last
-	panicked  atomic.Uint64 // of completed, the tasks whose last run panicked (see WorkerPool.returned)
+	panicked  atomic.Uint64 // of completed, the tasks whose last run panicked (see workerSide.returned)
 	reruns    atomic.Uint64 // runs of a task after its first (Status.Retried)
 	_         cacheLinePad
 }
@@ -170,7 +170,7 @@ func (p *WorkerPool) Status() Status {
 		Keys:       int(max(p.counts.keys.Load(), 0)),
 		Submitted:  uint64(submitted),
 		Completed:  completed,
-		Panicked:   min(p.counts.panicked.Load(), completed), // counted after Completed and read after it: see WorkerPool.returned
+		Panicked:   min(p.counts.panicked.Load(), completed), // counted after Completed and read after it: see workerSide.returned
 		Abandoned:  abandoned,
 		Canceled:   canceled,
 		Dropped:    dropped,

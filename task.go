@@ -112,7 +112,7 @@ func (t *Task) init(p *WorkerPool, ctx context.Context, owner jobOwner) {
 	t.finished.Add(1)
 }
 
-// submitTask gives t to the pool (under Block, waiting for room until the
+// submit gives t to the pool (under Block, waiting for room until the
 // caller's ctx is done), or settles it with why it was refused (the
 // package documentation's table of errors) or the caller's ctx error. With a bound, a
 // delay or a retry policy, an accepted task watches a cancelable ctx at

@@ -55,7 +55,7 @@ type TaskOption struct {
 
 // taskOptions is what a task's TaskOptions say, as its job keeps it.
 type taskOptions struct {
-	due      int64 // when the task may start, on the pool's clock (see clock); 0: at once
+	due      int64 // when the task may start, on the pool's clock (see clock.now); 0: at once
 	priority int
 	weight   int // at least 1
 	retry    retryPolicy

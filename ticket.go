@@ -111,7 +111,7 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 // asking the dispatcher when the queue is full of waiting tasks (none could
 // start before them) or submitters wait before it (under a key limit only
 // the dispatcher knows whether their keys' limits alone hold them back, so
-// that it may start before them: see admission.accept); a delayed one, when
+// that it may start before them: see dispatcher.acceptTicket); a delayed one, when
 // the queue has no room at all (a bound of 0).
 func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context) error {
 	j := m.job

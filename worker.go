@@ -182,15 +182,15 @@ func (t *counts) returnedWork() uint64 {
 // crew is the dispatcher's part for its workers: how many live and how
 // many may, the floor WithMinWorkers keeps, the work out with them, and
 // the idle clock that retires them. The dispatcher owns it; workers only
-// count the work they return (see WorkerPool.returned).
+// count the work they return (see workerSide.returned).
 type crew struct {
 	ws          *workerSide    // what the workers it starts see
 	workerQueue chan<- work    // the sending end: the work, and the zero work that retires
 	taskQueue   chan<- message // the idle clock sends its ticks on it
 	idleTimeout time.Duration  // WithIdleTimeout's
 	workers     int            // live workers, published in p.counts.workers at once
-	max         int            // the most workers: p.size as of the last resize
-	floor       int            // the workers kept however idle: min(p.minWorkers, max) as of the last resize
+	max         int            // the most workers: p.size.max as of the last resize
+	floor       int            // the workers kept however idle: min(p.size.floor, max) as of the last resize
 	dispatched  uint64         // the work sent to workers; what has not come back is out
 	watching    bool           // p.sig.wakeOnReturn is set: workers wake dispatch as they return work (see watch)
 
@@ -366,7 +366,7 @@ func (c *crew) retireAll() {
 	}
 }
 
-// handOut gives w to a ready worker, or to a new one if fewer than the
+// give gives w to a ready worker, or to a new one if fewer than the
 // maximum exist. It reports false, without blocking, if neither is
 // possible, or while more workers exist than the size (no task starts
 // until they are retired).

@@ -277,7 +277,7 @@ func (p *WorkerPool) SubmitWait(task func()) {
 // A waiter is the owner of a DoWait call's job. The pool side settles it
 // (the worker that ran the task, or dispatch or a worker abandoning it) by
 // sending on done. Both DoWait and the pool hold it until each is done
-// with it (refs); the last to let go puts it back in WorkerPool.recycled, so
+// with it (refs); the last to let go puts it back in WorkerPool.recycled.waiters, so
 // that DoWait does not allocate. The cache is per pool, not global, because
 // done belongs to the synctest bubble (if any) that made it.
 type waiter struct {
