@@ -779,7 +779,9 @@ func (r *fuzzRun) pause() {
 
 // stop stops the pool in one of three ways (Stop, StopWait, Shutdown that
 // gives up after ms milliseconds of fake time) and checks the pool right
-// after the call returns.
+// after the call returns. Ops on other goroutines may still be in a
+// submit, holding a place of room until the stop refuses their send: the
+// room is checked once they all returned (see check).
 func (r *fuzzRun) stop(way, ms int) {
 	r.anyStop.Store(true)
 	switch way {
@@ -797,7 +799,7 @@ func (r *fuzzRun) stop(way, ms int) {
 			assert.True(r.t, errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrStopped), "Shutdown: %v", err)
 		}
 	}
-	s := requireStoppedClean(r.t, r.p)
+	s := requireStoppedCounts(r.t, r.p)
 	assert.Zero(r.t, s.Keys, "Status.Keys when a stop returned")
 	assert.Zero(r.t, r.p.counts.keys.Load(), "keys counted when a stop returned")
 	assert.Empty(r.t, poolGoroutinesRunning(), "pool goroutines left when a stop returned")
