@@ -287,11 +287,11 @@ func (p *WorkerPool) sendDropOldest(m message) error {
 // (see send), so no place is ever held for a task that was refused.
 func (p *WorkerPool) sendReserved(m message) error {
 	p.mustBeNew()
-	if !p.sig.beginSend(&p.sig.taskSends) {
+	if !p.sig.beginSend(&p.taskSends) {
 		return ErrStopped
 	}
 	if !p.counts.reserveScheduled(p.cfg.bound) {
-		p.sig.sendRefused(&p.sig.taskSends)
+		p.sig.sendRefused(&p.taskSends)
 		return ErrQueueFull
 	}
 	if m.job != nil {

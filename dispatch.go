@@ -107,7 +107,7 @@ type dispatcher struct {
 	stashed deque.Deque[message]
 
 	// received counts the messages that came through a send; at stop it
-	// is compared with p.sendsBegun. submitted counts the tasks among
+	// is compared with the sends begun (p.taskSends and p.controlSends). submitted counts the tasks among
 	// them; it is published once, as p.counts.submittedAtStop.
 	received  int64
 	submitted uint64

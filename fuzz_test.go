@@ -114,7 +114,7 @@ func reportDeadlock(t *testing.T) {
 			w := p.room.word.Load()
 			// Counters only: the pool's channels belong to the bubble.
 			state = fmt.Sprintf("room free %d, parked %d; waiting %d; workers %d; size %d; returned %d; sends %d, control %d",
-				uint32(w), w>>32, p.counts.waiting.Load(), p.counts.workers.Load(), p.size.max.Load(), p.counts.returnedWork(), p.sig.taskSends.Load(), p.sig.controlSends.Load())
+				uint32(w), w>>32, p.counts.waiting.Load(), p.counts.workers.Load(), p.size.max.Load(), p.counts.returnedWork(), p.taskSends.Load(), p.controlSends.Load())
 		}
 		t.Fatalf("%v\npool: %s\nevery goroutine:\n%s", r, state, allStacks())
 	}

@@ -43,12 +43,12 @@ var idleTick, resizeTick request
 // once stopping is closed it keeps receiving until it has received as many
 // as were begun (see dispatcher.admitStragglers). So a send that began
 // before the stop always completes, and none can begin after.
-func send(p *WorkerPool, m message) error { return sendCounted(p, &p.sig.taskSends, m) }
+func send(p *WorkerPool, m message) error { return sendCounted(p, &p.taskSends, m) }
 
 // sendControl is send for a message that carries no task of its own (a
 // ticket's tasks are counted as dispatch admits them): it counts itself in
 // controlSends, so that Status never counts it as a task.
-func sendControl(p *WorkerPool, m message) error { return sendCounted(p, &p.sig.controlSends, m) }
+func sendControl(p *WorkerPool, m message) error { return sendCounted(p, &p.controlSends, m) }
 
 // sendCounted is send, counted in begun.
 func sendCounted(p *WorkerPool, begun *atomic.Int64, m message) error {

@@ -34,17 +34,6 @@ type signals struct {
 
 	_ cacheLinePad
 
-	// taskSends and controlSends count the sends that passed, or are
-	// about to make, their stopping check: taskSends those that carry one
-	// task each (a task of any submitting call but DoBatch), controlSends the
-	// others (Pause, Resize, WaitIdle, tickets). Each only grows, but for
-	// refused sends, which take themselves out. Dispatch reads their sum
-	// while stopping (see dispatcher.admitStragglers); Status counts
-	// accepted tasks from taskSends alone (see WorkerPool.submitted), so a
-	// control send never moves Submitted.
-	taskSends    atomic.Int64
-	controlSends atomic.Int64
-
 	// retries carries the jobs that wait for their next run from the
 	// workers that ran them to dispatch (see retryInbox); retriesBack
 	// counts the jobs with a retry policy that their workers are done
@@ -156,11 +145,6 @@ func (s *signals) beginSend(begun *atomic.Int64) bool {
 func (s *signals) sendRefused(begun *atomic.Int64) {
 	begun.Add(-1)
 	s.wakeDispatch()
-}
-
-// sendsBegun is the number of sends begun and not refused, of both kinds.
-func (s *signals) sendsBegun() int64 {
-	return s.taskSends.Load() + s.controlSends.Load()
 }
 
 // abandon makes dispatch abandon the queue rather than run it: from

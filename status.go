@@ -188,7 +188,7 @@ func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
 		return int64(p.counts.submittedAtStop.Load() + p.counts.groupOnly.Load())
 	}
-	return p.sig.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
+	return p.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
 }
 
 // isClosed reports, without blocking, whether a signal channel is closed.

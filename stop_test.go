@@ -642,7 +642,7 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 		t.Run(stop, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1)
-				p.sig.taskSends.Add(1) // the straggler counts itself and passes its check
+				p.taskSends.Add(1) // the straggler counts itself and passes its check
 				stopped := make(chan struct{})
 				go func() {
 					defer close(stopped)
@@ -671,12 +671,12 @@ func TestSendInFlightAtStopIsAdmitted(t *testing.T) {
 func TestSendRefusedAtStopWakesDispatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
-		p.sig.taskSends.Add(1) // the straggler counts itself, then is preempted
+		p.taskSends.Add(1) // the straggler counts itself, then is preempted
 		stopped := make(chan struct{})
 		go func() { p.Stop(); close(stopped) }()
 		synctest.Wait()
 		assert.Equal(t, "stopping", stateOf(p.Status()), "dispatch waits for the straggler")
-		p.sig.sendRefused(&p.sig.taskSends) // its check sees stopping closed
+		p.sig.sendRefused(&p.taskSends) // its check sees stopping closed
 		<-stopped
 		s := requireStoppedClean(t, p)
 		assert.Zero(t, s.Submitted, "the refused send is not counted")

@@ -43,7 +43,7 @@ func (d *dispatcher) admitStragglers() {
 	for d.stashed.Len() > 0 {
 		d.admitStraggler(d.stashed.PopFront())
 	}
-	for d.received < d.p.sig.sendsBegun() {
+	for d.received < d.p.taskSends.Load()+d.p.controlSends.Load() {
 		d.queue.publish()
 		select {
 		case m := <-d.p.taskQueue:

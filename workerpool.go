@@ -40,8 +40,19 @@ type WorkerPool struct {
 	// other sides read or write.
 
 	_ cacheLinePad
+	// taskSends and controlSends count the sends that passed, or are
+	// about to make, their stopping check: taskSends those that carry one
+	// task each (a task of any submitting call but DoBatch), controlSends the
+	// others (Pause, Resize, WaitIdle, tickets). Each only grows, but for
+	// refused sends, which take themselves out. Dispatch reads their sum
+	// while stopping (see dispatcher.admitStragglers); Status counts
+	// accepted tasks from taskSends alone (see WorkerPool.submitted), so a
+	// control send never moves Submitted.
+	taskSends    atomic.Int64
+	controlSends atomic.Int64
 	// room is the waiting queue's free room under Block and Reject, which
-	// submitters take before they send.
+	// submitters take before they send: on the line of the send counts,
+	// which the same submitters write.
 	room room
 
 	counts counts // the counters behind Status, on cache lines of their own (see status.go)
