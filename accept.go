@@ -163,3 +163,18 @@ func (d *dispatcher) countSubmitted() {
 	d.submitted++
 	d.crew.sawTask = true
 }
+
+// reserved reports, under DropOldest, whether j holds a reservation in
+// Status.Scheduled that its submitter made (see reserveScheduled).
+func (d *dispatcher) reserved(j *job) bool {
+	return d.p.cfg.dropsOldest() && j.place.Load()
+}
+
+// unreserve gives back, under DropOldest, a reservation j holds that it
+// does not need: it came due before dispatch scheduled it. (Under Block and
+// Reject a job's place is its room, which it keeps while it waits.)
+func (d *dispatcher) unreserve(j *job) {
+	if d.p.cfg.dropsOldest() {
+		j.givePlace()
+	}
+}

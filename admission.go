@@ -247,21 +247,6 @@ func (a *admission) refuse(t *ticket, err error) {
 	t.unref()
 }
 
-// reserved reports, under DropOldest, whether j holds a reservation in
-// Status.Scheduled that its submitter made (see reserveScheduled).
-func (d *dispatcher) reserved(j *job) bool {
-	return d.p.cfg.dropsOldest() && j.place.Load()
-}
-
-// unreserve gives back, under DropOldest, a reservation j holds that it
-// does not need: it came due before dispatch scheduled it. (Under Block and
-// Reject a job's place is its room, which it keeps while it waits.)
-func (d *dispatcher) unreserve(j *job) {
-	if d.p.cfg.dropsOldest() {
-		j.givePlace()
-	}
-}
-
 // sendDropOldest sends one task under DropOldest. A task due at once that
 // finds the bound filled by scheduled tasks, which are never dropped (see
 // scheduledFill), can only start at once on a free worker, which needs no
