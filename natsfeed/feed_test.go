@@ -278,7 +278,11 @@ func TestFeedHoldsAtMostMaxInFlight(t *testing.T) {
 
 // TestFeedHoldsTwiceThePoolsSizeAndFollowsResize: by default Feed holds
 // twice the pool's size, half of it running and half fetched ahead,
-// waiting in the pool's queue; a Resize moves the bound.
+// waiting in the pool's queue; a Resize moves the bound. Before any task
+// has finished the feed knows no pace, and holds exactly twice the size;
+// once one has, the pace may raise the bound above that (see
+// defaultBound: a task that took less than two round trips), so after the
+// Resize the feed holds at least twice the new size.
 func TestFeedHoldsTwiceThePoolsSizeAndFollowsResize(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 50)
 	pool := workerpool.New(2)
@@ -286,6 +290,15 @@ func TestFeedHoldsTwiceThePoolsSizeAndFollowsResize(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	gates := make(chan chan struct{}, 50)
+	// Should the test end early, its handlers are let go before the
+	// deferred Stop waits for them.
+	defer func() {
+		go func() {
+			for g := range gates {
+				close(g)
+			}
+		}()
+	}()
 	stats := new(natsfeed.Stats)
 	var inside atomic.Int64
 	wait := run(ctx, pool, cons, func(ctx context.Context, msg jetstream.Msg) error {
@@ -303,7 +316,7 @@ func TestFeedHoldsTwiceThePoolsSizeAndFollowsResize(t *testing.T) {
 	close(<-gates) // a settle wakes the fetch loop, which now has a bound of 8
 	eventually(t, func() bool { return inside.Load() == 4 }, "4 handlers running after Resize(4)")
 	// The first message's acknowledgement may still be on its way.
-	eventually(t, func() bool { return info(t, cons).NumAckPending == 8 }, "unacked on the server with a pool of 4")
+	eventually(t, func() bool { return info(t, cons).NumAckPending >= 8 }, "unacked on the server with a pool of 4: at least 8")
 	cancel()
 	go func() {
 		for g := range gates {
@@ -312,7 +325,7 @@ func TestFeedHoldsTwiceThePoolsSizeAndFollowsResize(t *testing.T) {
 	}()
 	require.NoError(t, wait(), "Feed")
 	close(gates)
-	assert.Equal(t, int64(8), stats.Counts().MaxInFlight, "max in flight")
+	assert.GreaterOrEqual(t, stats.Counts().MaxInFlight, int64(8), "max in flight: at least twice the pool's new size")
 }
 
 // advisories collects the server's advisories of terminated messages of
