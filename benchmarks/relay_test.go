@@ -10,9 +10,28 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// With one worker, the relay runs tasks in the order they were submitted,
+// The floors: the relay and the relays whose tasks travel by the
+// mechanisms a faster pool of this shape could use (relay_intake.go,
+// relay_lane.go).
+var floors = map[string]func(workers int) pool{
+	"relay":         openRelay,
+	"relay+intake":  openIntakeRelay,
+	"relay+release": openReleaseRelay,
+	"relay+lane":    openLaneRelay,
+}
+
+// forEachFloor runs test on each floor.
+func forEachFloor(t *testing.T, test func(t *testing.T, openRelay func(int) pool)) {
+	for name, open := range floors {
+		t.Run(name, func(t *testing.T) { test(t, open) })
+	}
+}
+
+// With one worker, each floor runs tasks in the order they were submitted,
 // single or in batches, including those that waited in its deque.
-func TestRelayFIFOWithOneWorker(t *testing.T) {
+func TestRelayFIFOWithOneWorker(t *testing.T) { forEachFloor(t, testFIFOWithOneWorker) }
+
+func testFIFOWithOneWorker(t *testing.T, openRelay func(int) pool) {
 	base := runtime.NumGoroutine()
 	p := openRelay(1)
 	release, running := make(chan struct{}), make(chan struct{})
@@ -48,9 +67,11 @@ func TestRelayFIFOWithOneWorker(t *testing.T) {
 	assert.LessOrEqual(t, awaitGoroutines(base, 10*time.Second), base, "goroutines left after Close")
 }
 
-// The relay starts workers up to its maximum and never more: with every
-// worker blocked, the tasks beyond max wait in the deque.
-func TestRelayNeverMoreThanMax(t *testing.T) {
+// Each floor starts workers up to its maximum and never more: with every
+// worker blocked, the tasks beyond max wait.
+func TestRelayNeverMoreThanMax(t *testing.T) { forEachFloor(t, testNeverMoreThanMax) }
+
+func testNeverMoreThanMax(t *testing.T, openRelay func(int) pool) {
 	const maxWorkers, n = 3, 50
 	base := runtime.NumGoroutine()
 	p := openRelay(maxWorkers)
@@ -85,9 +106,13 @@ func TestRelayNeverMoreThanMax(t *testing.T) {
 	assert.LessOrEqual(t, awaitGoroutines(base, 10*time.Second), base, "goroutines left after Close")
 }
 
-// Close, called while tasks wait in the deque behind busy workers, runs
+// Close, called while tasks wait behind busy workers, runs
 // every accepted task before it returns and leaves no goroutine behind.
 func TestRelayCloseRunsEveryAcceptedTask(t *testing.T) {
+	forEachFloor(t, testCloseRunsEveryAcceptedTask)
+}
+
+func testCloseRunsEveryAcceptedTask(t *testing.T, openRelay func(int) pool) {
 	const workers, n = 2, 10_000
 	base := runtime.NumGoroutine()
 	p := openRelay(workers)
@@ -135,12 +160,14 @@ func TestRelayIsTheFloor(t *testing.T) {
 		ok, _ := s.applies(lib)
 		assert.Equal(t, s.needs == "" || s.needs == "queue" || s.needs == "batch" || s.needs == "delay", ok, s.id)
 	}
-	p := openRelay(2)
-	defer p.Close()
-	ran := 0
-	t1 := newTask(func() { ran++ })
-	for i := range 100 {
-		p.SubmitWait(t1)
-		require.Equal(t, i+1, ran)
+	for name, open := range floors {
+		p := open(2)
+		ran := 0
+		t1 := newTask(func() { ran++ })
+		for i := range 100 {
+			p.SubmitWait(t1)
+			require.Equal(t, i+1, ran, name)
+		}
+		p.Close()
 	}
 }
