@@ -292,7 +292,7 @@ func (r *run) emit(stdout io.Writer) error {
 	if r.chart == "" {
 		return nil
 	}
-	return writeFile(r.chart, r.writeChart)
+	return writeFile(r.chart, r.primary().writeChart)
 }
 
 // child runs scenario s with lib in a fresh process and returns its result;

@@ -261,10 +261,10 @@ func TestReportAndChart(t *testing.T) {
 		machine: machine{goVersion: "go1.x", cpu: "test cpu", numCPU: 2, gomaxprocs: 2},
 		samples: map[string]map[string][]result{
 			"a": {
-				"ours":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 3000}},
-				"gammazero": {{Tasks: 10, Wall: 4000}, {Tasks: 10, Wall: 4000}},
-				"conc":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 1000}},
-				floor:       {{Tasks: 10, Wall: 1600}, {Tasks: 10, Wall: 2400}},
+				"ours":      {{Tasks: 10, Wall: 1000, CPU: 2000}, {Tasks: 10, Wall: 3000, CPU: 2000}},
+				"gammazero": {{Tasks: 10, Wall: 4000, CPU: 1200}, {Tasks: 10, Wall: 4000, CPU: 1200}},
+				"conc":      {{Tasks: 10, Wall: 1000, CPU: 1500}, {Tasks: 10, Wall: 1000, CPU: 1500}},
+				floor:       {{Tasks: 10, Wall: 1600, CPU: 1000}, {Tasks: 10, Wall: 2400, CPU: 1000}},
 			},
 			"g": {
 				"ours":      {{Tasks: 10, Wall: 500, Queued: 8.4}},
@@ -288,9 +288,15 @@ func TestReportAndChart(t *testing.T) {
 	require.NoError(t, r.writeReport(&report))
 	md := report.String()
 	assert.Contains(t, md, "![ns per task, one panel per scenario](chart.svg)")
-	assert.Contains(t, md, "| a: ns/task vs gammazero | ≤ 0.80x | 0.50x | yes |")
+	// The targets: this library against the fastest peer (conc in wall
+	// time, gammazero in CPU), against gammazero, and the memory targets.
+	assert.Contains(t, md, "| a: ours vs fastest peer, wall | ≤ 1.30x | 2.00x (conc) | **no** |\n"+
+		"| a: ours vs fastest peer, CPU/task | ≤ 1.30x | 1.67x (gammazero) | **no** |\n"+
+		"| a: ours vs gammazero | ≤ 1.00x | 0.50x | yes |\n")
 	assert.Contains(t, md, "| g: live heap bytes per queued task | ≤ 8.50 B | 8.40 B | yes |")
-	assert.Contains(t, md, "| a: ns/task vs relay floor | ≤ 1.10x | 1.00x | yes |")
+	assert.NotContains(t, md, "beside the hog |", "no hog run, no hog targets")
+	assert.Contains(t, md, "| a | 200 | 100 | 120 | 150 |", "CPU medians")
+	assert.Contains(t, md, "| a | 2.00x (conc) | 1.67x (gammazero) |\n", "the fastest peer, wall and CPU")
 	assert.Contains(t, md, "| g | 50.0 | 25.0 | 50.0 | – |", "medians")
 	assert.Contains(t, md, "| a | 200 | 200 | 400 | 100 |", "medians")
 	assert.Contains(t, md, "| ours | queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, TaskOption{Delay: d}) in the delayed scenarios | 200 (100–300) | 1.00x | 0.50x | 1.00x |")
@@ -300,7 +306,7 @@ func TestReportAndChart(t *testing.T) {
 	assert.Contains(t, md, "| relay | "+lib(floor).note+" | n/a:")
 	assert.Contains(t, md, "| conc | "+lib("conc").note+" | n/a:")
 	assert.Contains(t, md, "| g | 2.00x | 1.00x | 2.00x | – |\n| h | n/a | n/a | n/a | n/a |\n", "the relay matrix: n/a where the relay cannot run")
-	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## Ratio to this library", "## Ratio to gammazero/workerpool", "## Ratio to the relay floor", "### a: ", "### g: ", "### h: "} {
+	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## CPU ns per task (median)", "## Ratio to the fastest peer", "## Ratio to this library", "## Ratio to gammazero/workerpool", "## Ratio to the relay floor", "### a: ", "### g: ", "### h: "} {
 		assert.Contains(t, md, "\n"+h)
 	}
 	assert.Contains(t, md, "`relay` is a reference, not a usable pool")
@@ -312,7 +318,8 @@ func TestReportAndChart(t *testing.T) {
 	assert.Contains(t, md, "| gammazero | "+lib("gammazero").note+" | n/a: has no bound")
 	assert.Contains(t, md, scenarioNotes["j"])
 	// l: this library and the relay, each with its ratio to its own a.
-	assert.Contains(t, md, "| l: DoBatch ns/task vs Submit (l / a, goal 0.50x) | ≤ 0.60x | 0.50x | yes |")
+	assert.Contains(t, md, "| l: ours vs fastest peer, wall and CPU/task | ≤ 1.30x | n/a: no peer runs l (has no batch submit) | – |")
+	assert.Contains(t, md, "| l | n/a: no peer runs l (has no batch submit) | n/a: no peer runs l (has no batch submit) |\n")
 	assert.Contains(t, md, "| l: allocs per task | ≤ 0.0100 | 0.0020 | yes |")
 	assert.Contains(t, md, "**DoBatch vs Submit, this library:** l 100 ns/task / a 200 ns/task = **0.50x** (target ≤ 0.60x, goal 0.50x); l allocs per task 0.0020 (target ≤ 0.01). "+
 		"The relay's own l / a in this run, the floor of that ratio for this design on this machine: **0.90x**.")
