@@ -100,9 +100,6 @@ func (h *hog) stop() {
 	_ = h.cmd.Wait()         // "signal: killed"
 }
 
-// hogSpins is what the hog's loop writes, so that the loop does work.
-var hogSpins uint64
-
 // runHog is the hog process: it pins its thread to one CPU where it can,
 // says so on stdout, and spins until it is killed or its stdin closes.
 func runHog() {
@@ -113,7 +110,8 @@ func runHog() {
 		os.Exit(0) // the parent is gone
 	}()
 	fmt.Println(note)
+	x := uint64(1)
 	for {
-		hogSpins++
+		x = x*6364136223846793005 + 1442695040888963407 // a step of an LCG: work, no memory
 	}
 }
