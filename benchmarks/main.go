@@ -6,6 +6,10 @@
 //	cd benchmarks && go run .                  # the report on stdout, no files
 //	cd benchmarks && go run . -o RESULTS.md    # rewrites the committed report and chart.svg
 //
+// By default every scenario and pool runs twice in turn, quiet and beside a
+// CPU hog (one other process spinning on one CPU); -hog off runs it quiet
+// only, -hog on beside the hog only.
+//
 // See README.md for the method and how to read the results.
 package main
 
@@ -34,6 +38,7 @@ type options struct {
 	libraries []library
 	reps      int
 	timeout   time.Duration
+	hog       string // hogOff, hogOn or hogBoth
 	config
 }
 
@@ -50,12 +55,17 @@ func main() {
 		reps      = flag.Int("reps", 5, "measured repetitions of each scenario and pool, after one warm-up")
 		scale     = flag.Float64("scale", 1, "multiply every scenario's task count by this `factor`")
 		timeout   = flag.Duration("timeout", 5*time.Minute, "give up on a child process after this long")
+		hogF      = flag.String("hog", hogBoth, "run each scenario and pool quiet (off), beside a CPU hog (on), or both in turn (both)")
+		hogChild  = flag.Bool(strings.TrimPrefix(hogFlag, "-"), false, "internal: spin on one CPU until killed")
 		childF    = flag.String("child", "", "internal: run one `scenario/pool` in this process and print its result")
 		spinF     = flag.Int("spin", 0, "internal: spin rounds per µs of CPU")
 		cpuprof   = flag.String("cpuprofile", "", "with -child: write a CPU profile of the run to this `file`")
 		tracef    = flag.String("trace", "", "with -child: write an execution trace of the run to this `file`")
 	)
 	flag.Parse()
+	if *hogChild {
+		runHog()
+	}
 	if *scale <= 0 || *reps < 1 {
 		log(errors.New("-scale must be > 0 and -reps >= 1"))
 	}
@@ -65,7 +75,10 @@ func main() {
 		}
 		return
 	}
-	o := options{out: *out, chart: chartFile(*out, *chart), reps: *reps, timeout: *timeout, config: config{scale: *scale}}
+	o := options{out: *out, chart: chartFile(*out, *chart), reps: *reps, timeout: *timeout, hog: *hogF, config: config{scale: *scale}}
+	if _, err := hogModes(o.hog); err != nil {
+		log(err)
+	}
 	var err error
 	if o.scenarios, err = pick(*scenarioF, findScenario); err != nil {
 		log(err)
@@ -180,43 +193,63 @@ func startDiagnostics(c config) (stop func() error, err error) {
 // A run is every measurement of the suite, in the order the report shows it.
 type run struct {
 	options
-	started   time.Time
-	elapsed   time.Duration
-	machine   machine
-	loadAfter string
-	samples   map[string]map[string][]result // scenario id -> library name -> results
-	failures  []string
+	started    time.Time
+	elapsed    time.Duration
+	machine    machine
+	loadAfter  string
+	samples    map[string]map[string][]result // quiet runs: scenario id -> library name -> results
+	hogSamples map[string]map[string][]result // the same beside the CPU hog
+	hogNote    string                         // what the hog said of its pinning
+	failures   []string
 }
 
 // runParent runs the plan: for each scenario, a warm-up of every library, then
 // reps rounds that each run every library once (A B C A B C …), every run in
-// a fresh child process.
+// a fresh child process. With -hog both, each library runs quiet and beside
+// the hog in turn (A A' B B' …, the order of the two swapped every round).
 func runParent(o options) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	modes, err := hogModes(o.hog)
+	if err != nil {
+		return err
+	}
 	o.spin = calibrateSpin()
-	r := &run{options: o, started: time.Now(), machine: describeMachine(), samples: map[string]map[string][]result{}}
+	r := &run{options: o, started: time.Now(), machine: describeMachine(),
+		samples: map[string]map[string][]result{}, hogSamples: map[string]map[string][]result{}}
 	for _, s := range o.scenarios {
 		r.samples[s.id] = map[string][]result{}
+		r.hogSamples[s.id] = map[string][]result{}
 		for rep := 0; rep <= o.reps; rep++ { // rep 0 is the warm-up
 			for _, lib := range o.libraries {
 				if ok, _ := s.applies(lib); !ok {
 					continue
 				}
-				res, err := r.child(exe, s, lib)
-				if err != nil {
-					r.failures = append(r.failures, err.Error())
-					fmt.Fprintln(os.Stderr, "FAIL", err)
-					continue
+				for i := range modes {
+					hogged := modes[(i+rep)%len(modes)]
+					res, err := r.child(exe, s, lib, hogged)
+					if err != nil {
+						r.failures = append(r.failures, err.Error())
+						fmt.Fprintln(os.Stderr, "FAIL", err)
+						continue
+					}
+					label := "warm-up"
+					if rep > 0 {
+						label = fmt.Sprintf("rep %d/%d", rep, o.reps)
+						set := r.samples
+						if hogged {
+							set = r.hogSamples
+						}
+						set[s.id][lib.name] = append(set[s.id][lib.name], res)
+					}
+					where := ""
+					if hogged {
+						where = " beside the CPU hog"
+					}
+					fmt.Fprintf(os.Stderr, "%-3s %-10s %-9s %10.1f ns/task%s\n", s.id, lib.name, label, res.Wall/float64(res.Tasks), where)
 				}
-				label := "warm-up"
-				if rep > 0 {
-					label = fmt.Sprintf("rep %d/%d", rep, o.reps)
-					r.samples[s.id][lib.name] = append(r.samples[s.id][lib.name], res)
-				}
-				fmt.Fprintf(os.Stderr, "%-3s %-10s %-9s %10.1f ns/task\n", s.id, lib.name, label, res.Wall/float64(res.Tasks))
 			}
 		}
 	}
@@ -259,10 +292,25 @@ func (r *run) emit(stdout io.Writer) error {
 	if r.chart == "" {
 		return nil
 	}
-	return writeFile(r.chart, r.writeChart)
+	return writeFile(r.chart, r.primary().writeChart)
 }
 
-func (r *run) child(exe string, s scenario, lib library) (result, error) {
+// child runs scenario s with lib in a fresh process and returns its result;
+// hogged, beside a CPU hog that it starts first and kills (and waits for)
+// once the child has returned, failed or timed out.
+func (r *run) child(exe string, s scenario, lib library, hogged bool) (result, error) {
+	spec := s.id + "/" + lib.name
+	if hogged {
+		h, err := startHog(exe)
+		if err != nil {
+			return result{}, fmt.Errorf("%s beside the CPU hog: %v", spec, err)
+		}
+		defer h.stop()
+		if r.hogNote == "" {
+			r.hogNote = h.note
+		}
+		spec += " beside the CPU hog"
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe,
@@ -272,11 +320,11 @@ func (r *run) child(exe string, s scenario, lib library) (result, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return result{}, fmt.Errorf("%s/%s: %v: %s", s.id, lib.name, err, strings.TrimSpace(stderr.String()))
+		return result{}, fmt.Errorf("%s: %v: %s", spec, err, strings.TrimSpace(stderr.String()))
 	}
 	var res result
 	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-		return result{}, fmt.Errorf("%s/%s: bad output %q: %v", s.id, lib.name, stdout.String(), err)
+		return result{}, fmt.Errorf("%s: bad output %q: %v", spec, stdout.String(), err)
 	}
 	return res, nil
 }

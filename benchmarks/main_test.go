@@ -2,17 +2,177 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// TestMain lets the test binary stand in for the suite's: run with -child
+// or -hog-child, it is a measured child or a CPU hog, as the suite's binary
+// is when the parent re-executes itself.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && (os.Args[1] == "-child" || os.Args[1] == hogFlag) {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// alive reports whether a process with this pid exists (and is not a
+// zombie: one that has exited but not been reaped counts as alive).
+func alive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	if p.Signal(syscall.Signal(0)) != nil {
+		return false
+	}
+	if runtime.GOOS == "linux" {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return err == nil
+	}
+	return true
+}
+
+// A child run beside the hog starts a real hog process, which spins while
+// the child runs and is gone (killed and reaped) once the run returns:
+// after a run that succeeded, one whose child failed, and one whose child
+// timed out.
+func TestHogIsGoneAfterAChildRun(t *testing.T) {
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	var pids []int
+	hogStarted = func(pid int) {
+		assert.True(t, alive(pid), "the hog runs once started")
+		pids = append(pids, pid)
+	}
+	t.Cleanup(func() { hogStarted = func(int) {} })
+	sc := func(id string) scenario { s, err := findScenario(id); require.NoError(t, err); return s }
+	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
+	r := &run{options: options{timeout: time.Minute, config: config{scale: 0.001, spin: 10}}}
+
+	res, err := r.child(exe, sc("a"), lib("ours"), true)
+	require.NoError(t, err)
+	assert.Equal(t, 1000, res.Tasks)
+	if runtime.GOOS == "linux" {
+		assert.True(t, strings.HasPrefix(r.hogNote, "pinned to CPU "), r.hogNote)
+	} else {
+		assert.Contains(t, r.hogNote, "not pinned")
+	}
+
+	_, err = r.child(exe, sc("g"), lib("ants"), true) // n/a: the child exits 1
+	assert.ErrorContains(t, err, "g/ants beside the CPU hog")
+
+	r.timeout = time.Millisecond
+	_, err = r.child(exe, sc("d1"), lib("ours"), true)
+	assert.Error(t, err, "the child timed out")
+
+	require.Len(t, pids, 3)
+	for _, pid := range pids {
+		assert.False(t, alive(pid), "hog %d outlived its run", pid)
+	}
+
+	// A quiet run starts no hog.
+	r.timeout = time.Minute
+	_, err = r.child(exe, sc("a"), lib("ours"), false)
+	require.NoError(t, err)
+	assert.Len(t, pids, 3)
+}
+
+// The fastest peer is the peer with the lowest median, in wall time and in
+// CPU separately: this library's variants (ours…) and the floors (relay…)
+// are not peers, however fast; a scenario no peer can run is n/a, with the
+// reason; and the hog half has its own fastest peer.
+func TestRatioToTheFastestPeer(t *testing.T) {
+	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
+	sc := func(id string) scenario { s, err := findScenario(id); require.NoError(t, err); return s }
+	intake := lib(floor)
+	intake.name = "relay+intake" // a floor of another name
+	r := &run{
+		options: options{reps: 1, hog: hogBoth,
+			scenarios: []scenario{sc("a"), sc("e"), sc("l")},
+			libraries: []library{lib("ours"), lib("ours+hooks"), lib(floor), intake, lib("pond"), lib("conc"), lib("gammazero")},
+			config:    config{scale: 1}},
+		samples: map[string]map[string][]result{
+			"a": {
+				"ours":         {{Tasks: 10, Wall: 3000, CPU: 4000}},
+				"ours+hooks":   {{Tasks: 10, Wall: 100, CPU: 100}},
+				floor:          {{Tasks: 10, Wall: 200, CPU: 200}},
+				"relay+intake": {{Tasks: 10, Wall: 300, CPU: 300}},
+				"pond":         {{Tasks: 10, Wall: 2000, CPU: 5000}},
+				"conc":         {{Tasks: 10, Wall: 2500, CPU: 2000}},
+				"gammazero":    {{Tasks: 10, Wall: 4000, CPU: 8000}},
+			},
+			"e": {"ours": {{Tasks: 10, Wall: 1000, CPU: 1000}}}, // no peer's result
+			"l": {"ours": {{Tasks: 10, Wall: 1000, CPU: 1000}}, floor: {{Tasks: 10, Wall: 900, CPU: 900}}},
+		},
+		hogSamples: map[string]map[string][]result{
+			"a": {
+				"ours": {{Tasks: 10, Wall: 6000, CPU: 4000}},
+				"pond": {{Tasks: 10, Wall: 8000, CPU: 5000}},
+				"conc": {{Tasks: 10, Wall: 5000, CPU: 5000}},
+			},
+		},
+		hogNote: "pinned to CPU 0",
+	}
+	x, peer, na := r.peerRatio("a", wallNs)
+	assert.Equal(t, "pond", peer)
+	assert.InDelta(t, 1.5, x, 1e-9)
+	assert.Empty(t, na)
+	x, peer, _ = r.peerRatio("a", cpuNs)
+	assert.Equal(t, "conc", peer)
+	assert.InDelta(t, 2.0, x, 1e-9)
+	x, peer, _ = r.beside().peerRatio("a", wallNs)
+	assert.Equal(t, "conc", peer)
+	assert.InDelta(t, 1.2, x, 1e-9)
+	x, peer, _ = r.beside().peerRatio("a", cpuNs)
+	assert.Equal(t, "pond", peer, "pond and conc tie; the first in the run's order")
+	assert.InDelta(t, 0.8, x, 1e-9)
+	x, _, na = r.peerRatio("e", wallNs)
+	assert.True(t, x != x && na == "", "no peer's result: no ratio, not n/a")
+	_, _, na = r.peerRatio("l", wallNs)
+	assert.Equal(t, "n/a: no peer runs l (has no batch submit)", na)
+
+	var report bytes.Buffer
+	require.NoError(t, r.writeReport(&report))
+	md := report.String()
+	assert.Contains(t, md, "| scenario | wall | CPU/task | wall beside a CPU hog | CPU/task beside a CPU hog |\n|---|---:|---:|---:|---:|\n"+
+		"| a | 1.50x (pond) | 2.00x (conc) | 1.20x (conc) | 0.80x (pond) |\n"+
+		"| e | – | – | – | – |\n"+
+		"| l |"+strings.Repeat(" n/a: no peer runs l (has no batch submit) |", 4)+"\n")
+	assert.Contains(t, md, "| a: ours vs fastest peer, wall | ≤ 1.30x | 1.50x (pond) | **no** |\n"+
+		"| a: ours vs fastest peer, CPU/task | ≤ 1.30x | 2.00x (conc) | **no** |\n"+
+		"| a: ours vs fastest peer, wall beside the hog | ≤ 1.30x | 1.20x (conc) | yes |\n"+
+		"| a: ours vs fastest peer, CPU/task beside the hog | ≤ 1.30x | 0.80x (pond) | yes |\n"+
+		"| a: ours vs gammazero | ≤ 1.00x | 0.75x | yes |\n")
+	assert.Contains(t, md, "| l: ours vs fastest peer, wall and CPU/task | ≤ 1.30x | n/a: no peer runs l (has no batch submit) | – |\n"+
+		"| l: DoBatch ns/task vs relay floor (its batch) | ≤ 1.15x | 1.11x | yes |\n")
+	assert.Contains(t, md, "## ns per task beside a CPU hog\n")
+	assert.Contains(t, md, "## CPU ns per task beside a CPU hog\n")
+	assert.Contains(t, md, "| a | 600 | – | – | – | 800 | 500 | – |\n", "the hog's medians")
+	assert.Contains(t, md, "| CPU hog | every scenario and pool measured quiet and beside the CPU hog, interleaved (`-hog both`): ")
+	assert.Contains(t, md, "pinned to CPU 0;")
+
+	// -hog on: every section from the hog's runs, no quiet half.
+	r.hog, r.samples = hogOn, nil
+	report.Reset()
+	require.NoError(t, r.writeReport(&report))
+	md = report.String()
+	assert.NotContains(t, md, "## ns per task (median)")
+	assert.Contains(t, md, "| scenario | wall beside a CPU hog | CPU/task beside a CPU hog |\n")
+	assert.Contains(t, md, "| a | 1.00x | – | – | – | 1.33x | 0.83x | – |\n", "the ratio to this library, from the hog's runs")
+}
 
 // Every scenario runs with every library it applies to, the relay floor
 // included, at a tiny scale, in this process: every task runs (each
@@ -261,10 +421,10 @@ func TestReportAndChart(t *testing.T) {
 		machine: machine{goVersion: "go1.x", cpu: "test cpu", numCPU: 2, gomaxprocs: 2},
 		samples: map[string]map[string][]result{
 			"a": {
-				"ours":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 3000}},
-				"gammazero": {{Tasks: 10, Wall: 4000}, {Tasks: 10, Wall: 4000}},
-				"conc":      {{Tasks: 10, Wall: 1000}, {Tasks: 10, Wall: 1000}},
-				floor:       {{Tasks: 10, Wall: 1600}, {Tasks: 10, Wall: 2400}},
+				"ours":      {{Tasks: 10, Wall: 1000, CPU: 2000}, {Tasks: 10, Wall: 3000, CPU: 2000}},
+				"gammazero": {{Tasks: 10, Wall: 4000, CPU: 1200}, {Tasks: 10, Wall: 4000, CPU: 1200}},
+				"conc":      {{Tasks: 10, Wall: 1000, CPU: 1500}, {Tasks: 10, Wall: 1000, CPU: 1500}},
+				floor:       {{Tasks: 10, Wall: 1600, CPU: 1000}, {Tasks: 10, Wall: 2400, CPU: 1000}},
 			},
 			"g": {
 				"ours":      {{Tasks: 10, Wall: 500, Queued: 8.4}},
@@ -288,9 +448,15 @@ func TestReportAndChart(t *testing.T) {
 	require.NoError(t, r.writeReport(&report))
 	md := report.String()
 	assert.Contains(t, md, "![ns per task, one panel per scenario](chart.svg)")
-	assert.Contains(t, md, "| a: ns/task vs gammazero | ≤ 0.80x | 0.50x | yes |")
+	// The targets: this library against the fastest peer (conc in wall
+	// time, gammazero in CPU), against gammazero, and the memory targets.
+	assert.Contains(t, md, "| a: ours vs fastest peer, wall | ≤ 1.30x | 2.00x (conc) | **no** |\n"+
+		"| a: ours vs fastest peer, CPU/task | ≤ 1.30x | 1.67x (gammazero) | **no** |\n"+
+		"| a: ours vs gammazero | ≤ 1.00x | 0.50x | yes |\n")
 	assert.Contains(t, md, "| g: live heap bytes per queued task | ≤ 8.50 B | 8.40 B | yes |")
-	assert.Contains(t, md, "| a: ns/task vs relay floor | ≤ 1.10x | 1.00x | yes |")
+	assert.NotContains(t, md, "beside the hog |", "no hog run, no hog targets")
+	assert.Contains(t, md, "| a | 200 | 100 | 120 | 150 |", "CPU medians")
+	assert.Contains(t, md, "| a | 2.00x (conc) | 1.67x (gammazero) |\n", "the fastest peer, wall and CPU")
 	assert.Contains(t, md, "| g | 50.0 | 25.0 | 50.0 | – |", "medians")
 	assert.Contains(t, md, "| a | 200 | 200 | 400 | 100 |", "medians")
 	assert.Contains(t, md, "| ours | queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, TaskOption{Delay: d}) in the delayed scenarios | 200 (100–300) | 1.00x | 0.50x | 1.00x |")
@@ -300,7 +466,7 @@ func TestReportAndChart(t *testing.T) {
 	assert.Contains(t, md, "| relay | "+lib(floor).note+" | n/a:")
 	assert.Contains(t, md, "| conc | "+lib("conc").note+" | n/a:")
 	assert.Contains(t, md, "| g | 2.00x | 1.00x | 2.00x | – |\n| h | n/a | n/a | n/a | n/a |\n", "the relay matrix: n/a where the relay cannot run")
-	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## Ratio to this library", "## Ratio to gammazero/workerpool", "## Ratio to the relay floor", "### a: ", "### g: ", "### h: "} {
+	for _, h := range []string{"## Targets for this library", "## ns per task (median)", "## CPU ns per task (median)", "## Ratio to the fastest peer", "## Ratio to this library", "## Ratio to gammazero/workerpool", "## Ratio to the relay floor", "### a: ", "### g: ", "### h: "} {
 		assert.Contains(t, md, "\n"+h)
 	}
 	assert.Contains(t, md, "`relay` is a reference, not a usable pool")
@@ -312,7 +478,8 @@ func TestReportAndChart(t *testing.T) {
 	assert.Contains(t, md, "| gammazero | "+lib("gammazero").note+" | n/a: has no bound")
 	assert.Contains(t, md, scenarioNotes["j"])
 	// l: this library and the relay, each with its ratio to its own a.
-	assert.Contains(t, md, "| l: DoBatch ns/task vs Submit (l / a, goal 0.50x) | ≤ 0.60x | 0.50x | yes |")
+	assert.Contains(t, md, "| l: ours vs fastest peer, wall and CPU/task | ≤ 1.30x | n/a: no peer runs l (has no batch submit) | – |")
+	assert.Contains(t, md, "| l | n/a: no peer runs l (has no batch submit) | n/a: no peer runs l (has no batch submit) |\n")
 	assert.Contains(t, md, "| l: allocs per task | ≤ 0.0100 | 0.0020 | yes |")
 	assert.Contains(t, md, "**DoBatch vs Submit, this library:** l 100 ns/task / a 200 ns/task = **0.50x** (target ≤ 0.60x, goal 0.50x); l allocs per task 0.0020 (target ≤ 0.01). "+
 		"The relay's own l / a in this run, the floor of that ratio for this design on this machine: **0.90x**.")

@@ -155,10 +155,135 @@ func fmtNs(x float64) string {
 	}
 }
 
+// quiet is the run's quiet half, or nil if every run had the hog beside it.
+func (r *run) quiet() *run {
+	if r.hog == hogOn {
+		return nil
+	}
+	return r
+}
+
+// beside is the run's half beside the CPU hog, as a run whose samples are
+// those, or nil if the hog never ran.
+func (r *run) beside() *run {
+	if r.hog != hogOn && r.hog != hogBoth {
+		return nil
+	}
+	b := *r
+	b.samples, b.hogSamples = r.hogSamples, nil
+	return &b
+}
+
+// primary is the half the scenario tables, the ratio matrices and the chart
+// show: the quiet one, unless the hog ran beside every run.
+func (r *run) primary() *run {
+	if q := r.quiet(); q != nil {
+		return q
+	}
+	return r.beside()
+}
+
+// halves are the run's halves, quiet first, each with the suffix its
+// sections' titles take.
+func (r *run) halves() []half {
+	var hs []half
+	if q := r.quiet(); q != nil {
+		hs = append(hs, half{q, ""})
+	}
+	if b := r.beside(); b != nil {
+		hs = append(hs, half{b, " beside a CPU hog"})
+	}
+	return hs
+}
+
+type half struct {
+	*run
+	suffix string
+}
+
+// floorPrefix begins the name of every floor (the relay and its variants):
+// references, not peers.
+const floorPrefix = "relay"
+
+// isPeer reports whether the library called name is a peer: neither one of
+// this library's own variants ("ours…") nor a floor ("relay…").
+func isPeer(name string) bool {
+	return !strings.HasPrefix(name, "ours") && !strings.HasPrefix(name, floorPrefix)
+}
+
+// Two measures of a summary: wall and CPU time per task.
+var (
+	wallNs = func(s summary) float64 { return s.ns }
+	cpuNs  = func(s summary) float64 { return s.cpu }
+)
+
+// peerRatio divides this library's measure f in scenario sid by the lowest
+// of the run's peers, and names that peer. na is set (and the ratio NaN)
+// when no peer of the suite can run sid; the ratio is NaN without na when
+// this library or every peer has no result in the run.
+func (r *run) peerRatio(sid string, f func(summary) float64) (x float64, peer, na string) {
+	if why := noPeerRuns(sid); why != "" {
+		return math.NaN(), "", why
+	}
+	o, ok := r.summary(sid, "ours")
+	if !ok {
+		return math.NaN(), "", ""
+	}
+	best := math.Inf(1)
+	for _, l := range r.libraries {
+		if !isPeer(l.name) {
+			continue
+		}
+		if s, ok := r.summary(sid, l.name); ok && f(s) < best {
+			best, peer = f(s), l.name
+		}
+	}
+	if peer == "" || best <= 0 {
+		return math.NaN(), "", ""
+	}
+	return f(o) / best, peer, ""
+}
+
+// noPeerRuns says why no peer of the suite can run scenario sid, as
+// "n/a: no peer runs l (has no batch submit)", or "" if one can.
+func noPeerRuns(sid string) string {
+	s, err := findScenario(sid)
+	if err != nil {
+		return ""
+	}
+	var whys []string
+	for _, l := range libraries {
+		if !isPeer(l.name) {
+			continue
+		}
+		ok, why := s.applies(l)
+		if ok {
+			return ""
+		}
+		if why = strings.TrimPrefix(why, "n/a: "); !slices.Contains(whys, why) {
+			whys = append(whys, why)
+		}
+	}
+	return fmt.Sprintf("n/a: no peer runs %s (%s)", sid, strings.Join(whys, "; "))
+}
+
+// peerCell is peerRatio as a cell: "1.25x (pond)", the n/a reason, or –.
+func (r *run) peerCell(sid string, f func(summary) float64) string {
+	x, peer, na := r.peerRatio(sid, f)
+	switch {
+	case na != "":
+		return na
+	case math.IsNaN(x):
+		return "–"
+	}
+	return fmt.Sprintf("%s (%s)", fmtRatio(x), peer)
+}
+
 // writeReport writes the Markdown report.
 func (r *run) writeReport(w io.Writer) error {
 	p := &printer{w: w}
 	m := r.machine
+	q := r.primary()
 	p.f("# Benchmark results\n\n")
 	p.f("Written by `go run . %s` in `benchmarks/`. Absolute numbers depend on the machine; compare the ratios, which come from one run.\n\n", strings.Join(os.Args[1:], " "))
 	p.f("| | |\n|---|---|\n")
@@ -166,8 +291,13 @@ func (r *run) writeReport(w io.Writer) error {
 	p.f("| Go | %s %s |\n", m.goVersion, m.platform)
 	p.f("| CPU | %s, %d logical CPUs, GOMAXPROCS %d |\n", m.cpu, m.numCPU, m.gomaxprocs)
 	p.f("| Load average (1, 5, 15 min) | before: %s; after: %s (the suite's own runs keep up to GOMAXPROCS CPUs busy) |\n", m.loadBefore, r.loadAfter)
-	p.f("| Method | %d measured runs per scenario and pool after one warm-up, interleaved across pools, each in a fresh process; scale %g; %s in all |\n\n",
-		r.reps, r.scale, r.elapsed.Round(time.Second))
+	each := "each in a fresh process"
+	if r.hog == hogBoth {
+		each = "each quiet and beside a CPU hog in turn, in a fresh process"
+	}
+	p.f("| Method | %d measured runs per scenario and pool after one warm-up, interleaved across pools, %s; scale %g; %s in all |\n",
+		r.reps, each, r.scale, r.elapsed.Round(time.Second))
+	p.f("| CPU hog | %s |\n\n", r.hogLine())
 	if r.chart != "" {
 		p.f("![ns per task, one panel per scenario](%s)\n\n", relative(r.out, r.chart))
 	}
@@ -175,30 +305,55 @@ func (r *run) writeReport(w io.Writer) error {
 		p.f("`%s` is a reference, not a usable pool: the bare relay of this library's shape (an unbuffered channel into one dispatcher goroutine with a deque, an unbuffered channel out to the workers, nothing else), so every task makes exactly the two hand-offs this design fixes. No pool of this shape can beat it; its row is the floor.\n\n", floor)
 	}
 	r.writeTargets(p)
-	r.writeMatrix(p, "ns per task (median)", "Wall time from the first submit until the last task finished, divided by the task count (g: Submit time per queued task).",
-		func(sid, lib string) string {
-			s, ok := r.summary(sid, lib)
-			if !ok {
-				return "–"
-			}
-			return fmtNs(s.ns)
-		})
-	r.writeMatrix(p, "Ratio to this library", "Median ns/task divided by this library's in the same run: below 1.00x is faster than this library.",
-		func(sid, lib string) string { return r.ratioCell(sid, lib, "ours") })
-	r.writeMatrix(p, "Ratio to gammazero/workerpool", "Median ns/task divided by gammazero/workerpool's in the same run; n/a where gammazero/workerpool cannot run the scenario.",
-		func(sid, lib string) string { return r.ratioCell(sid, lib, "gammazero") })
+	for _, h := range r.halves() {
+		hr := h.run
+		title, cpuTitle := "ns per task (median)", "CPU ns per task (median)"
+		if h.suffix != "" {
+			title, cpuTitle = "ns per task"+h.suffix, "CPU ns per task"+h.suffix
+		}
+		hr.writeMatrix(p, title, "Wall time from the first submit until the last task finished, divided by the task count (g: Submit time per queued task); medians."+h.caption(),
+			func(sid, lib string) string {
+				s, ok := hr.summary(sid, lib)
+				if !ok {
+					return "–"
+				}
+				return fmtNs(s.ns)
+			})
+		hr.writeMatrix(p, cpuTitle, "CPU time (user + system, all threads) of the measured process over the same span, divided by the task count; medians. It exceeds the wall time where threads ran in parallel."+h.caption(),
+			func(sid, lib string) string {
+				s, ok := hr.summary(sid, lib)
+				if !ok {
+					return "–"
+				}
+				return fmtNs(s.cpu)
+			})
+	}
+	r.writeFastestPeer(p)
+	inHog := ""
+	if r.hog == hogOn {
+		inHog = " Every run had the CPU hog beside it."
+	}
+	q.writeMatrix(p, "Ratio to this library", "Median ns/task divided by this library's in the same run: below 1.00x is faster than this library."+inHog,
+		func(sid, lib string) string { return q.ratioCell(sid, lib, "ours") })
+	q.writeMatrix(p, "Ratio to gammazero/workerpool", "Median ns/task divided by gammazero/workerpool's in the same run; n/a where gammazero/workerpool cannot run the scenario."+inHog,
+		func(sid, lib string) string { return q.ratioCell(sid, lib, "gammazero") })
 	relayNA := ""
 	if ids := r.cannotRun(floor); ids != "" {
 		relayNA = fmt.Sprintf(" It is n/a in %s, which the relay cannot run (it has no task handles, groups, bound, resize or batch submit; each scenario's table says which).", ids)
 	}
-	r.writeMatrix(p, "Ratio to the relay floor", "Median ns/task divided by the relay's in the same run: how far each pool is from the bare relay of this library's shape (two hand-offs per task, nothing else). This library's goal is ≤ 1.10x in a and e."+relayNA,
-		func(sid, lib string) string { return r.ratioCell(sid, lib, floor) })
+	q.writeMatrix(p, "Ratio to the relay floor", "Median ns/task divided by the relay's in the same run: how far each pool is from the bare relay of this library's shape (two hand-offs per task, nothing else)."+relayNA+inHog,
+		func(sid, lib string) string { return q.ratioCell(sid, lib, floor) })
 	p.f("## Scenarios\n\n")
+	if r.hog == hogBoth {
+		p.f("From the quiet runs; the matrices above give the runs beside the CPU hog.\n\n")
+	} else if r.hog == hogOn {
+		p.f("Every run had the CPU hog beside it.\n\n")
+	}
 	if r.has(floor) {
 		p.f("\"vs relay\" divides by the relay floor's median in the same run.%s\n\n", relayNA)
 	}
 	for _, s := range r.scenarios {
-		r.writeScenario(p, s)
+		q.writeScenario(p, s)
 	}
 	if len(r.failures) > 0 {
 		p.f("## Failed runs\n\n")
@@ -210,88 +365,144 @@ func (r *run) writeReport(w io.Writer) error {
 	return p.err
 }
 
-// writeTargets checks this library against the targets of the performance
-// issue, where the run has the numbers.
+// caption adds to a matrix's caption what the hog half is.
+func (h half) caption() string {
+	if h.suffix == "" {
+		return ""
+	}
+	return " Each run had the CPU hog beside it (see the table at the top); the hog's own CPU is not counted."
+}
+
+// hogLine describes the CPU hog for the report's header.
+func (r *run) hogLine() string {
+	note := r.hogNote
+	if note == "" {
+		note = "it never started"
+	}
+	what := "one other process of this binary (`" + hogFlag + "`) spinning on one CPU, " + note +
+		"; started before the measured process and killed once it ended; its CPU is not in any CPU column (a separate process, not the measured one's child)"
+	switch r.hog {
+	case hogOn:
+		return "every run beside the CPU hog (`-hog on`): " + what
+	case hogBoth:
+		return "every scenario and pool measured quiet and beside the CPU hog, interleaved (`-hog both`): " + what
+	}
+	return "none: every run quiet (`-hog off`)"
+}
+
+// writeFastestPeer writes this library's ratio to the fastest peer, wall
+// and CPU per task, for each half of the run.
+func (r *run) writeFastestPeer(p *printer) {
+	if !slices.ContainsFunc(r.libraries, func(l library) bool { return l.name == "ours" }) {
+		return
+	}
+	hs := r.halves()
+	p.f("## Ratio to the fastest peer\n\n")
+	p.f("This library's median divided by the lowest median among the peers in the same scenario, wall time (ns/task) and CPU per task, the peer named in each cell (the fastest in wall time and in CPU may differ). Peers are every pool but this library's own variants (`ours…`) and the floors (`%s…`); below 1.00x this library is ahead of every peer. – where this library or every peer has no result in this run.\n\n", floorPrefix)
+	p.f("| scenario |")
+	for _, h := range hs {
+		p.f(" wall%s | CPU/task%s |", h.suffix, h.suffix)
+	}
+	p.f("\n|---|%s\n", strings.Repeat("---:|", 2*len(hs)))
+	for _, s := range r.scenarios {
+		p.f("| %s |", s.id)
+		for _, h := range hs {
+			p.f(" %s | %s |", h.peerCell(s.id, wallNs), h.peerCell(s.id, cpuNs))
+		}
+		p.f("\n")
+	}
+	p.f("\n")
+}
+
+// speedScenarios are the scenarios of the current speed work.
+var speedScenarios = []string{"a", "b", "c", "e", "j", "k", "l"}
+
+// writeTargets checks this library against the goals of the current speed
+// work, and the allocation and memory targets that still apply, where the
+// run has the numbers.
 func (r *run) writeTargets(p *printer) {
-	type target struct {
-		what  string
-		value func() (float64, bool)
-		show  func(float64) string
-		limit float64
-	}
-	vs := func(sid, base string) func() (float64, bool) {
-		return func() (float64, bool) {
-			x := r.ratio(sid, "ours", base)
-			return x, !math.IsNaN(x)
+	q := r.primary()
+	p.f("## Targets for this library\n\n| target | limit | measured | met |\n|---|---|---|---|\n")
+	check := func(what string, limit, v float64, show func(float64) string, note string) {
+		if math.IsNaN(v) {
+			return
 		}
-	}
-	vsGammazero := func(sid string) func() (float64, bool) { return vs(sid, "gammazero") }
-	of := func(sid string, f func(summary) float64) func() (float64, bool) {
-		return func() (float64, bool) {
-			s, ok := r.summary(sid, "ours")
-			return f(s), ok
+		met := "yes"
+		if v > limit {
+			met = "**no**"
 		}
+		p.f("| %s | ≤ %s | %s%s | %s |\n", what, show(limit), show(v), note, met)
 	}
-	worst := func() (float64, bool) {
-		x, any := 0.0, false
-		for _, s := range r.scenarios {
-			if v := r.ratio(s.id, "ours", "gammazero"); !math.IsNaN(v) {
-				x, any = max(x, v), true
+	inRun := func(sid string) bool {
+		return slices.ContainsFunc(r.scenarios, func(s scenario) bool { return s.id == sid })
+	}
+	for _, sid := range speedScenarios {
+		if !inRun(sid) {
+			continue
+		}
+		if na := noPeerRuns(sid); na != "" {
+			if _, ok := q.summary(sid, "ours"); ok {
+				p.f("| %s: ours vs fastest peer, wall and CPU/task | ≤ 1.30x | %s | – |\n", sid, na)
+			}
+		} else {
+			for _, h := range r.halves() {
+				suffix := strings.Replace(h.suffix, " a CPU hog", " the hog", 1)
+				for _, m := range []struct {
+					name string
+					f    func(summary) float64
+				}{{"wall", wallNs}, {"CPU/task", cpuNs}} {
+					x, peer, _ := h.peerRatio(sid, m.f)
+					check(fmt.Sprintf("%s: ours vs fastest peer, %s%s", sid, m.name, suffix), 1.30, x, fmtRatio, " ("+peer+")")
+				}
 			}
 		}
-		return x, any
+		if canRun(sid, "gammazero") {
+			check(sid+": ours vs gammazero", 1.00, q.ratio(sid, "ours", "gammazero"), fmtRatio, "")
+		}
+		if sid == "l" {
+			check("l: DoBatch ns/task vs relay floor (its batch)", 1.15, q.ratio("l", "ours", floor), fmtRatio, "")
+		}
 	}
-	batchVsSubmit := func() (float64, bool) {
-		x := r.acrossRatio("ours", "l", "a")
-		return x, !math.IsNaN(x)
+	of := func(sid string, f func(summary) float64) float64 {
+		if s, ok := q.summary(sid, "ours"); ok {
+			return f(s)
+		}
+		return math.NaN()
 	}
-	allocs := func(x float64) string { return fmt.Sprintf("%.4f", x) }
 	// ofBoth divides f of ours by f of base in scenario sid: CPU or bytes,
 	// where wall time says nothing (the delayed scenarios last a second
 	// for every pool).
-	ofBoth := func(sid, base string, f func(summary) float64) func() (float64, bool) {
-		return func() (float64, bool) {
-			o, ok1 := r.summary(sid, "ours")
-			b, ok2 := r.summary(sid, base)
-			return f(o) / f(b), ok1 && ok2 && f(b) > 0
+	ofBoth := func(sid, base string, f func(summary) float64) float64 {
+		o, ok1 := q.summary(sid, "ours")
+		b, ok2 := q.summary(sid, base)
+		if !ok1 || !ok2 || f(b) <= 0 {
+			return math.NaN()
 		}
+		return f(o) / f(b)
 	}
-	cpu := func(s summary) float64 { return s.cpu }
+	allocs := func(x float64) string { return fmt.Sprintf("%.4f", x) }
 	bytes := func(s summary) float64 { return s.bytes }
-	targets := []target{
-		{"a: ns/task vs gammazero", vsGammazero("a"), fmtRatio, 0.8},
-		{"e: ns/task vs gammazero", vsGammazero("e"), fmtRatio, 0.7},
-		{"f: ns/task vs gammazero", vsGammazero("f"), fmtRatio, 0.8},
-		{"worst scenario vs gammazero", worst, fmtRatio, 1.0},
-		{"a: ns/task vs relay floor", vs("a", floor), fmtRatio, 1.1},
-		{"e: ns/task vs relay floor", vs("e", floor), fmtRatio, 1.1},
-		{"g: live heap bytes per queued task", of("g", func(s summary) float64 { return s.queued }), func(x float64) string { return fmt.Sprintf("%.2f B", x) }, 8.5},
-		{"a: allocs per Submit", of("a", func(s summary) float64 { return s.allocs }), allocs, 0.01},
-		{"f: allocs per SubmitWait", of("f", func(s summary) float64 { return s.allocs }), allocs, 1},
-		{"j: ns/task vs pond (bounded queue)", vs("j", "pond"), fmtRatio, 1.0},
-		{"j: ns/task vs ants (bounded by its workers)", vs("j", "ants"), fmtRatio, 1.0},
-		{"l: DoBatch ns/task vs Submit (l / a, goal 0.50x)", batchVsSubmit, fmtRatio, 0.6},
-		{"l: DoBatch ns/task vs relay floor (its batch)", vs("l", floor), fmtRatio, 1.15},
-		{"l: allocs per task", of("l", func(s summary) float64 { return s.allocs }), allocs, 0.01},
-		{"m1: DoContext with Delay, CPU per task vs AfterFunc+Submit", ofBoth("m1", "ours+afterfunc", cpu), fmtRatio, 1.0},
-		{"m1: DoContext with Delay, bytes per task vs AfterFunc+Submit", ofBoth("m1", "ours+afterfunc", bytes), fmtRatio, 0.7},
-		{"m2: DoContext with Delay, CPU per task vs AfterFunc+Submit", ofBoth("m2", "ours+afterfunc", cpu), fmtRatio, 0.5},
-		{"m2: DoContext with Delay, bytes per task vs AfterFunc+Submit", ofBoth("m2", "ours+afterfunc", bytes), fmtRatio, 0.7},
-		{"m1: DoContext with Delay, CPU per task vs relay floor (heap and timer)", ofBoth("m1", floor, cpu), fmtRatio, 1.1},
+	check("a: allocs per Submit", 0.01, of("a", func(s summary) float64 { return s.allocs }), allocs, "")
+	check("f: allocs per SubmitWait", 1, of("f", func(s summary) float64 { return s.allocs }), allocs, "")
+	check("g: live heap bytes per queued task", 8.5, of("g", func(s summary) float64 { return s.queued }), func(x float64) string { return fmt.Sprintf("%.2f B", x) }, "")
+	check("l: allocs per task", 0.01, of("l", func(s summary) float64 { return s.allocs }), allocs, "")
+	check("m1: DoContext with Delay, CPU per task vs AfterFunc+Submit", 1.0, ofBoth("m1", "ours+afterfunc", cpuNs), fmtRatio, "")
+	check("m1: DoContext with Delay, bytes per task vs AfterFunc+Submit", 0.7, ofBoth("m1", "ours+afterfunc", bytes), fmtRatio, "")
+	check("m2: DoContext with Delay, CPU per task vs AfterFunc+Submit", 0.5, ofBoth("m2", "ours+afterfunc", cpuNs), fmtRatio, "")
+	check("m2: DoContext with Delay, bytes per task vs AfterFunc+Submit", 0.7, ofBoth("m2", "ours+afterfunc", bytes), fmtRatio, "")
+	check("m1: DoContext with Delay, CPU per task vs relay floor (heap and timer)", 1.1, ofBoth("m1", floor, cpuNs), fmtRatio, "")
+	p.f("\n\"Fastest peer\" is the peer with the lowest median in that scenario and measure (see [Ratio to the fastest peer](#ratio-to-the-fastest-peer)), named in brackets. Allocation counts include the run's fixed costs (pool start, queue growth) spread over its tasks, so 0 reads as < 0.01.\n\n")
+}
+
+// canRun reports whether the suite's library called name can run scenario sid.
+func canRun(sid, name string) bool {
+	s, err1 := findScenario(sid)
+	l, err2 := findLibrary(name)
+	if err1 != nil || err2 != nil {
+		return false
 	}
-	p.f("## Targets for this library\n\n| target | limit | measured | met |\n|---|---|---|---|\n")
-	for _, t := range targets {
-		v, ok := t.value()
-		if !ok {
-			continue
-		}
-		met := "yes"
-		if v > t.limit {
-			met = "**no**"
-		}
-		p.f("| %s | ≤ %s | %s | %s |\n", t.what, t.show(t.limit), t.show(v), met)
-	}
-	p.f("\nAllocation counts include the run's fixed costs (pool start, queue growth) spread over its tasks, so 0 reads as < 0.01.\n\n")
+	ok, _ := s.applies(l)
+	return ok
 }
 
 func (r *run) writeMatrix(p *printer, title, caption string, cell func(sid, lib string) string) {
