@@ -247,10 +247,16 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	// m1 and m2: this library with Delay, and with AfterFunc, and the relay.
 	assert.Equal(t, []string{"ours", "ours+afterfunc", floor}, runners["m1"])
 	// j: the pools with a bound (a queue's, or the workers'); k: those that
-	// resize while they run; l: only this library and the relay have a batch submit.
+	// resize while they run; l: only this library and the relays (the
+	// relay and the floors of other mechanisms) have a batch submit.
 	assert.Equal(t, []string{"ours", "pond", "ants", "conc", "errgroup", "semaphore"}, runners["j"])
 	assert.Equal(t, []string{"ours", "pond", "ants"}, runners["k"])
-	assert.Equal(t, []string{"ours", floor}, runners["l"])
+	assert.Equal(t, []string{"ours", floor, "relay+intake", "relay+release", "relay+lane"}, runners["l"])
+	// The floors of other mechanisms run what the relay runs but the
+	// delayed scenarios.
+	for _, name := range []string{"relay+intake", "relay+release", "relay+lane"} {
+		assert.Equal(t, slices.DeleteFunc(slices.Clone(ran[floor]), func(id string) bool { return id == "m1" || id == "m2" }), ran[name], name)
+	}
 	// n: this library with keys, and the hand-written answer on four pools;
 	// o: the same but ants, which has no queue. ours+key runs only these.
 	assert.Equal(t, []string{"ours", "ours+key", "gammazero", "pond", "ants"}, runners["n"])
