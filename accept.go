@@ -12,6 +12,7 @@ package workerpool
 // Reject the task holds a place in the queue, which it gives back if it
 // starts at once.
 func (d *dispatcher) accept(task func()) {
+	d.laneWanted = true
 	d.countSubmitted()
 	d.place(task, true)
 }

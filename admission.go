@@ -129,8 +129,9 @@ func (p *WorkerPool) DoContext(ctx context.Context, task func(), opts ...TaskOpt
 	return p.countRejected(err, 1, &o)
 }
 
-// DoBatch queues every non-nil task of tasks, in order, in one hand-off to
-// the dispatcher, or none of them: it returns ErrStopped once the pool is
+// DoBatch queues every non-nil task of tasks, in order, in one step (one
+// hand-off to the dispatcher, or one append to its lane: see the package
+// documentation's Dispatcher), or none of them: it returns ErrStopped once the pool is
 // stopping. Nil entries are skipped and do not count. With a bound the
 // batch is one admission, which needs room for all its tasks, even those
 // that then start at once: Block waits until it all fits (a batch waiting at
@@ -154,6 +155,9 @@ func (p *WorkerPool) DoBatch(tasks []func()) error {
 		return ErrStopped
 	case p.cfg.bounded && n > p.cfg.bound, p.cfg.scheduledFill(p.counts.scheduled.Load(), n):
 		return p.countRejected(ErrQueueFull, n, nil)
+	}
+	if p.lane.appendAll(tasks, n) {
+		return nil
 	}
 	t := p.newTicket()
 	t.batch, t.tasks = tasks, n

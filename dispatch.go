@@ -23,7 +23,9 @@ import "github.com/gammazero/deque"
 // questions about itself, and is told what happened. The dispatcher
 // composes them: this file is the loop that asks the parts what to do and
 // tells them what it did; accept.go takes tasks in, admit.go takes tickets
-// in, handout.go hands tasks out, stopping.go stops. What other goroutines
+// in, handout.go hands tasks out, quiet.go waits while there is nothing to
+// order (with the lane open: plain tasks then go to the workers past it,
+// see lane.go), stopping.go stops. What other goroutines
 // tell the dispatcher reaches it through signals (signals.go); what the
 // pool tells the outside goes through its observer (observer.go).
 //
@@ -101,6 +103,14 @@ type dispatcher struct {
 	offered   offer // what offerFront last offered
 	plainFast bool  // no bound: a plain task on an empty queue is handled inline in step
 
+	// The lane (quiet.go): laneWanted says plain tasks came to dispatch
+	// lately, so that it opens the lane when quiet; laneSeen is
+	// lane.appended when it last closed it; nudgeOwed says a free worker
+	// waiting on workerQueue is to look at the lane.
+	laneWanted bool
+	laneSeen   uint64
+	nudgeOwed  bool
+
 	// stashed holds the messages dispatch received while it waited to
 	// hand a task to a free worker (see sendToReturning), oldest first:
 	// it handles them before it receives again.
@@ -140,7 +150,7 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 	if wait, ok := d.sizes.init(p.cfg.sizes, &p.size); ok { // before the crew reads the sizes
 		d.timers.wakeAt(later(p.clock.now(), int64(wait)))
 	}
-	ws := &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines}
+	ws := &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines, lane: &p.lane}
 	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(p.size.max.Load()), int(p.size.floor.Load()))
 	return d
 }
@@ -181,7 +191,8 @@ func (d *dispatcher) step() bool {
 			if d.queue.delta != 0 {
 				d.queue.publish()
 			}
-			if m := <-d.p.taskQueue; m.task != nil && m.due == 0 {
+			if m, tookBack := d.awaitQuiet(); m.task != nil && m.due == 0 && !tookBack {
+				d.laneWanted = true
 				d.received++
 				d.countSubmitted()
 				if !d.handOutNew(work{fn: m.task}) {

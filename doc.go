@@ -55,7 +55,7 @@
 //
 // DoContext with a ctx that is already done never waits: it takes the task
 // if it can start or find room at once, and else returns [ErrQueueFull].
-// [WorkerPool.DoBatch] queues many plain tasks in one hand-off, all or none.
+// [WorkerPool.DoBatch] queues many plain tasks in one step, all or none.
 // A func() fails only by panicking, so DoContext panics when given a
 // TaskOption.Retry. The handles always recover their func's panic into a
 // [*PanicError] with the stack, and report [ErrGoexit] for
@@ -105,20 +105,36 @@
 //
 // # Dispatcher
 //
-// New starts one dispatcher goroutine and no workers. Submit hands a task to
-// the dispatcher over an unbuffered channel; the send completing is the
-// moment the task is accepted. The dispatcher gives the task to a ready
-// worker, starts a new worker if fewer than the maximum exist, or else puts
-// the task at the back of the waiting queue; while that queue is not empty,
-// workers are fed from its front. So:
+// New starts one dispatcher goroutine and no workers. The dispatcher owns
+// the order of the tasks, the waiting queue, the worker count and every
+// policy: it gives a task to a ready worker, starts a new worker if fewer
+// than the maximum exist, or else puts the task at the back of the waiting
+// queue; while that queue is not empty, workers are fed from its front. It
+// stops a worker by sending it a nil func, and retires one after a whole
+// idle period (see [WithIdleTimeout]).
+//
+// A task reaches the dispatcher in one of two ways. Over an unbuffered
+// channel: the send completing is the moment the task is accepted. Or,
+// while the dispatcher has nothing to order (no task queued or scheduled,
+// no Pause, no task of a weight above 1 running, and no bound, rate limit
+// or queue timeout configured), through its lane, which it opens for plain
+// tasks once they come: Submit, Do and DoBatch append the task under a
+// lock held for the append, which is the moment it is accepted, and wake a
+// waiting worker for it or ask the dispatcher for one (a ready worker
+// first, else a new one while fewer than the maximum exist); a worker done
+// with its task takes the lane's front before it waits again. So a plain
+// task then costs no hand-off with the dispatcher at all. The moment
+// anything else reaches the dispatcher (a task with a handle or options, a
+// Pause, a Resize, a stop), it closes the lane and takes back, oldest
+// first, the tasks no worker has taken, ahead of what came. So:
 //   - tasks start in submission order (FIFO), within a priority level (see
 //     Scheduling; plain tasks are all of level 0) and a key (see Keys);
 //   - concurrency never exceeds [WorkerPool.Size], and reaches it whenever
 //     enough tasks wait;
-//   - the dispatcher alone owns the queue and the worker count: the submit
-//     path takes no lock and makes no allocation, and the read-only
-//     accessors read counters, never block and never wait for the
-//     dispatcher.
+//   - the dispatcher alone decides the order and the worker count: the
+//     submit path makes no allocation and holds a lock only for an append,
+//     and the read-only accessors read counters, never block and never
+//     wait for the dispatcher. Tasks in the lane count as waiting.
 //
 // # Tasks, results and groups
 //
@@ -225,8 +241,8 @@
 // keeps a floor of warm workers that New starts and idle retirement never
 // removes. [WorkerPool.WaitIdle] waits, without stopping or holding back
 // anything, for a moment at which no task runs or waits.
-// [WorkerPool.DoBatch] queues many tasks in one hand-off to the
-// dispatcher, which saves one of a task's two goroutine hand-offs.
+// [WorkerPool.DoBatch] queues many tasks in one step: one hand-off to the
+// dispatcher, or one append to its lane (see Dispatcher).
 //
 // # Sizing by the clock
 //
@@ -519,8 +535,9 @@
 // goroutine a moment later.) From the moment Stop, or a Shutdown that gives
 // up, is called, no queued task starts, however soon a worker comes free:
 // the dispatcher hands none to a worker, and a worker that takes the one
-// it was offering as the stop began gives it up (abandoned, as the rest of
-// the queue); only a task a worker had taken before may still start.
+// it was offering as the stop began, or a task from the lane after it
+// began, gives it up (abandoned, as the rest of the queue); only a task a
+// worker had taken before may still start.
 // All are idempotent and safe to call from many goroutines at once; a Stop
 // during a StopWait or Shutdown abandons what has not started yet. Once
 // stopping has begun, Submit and SubmitWait panic with an error wrapping

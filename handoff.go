@@ -73,6 +73,7 @@ func (p *WorkerPool) mustBeNew() {
 func (p *WorkerPool) beginStop() {
 	p.mustBeNew()
 	p.sig.stopOnce.Do(func() {
+		p.lane.shutForGood() // first: a submit that found the lane open began before the stop
 		p.obs.logDebug("pool stopping", "abandon", p.sig.abandonBegun.Load())
 		p.sig.stopBegun.Store(true)
 		close(p.sig.stopping)

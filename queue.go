@@ -174,12 +174,20 @@ func (q *waitQueue) len() int {
 
 // push queues a plain task at the back of level 0, stamped with the time
 // it joined, if tasks carry it.
-func (q *waitQueue) push(task func()) {
+func (q *waitQueue) push(task func()) { q.pushReady(task, readyNow) }
+
+// pushReady is push for a task that became ready at readyAt (readyNow:
+// as it is pushed), on the pool's clock: one that dispatch takes back from
+// the lane.
+func (q *waitQueue) pushReady(task func(), readyAt int64) {
 	q.tasks.PushBack(task)
 	q.pushed++
 	q.changeWaiting(1)
 	if q.stamped {
-		q.readyAt.PushBack(q.stampNow())
+		if readyAt == readyNow {
+			readyAt = q.stampNow()
+		}
+		q.readyAt.PushBack(readyAt)
 	}
 }
 

@@ -118,7 +118,7 @@ func (p *WorkerPool) Size() int {
 // canceled stops counting as soon as its Wait or Done reports it. It is 0
 // once Stop, StopWait or Shutdown has returned, and never blocks.
 func (p *WorkerPool) WaitingQueueSize() int {
-	return int(max(p.counts.waiting.Load(), 0))
+	return int(max(p.counts.waiting.Load()+p.lane.waiting(), 0))
 }
 
 // Stopped reports whether Stop, StopWait or Shutdown has been called. It
@@ -188,7 +188,7 @@ func (p *WorkerPool) submitted(stopped bool) int64 {
 	if stopped {
 		return int64(p.counts.submittedAtStop.Load() + p.counts.groupOnly.Load())
 	}
-	return p.taskSends.Load() + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
+	return p.taskSends.Load() + int64(p.lane.appended.Load()) + int64(p.counts.ticketTasks.Load()) + int64(p.counts.groupOnly.Load())
 }
 
 // isClosed reports, without blocking, whether a signal channel is closed.

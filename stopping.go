@@ -26,7 +26,7 @@ func (d *dispatcher) stop() {
 	d.queue.flows.takeMail() // every keyed job is let go by now: no key is left
 	d.p.obs.dead.seal()
 	d.queue.publish()
-	d.p.counts.submittedAtStop.Store(d.submitted)
+	d.p.counts.submittedAtStop.Store(d.submitted + d.p.lane.appended.Load()) // the lane is shut, and taken back
 	close(d.p.sig.stopped)
 }
 

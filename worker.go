@@ -21,6 +21,10 @@ type work struct {
 	// meanwhile, and a worker that takes a plain task so offered once
 	// abandoning began gives it up rather than start it.
 	offered bool
+	// nudge says: look at the lane (see lane); it carries no task.
+	// Dispatch sends it to a worker that waits on workerQueue while tasks
+	// wait in the lane, and idleWorker starts with it.
+	nudge bool
 }
 
 // readyNow is the readyAt of a task handed to a worker as it became ready,
@@ -29,7 +33,7 @@ type work struct {
 const readyNow = math.MaxInt64
 
 // stops reports whether w is the zero work.
-func (w work) stops() bool { return w.fn == nil && w.job == nil }
+func (w work) stops() bool { return w.fn == nil && w.job == nil && !w.nudge }
 
 // A workerSide is what a worker goroutine sees of the pool: the channel it
 // receives work on, the counts and signals it writes as it returns work,
@@ -42,6 +46,7 @@ type workerSide struct {
 	obs        *observer       // the hooks, the Panic hook and the dead letters
 	timed      bool            // the hooks read the clock around each run (see config.timed)
 	goroutines *sync.WaitGroup // the pool's: a worker that a Goexit ended is replaced in it
+	lane       *lane           // the pool's: the plain tasks that skip dispatch
 }
 
 // worker runs w, then each work it receives from workerQueue, and returns
@@ -55,6 +60,7 @@ func (ws *workerSide) worker(w work) {
 	// run ended (a TaskFinished hook may then end the goroutine): the pool
 	// keeps it, and it counts as posted, not completed.
 	var e ending
+	var lw *laneWaiter // its place at the lane, once it waited there
 	defer func() {
 		if !retired {
 			// The task, or a hook around it, ended this goroutine with
@@ -71,10 +77,14 @@ func (ws *workerSide) worker(w work) {
 			e.end()
 			ws.goroutines.Go(ws.idleWorker)
 		}
+		ws.lane.release(lw)
 	}()
+	if w.nudge {
+		w = ws.next(&lw)
+	}
 	// While the worker waits in the receive, w and e hold nothing of the
 	// last task, so what that task captured can be collected.
-	for ; !w.stops(); w = <-ws.queue {
+	for ; !w.stops(); w = ws.next(&lw) {
 		ws.returned(ws.do(w, &e))
 		if e.job != nil || e.posted { // a plain task leaves nothing to do
 			e.end()
@@ -116,7 +126,19 @@ func (e *ending) end() {
 // the place of a worker a task ended with runtime.Goexit, or one that
 // WithMinWorkers keeps.
 func (ws *workerSide) idleWorker() {
-	ws.worker(<-ws.queue)
+	ws.worker(work{nudge: true})
+}
+
+// next is the worker's next work: what it receives on workerQueue, or,
+// while the lane is open, the lane's front task first (see lane.next). lw
+// is the worker's place at the lane, made at its first wait there.
+func (ws *workerSide) next(lw **laneWaiter) work {
+	if !ws.lane.open.Load() {
+		if w := <-ws.queue; !w.nudge {
+			return w
+		}
+	}
+	return ws.lane.next(ws.queue, lw)
 }
 
 // do runs one work, a job or a plain task, and returns the count of
@@ -224,7 +246,14 @@ func (c *crew) wantsWake() bool { return c.watching }
 
 // out is the work sent to workers that has not come back.
 func (c *crew) out() uint64 {
-	return c.dispatched - c.ws.counts.returnedWork()
+	returned := c.ws.counts.returnedWork() // first: every task counted returned is counted taken before
+	return c.dispatched + c.ws.lane.taken.Load() - returned
+}
+
+// freeWorkers is the number of workers that have returned their last work
+// (see freeWorker).
+func (c *crew) freeWorkers() int {
+	return max(c.workers-int(c.out()), 0)
 }
 
 // freeWorker reports whether a task handed out now starts at once: fewer

@@ -30,7 +30,10 @@ type WorkerPool struct {
 	// sends; the zero work tells the receiving worker to return. Never
 	// closed.
 	workerQueue chan work
-	goroutines  sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
+	// lane carries plain tasks from Submit and Do to the workers, past
+	// dispatch, while dispatch opens it (lane.go).
+	lane       lane
+	goroutines sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
 
 	recycled recycled  // idle carriers, kept for the next task
 	live     liveTasks // running Tasks' contexts and the groups, for a Shutdown that gives up
@@ -97,6 +100,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		clock:       clock{epoch: time.Now()},
 	}
 	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
+	p.lane.init(p.cfg.timed, p.clock)
 	p.size.max.Store(int64(max(maxWorkers, 1)))
 	p.size.floor.Store(int64(p.cfg.minWorkers))
 	if p.cfg.roomed {
@@ -126,7 +130,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	// The common case, one send, is kept small enough to inline.
-	if p.cfg.bounded || task == nil || send(p, message{task: task}) != nil {
+	if p.cfg.bounded || task == nil || !p.lane.append(task) && send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
 }
@@ -186,6 +190,9 @@ func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 	case p.cfg.dropsOldest():
 		return p.sendDropOldest(m)
 	case !p.cfg.roomed:
+		if m.task != nil && m.due == 0 && p.lane.append(m.task) {
+			return nil
+		}
 		return send(p, m)
 	case p.room.take(1):
 		if j != nil {

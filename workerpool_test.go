@@ -443,11 +443,14 @@ func TestGoexitInTaskKeepsWorkerSlotAndStopWaitReturns(t *testing.T) {
 			p.Submit(runtime.Goexit)
 		}
 		var ran atomic.Int64
+		g := newGate()
 		for range 10 {
-			p.Submit(func() { ran.Add(1) })
+			p.Submit(func() { g.wait(); ran.Add(1) })
 		}
 		synctest.Wait()
-		assert.Equal(t, 2, p.Status().Workers, "workers")
+		assert.Equal(t, 2, p.Status().Workers, "workers, both busy")
+		g.open()
+		synctest.Wait()
 		assert.Equal(t, 2, readyWorkers(p), "ready worker goroutines")
 		p.StopWait() // hung in gammazero/workerpool
 		assert.Equal(t, int64(10), ran.Load(), "tasks after Goexit ran")

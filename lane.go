@@ -1,0 +1,381 @@
+package workerpool
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/gammazero/deque"
+)
+
+// The lane is how a plain task skips the dispatcher while the dispatcher has
+// nothing to order. When dispatch has no task queued and no policy that a
+// start must pass (its queue, timers, pauses, weights and rate limit are all
+// at rest), it opens the lane: Submit and Do append their task to it, and a
+// worker done with its task takes the lane's front before it waits again, so
+// a task costs a short critical section on each side instead of two
+// rendezvous with dispatch. An append wakes a waiting worker for its task,
+// or, with none waiting, asks dispatch to start one (up to the size) or to
+// nudge one still waiting on workerQueue.
+//
+// Dispatch stays the owner of the order: the moment it receives anything
+// (a job, a ticket, a Pause, a Resize, an idle tick, the stop), it closes
+// the lane and takes back the tasks no worker took yet, oldest first, into
+// its queue, before it handles the message. A stop shuts the lane for good
+// before it does anything else, so a submit that found the lane open began
+// before the stop. Tasks in the lane count as waiting and as submitted;
+// the tasks workers took from it count as work out (see crew.out).
+type lane struct {
+	// open says submitters may append. It is written only under mu (by
+	// dispatch, and by a stop), and read by submitters and workers
+	// without the lock first, as a hint: an append checks it again under
+	// mu.
+	open atomic.Bool
+
+	// The fields below, with the counts, are what an append and a take
+	// write: they share the lock's cache lines.
+	mu sync.Mutex
+	// tasks holds the tasks appended and not taken yet, oldest first, and
+	// readyAt when each became ready, if tasks carry it (timed).
+	tasks   deque.Deque[func()] // guarded by mu
+	readyAt deque.Deque[int64]  // guarded by mu
+	shut    bool                // guarded by mu: a stop closed the lane for good
+	waiters []*laneWaiter       // guarded by mu: workers that may wait for an append (a stack; some no longer wait)
+	spare   []*laneWaiter       // guarded by mu: the waiters of workers that returned, for the next ones
+	coming  int                 // guarded by mu: woken workers that have not come to take yet
+	asked   bool                // guarded by mu: an append asked dispatch for a worker, and dispatch has not answered
+	full    bool                // guarded by mu: dispatch answered that no worker is free and none may start: appends ask no more while the lane is open
+
+	// Counted under mu, read by anyone: the tasks ever appended, those
+	// that left the lane (taken by a worker, or back by dispatch), and
+	// of those, the ones workers took.
+	appended atomic.Uint64
+	left     atomic.Uint64
+	taken    atomic.Uint64
+
+	// ask carries an append's request to dispatch: a task is in the lane
+	// and no worker waits for it. Buffered (1), never closed.
+	ask chan struct{}
+
+	timed bool  // tasks carry when they became ready (see config.timed)
+	clock clock // the pool's, to stamp them
+	_     cacheLinePad
+}
+
+// A laneWaiter is a worker as the lane sees it while the worker waits: the
+// worker sets waiting under the lane's lock; an append that takes it off
+// the stack swaps waiting for woken and sends on wake; the worker, taking
+// work from dispatch instead, swaps waiting for busy, or finds it woken and
+// passes the wake on.
+type laneWaiter struct {
+	state   atomic.Int32
+	stacked bool          // guarded by lane.mu: it is in lane.waiters
+	wake    chan struct{} // buffered (1): the append that woke it
+}
+
+const (
+	waiterBusy int32 = iota
+	waiterWaiting
+	waiterWoken
+)
+
+func (l *lane) init(timed bool, c clock) {
+	l.ask = make(chan struct{}, 1)
+	l.timed, l.clock = timed, c
+	// As the queue's (see queueBaseCap): bursts that come and go do not
+	// allocate once the buffers exist.
+	l.tasks.SetBaseCap(queueBaseCap)
+	l.readyAt.SetBaseCap(queueBaseCap)
+}
+
+// append puts task at the back of the lane and wakes a worker for it, and
+// reports true, if the lane is open; else it does nothing.
+func (l *lane) append(task func()) bool {
+	readyAt, ok := l.lockOpen()
+	if !ok {
+		return false
+	}
+	l.pushLocked(task, readyAt)
+	l.unlockAppended(1)
+	return true
+}
+
+// appendAll is append for a batch of n tasks, its nil ones left out, under
+// one lock: they are taken in order, with no other task between them.
+func (l *lane) appendAll(tasks []func(), n int) bool {
+	readyAt, ok := l.lockOpen()
+	if !ok {
+		return false
+	}
+	for _, task := range tasks {
+		if task != nil {
+			l.pushLocked(task, readyAt)
+		}
+	}
+	l.unlockAppended(uint64(n))
+	return true
+}
+
+// lockOpen locks the lane and reports true if it is open, with the time
+// the tasks to be appended become ready, if tasks carry it; else it
+// leaves the lane unlocked.
+func (l *lane) lockOpen() (readyAt int64, ok bool) {
+	if !l.open.Load() { // the common closed case takes no lock
+		return 0, false
+	}
+	if l.timed {
+		readyAt = l.clock.now()
+	}
+	l.mu.Lock()
+	if !l.open.Load() {
+		l.mu.Unlock()
+		return 0, false
+	}
+	return readyAt, true
+}
+
+func (l *lane) pushLocked(task func(), readyAt int64) {
+	l.tasks.PushBack(task)
+	if l.timed {
+		l.readyAt.PushBack(readyAt)
+	}
+}
+
+// unlockAppended counts n tasks appended, makes sure a worker comes for
+// them, and unlocks the lane.
+func (l *lane) unlockAppended(n uint64) {
+	l.appended.Add(n)
+	ask := l.wakeLocked()
+	l.mu.Unlock()
+	if ask {
+		l.signalAsk()
+	}
+}
+
+// wakeLocked makes sure a worker comes for the lane's tasks. While a woken
+// worker is on its way it does nothing: that worker, as it takes a task,
+// wakes the next if tasks remain, so that workers join one at a time while
+// tasks wait, and a submitter faster than they are does not wake one per
+// task. Else it wakes one waiting worker, dropping from the stack those
+// that no longer wait; with none waiting it reports whether to ask
+// dispatch for a worker: not while an earlier ask is unanswered, nor once
+// dispatch said that none is free or may start.
+func (l *lane) wakeLocked() (ask bool) {
+	if l.coming > 0 {
+		return false
+	}
+	for n := len(l.waiters); n > 0; n-- {
+		lw := l.waiters[n-1]
+		l.waiters[n-1] = nil
+		l.waiters = l.waiters[:n-1]
+		lw.stacked = false
+		if lw.state.CompareAndSwap(waiterWaiting, waiterWoken) {
+			l.coming++
+			lw.wake <- struct{}{} // never blocks: a waiter is woken once per wait
+			return false
+		}
+	}
+	if l.asked || l.full {
+		return false
+	}
+	l.asked = true
+	return true
+}
+
+func (l *lane) signalAsk() {
+	select {
+	case l.ask <- struct{}{}:
+	default:
+	}
+}
+
+// next is a worker's next work while the lane is open: the lane's front
+// task, else what comes first of work from dispatch and an append's wake.
+// A nudge from dispatch, or a wake whose task another worker took, sends
+// it round again.
+func (l *lane) next(queue <-chan work, lw **laneWaiter) work {
+	if *lw == nil {
+		*lw = l.newWaiter()
+	}
+	woken := false
+	for {
+		if w, ok := l.takeOrWait(*lw, woken); ok {
+			return w
+		}
+		select {
+		case w := <-queue:
+			l.stopWaiting(*lw)
+			if !w.nudge {
+				return w
+			}
+			woken = false
+		case <-(*lw).wake:
+			(*lw).state.Store(waiterBusy)
+			woken = true
+		}
+	}
+}
+
+// takeOrWait takes the lane's front task, and wakes the next worker if
+// tasks remain; or, with none there, marks lw waiting, so that an append
+// wakes it. woken says an append woke lw: it has come.
+func (l *lane) takeOrWait(lw *laneWaiter, woken bool) (work, bool) {
+	l.mu.Lock()
+	if woken {
+		l.coming--
+	}
+	if w, ok := l.takeLocked(); ok {
+		ask := l.tasks.Len() > 0 && l.wakeLocked()
+		l.mu.Unlock()
+		if ask {
+			l.signalAsk()
+		}
+		return w, true
+	}
+	lw.state.Store(waiterWaiting)
+	if !lw.stacked {
+		lw.stacked = true
+		l.waiters = append(l.waiters, lw)
+	}
+	l.mu.Unlock()
+	return work{}, false
+}
+
+// takeLocked takes the lane's front task for a worker, if there is one.
+func (l *lane) takeLocked() (work, bool) {
+	if l.tasks.Len() == 0 {
+		return work{}, false
+	}
+	fn, readyAt := l.popLocked()
+	l.left.Add(1)
+	l.taken.Add(1)
+	// offered: once abandoning has begun the worker gives it up rather
+	// than start it (see workerSide.do), as it does a task dispatch
+	// offered.
+	return work{fn: fn, readyAt: readyAt, offered: true}, true
+}
+
+// popLocked pops the lane's front task and when it became ready (readyNow
+// if tasks do not carry it).
+func (l *lane) popLocked() (fn func(), readyAt int64) {
+	readyAt = readyNow
+	if l.timed {
+		readyAt = l.readyAt.PopFront()
+	}
+	return l.tasks.PopFront(), readyAt
+}
+
+// take takes the lane's front task for a worker dispatch starts with it:
+// handed, as dispatch hands a new task to a new worker, it is not offered,
+// and starts whatever stop begins meanwhile.
+func (l *lane) take() (work, bool) {
+	l.mu.Lock()
+	w, ok := l.takeLocked()
+	l.mu.Unlock()
+	w.offered = false
+	return w, ok
+}
+
+// stopWaiting ends lw's wait as its worker took work from dispatch. If an
+// append woke it meanwhile, the task it was woken for may still be in the
+// lane: the wake goes to another worker.
+func (l *lane) stopWaiting(lw *laneWaiter) {
+	if lw.state.CompareAndSwap(waiterWaiting, waiterBusy) {
+		return
+	}
+	<-lw.wake // sent under mu just after the swap to woken
+	lw.state.Store(waiterBusy)
+	l.mu.Lock()
+	l.coming--
+	ask := l.tasks.Len() > 0 && l.wakeLocked()
+	l.mu.Unlock()
+	if ask {
+		l.signalAsk()
+	}
+}
+
+// newWaiter is a waiter for a worker's first wait at the lane: a spare one
+// if a worker that returned left one.
+func (l *lane) newWaiter() *laneWaiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n := len(l.spare); n > 0 {
+		lw := l.spare[n-1]
+		l.spare = l.spare[:n-1]
+		return lw
+	}
+	return &laneWaiter{wake: make(chan struct{}, 1)}
+}
+
+// release keeps the waiter of a worker that returns for the next worker. It
+// is busy, its wake empty; the stack may still hold it, which appends skip.
+func (l *lane) release(lw *laneWaiter) {
+	if lw == nil {
+		return
+	}
+	l.mu.Lock()
+	l.spare = append(l.spare, lw)
+	l.mu.Unlock()
+}
+
+// waiting is the number of tasks in the lane, never below 0 for a moment.
+func (l *lane) waiting() int64 {
+	left := l.left.Load() // first: appended never counts less than left
+	return int64(l.appended.Load() - left)
+}
+
+// openUp lets submitters append, unless a stop shut the lane. Dispatch
+// calls it.
+func (l *lane) openUp() {
+	l.mu.Lock()
+	if !l.shut {
+		l.open.Store(true)
+	}
+	l.mu.Unlock()
+}
+
+// close stops appends and gives each task no worker took yet to back, oldest
+// first; it returns how many tasks were ever appended. Dispatch calls it.
+func (l *lane) close(back func(fn func(), readyAt int64)) (appended uint64) {
+	l.mu.Lock()
+	l.open.Store(false)
+	l.asked, l.full = false, false // coming stays: the woken workers still come
+	if n := l.tasks.Len(); n > 0 {
+		for range n {
+			back(l.popLocked())
+		}
+		l.left.Add(uint64(n))
+	}
+	appended = l.appended.Load()
+	l.mu.Unlock()
+	return appended
+}
+
+// shutForGood closes the lane for good: a stop calls it first, so that no
+// append begins after the stop did. Dispatch takes back what is left as it
+// takes the stop message.
+func (l *lane) shutForGood() {
+	l.mu.Lock()
+	l.shut = true
+	l.open.Store(false)
+	l.mu.Unlock()
+}
+
+// answer is dispatch's answer to an ask: the tasks in the lane, and the
+// ask forgotten, so that the next append with no worker waiting asks
+// again.
+func (l *lane) answer() int {
+	l.mu.Lock()
+	l.asked = false
+	n := l.tasks.Len()
+	l.mu.Unlock()
+	return n
+}
+
+// noneFree records dispatch's answer that no worker is free and none may
+// start: appends ask no more until the lane opens again. A worker that comes
+// free meanwhile finds the lane's tasks itself, or waits where appends wake it.
+func (l *lane) noneFree() {
+	l.mu.Lock()
+	l.full = l.open.Load()
+	l.mu.Unlock()
+}

@@ -1,0 +1,80 @@
+package workerpool
+
+// How the dispatcher waits while it is quiet (see dispatcher.quiet): for
+// the next message, and, while plain tasks come, with the lane open, so
+// that they go to the workers past it (see lane). It answers the lane's
+// asks meanwhile, and closes the lane before it handles the message.
+
+// awaitQuiet waits for the next message and returns it. If plain tasks
+// came lately (laneWanted) and nothing makes a start wait (no weight out
+// and no stop), it opens the lane meanwhile: it then starts workers and
+// nudges free ones as the lane's appends ask (see answerLane), and before
+// it returns it closes the lane and takes back, into the queue, the tasks
+// no worker took (tookBack).
+func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
+	if !d.p.cfg.lane || !d.laneWanted || d.slots.gated || d.p.sig.stopBegun.Load() {
+		return <-d.p.taskQueue, false
+	}
+	d.p.lane.openUp()
+	for {
+		var toWorker chan<- work // nil (never ready) unless a free worker is owed a nudge
+		if d.nudgeOwed {
+			toWorker = d.p.workerQueue
+		}
+		select {
+		case m = <-d.p.taskQueue:
+			return m, d.closeLane()
+		case <-d.p.lane.ask:
+			d.answerLane()
+		case toWorker <- work{nudge: true}:
+			d.nudgeOwed = d.p.lane.waiting() > 0 && d.crew.freeWorkers() > 0
+		}
+	}
+}
+
+// answerLane answers an append that found no worker waiting for its task,
+// as the card has dispatch hand out a task: to a ready worker, else to a
+// new one while fewer than the size exist. The free workers (ones that
+// waited on workerQueue before the lane opened) are nudged one by one to
+// take from the lane; for the tasks beyond them, it takes the lane's
+// tasks, front first, and starts a worker with each while fewer than the
+// size exist. With none free and none to start, the busy workers take the
+// lane's tasks as they finish, and appends stop asking.
+func (d *dispatcher) answerLane() {
+	n := d.p.lane.answer()
+	if n == 0 {
+		return
+	}
+	free := d.crew.freeWorkers()
+	d.nudgeOwed = free > 0
+	for ; n > free && d.crew.workers < d.crew.max; n-- {
+		w, ok := d.p.lane.take()
+		if !ok {
+			return
+		}
+		d.crew.start(func() { d.crew.ws.worker(w) })
+	}
+	if free == 0 && n > 0 {
+		d.p.lane.noneFree()
+	}
+}
+
+// closeLane closes the lane and takes back, oldest first, into the queue
+// the tasks no worker took, and reports whether there were any. A lane
+// that took no task while it was open is not opened again until a plain
+// task comes to dispatch (laneWanted): a pool whose tasks all need
+// dispatch does not pay for it.
+func (d *dispatcher) closeLane() (tookBack bool) {
+	appended := d.p.lane.close(func(fn func(), readyAt int64) {
+		d.queue.pushReady(fn, readyAt)
+		tookBack = true
+	})
+	if appended != d.laneSeen {
+		d.laneSeen = appended
+		d.crew.sawTask = true // the idle clock counts them as tasks that came in
+	} else {
+		d.laneWanted = false
+	}
+	d.nudgeOwed = false
+	return tookBack
+}
