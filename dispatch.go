@@ -187,7 +187,7 @@ func (d *dispatcher) step() bool {
 	default:
 		switch {
 		case sent:
-		case d.plainFast && d.quiet():
+		case d.plainFast && (d.quiet() || d.quietButPlainQueued()):
 			if d.queue.delta != 0 {
 				d.queue.publish()
 			}
@@ -467,9 +467,15 @@ func (d *dispatcher) awaitPaused() bool {
 }
 
 // quiet reports whether dispatch has nothing to do but receive: every
-// part is at rest. It then waits on taskQueue alone.
+// part is at rest. It then waits on taskQueue alone (and its lane, see
+// awaitQuiet).
 func (d *dispatcher) quiet() bool {
-	return d.queue.len() == 0 && d.admission.atRest() && !d.barriers.waiting() &&
+	return d.queue.len() == 0 && d.othersAtRest()
+}
+
+// othersAtRest reports whether every part but the queue is at rest.
+func (d *dispatcher) othersAtRest() bool {
+	return d.admission.atRest() && !d.barriers.waiting() &&
 		d.crew.atRest() && d.timers.atRest() && !d.retries.out() && d.queue.flows.atRest()
 }
 

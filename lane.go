@@ -46,9 +46,11 @@ type lane struct {
 	full    bool                // guarded by mu: dispatch answered that no worker is free and none may start: appends ask no more while the lane is open
 
 	// Counted under mu, read by anyone: the tasks ever appended, those
-	// that left the lane (taken by a worker, or back by dispatch), and
-	// of those, the ones workers took.
+	// dispatch moved in from its queue as it opened the lane (counted
+	// submitted already), those that left the lane (taken by a worker, or
+	// back by dispatch), and of those, the ones workers took.
 	appended atomic.Uint64
+	released atomic.Uint64
 	left     atomic.Uint64
 	taken    atomic.Uint64
 
@@ -319,18 +321,27 @@ func (l *lane) release(lw *laneWaiter) {
 
 // waiting is the number of tasks in the lane, never below 0 for a moment.
 func (l *lane) waiting() int64 {
-	left := l.left.Load() // first: appended never counts less than left
-	return int64(l.appended.Load() - left)
+	left := l.left.Load() // first: appended and released never count less than left
+	return int64(l.appended.Load() + l.released.Load() - left)
 }
 
-// openUp lets submitters append, unless a stop shut the lane. Dispatch
+// openUp lets submitters append, unless a stop shut the lane, and first
+// moves into it the n tasks dispatch has queued, oldest first (each call
+// of next gives one), so that they stay ahead of every append. It reports
+// whether dispatch is to find workers for them (see wakeLocked). Dispatch
 // calls it.
-func (l *lane) openUp() {
+func (l *lane) openUp(n int, next func() (task func(), readyAt int64)) (ask bool) {
 	l.mu.Lock()
-	if !l.shut {
-		l.open.Store(true)
+	defer l.mu.Unlock()
+	if l.shut {
+		return false
 	}
-	l.mu.Unlock()
+	for range n {
+		l.pushLocked(next())
+	}
+	l.released.Add(uint64(n))
+	l.open.Store(true)
+	return l.tasks.Len() > 0 && l.wakeLocked()
 }
 
 // close stops appends and gives each task no worker took yet to back, oldest

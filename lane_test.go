@@ -300,3 +300,35 @@ func TestTheHooksSeeALaneTasksWait(t *testing.T) {
 		assert.Equal(t, int64(3*time.Second), waited.Load(), "waited")
 	})
 }
+
+// Plain tasks queued in dispatch's queue (here behind a job) move to the
+// lane, in order, once nothing else is queued, and the tasks appended after
+// that start after them.
+func TestQueuedPlainTasksMoveToTheLaneAheadOfLaterOnes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1)
+		openLane(t, p)
+		g := blockWorkers(t, p, 1)
+		var order []string // written by the one worker only
+		add := func(name string) func() { return func() { order = append(order, name) } }
+		p.Submit(add("a"))
+		job := newGate()
+		p.Go(t.Context(), func(context.Context) error { job.wait(); order = append(order, "job"); return nil })
+		p.Submit(add("b"))
+		p.Submit(add("c"))
+		synctest.Wait()
+		assert.Equal(t, 4, p.Status().Waiting, "waiting in dispatch's queue")
+		released := p.lane.released.Load()
+		g.open()
+		synctest.Wait() // a ran; the job runs and holds the worker
+		assert.Equal(t, []string{"a"}, order)
+		assert.Equal(t, uint64(2), p.lane.released.Load()-released, "b and c moved to the lane once only plain tasks were queued")
+		assert.True(t, p.lane.open.Load())
+		p.Submit(add("d"))
+		assert.Equal(t, 3, p.Status().Waiting, "the lane's tasks count as waiting")
+		job.open()
+		p.StopWait()
+		assert.Equal(t, []string{"a", "job", "b", "c", "d"}, order)
+		requireStoppedClean(t, p)
+	})
+}

@@ -176,6 +176,23 @@ func (q *waitQueue) len() int {
 // it joined, if tasks carry it.
 func (q *waitQueue) push(task func()) { q.pushReady(task, readyNow) }
 
+// onlyPlain reports whether every queued task is a plain task of level 0:
+// no job, no other level, no key. Dispatch may then move them to the lane.
+func (q *waitQueue) onlyPlain() bool {
+	return q.ranked == 0 && q.flows.queued == 0 && q.jobs.Len() == 0
+}
+
+// popPlain pops level 0's front, a plain task (see onlyPlain), with when
+// it became ready (readyNow if tasks do not carry it).
+func (q *waitQueue) popPlain() (task func(), readyAt int64) {
+	task, readyAt = q.tasks.Front(), readyNow
+	if q.stamped {
+		readyAt = q.readyAt.Front()
+	}
+	q.pop()
+	return task, readyAt
+}
+
 // pushReady is push for a task that became ready at readyAt (readyNow:
 // as it is pushed), on the pool's clock: one that dispatch takes back from
 // the lane.

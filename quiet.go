@@ -12,10 +12,16 @@ package workerpool
 // it returns it closes the lane and takes back, into the queue, the tasks
 // no worker took (tookBack).
 func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
-	if !d.p.cfg.lane || !d.laneWanted || d.slots.gated || d.p.sig.stopBegun.Load() {
+	if !d.laneMayOpen() {
 		return <-d.p.taskQueue, false
 	}
-	d.p.lane.openUp()
+	ask := d.p.lane.openUp(d.queue.len(), d.queue.popPlain)
+	if d.queue.delta != 0 {
+		d.queue.publish() // the moved tasks count as waiting in the lane now
+	}
+	if ask {
+		d.answerLane()
+	}
 	for {
 		var toWorker chan<- work // nil (never ready) unless a free worker is owed a nudge
 		if d.nudgeOwed {
@@ -30,6 +36,21 @@ func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
 			d.nudgeOwed = d.p.lane.waiting() > 0 && d.crew.freeWorkers() > 0
 		}
 	}
+}
+
+// laneMayOpen reports whether dispatch may open the lane as it waits:
+// plain tasks came lately, the pool has no policy the lane would pass by
+// (config.lane), no weighted task is out, and no stop has begun.
+func (d *dispatcher) laneMayOpen() bool {
+	return d.p.cfg.lane && d.laneWanted && !d.slots.gated && !d.p.sig.stopBegun.Load()
+}
+
+// quietButPlainQueued reports whether dispatch would be quiet but for
+// plain tasks of level 0 in its queue, and may open the lane: it then
+// moves them there as it opens it (see awaitQuiet), and the workers take
+// them in order without it.
+func (d *dispatcher) quietButPlainQueued() bool {
+	return d.queue.onlyPlain() && d.othersAtRest() && d.laneMayOpen()
 }
 
 // answerLane answers an append that found no worker waiting for its task,
