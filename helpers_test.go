@@ -49,10 +49,19 @@ func (g gate) release() {
 // until the returned gate opens.
 func blockOneWorker(t *testing.T, p *WorkerPool) gate {
 	t.Helper()
+	return blockWorkers(t, p, 1)
+}
+
+// blockWorkers fills the pool's n workers with tasks that hold them until
+// the returned gate opens.
+func blockWorkers(t *testing.T, p *WorkerPool, n int) gate {
+	t.Helper()
 	g := newGate()
-	p.Submit(g.task())
+	for range n {
+		p.Submit(g.task())
+	}
 	synctest.Wait()
-	require.Equal(t, 1, p.Status().Busy, "busy after blocking the worker")
+	require.Equal(t, n, p.Status().Busy, "busy after blocking the workers")
 	return g
 }
 

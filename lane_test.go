@@ -21,19 +21,6 @@ func openLane(t *testing.T, p *WorkerPool) {
 	require.True(t, p.lane.open.Load(), "the lane is open once a plain task came to a quiet dispatcher")
 }
 
-// blockWorkers fills the pool's n workers with tasks that wait for the
-// returned gate.
-func blockWorkers(t *testing.T, p *WorkerPool, n int) gate {
-	t.Helper()
-	g := newGate()
-	for range n {
-		p.Submit(g.task())
-	}
-	synctest.Wait()
-	require.Equal(t, n, p.Status().Busy, "busy after blocking the workers")
-	return g
-}
-
 // Tasks that go through the lane start in the order they were submitted,
 // behind the busy worker, and count as waiting and submitted meanwhile.
 func TestLaneTasksStartInOrderAndCountAsWaiting(t *testing.T) {
