@@ -47,7 +47,10 @@ func (d *dispatcher) answerLane() {
 	}
 	free := d.crew.freeWorkers()
 	d.nudgeOwed = free > 0
-	for ; n > free && d.crew.workers < d.crew.max; n-- {
+	// Once abandoning has begun (Stop, or a Shutdown that gives up) no
+	// task goes to a worker, as in handOutNew: the lane's tasks wait for
+	// the stop message, which takes them back to be abandoned.
+	for ; n > free && d.crew.workers < d.crew.max && !d.p.sig.abandonBegun.Load(); n-- {
 		w, ok := d.p.lane.take()
 		if !ok {
 			return
