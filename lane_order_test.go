@@ -32,7 +32,7 @@ func TestAPlainTaskSubmittedAfterATaskForDispatchStartsAfterIt(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1)
-				openLane(t, p) // its one worker waits at the lane
+				openLane(t, p)     // its one worker waits at the lane
 				var order []string // written by the one worker only
 				c.submit(p, func() { order = append(order, "first") })
 				p.Submit(func() { order = append(order, "a") })
