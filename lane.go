@@ -323,13 +323,36 @@ func (l *lane) waiting() int64 {
 	return int64(l.appended.Load() - left)
 }
 
-// openUp lets submitters append, unless a stop shut the lane. Dispatch
-// calls it.
-func (l *lane) openUp() {
+// openUp lets submitters append, unless a stop shut the lane or a send to
+// dispatch is in flight (inFlight). Dispatch calls it.
+//
+// A task that reaches dispatch over taskQueue is accepted as its send
+// completes, but dispatch closes the lane only after that: a task appended
+// in between, by the same goroutine once its call returned, would start
+// first (taken by a worker, or taken back ahead of it). So the lane is
+// never open while a send is in flight: openUp opens it and then looks at
+// the sends begun, and a sender counts its send and then closes an open
+// lane (see closeForSend); of the two, one sees the other.
+func (l *lane) openUp(inFlight func() bool) {
 	l.mu.Lock()
 	if !l.shut {
 		l.open.Store(true)
+		if inFlight() {
+			l.open.Store(false)
+		}
 	}
+	l.mu.Unlock()
+}
+
+// closeForSend closes the lane, if it is open, for a send that was counted
+// as begun and is about to reach dispatch (see openUp). Dispatch takes back
+// the lane's tasks, ahead of the send's, as it receives it.
+func (l *lane) closeForSend() {
+	if !l.open.Load() {
+		return
+	}
+	l.mu.Lock()
+	l.open.Store(false)
 	l.mu.Unlock()
 }
 

@@ -15,7 +15,7 @@ func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
 	if !d.p.cfg.lane || !d.laneWanted || d.slots.gated || d.p.sig.stopBegun.Load() {
 		return <-d.p.taskQueue, false
 	}
-	d.p.lane.openUp()
+	d.p.lane.openUp(func() bool { return d.p.taskSends.Load()+d.p.controlSends.Load() != d.received })
 	for {
 		var toWorker chan<- work // nil (never ready) unless a free worker is owed a nudge
 		if d.nudgeOwed {
