@@ -56,6 +56,7 @@ func sendCounted(p *WorkerPool, begun *atomic.Int64, m message) error {
 	if !p.sig.beginSend(begun) {
 		return ErrStopped
 	}
+	p.lane.closeForSend() // counted first: dispatch opens no lane while a send is in flight (see lane.openUp)
 	p.taskQueue <- m
 	return nil
 }

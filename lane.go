@@ -325,23 +325,47 @@ func (l *lane) waiting() int64 {
 	return int64(l.appended.Load() + l.released.Load() - left)
 }
 
-// openUp lets submitters append, unless a stop shut the lane, and first
-// moves into it the n tasks dispatch has queued, oldest first (each call
-// of next gives one), so that they stay ahead of every append. It reports
-// whether dispatch is to find workers for them (see wakeLocked). Dispatch
-// calls it.
-func (l *lane) openUp(n int, next func() (task func(), readyAt int64)) (ask bool) {
+// openUp lets submitters append, unless a stop shut the lane or a send to
+// dispatch is in flight (inFlight), and then moves into it the n tasks
+// dispatch has queued, oldest first (each call of next gives one), so that
+// they stay ahead of every append. It reports whether dispatch is to find
+// workers for them (see wakeLocked). Dispatch calls it.
+//
+// A task that reaches dispatch over taskQueue is accepted as its send
+// completes, but dispatch closes the lane only after that: a task appended
+// in between, by the same goroutine once its call returned, would start
+// first (taken by a worker, or taken back ahead of it). So the lane is
+// never open while a send is in flight: openUp opens it and then looks at
+// the sends begun, and a sender counts its send and then closes an open
+// lane (see closeForSend); of the two, one sees the other.
+func (l *lane) openUp(n int, next func() (task func(), readyAt int64), inFlight func() bool) (ask bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.shut {
+		return false
+	}
+	l.open.Store(true)
+	if inFlight() {
+		l.open.Store(false)
 		return false
 	}
 	for range n {
 		l.pushLocked(next())
 	}
 	l.released.Add(uint64(n))
-	l.open.Store(true)
 	return l.tasks.Len() > 0 && l.wakeLocked()
+}
+
+// closeForSend closes the lane, if it is open, for a send that was counted
+// as begun and is about to reach dispatch (see openUp). Dispatch takes back
+// the lane's tasks, ahead of the send's, as it receives it.
+func (l *lane) closeForSend() {
+	if !l.open.Load() {
+		return
+	}
+	l.mu.Lock()
+	l.open.Store(false)
+	l.mu.Unlock()
 }
 
 // close stops appends and gives each task no worker took yet to back, oldest

@@ -15,7 +15,7 @@ func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
 	if !d.laneMayOpen() {
 		return <-d.p.taskQueue, false
 	}
-	ask := d.p.lane.openUp(d.queue.len(), d.queue.popPlain)
+	ask := d.p.lane.openUp(d.queue.len(), d.queue.popPlain, d.sendsInFlight)
 	if d.queue.delta != 0 {
 		d.queue.publish() // the moved tasks count as waiting in the lane now
 	}
@@ -36,6 +36,12 @@ func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
 			d.nudgeOwed = d.p.lane.waiting() > 0 && d.crew.freeWorkers() > 0
 		}
 	}
+}
+
+// sendsInFlight reports whether a send to dispatch has begun that it has
+// not received (see lane.openUp).
+func (d *dispatcher) sendsInFlight() bool {
+	return d.p.taskSends.Load()+d.p.controlSends.Load() != d.received
 }
 
 // laneMayOpen reports whether dispatch may open the lane as it waits:
@@ -68,7 +74,10 @@ func (d *dispatcher) answerLane() {
 	}
 	free := d.crew.freeWorkers()
 	d.nudgeOwed = free > 0
-	for ; n > free && d.crew.workers < d.crew.max; n-- {
+	// Once abandoning has begun (Stop, or a Shutdown that gives up) no
+	// task goes to a worker, as in handOutNew: the lane's tasks wait for
+	// the stop message, which takes them back to be abandoned.
+	for ; n > free && d.crew.workers < d.crew.max && !d.p.sig.abandonBegun.Load(); n-- {
 		w, ok := d.p.lane.take()
 		if !ok {
 			return
