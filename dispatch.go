@@ -191,7 +191,9 @@ func (d *dispatcher) step() bool {
 			if d.queue.delta != 0 {
 				d.queue.publish()
 			}
-			if m, tookBack := d.awaitQuiet(); m.task != nil && m.due == 0 && !tookBack {
+			// Inline only onto an empty queue: the lane may have given tasks
+			// back, or, with a send in flight, not taken the queue's.
+			if m := d.awaitQuiet(); m.task != nil && m.due == 0 && d.queue.len() == 0 {
 				d.laneWanted = true
 				d.received++
 				d.countSubmitted()

@@ -10,10 +10,10 @@ package workerpool
 // and no stop), it opens the lane meanwhile: it then starts workers and
 // nudges free ones as the lane's appends ask (see answerLane), and before
 // it returns it closes the lane and takes back, into the queue, the tasks
-// no worker took (tookBack).
-func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
+// no worker took.
+func (d *dispatcher) awaitQuiet() message {
 	if !d.laneMayOpen() {
-		return <-d.p.taskQueue, false
+		return <-d.p.taskQueue
 	}
 	ask := d.p.lane.openUp(d.queue.len(), d.queue.popPlain, d.sendsInFlight)
 	if d.queue.delta != 0 {
@@ -28,8 +28,9 @@ func (d *dispatcher) awaitQuiet() (m message, tookBack bool) {
 			toWorker = d.p.workerQueue
 		}
 		select {
-		case m = <-d.p.taskQueue:
-			return m, d.closeLane()
+		case m := <-d.p.taskQueue:
+			d.closeLane()
+			return m
 		case <-d.p.lane.ask:
 			d.answerLane()
 		case toWorker <- work{nudge: true}:
@@ -90,15 +91,12 @@ func (d *dispatcher) answerLane() {
 }
 
 // closeLane closes the lane and takes back, oldest first, into the queue
-// the tasks no worker took, and reports whether there were any. A lane
+// the tasks no worker took. A lane
 // that took no task while it was open is not opened again until a plain
 // task comes to dispatch (laneWanted): a pool whose tasks all need
 // dispatch does not pay for it.
-func (d *dispatcher) closeLane() (tookBack bool) {
-	appended := d.p.lane.close(func(fn func(), readyAt int64) {
-		d.queue.pushReady(fn, readyAt)
-		tookBack = true
-	})
+func (d *dispatcher) closeLane() {
+	appended := d.p.lane.close(d.queue.pushReady)
 	if appended != d.laneSeen {
 		d.laneSeen = appended
 		d.crew.sawTask = true // the idle clock counts them as tasks that came in
@@ -106,5 +104,4 @@ func (d *dispatcher) closeLane() (tookBack bool) {
 		d.laneWanted = false
 	}
 	d.nudgeOwed = false
-	return tookBack
 }
