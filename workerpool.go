@@ -30,7 +30,7 @@ type WorkerPool struct {
 	// sends; the zero work tells the receiving worker to return. Never
 	// closed.
 	workerQueue chan work
-	// lane carries plain tasks from Submit and Do to the workers, past
+	// lane carries plain tasks from Submit, Do and DoBatch to the workers, past
 	// dispatch, while dispatch opens it (lane.go).
 	lane       lane
 	goroutines sync.WaitGroup // the dispatcher, the workers and the idle clock; stop waits for all of them
@@ -129,7 +129,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 // task that is still running during StopWait; use Do to get the error
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
-	// The common case, one send, is kept small enough to inline.
+	// The common cases come first: an append to the open lane, else one send.
 	if p.cfg.bounded || task == nil || !p.lane.append(task) && send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
