@@ -23,15 +23,21 @@ func (d *dispatcher) accept(task func()) {
 // scheduled task that comes due keeps the place it had).
 func (d *dispatcher) place(task func(), makeRoom bool) {
 	if d.maySkipQueue() && d.handOutNewOrWait(work{fn: task}) {
-		if d.p.cfg.roomed {
-			d.p.room.giveBack(1, &d.p.sig)
-		}
+		d.startedAtOnce()
 		return
 	}
 	if makeRoom {
 		d.makeRoom(false)
 	}
 	d.queue.push(task)
+}
+
+// startedAtOnce is told that a plain task that reached dispatch went to a
+// worker at once: under Block and Reject it gives back the place it held.
+func (d *dispatcher) startedAtOnce() {
+	if d.p.cfg.roomed {
+		d.p.room.giveBack(1, &d.p.sig)
+	}
 }
 
 // acceptDelayed takes a plain task that may not start before due (Do with

@@ -217,6 +217,11 @@ func (a *admission) parkOrRefuse(t *ticket) {
 	t.unref()
 }
 
+// parkBack parks t, a ticket that waited in the lane (see lane.parked),
+// behind those parked before it: dispatch takes the lane's tickets as it
+// closes the lane, before the message that closed it.
+func (a *admission) parkBack(t *ticket) { a.parked.PushBack(t) }
+
 // refuseAll answers every parked ticket ErrStopped: the pool stops, and no
 // one who waits for room gets it. (A try ticket that arrives as a
 // straggler passes through here too; it was never counted as parked.)

@@ -101,7 +101,7 @@ type dispatcher struct {
 	sizes     sizing     // the sizes by the time of day, and the next boundary (sizeschedule.go)
 
 	offered   offer // what offerFront last offered
-	plainFast bool  // no bound: a plain task on an empty queue is handled inline in step
+	plainFast bool  // no DropOldest: a plain task on an empty queue is handled inline in step
 
 	// The lane (quiet.go): laneWanted says plain tasks came to dispatch
 	// lately, so that it opens the lane when quiet; laneSeen is
@@ -138,7 +138,7 @@ type shared struct {
 }
 
 func newDispatcher(p *WorkerPool) *dispatcher {
-	d := &dispatcher{p: p, plainFast: !p.cfg.bounded}
+	d := &dispatcher{p: p, plainFast: !p.cfg.dropsOldest()}
 	sh := shared{cfg: &p.cfg, clock: p.clock, counts: &p.counts, sig: &p.sig, room: &p.room, obs: &p.obs}
 	d.timers.clock = p.clock
 	d.queue.init(sh, d.timers.wakeAt)
@@ -197,7 +197,9 @@ func (d *dispatcher) step() bool {
 				d.laneWanted = true
 				d.received++
 				d.countSubmitted()
-				if !d.handOutNew(work{fn: m.task}) {
+				if d.handOutNew(work{fn: m.task}) {
+					d.startedAtOnce()
+				} else {
 					d.queue.push(m.task)
 				}
 				return true

@@ -116,10 +116,14 @@
 // A task reaches the dispatcher in one of two ways. Over an unbuffered
 // channel: the send completing is the moment the task is accepted. Or,
 // while the dispatcher has nothing to order (no task queued or scheduled,
-// no Pause, no task of a weight above 1 running, and no bound, rate limit
-// or queue timeout configured), through its lane, which it opens for plain
-// tasks once they come: Submit, Do and DoBatch append the task under a
-// lock held for the append, which is the moment it is accepted, and wake a
+// no Pause, no task of a weight above 1 running, no submitter waiting for
+// room, and no rate limit, queue timeout or DropOldest configured), through
+// its lane, which it opens for plain tasks once they come: Submit, Do and
+// DoBatch append the task under a lock held for the append, which is the
+// moment it is accepted (under Block and Reject the append takes the task's
+// place in the bound, as a send does, and the worker that takes the task
+// gives it back; with no place free the call goes to the dispatcher, which
+// treats it as it always has), and wake a
 // waiting worker for it or ask the dispatcher for one (a ready worker
 // first, else a new one while fewer than the maximum exist); a worker done
 // with its task takes the lane's front before it waits again. So a plain
@@ -133,8 +137,8 @@
 //     enough tasks wait;
 //   - the dispatcher alone decides the order and the worker count: the
 //     submit path makes no allocation and holds a lock only for an append,
-//     and the read-only accessors read counters, never block and never
-//     wait for the dispatcher. Tasks in the lane count as waiting.
+//     and the read-only accessors read counters and never wait for the
+//     dispatcher or a worker. Tasks in the lane count as waiting.
 //
 // # Tasks, results and groups
 //
@@ -553,7 +557,8 @@
 // # Status
 //
 // [WorkerPool.Status] reads counters that the pool's goroutines keep as
-// they go; it never blocks and never waits for the dispatcher. While tasks
+// they go; it never waits for the dispatcher or a worker (under a bound it
+// takes the lane's lock for a moment, see WaitingQueueSize). While tasks
 // flow, its fields are read a moment apart (the waiting count, for one, is
 // published when the dispatcher has nothing else to do; with a bound it is
 // published at every change, and under Block and Reject Waiting never shows

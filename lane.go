@@ -39,11 +39,16 @@ type lane struct {
 	tasks   deque.Deque[func()] // guarded by mu
 	readyAt deque.Deque[int64]  // guarded by mu
 	shut    bool                // guarded by mu: a stop closed the lane for good
-	waiters []*laneWaiter       // guarded by mu: workers that may wait for an append (a stack; some no longer wait)
-	spare   []*laneWaiter       // guarded by mu: the waiters of workers that returned, for the next ones
-	coming  int                 // guarded by mu: woken workers that have not come to take yet
-	asked   bool                // guarded by mu: an append asked dispatch for a worker, and dispatch has not answered
-	full    bool                // guarded by mu: dispatch answered that no worker is free and none may start: appends ask no more while the lane is open
+	// parked holds, in arrival order, the tickets of Block submitters that
+	// found no place while the lane was open: a worker that takes a task
+	// gives its place to the first (see admitLocked), and dispatch takes
+	// the rest into its own parked tickets as it closes the lane.
+	parked  deque.Deque[*ticket] // guarded by mu
+	waiters []*laneWaiter        // guarded by mu: workers that may wait for an append (a stack; some no longer wait)
+	spare   []*laneWaiter        // guarded by mu: the waiters of workers that returned, for the next ones
+	coming  int                  // guarded by mu: woken workers that have not come to take yet
+	asked   bool                 // guarded by mu: an append asked dispatch for a worker, and dispatch has not answered
+	full    bool                 // guarded by mu: dispatch answered that no worker is free and none may start: appends ask no more while the lane is open
 
 	// Counted under mu, read by anyone: the tasks ever appended, those
 	// dispatch moved in from its queue as it opened the lane (counted
@@ -60,7 +65,12 @@ type lane struct {
 
 	timed bool  // tasks carry when they became ready (see config.timed)
 	clock clock // the pool's, to stamp them
-	_     cacheLinePad
+	// room is the pool's bound under Block and Reject (nil without one):
+	// an append takes a place for each task, and a take gives it back,
+	// through sig, as the queue's pop does.
+	room *room
+	sig  *signals
+	_    cacheLinePad
 }
 
 // A laneWaiter is a worker as the lane sees it while the worker waits: the
@@ -80,9 +90,9 @@ const (
 	waiterWoken
 )
 
-func (l *lane) init(timed bool, c clock) {
+func (l *lane) init(timed bool, c clock, r *room, sig *signals) {
 	l.ask = make(chan struct{}, 1)
-	l.timed, l.clock = timed, c
+	l.timed, l.clock, l.room, l.sig = timed, c, r, sig
 	// As the queue's (see queueBaseCap): bursts that come and go do not
 	// allocate once the buffers exist.
 	l.tasks.SetBaseCap(queueBaseCap)
@@ -90,9 +100,10 @@ func (l *lane) init(timed bool, c clock) {
 }
 
 // append puts task at the back of the lane and wakes a worker for it, and
-// reports true, if the lane is open; else it does nothing.
+// reports true, if the lane is open and, under a bound, a place is free
+// for it; else it does nothing.
 func (l *lane) append(task func()) bool {
-	readyAt, ok := l.lockOpen()
+	readyAt, ok := l.lockOpen(1)
 	if !ok {
 		return false
 	}
@@ -104,7 +115,7 @@ func (l *lane) append(task func()) bool {
 // appendAll is append for a batch of n tasks, its nil ones left out, under
 // one lock: they are taken in order, with no other task between them.
 func (l *lane) appendAll(tasks []func(), n int) bool {
-	readyAt, ok := l.lockOpen()
+	readyAt, ok := l.lockOpen(n)
 	if !ok {
 		return false
 	}
@@ -117,10 +128,11 @@ func (l *lane) appendAll(tasks []func(), n int) bool {
 	return true
 }
 
-// lockOpen locks the lane and reports true if it is open, with the time
-// the tasks to be appended become ready, if tasks carry it; else it
-// leaves the lane unlocked.
-func (l *lane) lockOpen() (readyAt int64, ok bool) {
+// lockOpen locks the lane and reports true if it is open and, under a
+// bound, it took n places (see room.take: none while a submitter is
+// parked for room), with the time the tasks to be appended become ready,
+// if tasks carry it; else it leaves the lane unlocked.
+func (l *lane) lockOpen(n int) (readyAt int64, ok bool) {
 	if !l.open.Load() { // the common closed case takes no lock
 		return 0, false
 	}
@@ -128,7 +140,7 @@ func (l *lane) lockOpen() (readyAt int64, ok bool) {
 		readyAt = l.clock.now()
 	}
 	l.mu.Lock()
-	if !l.open.Load() {
+	if !l.open.Load() || l.room != nil && !l.room.take(n) {
 		l.mu.Unlock()
 		return 0, false
 	}
@@ -242,6 +254,62 @@ func (l *lane) takeOrWait(lw *laneWaiter, woken bool) (work, bool) {
 	return work{}, false
 }
 
+// park parks t, the ticket of a Block submitter whose plain task found no
+// place, in the lane while it is open, and admits it at once if a place
+// freed meanwhile; the submitter then waits for t's answer as it would
+// from dispatch. It reports false, parking nothing, if the lane is closed.
+func (l *lane) park(t *ticket) bool {
+	l.mu.Lock()
+	if !l.open.Load() {
+		l.mu.Unlock()
+		return false
+	}
+	l.room.park() // first: from now on no later submitter takes a place before t
+	l.parked.PushBack(t)
+	ask := l.admitLocked() && l.wakeLocked()
+	l.mu.Unlock()
+	if ask {
+		l.signalAsk()
+	}
+	return true
+}
+
+// admitLocked admits parked tickets, first first, while places are free:
+// each one's task is appended (accepted) and its submitter answered. It
+// drops the tickets withdrawn meanwhile, and admits none once a stop shut
+// the lane: dispatch refuses them as it takes them. It reports whether it
+// appended any task.
+func (l *lane) admitLocked() (appended bool) {
+	for !l.shut && l.parked.Len() > 0 {
+		t := l.parked.Front()
+		if t.state.Load() == ticketWithdrawn {
+			l.parked.PopFront()
+			l.room.unpark()
+			t.unref()
+			continue
+		}
+		if !l.room.admit(1) { // a place for t, which stops counting as parked
+			break
+		}
+		l.parked.PopFront()
+		if !t.state.CompareAndSwap(ticketWaiting, ticketAdmitted) {
+			l.room.give(1) // withdrawn meanwhile: the place goes to the next
+			t.unref()
+			continue
+		}
+		var readyAt int64
+		if l.timed {
+			readyAt = l.clock.now()
+		}
+		l.pushLocked(t.task, readyAt)
+		l.appended.Add(1)
+		t.done <- struct{}{} // buffered: the answer, admitted
+		t.unref()
+		appended = true
+	}
+	return appended
+}
+
 // takeLocked takes the lane's front task for a worker, if there is one.
 func (l *lane) takeLocked() (work, bool) {
 	if l.tasks.Len() == 0 {
@@ -250,6 +318,13 @@ func (l *lane) takeLocked() (work, bool) {
 	fn, readyAt := l.popLocked()
 	l.left.Add(1)
 	l.taken.Add(1)
+	if l.room != nil && l.room.give(1) { // submitters are parked for room
+		if l.parked.Len() > 0 {
+			l.admitLocked()
+		} else {
+			l.sig.wakeDispatch() // they are dispatch's
+		}
+	}
 	// offered: once abandoning has begun the worker gives it up rather
 	// than start it (see workerSide.do), as it does a task dispatch
 	// offered.
@@ -272,7 +347,11 @@ func (l *lane) popLocked() (fn func(), readyAt int64) {
 func (l *lane) take() (work, bool) {
 	l.mu.Lock()
 	w, ok := l.takeLocked()
+	ask := ok && l.tasks.Len() > 0 && l.wakeLocked() // as a worker's take: the place it gave may have admitted a parked task
 	l.mu.Unlock()
+	if ask {
+		l.signalAsk()
+	}
 	w.offered = false
 	return w, ok
 }
@@ -325,6 +404,20 @@ func (l *lane) waiting() int64 {
 	return int64(l.appended.Load() + l.released.Load() - left)
 }
 
+// waitingWith returns the number of tasks in the lane plus queued, the
+// number waiting in dispatch's queue. With exact set it reads both under
+// the lane's lock, which dispatch holds while it moves tasks between its
+// queue and the lane: then no task counts twice or not at all, and a
+// bound's count never shows more than the bound. Without it, the sum is a
+// moment's estimate.
+func (l *lane) waitingWith(queued *atomic.Int64, exact bool) int64 {
+	if exact {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+	}
+	return queued.Load() + l.waiting()
+}
+
 // openUp lets submitters append, unless a stop shut the lane or a send to
 // dispatch is in flight (inFlight), and then moves into it the n tasks
 // dispatch has queued, oldest first (each call of next gives one), so that
@@ -368,17 +461,19 @@ func (l *lane) closeForSend() {
 	l.mu.Unlock()
 }
 
-// close stops appends and gives each task no worker took yet to back, oldest
-// first; it returns how many tasks were ever appended. Dispatch calls it.
-func (l *lane) close(back func(fn func(), readyAt int64)) (appended uint64) {
+// close stops appends and gives each task no worker took yet to back, and
+// each parked ticket to parkBack, oldest first; it returns how many tasks
+// were ever appended. Dispatch calls it.
+func (l *lane) close(back func(fn func(), readyAt int64), parkBack func(*ticket)) (appended uint64) {
 	l.mu.Lock()
 	l.open.Store(false)
 	l.asked, l.full = false, false // coming stays: the woken workers still come
-	if n := l.tasks.Len(); n > 0 {
-		for range n {
-			back(l.popLocked())
-		}
-		l.left.Add(uint64(n))
+	for range l.tasks.Len() {
+		l.left.Add(1) // first: the task never counts twice (see waitingWith)
+		back(l.popLocked())
+	}
+	for l.parked.Len() > 0 {
+		parkBack(l.parked.PopFront())
 	}
 	appended = l.appended.Load()
 	l.mu.Unlock()

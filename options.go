@@ -36,7 +36,7 @@ type config struct {
 	bounded bool // bound >= 0: the waiting queue has a bound
 	roomed  bool // Block or Reject with a bound (and DropOldest with a bound of 0): submitters take room (see room)
 	timed   bool // TaskStarted or TaskFinished is set: tasks carry the time they became ready (see readyAt)
-	lane    bool // no bound, rate limit or queue timeout: plain tasks may skip dispatch while it is quiet (see lane)
+	lane    bool // no rate limit, queue timeout or DropOldest: plain tasks may skip dispatch while it is quiet (see lane)
 }
 
 // newConfig applies options in order to the defaults, then derives what
@@ -52,7 +52,7 @@ func newConfig(options []Option) config {
 	// With no room, DropOldest has nothing to drop: it refuses, as Reject does.
 	cfg.roomed = cfg.bounded && (cfg.overflow != DropOldest || cfg.bound == 0)
 	cfg.timed = cfg.hooks.timed()
-	cfg.lane = !cfg.bounded && !cfg.rate.limited() && cfg.queueTimeout == 0
+	cfg.lane = !cfg.dropsOldest() && !cfg.rate.limited() && cfg.queueTimeout == 0
 	return cfg
 }
 

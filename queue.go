@@ -183,13 +183,16 @@ func (q *waitQueue) onlyPlain() bool {
 }
 
 // popPlain pops level 0's front, a plain task (see onlyPlain), with when
-// it became ready (readyNow if tasks do not carry it).
+// it became ready (readyNow if tasks do not carry it), for the lane: it
+// stops counting as waiting here, but keeps its place in the bound, which
+// the lane gives back as a worker takes it.
 func (q *waitQueue) popPlain() (task func(), readyAt int64) {
-	task, readyAt = q.tasks.Front(), readyNow
+	task, readyAt = q.tasks.PopFront(), readyNow
+	q.changeWaiting(-1)
+	q.popped++
 	if q.stamped {
-		readyAt = q.readyAt.Front()
+		readyAt = q.readyAt.PopFront()
 	}
-	q.pop()
 	return task, readyAt
 }
 

@@ -30,6 +30,7 @@ func (d *dispatcher) awaitQuiet() message {
 		select {
 		case m := <-d.p.taskQueue:
 			d.closeLane()
+			d.handOutTakenBack()
 			return m
 		case <-d.p.lane.ask:
 			d.answerLane()
@@ -90,13 +91,24 @@ func (d *dispatcher) answerLane() {
 	}
 }
 
+// handOutTakenBack hands the tasks taken back from the lane, front first, to
+// ready workers and to new ones up to the size, while it can: the start an
+// ask not yet answered would have given them, and what a task that came to
+// dispatch instead would have met. So the message that closed the lane
+// finds them started where they could start (under a bound, with their
+// places given back), as it would have without the lane.
+func (d *dispatcher) handOutTakenBack() {
+	for d.queue.len() > 0 && d.handOutFront() {
+	}
+}
+
 // closeLane closes the lane and takes back, oldest first, into the queue
 // the tasks no worker took. A lane
 // that took no task while it was open is not opened again until a plain
 // task comes to dispatch (laneWanted): a pool whose tasks all need
 // dispatch does not pay for it.
 func (d *dispatcher) closeLane() {
-	appended := d.p.lane.close(d.queue.pushReady)
+	appended := d.p.lane.close(d.queue.pushReady, d.admission.parkBack)
 	if appended != d.laneSeen {
 		d.laneSeen = appended
 		d.crew.sawTask = true // the idle clock counts them as tasks that came in

@@ -86,11 +86,18 @@ func (p *WorkerPool) submitTicket(t *ticket, ctxDone <-chan struct{}) error {
 		t.unref()
 		return err
 	}
+	return t.await(ctxDone, &p.sig)
+}
+
+// await is the submitter's wait for the answer to t, which dispatch or the
+// lane holds, until ctxDone is closed (nil: never), as submitTicket says. A
+// withdrawal wakes dispatch through sig.
+func (t *ticket) await(ctxDone <-chan struct{}, sig *signals) error {
 	select {
 	case <-t.done:
 	case <-ctxDone:
 		if t.state.CompareAndSwap(ticketWaiting, ticketWithdrawn) {
-			p.sig.wakeDispatch() // it may hold room for t, or others wait behind it
+			sig.wakeDispatch() // it may hold room for t, or others wait behind it
 			t.unref()
 			return errWithdrawn
 		}
@@ -138,6 +145,12 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 	var ctxDone <-chan struct{}
 	if ctx != nil {
 		ctxDone = ctx.Done() // only now: a context may make its channel on the first call
+	}
+	// A plain task parks in the open lane, where a worker taking a task
+	// gives it the place; with a bound of 0 no task ever waits there, so
+	// it waits for a free worker, which only dispatch sees.
+	if t.task != nil && t.due == 0 && p.cfg.bound > 0 && p.lane.park(t) {
+		return t.await(ctxDone, &p.sig)
 	}
 	return p.submitTicket(t, ctxDone)
 }

@@ -100,12 +100,14 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		clock:       clock{epoch: time.Now()},
 	}
 	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
-	p.lane.init(p.cfg.timed, p.clock)
 	p.size.max.Store(int64(max(maxWorkers, 1)))
 	p.size.floor.Store(int64(p.cfg.minWorkers))
+	var room *room // the bound, for the lane
 	if p.cfg.roomed {
 		p.room.init(p.cfg.bound)
+		room = &p.room
 	}
+	p.lane.init(p.cfg.timed, p.clock, room, &p.sig)
 	d := newDispatcher(p)
 	d.crew.startFloor()
 	p.goroutines.Go(d.run)
@@ -130,17 +132,17 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 // instead. Safe for concurrent use.
 func (p *WorkerPool) Submit(task func()) {
 	// The common cases come first: an append to the open lane, else one send.
-	if p.cfg.bounded || task == nil || !p.lane.append(task) && send(p, message{task: task}) != nil {
+	if task == nil || p.lane.append(task) {
+		return
+	}
+	if p.cfg.bounded || send(p, message{task: task}) != nil {
 		p.submitRest(task)
 	}
 }
 
-// submitRest is Submit for all but an accepted task of an unbounded pool: a
-// nil task, a send refused by a stop, and every bounded pool.
+// submitRest is Submit for a task the lane did not take in a bounded pool,
+// and for a send refused by a stop.
 func (p *WorkerPool) submitRest(task func()) {
-	if task == nil {
-		return
-	}
 	if !p.cfg.bounded {
 		panic(errSubmitStopped)
 	}
@@ -176,9 +178,11 @@ func (p *WorkerPool) doPlain(task func(), wait bool, ctx context.Context) error 
 	return p.sendOne(message{task: task}, wait && p.cfg.overflow == Block, ctx)
 }
 
-// sendOne gives one task to dispatch, a plain task or the job j. Unbounded,
-// and under DropOldest, it is one send: the dispatcher alone decides. Under
-// Block and Reject it takes room first (marking j as holding it), and
+// sendOne gives one task to dispatch, a plain task or the job j. A plain
+// task goes to the open lane if it can (taking its place under Block and
+// Reject). Otherwise, unbounded and under DropOldest, it is one send: the
+// dispatcher alone decides. Under Block and Reject it takes room first
+// (marking j as holding it), and
 // without room it asks the dispatcher (see submitWithoutRoom), waiting for
 // room if wait is set, until ctx is done (nil: until the pool stops). A
 // task it returns an error for never reached the pool.
@@ -189,10 +193,9 @@ func (p *WorkerPool) sendOne(m message, wait bool, ctx context.Context) error {
 		return ErrStopped // before any check of the bound: a stopping pool refuses as stopped
 	case p.cfg.dropsOldest():
 		return p.sendDropOldest(m)
+	case m.task != nil && m.due == 0 && p.lane.append(m.task): // with its place, under a bound
+		return nil
 	case !p.cfg.roomed:
-		if m.task != nil && m.due == 0 && p.lane.append(m.task) {
-			return nil
-		}
 		return send(p, m)
 	case p.room.take(1):
 		if j != nil {
