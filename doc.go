@@ -122,8 +122,10 @@
 // DoBatch append the task under a lock held for the append, which is the
 // moment it is accepted (under Block and Reject the append takes the task's
 // place in the bound, as a send does, and the worker that takes the task
-// gives it back; with no place free the call goes to the dispatcher, which
-// treats it as it always has), and wake a
+// gives it back; under Block a plain task that finds no place waits in the
+// lane, behind those that came before it, for the place a worker frees, and
+// the dispatcher takes the ones still waiting, in order, when it closes the
+// lane), and wake a
 // waiting worker for it or ask the dispatcher for one (a ready worker
 // first, else a new one while fewer than the maximum exist); a worker done
 // with its task takes the lane's front before it waits again. So a plain
