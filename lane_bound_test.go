@@ -289,3 +289,59 @@ func TestAPlaceFreedAfterAStopShutTheLaneAdmitsNoOne(t *testing.T) {
 	assert.Zero(t, l.tasks.Len(), "its task was not appended")
 	assert.True(t, r.parked(), "and still counts as parked")
 }
+
+// A plain task accepted while the pool's only worker is on its way back to
+// its receive (it counted itself free as its last task's Done closed, and
+// is held there: see stopStallingContext) can start at once on that
+// worker, so it never needs room, whether it went to the lane (plain
+// tasks came lately) or to dispatch (none did): the next TryDo finds the
+// queue's one place free, also when it reaches dispatch before dispatch has
+// waited again since it took the task.
+func TestAPlainTaskAcceptedWhileItsWorkerIsOnItsWayNeedsNoRoom(t *testing.T) {
+	for _, policy := range []Overflow{Block, Reject} {
+		for _, viaLane := range []bool{true, false} {
+			name := policy.string() + "/to dispatch"
+			if viaLane {
+				name = policy.string() + "/to the lane"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1))
+					defer p.Stop()
+					if viaLane {
+						openLane(t, p)
+						p.Submit(func() {}) // appended: plain tasks come, and the lane opens again after the Go below
+						synctest.Wait()
+					}
+					ctx := newStopStallingContext()
+					defer ctx.resume()
+					running := newGate()
+					defer running.release()
+					last := p.Go(ctx, fnOf(running.wait))
+					done := last.Done()
+					running.open()
+					<-done
+					<-ctx.stalled // its worker counted itself free, and is held on its way to its receive
+					synctest.Wait()
+					require.Equal(t, viaLane, p.lane.open.Load(), "the lane is open only when plain tasks came lately")
+
+					next := newGate()
+					defer next.release()
+					p.Submit(next.task())
+					tried := make(chan bool, 1)
+					go func() { tried <- tryDo(p, func() {}) }()
+					synctest.Wait()
+					ctx.resume()
+					assert.True(t, <-tried, "TryDo after it: the queue's one place was free")
+					synctest.Wait()
+					assert.Equal(t, 1, p.Status().Busy, "the task submitted once the last one was done runs")
+					next.open()
+					assert.NoError(t, last.Wait())
+					p.StopWait()
+					s := requireStoppedClean(t, p)
+					assert.Zero(t, s.Rejected, "rejected")
+				})
+			})
+		}
+	}
+}
