@@ -2,6 +2,8 @@ package workerpool
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -343,5 +345,70 @@ func TestAPlainTaskAcceptedWhileItsWorkerIsOnItsWayNeedsNoRoom(t *testing.T) {
 				})
 			})
 		}
+	}
+}
+
+// A place that a task with a handle gives back as its worker starts it
+// (after dispatch handed it out, with the lane open by then) goes to the
+// submitter waiting for room in the lane: with no task in the lane for a
+// worker to take, dispatch must hear of it.
+func TestAPlaceAJobGivesBackAsItStartsAdmitsTheSubmitterWaitingInTheLane(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+		defer p.Stop()
+		openLane(t, p)
+		g := blockWorkers(t, p, 1)
+		ctx := newStartStallingContext()
+		defer ctx.resume()
+		job := p.Go(ctx, noopFn) // queued behind the busy worker, in the bound's one place
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Waiting, "the job waits")
+		g.open()
+		<-ctx.stalled // its worker took it, and looks at ctx before it starts it
+		synctest.Wait()
+		require.True(t, p.lane.open.Load(), "the lane opened again: dispatch has nothing to order")
+
+		ran := make(chan struct{})
+		do := make(chan error, 1)
+		go func() { do <- p.Do(func() { close(ran) }) }()
+		synctest.Wait()
+		require.Equal(t, 1, p.lane.parked.Len(), "no place: the Do waits in the lane")
+		ctx.resume() // the job starts and gives its place back
+		synctest.Wait()
+		assert.Zero(t, p.lane.parked.Len(), "the Do got the place")
+		assert.True(t, isClosed(ran), "its task ran on the free worker")
+		require.NoError(t, job.Wait())
+		p.StopWait()
+		assert.NoError(t, <-do)
+		requireStoppedClean(t, p)
+	})
+}
+
+// startStallingContext is a context that is never done, whose Err stalls,
+// once, the worker that took the task (in job.work, before it starts the
+// task) until resume.
+type startStallingContext struct {
+	context.Context
+	once             sync.Once
+	stalled, release chan struct{}
+}
+
+func newStartStallingContext() *startStallingContext {
+	return &startStallingContext{Context: context.Background(), stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *startStallingContext) Err() error {
+	if strings.Contains(ownStack(), "(*job).work(") {
+		c.once.Do(func() {
+			close(c.stalled)
+			<-c.release
+		})
+	}
+	return nil
+}
+
+func (c *startStallingContext) resume() {
+	if !isClosed(c.release) {
+		close(c.release)
 	}
 }

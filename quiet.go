@@ -22,6 +22,13 @@ func (d *dispatcher) awaitQuiet() message {
 	if ask {
 		d.answerLane()
 	}
+	// Under a bound, a place given back outside the lane (a task with a
+	// handle that its worker starts, or one that settles) wakes dispatch
+	// for the submitters waiting in the lane, as a withdrawal does.
+	var wake <-chan struct{} // nil (never ready) without a bound
+	if d.p.cfg.roomed {
+		wake = d.p.sig.wake
+	}
 	for {
 		var toWorker chan<- work // nil (never ready) unless a free worker is owed a nudge
 		if d.nudgeOwed {
@@ -36,6 +43,8 @@ func (d *dispatcher) awaitQuiet() message {
 			d.answerLane()
 		case toWorker <- work{nudge: true}:
 			d.nudgeOwed = d.p.lane.waiting() > 0 && d.crew.freeWorkers() > 0
+		case <-wake:
+			d.p.lane.admitWaiting()
 		}
 	}
 }
