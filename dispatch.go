@@ -197,11 +197,7 @@ func (d *dispatcher) step() bool {
 				d.laneWanted = true
 				d.received++
 				d.countSubmitted()
-				if d.handOutNew(work{fn: m.task}) {
-					d.startedAtOnce()
-				} else {
-					d.queue.push(m.task)
-				}
+				d.place(m.task, false) // as accept: under a bound, also to a worker on its way to its receive
 				return true
 			} else if !d.receive(m) {
 				return false

@@ -20,7 +20,8 @@ import (
 
 // FuzzPool decodes data into a pool's options and a sequence of operations
 // (Submit, Do, DoContext with a live ctx or with one already done (a try,
-// tryDo), with options or without, DoBatch, DoWait, Go, GoResult,
+// tryDo), with options or without, bursts of them from other goroutines,
+// DoBatch, DoWait, Go, GoResult,
 // Group.Go, Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
 // another goroutine while the operations go on), runs them in a synctest
 // bubble, ends with a stop, and checks the contract: bounded concurrency,
@@ -77,6 +78,11 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0x01, 255, 244, 11, 8, 241, 6, 3, 246, 0})            // delayed handles, a cancel, a pause, then Stop
 	f.Add([]byte{0xb1, 200, 203, 206, 17, 210, 0, 215, 219, 13, 6, 1}) // DropOldest: plain tasks with options, a Resize to 1, a Stop from another goroutine
 	f.Add([]byte{0x10, 206, 0})                                        // Block, bound 1: a try with a delay alone, abandoned by Stop: its room comes back
+	f.Add([]byte{0x10, 19, 19, 61, 81, 0, 61, 33, 101, 19, 61, 1})     // Block, bound 1, one worker: bursts of submitters wait for room side by side, a StopWait races them
+	f.Add([]byte{0x10, 19, 121, 141, 61, 101, 81, 0})                  // Block, bound 1, one worker: bursts wait for room when Stop refuses them
+	f.Add([]byte{0x11, 19, 121, 3, 81, 4, 141, 17, 61, 5, 101, 2})     // Block, bound 1, two workers: bursts around a pause and a Resize, then Shutdown
+	f.Add([]byte{0x52, 19, 161, 18, 181, 2, 53, 0})                    // Block, bound 2, three workers: bursts, a WaitIdle, a DoWait, a Shutdown from another goroutine
+	f.Add([]byte{0x21, 19, 61, 81, 16, 161, 13, 1})                    // Reject, bound 1: bursts refused, a batch, a Stop racing
 	// Keyed runs (see the key byte above):
 	f.Add([]byte{0x01, 24, 88, 88, 70, 45, 88, 70, 25, 88, 13, 88, 70, 1})              // size 2, key limit 1: Tasks and Calls of k0, k1, k0; a Stop races the submits, then StopWait
 	f.Add([]byte{0x03, 84, 2, 2, 65, 230, 231, 225, 226, 85, 227, 33, 8, 209, 1})       // size 4, limit 1, weights: DoWaits of k0, heavy and retried Tasks of k2 and k3; a StopWait racing
@@ -682,8 +688,12 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.nextID++
 		t := r.number(fuzzTask{weight: 1})
 		r.submit(r.keyRun(t, r.order.task(id, func() { time.Sleep(time.Duration(arg) * time.Millisecond) })))
-	case 1: // a task that submits a child task from inside
-		r.submit(r.submitChild)
+	case 1: // with arg 0, a task that submits a child task from inside; otherwise a burst of plain submits from other goroutines (see burst)
+		if arg == 0 {
+			r.submit(r.submitChild)
+			return
+		}
+		r.burst(arg)
 	case 2: // DoWait, or with an odd arg (or options) Go with a ctx that ends after arg ms, waited for, from another goroutine, sent before the next op (under Block it may wait for room: not ordered)
 		r.maybe.Add(1)
 		t := r.newTask(0, 1, !(r.bounded && r.policy == Block))
@@ -1383,6 +1393,29 @@ func (r *fuzzRun) submitPlain(task func()) {
 	r.p.Submit(pt.fn)
 	assert.False(r.t, stopped, "Submit on a stopping pool did not panic")
 	pt.verdict.Store(verdictSubmitted)
+}
+
+// burst submits arg%4+2 plain tasks at once, each from a goroutine of its
+// own, with Submit, Do, or DoContext with a ctx that ends after a few ms,
+// and waits until each was accepted, refused, or waits for room (under
+// Block, in the lane while it is open, or parked with dispatch). So
+// submitters wait for room side by side, give up, get room as workers
+// take tasks, or are refused by a stop (op 13) that races with them. Its
+// tasks are not ordered: concurrent calls have no order.
+func (r *fuzzRun) burst(arg int) {
+	for i := range arg%4 + 2 {
+		r.pending.Go(func() {
+			switch (arg + i) % 3 {
+			case 0:
+				r.submitPlain(sleepFor(i))
+			case 1:
+				r.submit(sleepFor(i))
+			default:
+				r.doContext(3*i + 1) // a ctx that ends after 3i+1 ms
+			}
+		})
+	}
+	synctest.Wait()
 }
 
 // tryDo submits a plain task with DoContext and a ctx already done: a try.

@@ -315,6 +315,20 @@ func (l *lane) park(t *ticket) bool {
 	return true
 }
 
+// admitWaiting admits the parked tickets while places are free, and makes
+// sure a worker comes for their tasks. Dispatch calls it when woken while
+// the lane is open: a place given back outside the lane (a task with a
+// handle that its worker started, or that settled) frees no place as a
+// take does, and a withdrawn ticket at the front holds back the others.
+func (l *lane) admitWaiting() {
+	l.mu.Lock()
+	ask := l.admitLocked() && l.wakeLocked()
+	l.mu.Unlock()
+	if ask {
+		l.signalAsk()
+	}
+}
+
 // admitLocked admits parked tickets, first first, while places are free:
 // each one's task is appended (accepted) and its submitter answered. It
 // drops the tickets withdrawn meanwhile, and admits none once a stop shut

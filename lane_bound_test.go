@@ -2,6 +2,8 @@ package workerpool
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -288,4 +290,125 @@ func TestAPlaceFreedAfterAStopShutTheLaneAdmitsNoOne(t *testing.T) {
 	assert.Equal(t, 1, l.parked.Len(), "it still waits, for dispatch to refuse it")
 	assert.Zero(t, l.tasks.Len(), "its task was not appended")
 	assert.True(t, r.parked(), "and still counts as parked")
+}
+
+// A plain task accepted while the pool's only worker is on its way back to
+// its receive (it counted itself free as its last task's Done closed, and
+// is held there: see stopStallingContext) can start at once on that
+// worker, so it never needs room, whether it went to the lane (plain
+// tasks came lately) or to dispatch (none did): the next TryDo finds the
+// queue's one place free, also when it reaches dispatch before dispatch has
+// waited again since it took the task.
+func TestAPlainTaskAcceptedWhileItsWorkerIsOnItsWayNeedsNoRoom(t *testing.T) {
+	for _, policy := range []Overflow{Block, Reject} {
+		for _, viaLane := range []bool{true, false} {
+			name := policy.string() + "/to dispatch"
+			if viaLane {
+				name = policy.string() + "/to the lane"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					p := New(1, WithMaxWaiting(1, policy), WithIdleTimeout(-1))
+					defer p.Stop()
+					if viaLane {
+						openLane(t, p)
+						p.Submit(func() {}) // appended: plain tasks come, and the lane opens again after the Go below
+						synctest.Wait()
+					}
+					ctx := newStopStallingContext()
+					defer ctx.resume()
+					running := newGate()
+					defer running.release()
+					last := p.Go(ctx, fnOf(running.wait))
+					done := last.Done()
+					running.open()
+					<-done
+					<-ctx.stalled // its worker counted itself free, and is held on its way to its receive
+					synctest.Wait()
+					require.Equal(t, viaLane, p.lane.open.Load(), "the lane is open only when plain tasks came lately")
+
+					next := newGate()
+					defer next.release()
+					p.Submit(next.task())
+					tried := make(chan bool, 1)
+					go func() { tried <- tryDo(p, func() {}) }()
+					synctest.Wait()
+					ctx.resume()
+					assert.True(t, <-tried, "TryDo after it: the queue's one place was free")
+					synctest.Wait()
+					assert.Equal(t, 1, p.Status().Busy, "the task submitted once the last one was done runs")
+					next.open()
+					assert.NoError(t, last.Wait())
+					p.StopWait()
+					s := requireStoppedClean(t, p)
+					assert.Zero(t, s.Rejected, "rejected")
+				})
+			})
+		}
+	}
+}
+
+// A place that a task with a handle gives back as its worker starts it
+// (after dispatch handed it out, with the lane open by then) goes to the
+// submitter waiting for room in the lane: with no task in the lane for a
+// worker to take, dispatch must hear of it.
+func TestAPlaceAJobGivesBackAsItStartsAdmitsTheSubmitterWaitingInTheLane(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(1, WithMaxWaiting(1, Block), WithIdleTimeout(-1))
+		defer p.Stop()
+		openLane(t, p)
+		g := blockWorkers(t, p, 1)
+		ctx := newStartStallingContext()
+		defer ctx.resume()
+		job := p.Go(ctx, noopFn) // queued behind the busy worker, in the bound's one place
+		synctest.Wait()
+		require.Equal(t, 1, p.Status().Waiting, "the job waits")
+		g.open()
+		<-ctx.stalled // its worker took it, and looks at ctx before it starts it
+		synctest.Wait()
+		require.True(t, p.lane.open.Load(), "the lane opened again: dispatch has nothing to order")
+
+		ran := make(chan struct{})
+		do := make(chan error, 1)
+		go func() { do <- p.Do(func() { close(ran) }) }()
+		synctest.Wait()
+		require.Equal(t, 1, p.lane.parked.Len(), "no place: the Do waits in the lane")
+		ctx.resume() // the job starts and gives its place back
+		synctest.Wait()
+		assert.Zero(t, p.lane.parked.Len(), "the Do got the place")
+		assert.True(t, isClosed(ran), "its task ran on the free worker")
+		require.NoError(t, job.Wait())
+		p.StopWait()
+		assert.NoError(t, <-do)
+		requireStoppedClean(t, p)
+	})
+}
+
+// startStallingContext is a context that is never done, whose Err stalls,
+// once, the worker that took the task (in job.work, before it starts the
+// task) until resume.
+type startStallingContext struct {
+	context.Context
+	once             sync.Once
+	stalled, release chan struct{}
+}
+
+func newStartStallingContext() *startStallingContext {
+	return &startStallingContext{Context: context.Background(), stalled: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (c *startStallingContext) Err() error {
+	if strings.Contains(ownStack(), "(*job).work(") {
+		c.once.Do(func() {
+			close(c.stalled)
+			<-c.release
+		})
+	}
+	return nil
+}
+
+func (c *startStallingContext) resume() {
+	if !isClosed(c.release) {
+		close(c.release)
+	}
 }

@@ -22,6 +22,13 @@ func (d *dispatcher) awaitQuiet() message {
 	if ask {
 		d.answerLane()
 	}
+	// Under a bound, a place given back outside the lane (a task with a
+	// handle that its worker starts, or one that settles) wakes dispatch
+	// for the submitters waiting in the lane, as a withdrawal does.
+	var wake <-chan struct{} // nil (never ready) without a bound
+	if d.p.cfg.roomed {
+		wake = d.p.sig.wake
+	}
 	for {
 		var toWorker chan<- work // nil (never ready) unless a free worker is owed a nudge
 		if d.nudgeOwed {
@@ -36,6 +43,8 @@ func (d *dispatcher) awaitQuiet() message {
 			d.answerLane()
 		case toWorker <- work{nudge: true}:
 			d.nudgeOwed = d.p.lane.waiting() > 0 && d.crew.freeWorkers() > 0
+		case <-wake:
+			d.p.lane.admitWaiting()
 		}
 	}
 }
@@ -92,14 +101,34 @@ func (d *dispatcher) answerLane() {
 }
 
 // handOutTakenBack hands the tasks taken back from the lane, front first, to
-// ready workers and to new ones up to the size, while it can: the start an
-// ask not yet answered would have given them, and what a task that came to
-// dispatch instead would have met. So the message that closed the lane
-// finds them started where they could start (under a bound, with their
-// places given back), as it would have without the lane.
+// ready workers and to new ones up to the size, while it can, and, under a
+// bound, to the workers on their way to their receive: the start an ask
+// not yet answered would have given them, and what a task that came to
+// dispatch instead would have met (see handOutNewOrWait). So the message
+// that closed the lane finds them started where they could start (under a
+// bound, with their places given back), as it would have without the lane.
 func (d *dispatcher) handOutTakenBack() {
-	for d.queue.len() > 0 && d.handOutFront() {
+	for d.queue.len() > 0 && (d.handOutFront() || d.handOutFrontToReturning()) {
 	}
+}
+
+// handOutFrontToReturning hands the queue's front, in a pool with a bound,
+// to a worker that has returned its last work and is on its way to its
+// receive (see crew.freeWorker), and reports whether it did. As
+// handOutNewOrWait, it does not once stopping has begun.
+func (d *dispatcher) handOutFrontToReturning() bool {
+	if !d.p.cfg.bounded || d.p.sig.stopBegun.Load() || d.crew.surplus() || !d.crew.freeWorker() {
+		return false
+	}
+	src, w := d.nextToStart()
+	if src.isNone() {
+		return false
+	}
+	out := outOf(w) // before the hand-off
+	d.sendToReturning(w)
+	d.handed(out)
+	d.queue.started(src, out.weight)
+	return true
 }
 
 // closeLane closes the lane and takes back, oldest first, into the queue
