@@ -319,27 +319,3 @@ func TestQueuedPlainTasksMoveToTheLaneAheadOfLaterOnes(t *testing.T) {
 		requireStoppedClean(t, p)
 	})
 }
-
-// While a worker watches the lane before it waits, an append wakes no
-// waiting worker and asks dispatch for none: the watching worker takes the
-// task. (The lane alone, with a worker marked watching.)
-func TestAnAppendWakesNoOneWhileAWorkerWatchesTheLane(t *testing.T) {
-	var l lane
-	l.init(false, clock{epoch: time.Now()}, nil, nil)
-	l.openUp(0, nil, func() bool { return false })
-	waiting := l.newWaiter()
-	_, took := l.takeOrWait(waiting, false)
-	require.False(t, took, "an empty lane: the worker waits")
-	l.mu.Lock()
-	l.watching = true // another worker watches
-	l.mu.Unlock()
-	require.True(t, l.append(func() {}))
-	assert.Equal(t, waiterWaiting, waiting.state.Load(), "the waiting worker was not woken")
-	assert.Empty(t, l.ask, "dispatch was not asked")
-	l.mu.Lock()
-	l.watching = false
-	l.mu.Unlock()
-	watcher := l.newWaiter()
-	_, took = l.takeOrWait(watcher, false)
-	assert.True(t, took, "the watcher takes the task")
-}
