@@ -1,7 +1,6 @@
 package workerpool
 
 import (
-	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -44,13 +43,12 @@ type lane struct {
 	// found no place while the lane was open: a worker that takes a task
 	// gives its place to the first (see admitLocked), and dispatch takes
 	// the rest into its own parked tickets as it closes the lane.
-	parked   deque.Deque[*ticket] // guarded by mu
-	waiters  []*laneWaiter        // guarded by mu: workers that may wait for an append (a stack; some no longer wait)
-	spare    []*laneWaiter        // guarded by mu: the waiters of workers that returned, for the next ones
-	coming   int                  // guarded by mu: woken workers that have not come to take yet
-	watching bool                 // guarded by mu: a worker watches for appends before it waits (see takeOrWait)
-	asked    bool                 // guarded by mu: an append asked dispatch for a worker, and dispatch has not answered
-	full     bool                 // guarded by mu: dispatch answered that no worker is free and none may start: appends ask no more while the lane is open
+	parked  deque.Deque[*ticket] // guarded by mu
+	waiters []*laneWaiter        // guarded by mu: workers that may wait for an append (a stack; some no longer wait)
+	spare   []*laneWaiter        // guarded by mu: the waiters of workers that returned, for the next ones
+	coming  int                  // guarded by mu: woken workers that have not come to take yet
+	asked   bool                 // guarded by mu: an append asked dispatch for a worker, and dispatch has not answered
+	full    bool                 // guarded by mu: dispatch answered that no worker is free and none may start: appends ask no more while the lane is open
 
 	// Counted under mu, read by anyone: the tasks ever appended, those
 	// dispatch moved in from its queue as it opened the lane (counted
@@ -168,8 +166,7 @@ func (l *lane) unlockAppended(n uint64) {
 }
 
 // wakeLocked makes sure a worker comes for the lane's tasks. While a woken
-// worker is on its way, or a worker watches the lane (see takeOrWait), it
-// does nothing: that worker, as it takes a task,
+// worker is on its way it does nothing: that worker, as it takes a task,
 // wakes the next if tasks remain, so that workers join one at a time while
 // tasks wait, and a submitter faster than they are does not wake one per
 // task. Else it wakes one waiting worker, dropping from the stack those
@@ -177,7 +174,7 @@ func (l *lane) unlockAppended(n uint64) {
 // dispatch for a worker: not while an earlier ask is unanswered, nor once
 // dispatch said that none is free or may start.
 func (l *lane) wakeLocked() (ask bool) {
-	if l.coming > 0 || l.watching {
+	if l.coming > 0 {
 		return false
 	}
 	for n := len(l.waiters); n > 0; n-- {
@@ -235,35 +232,18 @@ func (l *lane) next(queue <-chan work, lw **laneWaiter) work {
 // takeOrWait takes the lane's front task, and wakes the next worker if
 // tasks remain; or, with none there, marks lw waiting, so that an append
 // wakes it. woken says an append woke lw: it has come.
-//
-// Before it waits, one worker at a time watches the lane for a moment
-// (see watch), and takes what comes meanwhile: a submitter that appends at
-// about the pace workers run its tasks then hands over each task without
-// a wake-up, which costs both sides a switch of goroutines, often on
-// another CPU. Appends wake no one while a worker watches.
 func (l *lane) takeOrWait(lw *laneWaiter, woken bool) (work, bool) {
 	l.mu.Lock()
 	if woken {
 		l.coming--
 	}
-	for watched := false; ; watched = true {
-		if w, ok := l.takeLocked(); ok {
-			ask := l.tasks.Len() > 0 && l.wakeLocked()
-			l.mu.Unlock()
-			if ask {
-				l.signalAsk()
-			}
-			return w, true
-		}
-		if watched || l.watching || !l.open.Load() {
-			break
-		}
-		l.watching = true
-		pushed := l.appended.Load() + l.released.Load()
+	if w, ok := l.takeLocked(); ok {
+		ask := l.tasks.Len() > 0 && l.wakeLocked()
 		l.mu.Unlock()
-		l.watch(pushed)
-		l.mu.Lock()
-		l.watching = false
+		if ask {
+			l.signalAsk()
+		}
+		return w, true
 	}
 	lw.state.Store(waiterWaiting)
 	if !lw.stacked {
@@ -272,27 +252,6 @@ func (l *lane) takeOrWait(lw *laneWaiter, woken bool) (work, bool) {
 	}
 	l.mu.Unlock()
 	return work{}, false
-}
-
-// laneWatch is how many times a watching worker looks at the lane before it
-// waits (about a microsecond), and laneWatchYield how often it lets other
-// goroutines run meanwhile, so that a submitter sharing its CPU goes on.
-const (
-	laneWatch      = 256
-	laneWatchYield = 32
-)
-
-// watch returns once a task was pushed since pushed (the count of tasks
-// appended and released), the lane closed, or it looked laneWatch times.
-func (l *lane) watch(pushed uint64) {
-	for i := 1; i <= laneWatch; i++ {
-		if l.appended.Load()+l.released.Load() != pushed || !l.open.Load() {
-			return
-		}
-		if i%laneWatchYield == 0 {
-			runtime.Gosched()
-		}
-	}
 }
 
 // park parks t, the ticket of a Block submitter whose plain task found no
