@@ -139,8 +139,8 @@
 //     enough tasks wait;
 //   - the dispatcher alone decides the order and the worker count: the
 //     submit path makes no allocation and holds a lock only for an append,
-//     and the read-only accessors read counters and never wait for the
-//     dispatcher or a worker. Tasks in the lane count as waiting.
+//     and the read-only accessors read counters, never block and never
+//     wait for the dispatcher. Tasks in the lane count as waiting.
 //
 // # Tasks, results and groups
 //
@@ -559,8 +559,7 @@
 // # Status
 //
 // [WorkerPool.Status] reads counters that the pool's goroutines keep as
-// they go; it never waits for the dispatcher or a worker (under a bound it
-// takes the lane's lock for a moment, see WaitingQueueSize). While tasks
+// they go; it never blocks and never waits for the dispatcher. While tasks
 // flow, its fields are read a moment apart (the waiting count, for one, is
 // published when the dispatcher has nothing else to do; with a bound it is
 // published at every change, and under Block and Reject Waiting never shows

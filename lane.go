@@ -70,7 +70,13 @@ type lane struct {
 	// through sig, as the queue's pop does.
 	room *room
 	sig  *signals
-	_    cacheLinePad
+	// counted is, under a bound, the pool's count of waiting tasks, which
+	// then counts the lane's tasks too: an append adds to it and a take
+	// subtracts, and a move between dispatch's queue and the lane changes
+	// nothing, so that a reader never sees a task twice, nor more tasks
+	// than the bound. nil without a bound (see total).
+	counted *atomic.Int64
+	_       cacheLinePad
 }
 
 // A laneWaiter is a worker as the lane sees it while the worker waits: the
@@ -90,9 +96,12 @@ const (
 	waiterWoken
 )
 
-func (l *lane) init(timed bool, c clock, r *room, sig *signals) {
+func (l *lane) init(timed bool, c clock, r *room, sig *signals, counted *atomic.Int64) {
 	l.ask = make(chan struct{}, 1)
 	l.timed, l.clock, l.room, l.sig = timed, c, r, sig
+	if r != nil {
+		l.counted = counted
+	}
 	// As the queue's (see queueBaseCap): bursts that come and go do not
 	// allocate once the buffers exist.
 	l.tasks.SetBaseCap(queueBaseCap)
@@ -158,6 +167,9 @@ func (l *lane) pushLocked(task func(), readyAt int64) {
 // them, and unlocks the lane.
 func (l *lane) unlockAppended(n uint64) {
 	l.appended.Add(n)
+	if l.counted != nil {
+		l.counted.Add(int64(n))
+	}
 	ask := l.wakeLocked()
 	l.mu.Unlock()
 	if ask {
@@ -317,6 +329,7 @@ func (l *lane) admitLocked() (appended bool) {
 		}
 		l.pushLocked(t.task, readyAt)
 		l.appended.Add(1)
+		l.counted.Add(1)
 		t.done <- struct{}{} // buffered: the answer, admitted
 		t.unref()
 		appended = true
@@ -332,6 +345,9 @@ func (l *lane) takeLocked() (work, bool) {
 	fn, readyAt := l.popLocked()
 	l.left.Add(1)
 	l.taken.Add(1)
+	if l.room != nil {
+		l.counted.Add(-1)
+	}
 	if l.room != nil && l.room.give(1) { // submitters are parked for room
 		if l.parked.Len() > 0 {
 			l.admitLocked()
@@ -418,18 +434,15 @@ func (l *lane) waiting() int64 {
 	return int64(l.appended.Load() + l.released.Load() - left)
 }
 
-// waitingWith returns the number of tasks in the lane plus queued, the
-// number waiting in dispatch's queue. With exact set it reads both under
-// the lane's lock, which dispatch holds while it moves tasks between its
-// queue and the lane: then no task counts twice or not at all, and a
-// bound's count never shows more than the bound. Without it, the sum is a
-// moment's estimate.
-func (l *lane) waitingWith(queued *atomic.Int64, exact bool) int64 {
-	if exact {
-		l.mu.Lock()
-		defer l.mu.Unlock()
+// total returns the number of tasks waiting in the pool, given queued,
+// the count dispatch publishes: under a bound that count holds the lane's
+// tasks already (see counted); otherwise the lane's are added, and the sum
+// is a moment's estimate.
+func (l *lane) total(queued int64) int64 {
+	if l.counted != nil {
+		return queued
 	}
-	return queued.Load() + l.waiting()
+	return queued + l.waiting()
 }
 
 // openUp lets submitters append, unless a stop shut the lane or a send to
@@ -483,7 +496,7 @@ func (l *lane) close(back func(fn func(), readyAt int64), parkBack func(*ticket)
 	l.open.Store(false)
 	l.asked, l.full = false, false // coming stays: the woken workers still come
 	for range l.tasks.Len() {
-		l.left.Add(1) // first: the task never counts twice (see waitingWith)
+		l.left.Add(1)
 		back(l.popLocked())
 	}
 	for l.parked.Len() > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -277,7 +278,7 @@ func TestAPlaceFreedAfterAStopShutTheLaneAdmitsNoOne(t *testing.T) {
 	r.init(1)
 	sig := newSignals()
 	var l lane
-	l.init(false, clock{epoch: time.Now()}, &r, &sig)
+	l.init(false, clock{epoch: time.Now()}, &r, &sig, new(atomic.Int64))
 	l.openUp(0, nil, func() bool { return false })
 	require.True(t, l.append(func() {}), "the one place")
 	tk := &ticket{done: make(chan struct{}, 1), task: func() {}, tasks: 1, need: 1}

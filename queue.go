@@ -174,7 +174,10 @@ func (q *waitQueue) len() int {
 
 // push queues a plain task at the back of level 0, stamped with the time
 // it joined, if tasks carry it.
-func (q *waitQueue) push(task func()) { q.pushReady(task, readyNow) }
+func (q *waitQueue) push(task func()) {
+	q.pushReady(task, readyNow)
+	q.changeWaiting(1)
+}
 
 // onlyPlain reports whether every queued task is a plain task of level 0:
 // no job, no other level, no key. Dispatch may then move them to the lane.
@@ -183,12 +186,15 @@ func (q *waitQueue) onlyPlain() bool {
 }
 
 // popPlain pops level 0's front, a plain task (see onlyPlain), with when
-// it became ready (readyNow if tasks do not carry it), for the lane: it
-// stops counting as waiting here, but keeps its place in the bound, which
-// the lane gives back as a worker takes it.
+// it became ready (readyNow if tasks do not carry it), for the lane. It
+// keeps its place in the bound, which the lane gives back as a worker
+// takes it, and, under a bound, its count as waiting (see lane.counted);
+// otherwise the lane counts it from now on.
 func (q *waitQueue) popPlain() (task func(), readyAt int64) {
 	task, readyAt = q.tasks.PopFront(), readyNow
-	q.changeWaiting(-1)
+	if q.room == nil {
+		q.changeWaiting(-1)
+	}
 	q.popped++
 	if q.stamped {
 		readyAt = q.readyAt.PopFront()
@@ -196,13 +202,21 @@ func (q *waitQueue) popPlain() (task func(), readyAt int64) {
 	return task, readyAt
 }
 
-// pushReady is push for a task that became ready at readyAt (readyNow:
-// as it is pushed), on the pool's clock: one that dispatch takes back from
-// the lane.
+// takeBack queues a task dispatch takes back from the lane, which became
+// ready at readyAt (readyNow: as it is queued) on the pool's clock. Under
+// a bound it counts as waiting already (see lane.counted).
+func (q *waitQueue) takeBack(task func(), readyAt int64) {
+	q.pushReady(task, readyAt)
+	if q.room == nil {
+		q.changeWaiting(1)
+	}
+}
+
+// pushReady puts a plain task that became ready at readyAt at the back of
+// level 0; the callers count it as waiting.
 func (q *waitQueue) pushReady(task func(), readyAt int64) {
 	q.tasks.PushBack(task)
 	q.pushed++
-	q.changeWaiting(1)
 	if q.stamped {
 		if readyAt == readyNow {
 			readyAt = q.stampNow()

@@ -137,7 +137,7 @@ func (d *dispatcher) handOutFrontToReturning() bool {
 // task comes to dispatch (laneWanted): a pool whose tasks all need
 // dispatch does not pay for it.
 func (d *dispatcher) closeLane() {
-	appended := d.p.lane.close(d.queue.pushReady, d.admission.parkBack)
+	appended := d.p.lane.close(d.queue.takeBack, d.admission.parkBack)
 	if appended != d.laneSeen {
 		d.laneSeen = appended
 		d.crew.sawTask = true // the idle clock counts them as tasks that came in

@@ -116,11 +116,9 @@ func (p *WorkerPool) Size() int {
 // tasks queued because every worker was busy, or held by a Pause. It counts
 // user tasks only, never the pool's own bookkeeping; a task that was
 // canceled stops counting as soon as its Wait or Done reports it. It is 0
-// once Stop, StopWait or Shutdown has returned. It never waits for a task
-// or a worker (under a bound it takes the lane's lock, held only for
-// short moves, so that the count never shows more than the bound).
+// once Stop, StopWait or Shutdown has returned, and never blocks.
 func (p *WorkerPool) WaitingQueueSize() int {
-	return int(max(p.lane.waitingWith(&p.counts.waiting, p.cfg.bounded), 0))
+	return int(max(p.lane.total(p.counts.waiting.Load()), 0))
 }
 
 // Stopped reports whether Stop, StopWait or Shutdown has been called. It

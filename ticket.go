@@ -155,8 +155,11 @@ func (p *WorkerPool) submitWithoutRoom(m message, wait bool, ctx context.Context
 	return p.submitTicket(t, ctxDone)
 }
 
-// queueFull reports whether as many tasks wait in the queue as the bound
-// allows, and at least one does: a new task could not start before them.
+// queueFull reports whether as many tasks wait in dispatch's queue as the
+// bound allows, and at least one does: a new task could not start before
+// them. (Tasks in the lane are not counted: one may be about to start on
+// a worker that dispatch is yet to bring, and then a new task could take
+// its place; dispatch knows.)
 // Under a key limit (WithKeys) it reports false: the waiting tasks may be held back
 // by their keys' limits, and a task of another key, or without one, may
 // start before them on a free worker, which only the dispatcher knows.
@@ -164,7 +167,8 @@ func (p *WorkerPool) queueFull() bool {
 	if p.cfg.keyLimit > 0 {
 		return false
 	}
-	n := p.counts.waiting.Load()
+	inLane := p.lane.waiting() // first: see lane.counted
+	n := p.counts.waiting.Load() - inLane
 	return n > 0 && n >= int64(p.cfg.bound)
 }
 

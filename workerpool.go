@@ -107,7 +107,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		p.room.init(p.cfg.bound)
 		room = &p.room
 	}
-	p.lane.init(p.cfg.timed, p.clock, room, &p.sig)
+	p.lane.init(p.cfg.timed, p.clock, room, &p.sig, &p.counts.waiting)
 	d := newDispatcher(p)
 	d.crew.startFloor()
 	p.goroutines.Go(d.run)
