@@ -2,8 +2,6 @@ package workerpool
 
 import (
 	"context"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -12,6 +10,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// goSubmit calls p.Submit(task) on a goroutine of its own, and closes the
+// channel it returns once Submit returned.
+func goSubmit(p *WorkerPool, task func()) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Submit(task)
+	}()
+	return done
+}
 
 // Under Block and Reject the lane holds the bound: an append takes a place
 // for its task, so the lane never holds more tasks than the bound, and the
@@ -146,14 +155,10 @@ func TestBlockedSubmittersWaitInTheLaneAndGetPlacesInArrivalOrder(t *testing.T) 
 		g := blockWorkers(t, p, 1)
 		var order []string // written by the one worker only
 		p.Submit(func() { order = append(order, "a") })
-		calls := make([]chan struct{}, 0, 3)
+		calls := make([]<-chan struct{}, 0, 3)
 		for _, name := range []string{"b", "c", "d"} {
-			done := make(chan struct{})
+			done := goSubmit(p, func() { order = append(order, name) })
 			calls = append(calls, done)
-			go func() {
-				defer close(done)
-				p.Submit(func() { order = append(order, name) })
-			}()
 			synctest.Wait() // parked before the next comes
 			require.False(t, isClosed(done), "%s waits for room", name)
 		}
@@ -183,11 +188,7 @@ func TestASubmitterWaitingInTheLaneCanGiveUp(t *testing.T) {
 		b := make(chan error, 1)
 		go func() { b <- p.DoContext(ctx, func() { order = append(order, "b") }) }()
 		synctest.Wait()
-		c := make(chan struct{})
-		go func() {
-			defer close(c)
-			p.Submit(func() { order = append(order, "c") })
-		}()
+		c := goSubmit(p, func() { order = append(order, "c") })
 		synctest.Wait()
 		require.Equal(t, 2, p.lane.parked.Len(), "b and c wait in the lane")
 		cancel()
@@ -211,11 +212,7 @@ func TestSubmittersWaitingInTheLaneKeepTheirTurnWhenItCloses(t *testing.T) {
 		g := blockWorkers(t, p, 1)
 		var order []string // written by the one worker only
 		p.Submit(func() { order = append(order, "a") })
-		b := make(chan struct{})
-		go func() {
-			defer close(b)
-			p.Submit(func() { order = append(order, "b") })
-		}()
+		b := goSubmit(p, func() { order = append(order, "b") })
 		synctest.Wait()
 		require.Equal(t, 1, p.lane.parked.Len(), "b waits in the lane")
 		job := make(chan *Task, 1)
@@ -359,7 +356,7 @@ func TestAPlaceAJobGivesBackAsItStartsAdmitsTheSubmitterWaitingInTheLane(t *test
 		defer p.Stop()
 		openLane(t, p)
 		g := blockWorkers(t, p, 1)
-		ctx := newStartStallingContext()
+		ctx := newFrameStallingContext(context.Background(), "(*job).work(") // stalls the worker that took the job, before it starts it
 		defer ctx.resume()
 		job := p.Go(ctx, noopFn) // queued behind the busy worker, in the bound's one place
 		synctest.Wait()
@@ -383,33 +380,4 @@ func TestAPlaceAJobGivesBackAsItStartsAdmitsTheSubmitterWaitingInTheLane(t *test
 		assert.NoError(t, <-do)
 		requireStoppedClean(t, p)
 	})
-}
-
-// startStallingContext is a context that is never done, whose Err stalls,
-// once, the worker that took the task (in job.work, before it starts the
-// task) until resume.
-type startStallingContext struct {
-	context.Context
-	once             sync.Once
-	stalled, release chan struct{}
-}
-
-func newStartStallingContext() *startStallingContext {
-	return &startStallingContext{Context: context.Background(), stalled: make(chan struct{}), release: make(chan struct{})}
-}
-
-func (c *startStallingContext) Err() error {
-	if strings.Contains(ownStack(), "(*job).work(") {
-		c.once.Do(func() {
-			close(c.stalled)
-			<-c.release
-		})
-	}
-	return nil
-}
-
-func (c *startStallingContext) resume() {
-	if !isClosed(c.release) {
-		close(c.release)
-	}
 }
