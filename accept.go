@@ -23,21 +23,15 @@ func (d *dispatcher) accept(task func()) {
 // scheduled task that comes due keeps the place it had).
 func (d *dispatcher) place(task func(), makeRoom bool) {
 	if d.maySkipQueue() && d.handOutNewOrWait(work{fn: task}) {
-		d.startedAtOnce()
+		if d.p.cfg.roomed {
+			d.p.room.giveBack(1, &d.p.sig)
+		}
 		return
 	}
 	if makeRoom {
 		d.makeRoom(false)
 	}
 	d.queue.push(task)
-}
-
-// startedAtOnce is told that a plain task that reached dispatch went to a
-// worker at once: under Block and Reject it gives back the place it held.
-func (d *dispatcher) startedAtOnce() {
-	if d.p.cfg.roomed {
-		d.p.room.giveBack(1, &d.p.sig)
-	}
 }
 
 // acceptDelayed takes a plain task that may not start before due (Do with

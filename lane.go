@@ -278,11 +278,7 @@ func (l *lane) park(t *ticket) bool {
 	}
 	l.room.park() // first: from now on no later submitter takes a place before t
 	l.parked.PushBack(t)
-	ask := l.admitLocked() && l.wakeLocked()
-	l.mu.Unlock()
-	if ask {
-		l.signalAsk()
-	}
+	l.admitAndUnlock()
 	return true
 }
 
@@ -293,6 +289,13 @@ func (l *lane) park(t *ticket) bool {
 // take does, and a withdrawn ticket at the front holds back the others.
 func (l *lane) admitWaiting() {
 	l.mu.Lock()
+	l.admitAndUnlock()
+}
+
+// admitAndUnlock admits the parked tickets while places are free (see
+// admitLocked), makes sure a worker comes for their tasks, and unlocks the
+// lane.
+func (l *lane) admitAndUnlock() {
 	ask := l.admitLocked() && l.wakeLocked()
 	l.mu.Unlock()
 	if ask {
@@ -347,12 +350,12 @@ func (l *lane) takeLocked() (work, bool) {
 	l.taken.Add(1)
 	if l.room != nil {
 		l.counted.Add(-1)
-	}
-	if l.room != nil && l.room.give(1) { // submitters are parked for room
-		if l.parked.Len() > 0 {
-			l.admitLocked()
-		} else {
-			l.sig.wakeDispatch() // they are dispatch's
+		if l.room.give(1) { // submitters are parked for room
+			if l.parked.Len() > 0 {
+				l.admitLocked()
+			} else {
+				l.sig.wakeDispatch() // they are dispatch's
+			}
 		}
 	}
 	// offered: once abandoning has begun the worker gives it up rather
