@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"time"
@@ -29,6 +30,7 @@ type config struct {
 	keyLimit     int                  // WithKeys's limit; 0: no limit
 	keyWeight    func(key string) int // WithKeys's share; nil: 1 each
 	sizes        *sizeTable           // WithMinWorkers's schedule, checked; nil: no schedule
+	adaptive     sizeRange            // WithAdaptiveSize's; max 0: the size is set, not chosen
 	hooks        Hooks                // WithHooks's, merged; Panic nil: a task's panic crashes the program; DeadLetter nil: counted only
 	log          *slog.Logger         // WithLogger's; nil: no logging
 
@@ -122,6 +124,26 @@ func WithMinWorkers(n int, schedule ...SizeWindow) Option {
 	return func(c *config) {
 		c.minWorkers = max(n, 0)
 		c.sizes = newSizeTable(schedule)
+	}
+}
+
+// WithAdaptiveSize makes the pool choose its own size, between min and
+// max, from what it measures of its tasks (see Sizing itself in the
+// package documentation): New's maxWorkers is the size it starts at, and
+// max is the most it chooses, until Resize or a size window sets another
+// ceiling. min < 1 means 1; a max below min panics.
+//
+// Default: the size is New's maxWorkers, as Resize and the size schedule
+// set it.
+func WithAdaptiveSize(min, max int) Option {
+	if min < 1 {
+		min = 1
+	}
+	if max < min {
+		panic(fmt.Sprintf("workerpool: WithAdaptiveSize with max %d below min %d", max, min))
+	}
+	return func(c *config) {
+		c.adaptive = sizeRange{min: min, max: max}
 	}
 }
 
@@ -247,3 +269,6 @@ func WithHooks(h Hooks) Option {
 		c.hooks.merge(h)
 	}
 }
+
+// sizeRange is WithAdaptiveSize's range: max 0 means none.
+type sizeRange struct{ min, max int }

@@ -32,6 +32,10 @@ type Status struct {
 	Waiting    int  // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
 	Scheduled  int  // accepted tasks not due yet (a Delay, or waiting for a retry), in the timer heap; they join Waiting when due
 	Keys       int  // keys (TaskOption.Key) with tasks waiting, scheduled or running
+	// SizeReason is, under WithAdaptiveSize, why the pool chose the size
+	// MaxWorkers reports: its last decision (see Sizing itself in the
+	// package documentation); "" without it.
+	SizeReason string
 
 	Submitted uint64 // tasks accepted since New: plain tasks, DoWait calls, Tasks, Futures and group tasks, each group task from its Group.Go call (held back by SetLimit, or skipped by a canceled group, included)
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried; and those whose run a TaskStarted hook ended with runtime.Goexit before their func was called
