@@ -36,6 +36,11 @@ func (s *setting) Swap(v int64) int64 { return *s.cur.Swap(&v) }
 type sizeSettings struct {
 	max, floor setting
 	mu         sync.Mutex
+	// Under WithAdaptiveSize: chosen is the size the pool chose, within
+	// its range and below max, which is then the ceiling; reason is why
+	// (Status.SizeReason). Written by the sizer (adaptive.go).
+	chosen setting
+	reason atomic.Pointer[string]
 }
 
 // change writes v to s and tells dispatch to re-read its settings. It

@@ -172,6 +172,7 @@ func (p *WorkerPool) Status() Status {
 		Waiting:    waiting,
 		Scheduled:  scheduled,
 		Keys:       int(max(p.counts.keys.Load(), 0)),
+		SizeReason: p.size.sizeReason(),
 		Submitted:  uint64(submitted),
 		Completed:  completed,
 		Panicked:   min(p.counts.panicked.Load(), completed), // counted after Completed and read after it: see workerSide.returned
@@ -203,4 +204,13 @@ func isClosed(c <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// sizeReason is Status.SizeReason: the adaptive sizer's last decision, ""
+// without WithAdaptiveSize.
+func (s *sizeSettings) sizeReason() string {
+	if r := s.reason.Load(); r != nil {
+		return *r
+	}
+	return ""
 }

@@ -102,6 +102,9 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
 	p.size.max.Store(int64(max(maxWorkers, 1)))
 	p.size.floor.Store(int64(p.cfg.minWorkers))
+	if p.cfg.adaptive.max > 0 {
+		p.size.reason.Store(&reasonStart)
+	}
 	var room *room // the bound, for the lane
 	if p.cfg.roomed {
 		p.room.init(p.cfg.bound)
