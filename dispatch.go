@@ -151,7 +151,7 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 		d.timers.wakeAt(later(p.clock.now(), int64(wait)))
 	}
 	ws := &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines, lane: &p.lane}
-	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(p.size.max.Load()), int(p.size.floor.Load()))
+	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(p.size.size()), int(p.size.floor.Load()))
 	return d
 }
 
@@ -532,10 +532,11 @@ func (d *dispatcher) handle(req *request) {
 // parked submitters of such jobs refused), and, growing, workers start for
 // the waiting tasks at once.
 func (d *dispatcher) resize() {
-	d.crew.resize(int(d.p.size.max.Load()), int(d.p.size.floor.Load()))
-	d.queue.dropTooHeavy(d.crew.max)
-	d.timers.dropTooHeavy(d.crew.max)
-	d.admission.refuseTooHeavy(d.crew.max)
+	d.crew.resize(int(d.p.size.size()), int(d.p.size.floor.Load()))
+	ceiling := int(d.p.size.max.Load()) // the size, or under WithAdaptiveSize the most it may choose
+	d.queue.dropTooHeavy(ceiling)
+	d.timers.dropTooHeavy(ceiling)
+	d.admission.refuseTooHeavy(ceiling)
 	for d.queue.len() > 0 && d.handOutFront() {
 	}
 }

@@ -72,6 +72,7 @@
 //	WithMaxWaiting       no bound                n < 0: no bound; 0: a queue with no room; above math.MaxInt32: math.MaxInt32
 //	WithIdleTimeout      2s                      0: the default; d < 0: workers never retire
 //	WithMinWorkers       0, no schedule          n < 1: none kept; no windows: no schedule
+//	WithAdaptiveSize     the size is set         min < 1: 1; max below min panics
 //	WithKeys             no limit, share 1       limit < 0: no limit; 0 panics; a share below 1, or one that panics: 1
 //	WithRateLimit        no limit                perSecond <= 0, NaN or +Inf: no limit; burst < 1: 1
 //	WithPriorityAging    no aging                d <= 0: no aging
@@ -284,6 +285,50 @@
 // change. Overlapping windows, a From or To that is not "HH:MM", a Max
 // below 1, a Min below 0 or above Max, and windows of different Locations
 // make New panic with a message naming the window.
+//
+// # Sizing itself
+//
+// With [WithAdaptiveSize](min, max) the pool chooses its own size between
+// min and max, starting from New's maxWorkers, and keeps choosing it as
+// the work changes. It measures nothing per task: a goroutine of the pool
+// reads Status ten times a second, and once a second (a window) it
+// decides the size for the next one from the window's throughput (tasks
+// completed per second), its busy workers and its waiting tasks. The run
+// time follows from Little's law (busy workers over throughput), so the
+// throughput per busy worker is one over it; the pool keeps the best it
+// has seen (fading by 0.5% a window) and compares each window's with it.
+// Each decision is one of these, in Status.SizeReason:
+//
+//	reason   when                                                      the size
+//	start    no window has ended yet                                   New's maxWorkers, within [min, max]
+//	climb    tasks wait, every worker is busy, the run time holds      doubles until the run time first rises; then grows by √size
+//	backoff  tasks wait, and the run time rose without a gain          size·(best run time/run time) + √size: where the best would give the throughput of now, plus headroom
+//	probe    every 15 windows of backlog                               one window √size lower, below the knee, to measure the best again; then back
+//	fit      workers stood idle (fewer than 90% busy, or none waiting) down by half the gap to the busy workers plus room for bursts (busy + 3√busy + 1), never up
+//	hold     a Pause, an idle pool, or the size is where it should be  unchanged
+//
+// So on a downstream that takes C calls at a time and queues the rest, the
+// size settles a little above C, where throughput is at its best and the
+// run time is not yet longer than it must be; work that contends for
+// nothing (sleeps, calls that scale) climbs to max; CPU-bound work settles
+// a little above GOMAXPROCS. A window with fewer than 20 completions while
+// workers are busy goes on, holding the size, up to 30 windows, so slow
+// tasks are measured over longer windows. Tasks that wait while no worker
+// runs one and none completes (a task heavier than the size, see Weight)
+// make it climb until they fit. The slog logger records each change at
+// Debug ("pool size chosen", with from, to and reason).
+//
+// Beside it, [WorkerPool.Resize] and a size window (Sizing by the clock)
+// set the ceiling: the pool chooses at most that, and a lower ceiling
+// holds at once (the size drops to it as Resize's would); a ceiling above
+// max lets it climb past max. The size never goes below min, but for a
+// ceiling below min, which is then the size. [WithMinWorkers]'s floor of
+// warm workers is capped at the chosen size. A task's weight is checked
+// against the ceiling (ErrTooHeavy above it), never the chosen size, so a
+// smaller chosen size drops nothing. [WorkerPool.Size] and
+// Status.MaxWorkers report the chosen size. Once stopping begins the size
+// no longer changes, and the goroutine is gone when Stop returns. Without
+// the option there is no such goroutine and nothing is read.
 //
 // # Scheduling
 //

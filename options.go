@@ -241,7 +241,8 @@ func WithRateLimit(perSecond float64, burst int) Option {
 //     of Status, logged before Stop, StopWait and Shutdown return.
 //
 // Never one record per task. Everything else it logs (the pool's start,
-// the start of a stop, a Shutdown that gives up) is at Debug. Every record
+// the start of a stop, a Shutdown that gives up, each size WithAdaptiveSize
+// chooses) is at Debug. Every record
 // carries l's own attributes (give it the pool's name with l.With), and
 // further slog key/value pairs. Records are logged
 // on the goroutine where the event happens, never while the dispatcher

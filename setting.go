@@ -36,11 +36,23 @@ func (s *setting) Swap(v int64) int64 { return *s.cur.Swap(&v) }
 type sizeSettings struct {
 	max, floor setting
 	mu         sync.Mutex
-	// Under WithAdaptiveSize: chosen is the size the pool chose, within
-	// its range and below max, which is then the ceiling; reason is why
-	// (Status.SizeReason). Written by the sizer (adaptive.go).
+	// Under WithAdaptiveSize (lowest > 0, its min, set by New): max is the
+	// ceiling, chosen the size the sizer chose (see size), and reason why
+	// (Status.SizeReason). Written by the sizing goroutine (adaptive.go).
+	lowest int64
 	chosen setting
 	reason atomic.Pointer[string]
+}
+
+// size is the pool's size: max, or under WithAdaptiveSize the size
+// chosen, kept within [min(lowest, max), max], so that a Resize or a size
+// window that lowers the ceiling takes effect at once.
+func (s *sizeSettings) size() int64 {
+	ceiling := s.max.Load()
+	if s.lowest == 0 {
+		return ceiling
+	}
+	return min(max(s.chosen.Load(), min(s.lowest, ceiling)), ceiling)
 }
 
 // change writes v to s and tells dispatch to re-read its settings. It

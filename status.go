@@ -26,7 +26,7 @@ type Status struct {
 	Paused     bool // a Pause is in effect (and no stop has begun): new tasks are accepted and held
 	Stopping   bool // Stop, StopWait or Shutdown has begun and not finished: new tasks are refused
 	Stopped    bool // stopping has finished: no task runs or will start, and the snapshot is exact
-	MaxWorkers int  // the most workers: New's maxWorkers, the last Resize's, or a size window's (at least 1)
+	MaxWorkers int  // the most workers: New's maxWorkers, the last Resize's, or a size window's (at least 1); under WithAdaptiveSize, the size the pool chose
 	Workers    int  // live worker goroutines, busy or idle
 	Busy       int  // workers running a task (or being handed one)
 	Waiting    int  // accepted tasks waiting for a worker, including those a Pause holds, as WaitingQueueSize reports
@@ -111,9 +111,10 @@ func (t *settledTotals) add(to uint32, n uint64) {
 
 // Size returns the maximum number of workers: as given to New, or to the
 // last Resize, or a size window's while it lasts (see WithMinWorkers);
-// at least 1. It never blocks.
+// under WithAdaptiveSize, the size the pool chose. At least 1. It never
+// blocks.
 func (p *WorkerPool) Size() int {
-	return int(p.size.max.Load())
+	return int(p.size.size())
 }
 
 // WaitingQueueSize returns the number of accepted tasks waiting for a worker:

@@ -102,7 +102,10 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	p.obs = newObserver(&p.cfg, p.clock, &p.goroutines)
 	p.size.max.Store(int64(max(maxWorkers, 1)))
 	p.size.floor.Store(int64(p.cfg.minWorkers))
-	if p.cfg.adaptive.max > 0 {
+	if r := p.cfg.adaptive; r.max > 0 {
+		p.size.lowest = int64(r.min)
+		p.size.chosen.Store(min(max(p.size.max.Load(), int64(r.min)), int64(r.max)))
+		p.size.max.Store(int64(r.max))
 		p.size.reason.Store(&reasonStart)
 	}
 	var room *room // the bound, for the lane
@@ -114,6 +117,9 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	d := newDispatcher(p)
 	d.crew.startFloor()
 	p.goroutines.Go(d.run)
+	if p.cfg.adaptive.max > 0 {
+		p.goroutines.Go(p.adaptSize)
+	}
 	p.obs.logDebug("pool started", "max_workers", p.Size())
 	return p, d
 }
@@ -417,6 +423,8 @@ func (p *WorkerPool) Pause(ctx context.Context) {
 // Under a size schedule (see WithMinWorkers), a Resize inside a window
 // sets the size for the rest of that window only, and one outside every
 // window sets the pool's own size, which windows replace while they last.
+// Under WithAdaptiveSize it sets the ceiling of the size the pool chooses
+// (see Sizing itself in the package documentation).
 func (p *WorkerPool) Resize(maxWorkers int) {
 	if p.sig.stopBegun.Load() {
 		return
