@@ -146,10 +146,6 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 	switch {
 	case s.paused:
 		return c, &reasonHold
-	case done == 0 && waiting > 0 && busy < 0.5:
-		// Tasks wait and no worker runs one: a task heavier than the size
-		// (see Weight) waits for it to grow.
-		return c + headroom(c), &reasonClimb
 	case done == 0 || busy < 0.5:
 		return c, &reasonHold // idle: nothing to learn
 	case s.probeFrom > 0:
@@ -196,46 +192,58 @@ func headroom(c int) int {
 	return max(1, int(math.Round(math.Sqrt(float64(c)))))
 }
 
-// adaptSize is the pool's sizing goroutine under WithAdaptiveSize: it
-// samples the pool samplesPerWindow times per window and, at the end of
-// each, gives the size the sizer decides to dispatch, as Resize does. It
-// returns when stopping begins; a stop runs on the size it began with.
-func (p *WorkerPool) adaptSize() {
+// autoSizer is the pool's sizing goroutine under WithAdaptiveSize, and
+// what it sees of the pool: it samples Status samplesPerWindow times per
+// window and, at the end of each, gives the size its sizer decides to
+// dispatch, as Resize does. It returns when stopping begins; a stop runs
+// on the size it began with.
+type autoSizer struct {
+	sizer    sizer
+	status   func() Status   // the pool's Status
+	sizes    *sizeSettings   // the pool's: the ceiling it reads, the size and reason it writes
+	resize   func() error    // tells dispatch to re-read the sizes, as Resize does; ErrStopped once stopping began
+	stopping <-chan struct{} // the pool's signals.stopping
+	clock    clock           // the pool's
+	obs      *observer       // for the Debug record of each change
+}
+
+// run is the goroutine: New starts it in the pool's goroutines.
+func (a *autoSizer) run() {
 	tick := time.NewTicker(adaptWindow / samplesPerWindow)
 	defer tick.Stop()
-	s := newSizer(p.cfg.adaptive.min, int(p.size.chosen.Load()), 0)
-	began := p.clock.now()
+	began := a.clock.now()
 	for {
 		select {
-		case <-p.sig.stopping:
+		case <-a.stopping:
 			return
 		case <-tick.C:
 		}
-		if !s.add(sampleOf(p.Status())) {
+		if !a.sizer.add(sampleOf(a.status())) {
 			continue
 		}
-		now := p.clock.now()
-		from := int(p.size.chosen.Load())
-		size, reason := s.decide(time.Duration(now-began), int(p.size.max.Load()))
-		if s.samples == 0 { // the window ended
+		now := a.clock.now()
+		from := int(a.sizes.chosen.Load())
+		size, reason := a.sizer.decide(time.Duration(now-began), int(a.sizes.max.Load()))
+		if a.sizer.samples == 0 { // the window ended
 			began = now
 		}
-		p.choose(size, reason)
+		a.choose(size, reason)
 		if size != from {
-			p.obs.logDebug("pool size chosen", "from", from, "to", size, "reason", *reason)
+			a.obs.logDebug("pool size chosen", "from", from, "to", size, "reason", *reason)
 		}
 	}
 }
 
 // choose makes size the pool's chosen size, for the reason given, and
-// tells dispatch if it changed. It does nothing once stopping has begun.
-func (p *WorkerPool) choose(size int, reason *string) {
-	p.size.mu.Lock()
-	defer p.size.mu.Unlock()
-	p.size.reason.Store(reason)
-	if p.size.chosen.Load() == int64(size) {
+// tells dispatch if it changed. Once stopping has begun dispatch no longer
+// takes the change, and the stop runs on the size it began with.
+func (a *autoSizer) choose(size int, reason *string) {
+	a.sizes.mu.Lock()
+	defer a.sizes.mu.Unlock()
+	a.sizes.reason.Store(reason)
+	if a.sizes.chosen.Load() == int64(size) {
 		return
 	}
-	p.size.chosen.Store(int64(size))
-	sendControl(p, message{req: &resizeTick}) // refused once stopping began: the stop keeps its size
+	a.sizes.chosen.Store(int64(size))
+	_ = a.resize() // refused once stopping began: the goroutine returns at its next tick
 }

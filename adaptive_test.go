@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // The tests of WithAdaptiveSize run in bubbles, where the sizer's windows
@@ -228,16 +227,21 @@ func TestResizeSetsTheCeilingOfAnAdaptiveSize(t *testing.T) {
 	})
 }
 
-func TestAdaptiveSizeGrowsForAWaitingTaskHeavierThanIt(t *testing.T) {
+func TestATaskHeavierThanTheAdaptiveSizeStartsAloneAndHoldsThePool(t *testing.T) {
 	inWindows(t, func(t *testing.T) {
-		p := New(1, WithAdaptiveSize(1, 8))
-		task := p.Go(context.Background(), noopFn, TaskOption{Weight: 4}) // accepted: the ceiling is 8
-		sizes, reasons := decisions(p, 3)
-		assert.Equal(t, []int{2, 3, 5}, sizes, "tasks wait and no worker runs one: it climbs")
-		assert.Equal(t, []string{"climb", "climb", "climb"}, reasons)
+		p := New(2, WithAdaptiveSize(1, 8))
+		g := blockWorkers(t, p, 1)
+		heavy := p.Go(context.Background(), noopFn, TaskOption{Weight: 4}) // accepted: the ceiling is 8
+		light := p.Go(context.Background(), noopFn)
 		synctest.Wait()
-		require.True(t, isDone(task.Done()), "the task fits at 5")
-		assert.NoError(t, task.Wait())
+		assert.False(t, isDone(heavy.Done()), "it waits for the running task: it needs every slot")
+		assert.False(t, isDone(light.Done()), "and the next task waits behind it")
+		g.open()
+		assert.NoError(t, heavy.Wait())
+		assert.NoError(t, light.Wait())
+		assert.Equal(t, 2, p.Size(), "the size did not change for it")
+
+		assert.ErrorIs(t, p.Go(context.Background(), noopFn, TaskOption{Weight: 9}).Wait(), ErrTooHeavy, "heavier than the ceiling")
 		p.StopWait()
 	})
 }

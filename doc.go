@@ -94,9 +94,14 @@
 //	Error          why                                              reported by                      counted in Status
 //	ErrStopped     submitted once stopping began, or abandoned      the call; a waiter; DeadLetter   Abandoned (the call's own: not accepted, not counted)
 //	ErrQueueFull   refused by a full queue, or dropped for a newer  the call; a waiter; DeadLetter   Rejected; a drop, Dropped
-//	ErrExpired     waited longer than WithQueueTimeout              a waiter; DeadLetter             Expired
 //	ErrTooHeavy    heavier than the pool, at once or after Resize   the call; a waiter; DeadLetter   Rejected; after a Resize, Dropped
 //	ErrGoexit      the func (or TaskStarted) called runtime.Goexit  a waiter; DeadLetter             Completed
+//
+// A task that waited in the queue longer than WithQueueTimeout reports,
+// to a waiter and to DeadLetter, an error that wraps the standard
+// context.DeadlineExceeded ("workerpool: task expired in the queue"): the
+// deadline it had to start passed, as a ctx deadline does. Status counts
+// it in Expired.
 //
 // A task canceled before it started (its ctx, Cancel) reports its ctx's
 // error and counts in Canceled. A task a stop abandoned while it waited for
@@ -313,10 +318,9 @@
 // nothing (sleeps, calls that scale) climbs to max; CPU-bound work settles
 // a little above GOMAXPROCS. A window with fewer than 20 completions while
 // workers are busy goes on, holding the size, up to 30 windows, so slow
-// tasks are measured over longer windows. Tasks that wait while no worker
-// runs one and none completes (a task heavier than the size, see Weight)
-// make it climb until they fit. The slog logger records each change at
-// Debug ("pool size chosen", with from, to and reason).
+// tasks are measured over longer windows. The slog logger records each
+// change at Debug ("pool size chosen", with from, to and reason), and the
+// metrics modules show the size and the reason (workerpool_size_reason).
 //
 // Beside it, [WorkerPool.Resize] and a size window (Sizing by the clock)
 // set the ceiling: the pool chooses at most that, and a lower ceiling
@@ -325,7 +329,9 @@
 // ceiling below min, which is then the size. [WithMinWorkers]'s floor of
 // warm workers is capped at the chosen size. A task's weight is checked
 // against the ceiling (ErrTooHeavy above it), never the chosen size, so a
-// smaller chosen size drops nothing. [WorkerPool.Size] and
+// smaller chosen size drops nothing: a task heavier than the chosen size
+// starts once no other task runs, and holds every slot while it runs.
+// [WorkerPool.Size] and
 // Status.MaxWorkers report the chosen size. Once stopping begins the size
 // no longer changes, and the goroutine is gone when Stop returns. Without
 // the option there is no such goroutine and nothing is read.
@@ -398,9 +404,9 @@
 //
 // Expiry. With WithQueueTimeout(d), a task that has waited d in the queue
 // since it became due without starting expires at that moment, wherever it
-// is in the queue: a plain task goes to the dead-letter handler with
-// [ErrExpired], a waiter or handle reports ErrExpired (SubmitWait panics
-// with it), and Status counts it in Expired instead of Waiting. Tasks a
+// is in the queue: a plain task goes to the dead-letter handler with an
+// error wrapping context.DeadlineExceeded, a waiter or handle reports it
+// (SubmitWait panics with it), and Status counts it in Expired instead of Waiting. Tasks a
 // Pause holds expire too. A handle's own ctx deadline covers its time in
 // the queue and its run together.
 //
@@ -529,7 +535,7 @@
 //     (DropOldest); Wait returns an error wrapping ErrQueueFull. Or a Resize made the pool
 //     smaller than its weight; Wait returns ErrTooHeavy.
 //   - expired: it waited in the queue longer than WithQueueTimeout; Wait
-//     returns ErrExpired.
+//     returns an error wrapping context.DeadlineExceeded.
 //   - scheduled: not due yet (a Delay), or waiting for its next run
 //     (Retry); counted in Status.Scheduled.
 //

@@ -1,6 +1,7 @@
 package workerpool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -18,10 +19,6 @@ var (
 	// refused, or, under DropOldest, dropped to make room for a newer one.
 	ErrQueueFull = errors.New("workerpool: waiting queue full")
 
-	// ErrExpired: the task waited in the queue longer than WithQueueTimeout
-	// allows, and so never ran.
-	ErrExpired = errors.New("workerpool: task expired in the queue")
-
 	// ErrTooHeavy: the task's weight is more than the pool's size: it was
 	// refused at once, or dropped by a Resize that made the pool smaller.
 	ErrTooHeavy = errors.New("workerpool: task heavier than the pool")
@@ -30,6 +27,11 @@ var (
 	// runtime.Goexit (as t.FailNow does) instead of returning.
 	ErrGoexit = errors.New("workerpool: task called runtime.Goexit")
 )
+
+// errExpired reports a task that waited in the queue longer than
+// WithQueueTimeout allows, and so never ran: a deadline passed, so it wraps
+// context.DeadlineExceeded.
+var errExpired error = &wrapError{"workerpool: task expired in the queue", context.DeadlineExceeded}
 
 // errDropped reports a task that was accepted and then dropped from a full
 // queue to make room for a newer one (DropOldest). It wraps ErrQueueFull.
@@ -42,7 +44,7 @@ var (
 	errSubmitWaitStopped   = fmt.Errorf("%w: SubmitWait task not run", ErrStopped)
 	errSubmitWaitQueueFull = fmt.Errorf("%w: SubmitWait task refused", ErrQueueFull)
 	errSubmitWaitDropped   = fmt.Errorf("%w: SubmitWait task not run", errDropped)
-	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", ErrExpired)
+	errSubmitWaitExpired   = fmt.Errorf("%w: SubmitWait task not run", errExpired)
 	errTasksAbandoned      = fmt.Errorf("%w: queued tasks were abandoned", ErrStopped)
 )
 

@@ -31,7 +31,7 @@ func ExampleHooks_deadLetter() {
 
 // Tasks that wait in the queue too long expire instead of running late: a
 // plain task goes to the dead-letter handler, and a Task's Wait reports
-// ErrExpired.
+// context.DeadlineExceeded.
 func ExampleWithQueueTimeout() {
 	p := workerpool.New(1,
 		workerpool.WithQueueTimeout(10*time.Millisecond),
@@ -50,7 +50,7 @@ func ExampleWithQueueTimeout() {
 	err := task.Wait() // returns once the task has waited 10ms
 	close(release)
 	p.StopWait() // the dead-letter handler has returned by now
-	fmt.Println(err, errors.Is(err, workerpool.ErrExpired))
+	fmt.Println(err, errors.Is(err, context.DeadlineExceeded))
 	fmt.Println("expired:", p.Status().Expired)
 	// Output:
 	// dead letter: workerpool: task expired in the queue

@@ -24,6 +24,21 @@ func ExampleWorkerPool_Resize() {
 	// size: 1 max workers: 1
 }
 
+// WithAdaptiveSize lets the pool choose its size between min and max, from
+// New's maxWorkers, once a second by what it measures (Status.SizeReason
+// says why); Resize sets the ceiling of what it may choose.
+func ExampleWithAdaptiveSize() {
+	p := workerpool.New(4, workerpool.WithAdaptiveSize(1, 64))
+	defer p.Stop()
+	s := p.Status()
+	fmt.Println("size:", s.MaxWorkers, "reason:", s.SizeReason)
+	p.Resize(2) // a ceiling below the chosen size holds at once
+	fmt.Println("size:", p.Size())
+	// Output:
+	// size: 4 reason: start
+	// size: 2
+}
+
 // A size schedule gives the pool other sizes by the time of day. The
 // windows must not overlap: New panics, naming them, if they do.
 func ExampleWithMinWorkers_schedule() {

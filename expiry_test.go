@@ -32,7 +32,7 @@ func (b *timedLetters) handler(_ func(), reason error) {
 
 // With WithQueueTimeout(d), a task that waited d without starting expires
 // exactly then: a plain task goes to the dead-letter handler with
-// ErrExpired, a handle reports ErrExpired; each leaves Waiting and joins
+// errExpired, a handle reports errExpired; each leaves Waiting and joins
 // Expired at that moment, without a worker coming free.
 func TestExpiryOfPlainAndHandleTasks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -53,9 +53,9 @@ func TestExpiryOfPlainAndHandleTasks(t *testing.T) {
 		s := p.Status()
 		assert.Equal(t, 1, s.Waiting, "at 1s")
 		assert.Equal(t, uint64(1), s.Expired, "at 1s")
-		assert.Equal(t, []error{ErrExpired}, box.reasons)
+		assert.Equal(t, []error{errExpired}, box.reasons)
 		assert.Equal(t, []time.Duration{time.Second}, box.at)
-		assert.ErrorIs(t, task.Wait(), ErrExpired)
+		assert.ErrorIs(t, task.Wait(), errExpired)
 		assert.Equal(t, 1500*time.Millisecond, time.Since(box.t0), "the handle expired at 1.5s")
 		s = p.Status()
 		assert.Equal(t, 0, s.Waiting)
@@ -81,12 +81,12 @@ func TestExpiryCountsFromWhenATaskBecameDue(t *testing.T) {
 		late := p.Go(ctx, l.fn("delayed 2s"), TaskOption{Delay: 2 * time.Second})
 		early := p.Go(ctx, l.fn("at once"))
 		require.NoError(t, late.Wait())
-		assert.ErrorIs(t, early.Wait(), ErrExpired)
+		assert.ErrorIs(t, early.Wait(), errExpired)
 		assert.Equal(t, map[string]time.Duration{"delayed 2s": 2900 * time.Millisecond}, l.at)
 	})
 }
 
-// DoWait reports ErrExpired, and SubmitWait panics with an error wrapping
+// DoWait reports errExpired, and SubmitWait panics with an error wrapping
 // it; a task a Pause holds expires too; StopWait does not run expired
 // tasks.
 func TestExpiryOfWaitersAndPausedTasks(t *testing.T) {
@@ -97,18 +97,18 @@ func TestExpiryOfWaitersAndPausedTasks(t *testing.T) {
 		p.Submit(g.task())
 		errs := make(chan error, 1)
 		go func() { errs <- p.DoWait(func() {}) }()
-		assert.ErrorIs(t, <-errs, ErrExpired)
+		assert.ErrorIs(t, <-errs, errExpired)
 		go func() {
 			defer func() { errs <- recover().(error) }()
 			p.SubmitWait(func() {})
 		}()
-		assert.ErrorIs(t, <-errs, ErrExpired)
+		assert.ErrorIs(t, <-errs, errExpired)
 		g.open()
 		ctx, endPause := context.WithCancel(t.Context())
 		defer endPause()
 		p.Pause(ctx)
 		held := p.Go(t.Context(), func(context.Context) error { return nil })
-		assert.ErrorIs(t, held.Wait(), ErrExpired, "held by the pause")
+		assert.ErrorIs(t, held.Wait(), errExpired, "held by the pause")
 		p.StopWait()
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(3), s.Expired)
@@ -133,9 +133,9 @@ func TestExpiryAcrossLevels(t *testing.T) {
 		low := p.Go(ctx, func(context.Context) error { return nil }, TaskOption{Priority: -5})
 		time.Sleep(300 * time.Millisecond)
 		mid := p.Go(ctx, func(context.Context) error { return nil })
-		assert.ErrorIs(t, high.Wait(), ErrExpired)
-		assert.ErrorIs(t, low.Wait(), ErrExpired)
-		assert.ErrorIs(t, mid.Wait(), ErrExpired)
+		assert.ErrorIs(t, high.Wait(), errExpired)
+		assert.ErrorIs(t, low.Wait(), errExpired)
+		assert.ErrorIs(t, mid.Wait(), errExpired)
 		assert.Equal(t, 1500*time.Millisecond, time.Since(synctestStart(t)))
 		g.open()
 	})

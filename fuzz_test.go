@@ -34,7 +34,9 @@ import (
 // counted in Submitted (held back by SetLimit, skipped or dropped as it may
 // be), and no goroutine left at all (the bubble's check). For every other
 // length/4 the pool also has all three hooks and a logger, checked once the
-// stop returned (see checkObserved).
+// stop returned (see checkObserved), and for every third length/8 it
+// chooses its own size (WithAdaptiveSize(1, 4), deciding every
+// fuzzWindow).
 //
 // data[0] holds the options: bits 0-1 the size (1 to 4), bits 2-3 the idle
 // timeout, bits 4-5 the overflow policy (0: no bound, then Block, Reject,
@@ -96,6 +98,10 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0x12, 4, 64, 19, 19, 19, 250, 3, 251, 186, 186, 4, 17, 0, 19, 210, 0}) // Block, bound 1, size 3, 2 workers from 1s: a pause across the boundary, then Stop
 	// Runs with the policy byte (see above):
 	f.Add([]byte{0x01, 31, 7, 20, 20, 26, 149, 19, 19, 19, 19, 19, 19, 5, 26, 5, 1}) // size 2, rate limit, aging, queue timeout, resubmits: a panic, two workers, a group of three limited to one, six Submits, then StopWait
+	// Runs where the pool chooses its size (lengths 16 to 23 and 40 to 47):
+	f.Add([]byte{0x01, 180, 180, 180, 180, 180, 180, 46, 37, 180, 180, 46, 57, 180, 13, 180, 46, 1})        // size 2 to start: 9 ms tasks, windows pass, Resize to 2 and 3, a Stop from another goroutine
+	f.Add([]byte{0x11, 180, 19, 180, 46, 3, 180, 180, 46, 4, 180, 180, 17, 66, 180, 180, 26, 0})            // Block, bound 1: bursts, a pause across windows, Resize to 1, then Stop as they decide
+	f.Add([]byte{0x03, 180, 180, 180, 180, 236, 180, 180, 180, 26, 46, 180, 180, 180, 66, 180, 180, 53, 2}) // size 4: a heavy Task among 9 ms tasks, windows pass, a Shutdown from another goroutine
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 2 || len(data) > 256 {
 			return
@@ -157,6 +163,7 @@ type fuzzRun struct {
 	p       *WorkerPool
 	size    int          // New's maxWorkers
 	sized   bool         // the pool has a size schedule (see sizeSchedule)
+	adapts  bool         // the pool chooses its size (WithAdaptiveSize(1, 4)), deciding every fuzzWindow
 	maxSize atomic.Int64 // the largest size the pool had
 	policy  Overflow
 	bounded bool // WithMaxWaiting(bound, policy)
@@ -581,6 +588,13 @@ func runOps(t *testing.T, data []byte) {
 	case 3:
 		options = append(options, WithRateLimit(20, 2))
 	}
+	if len(data)/8%3 == 2 { // the pool chooses its own size, picked by the input's length
+		r.adapts = true
+		r.maxSize.Store(4)
+		defer func(w time.Duration) { adaptWindow = w }(adaptWindow)
+		adaptWindow = fuzzWindow
+		options = append(options, WithAdaptiveSize(1, 4))
+	}
 	ops := data[1 : len(data)-1]
 	if op, arg := firstOp(ops); op == 11 { // the policy byte
 		ops = ops[1:]
@@ -604,6 +618,10 @@ func runOps(t *testing.T, data []byte) {
 	r.pending.Wait()
 	r.check(last%3 == 1)
 }
+
+// fuzzWindow is the sizer's window in runs where the pool chooses its
+// size: short, so that its decisions race with the operations and stops.
+const fuzzWindow = 20 * time.Millisecond
 
 // firstOp decodes the first of ops; with no ops it is an op that no
 // special byte is (fuzzOps+3).
@@ -924,8 +942,8 @@ func (r *fuzzRun) checkGroupErr(err error, what string) {
 		assert.True(r.t, r.bounded && r.refuses(), "%s: ErrQueueFull under %v: %v", what, r.policy, err)
 	case errors.Is(err, errDropped):
 		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: errDropped under %v: %v", what, r.policy, err)
-	case errors.Is(err, ErrExpired):
-		assert.True(r.t, r.expires, "%s: ErrExpired without WithQueueTimeout", what)
+	case errors.Is(err, errExpired):
+		assert.True(r.t, r.expires, "%s: errExpired without WithQueueTimeout", what)
 	default:
 		assert.Fail(r.t, what, "%v", err)
 	}
@@ -1195,8 +1213,8 @@ func (r *fuzzRun) checkHandleErr(err error, ctxErrs bool, what string) {
 	case errors.Is(err, errDropped):
 		assert.True(r.t, r.bounded && r.policy == DropOldest, "%s: errDropped under %v: %v", what, r.policy, err)
 		r.droppedSure.Add(1)
-	case errors.Is(err, ErrExpired):
-		assert.True(r.t, r.expires, "%s: ErrExpired without WithQueueTimeout", what)
+	case errors.Is(err, errExpired):
+		assert.True(r.t, r.expires, "%s: errExpired without WithQueueTimeout", what)
 	default:
 		assert.True(r.t, ctxErrs && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)), "%s: %v", what, err)
 	}
@@ -1493,7 +1511,11 @@ func (r *fuzzRun) resize(n int) {
 		r.maxSize.Store(int64(n))
 	}
 	r.p.Resize(n)
-	if !r.anyStop.Load() && !r.sized { // (a boundary may come before the check)
+	switch {
+	case r.anyStop.Load() || r.sized: // (a boundary may come before the check)
+	case r.adapts:
+		assert.LessOrEqual(r.t, r.p.Size(), n, "Size after Resize: the ceiling holds at once")
+	default:
 		assert.Equal(r.t, n, r.p.Size(), "Size after Resize")
 	}
 }
@@ -1645,8 +1667,8 @@ func (r *fuzzRun) checkPlainTasks() (accepted, droppedLetters, rejectedLetters u
 				droppedLetters++
 			case errors.Is(reason, ErrStopped):
 				assert.True(t, r.dropping.Load(), "a dead letter for ErrStopped without Stop or Shutdown")
-			case errors.Is(reason, ErrExpired):
-				assert.True(t, r.expires, "a dead letter for ErrExpired without WithQueueTimeout")
+			case errors.Is(reason, errExpired):
+				assert.True(t, r.expires, "a dead letter for errExpired without WithQueueTimeout")
 			case errors.Is(reason, ErrTooHeavy): // a Resize made the pool smaller than its weight
 				r.tooHeavy.Add(1)
 				droppedLetters++

@@ -254,8 +254,11 @@ func (d *dispatcher) mayStartGated(weight int) bool {
 
 // slotsFit reports whether weight more slots are free. If not, it has
 // workers wake dispatch as they return work, so that it looks again; once
-// they fit, it stops watching for them.
+// they fit, it stops watching for them. A task heavier than the size
+// (under WithAdaptiveSize, which checks weights against its ceiling) needs
+// every slot: it starts once no other task runs.
 func (d *dispatcher) slotsFit(weight int) bool {
+	weight = min(weight, d.crew.max)
 	if d.slots.free(d.crew.max, d.crew.out()) >= weight {
 		d.unwatchSlots()
 		return true

@@ -477,7 +477,7 @@ func TestHooksTaskDroppedReasons(t *testing.T) {
 		fourth.Cancel()
 		assert.ErrorIs(t, fourth.Wait(), context.Canceled, "fourth")
 		time.Sleep(10 * time.Second)
-		assert.ErrorIs(t, third.Wait(), ErrExpired, "third")
+		assert.ErrorIs(t, third.Wait(), errExpired, "third")
 		g.open()
 
 		retried := p.Go(ctx, func(context.Context) error { return errFlaky },
@@ -492,7 +492,7 @@ func TestHooksTaskDroppedReasons(t *testing.T) {
 		assert.ErrorIs(t, dropped[0], errDropped, "plain task dropped")
 		assert.ErrorIs(t, dropped[1], errDropped, "Task dropped")
 		assert.ErrorIs(t, dropped[2], context.Canceled, "Task canceled")
-		assert.ErrorIs(t, dropped[3], ErrExpired, "Task expired")
+		assert.ErrorIs(t, dropped[3], errExpired, "Task expired")
 		assert.ErrorIs(t, dropped[4], context.Canceled, "retry canceled")
 		assert.ErrorIs(t, dropped[4], errFlaky, "retry canceled, with its last run's error")
 		assert.Equal(t, err, dropped[4], "the reason Wait reports")

@@ -443,7 +443,7 @@ func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
 }
 
 // A held-back task expires when its wait reaches WithQueueTimeout, not
-// when its key frees: its Wait returns ErrExpired then, and it leaves
+// when its key frees: its Wait returns errExpired then, and it leaves
 // Waiting and joins Expired; the next task of its key starts when the
 // running one ends.
 func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
@@ -459,7 +459,7 @@ func TestKeyLimitHeldBackTaskExpiresOnTime(t *testing.T) {
 		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"}) // it waits 1.5s: it does not expire
 		r.sleepUntil(2500 * time.Millisecond)
 		got := requireSettled(t, done, "a2")
-		assert.ErrorIs(t, got.err, ErrExpired, "a2")
+		assert.ErrorIs(t, got.err, errExpired, "a2")
 		assert.Equal(t, 2*time.Second, got.at, "a2's Wait returned as it had waited 2s")
 		s := p.Status()
 		assert.Equal(t, 1, s.Waiting, "waiting at 2.5s: a3")
@@ -670,14 +670,14 @@ func TestKeyLimitTaskBehindAHeldRetryExpiresOnTime(t *testing.T) {
 
 		r.sleepUntil(3 * time.Second)
 		got := requireSettled(t, doneX, "x")
-		assert.ErrorIs(t, got.err, ErrExpired, "x")
+		assert.ErrorIs(t, got.err, errExpired, "x")
 		assert.Equal(t, 2500*time.Millisecond, got.at, "x's Wait returned as it had waited 2.5s")
 		s := p.Status()
 		assert.Equal(t, 1, s.Waiting, "waiting at 3s: a1's retry")
 		assert.Equal(t, uint64(1), s.Expired, "expired at 3s")
 		r.sleepUntil(5 * time.Second)
 		got = requireSettled(t, doneA1, "a1")
-		assert.ErrorIs(t, got.err, ErrExpired, "a1")
+		assert.ErrorIs(t, got.err, errExpired, "a1")
 		assert.ErrorIs(t, got.err, errFlaky, "a1's last run")
 		assert.Equal(t, 4500*time.Millisecond, got.at, "a1's Wait returned as its retry had waited 2.5s")
 

@@ -199,8 +199,9 @@ func WithPriorityAging(d time.Duration) Option {
 
 // WithQueueTimeout makes a task expire once it has waited d in the queue
 // since it became due without starting (waited >= d): it never runs. A
-// plain task goes to the dead-letter handler with ErrExpired; a DoWait
-// call, a Task, a Future or a group task reports ErrExpired. Status counts
+// plain task goes to the dead-letter handler with an error wrapping
+// context.DeadlineExceeded, which a DoWait call, a Task, a Future or a
+// group task reports. Status counts
 // it in Expired, and it leaves Waiting when it expires. Tasks a Pause holds
 // expire too. (A handle's own ctx deadline covers its time in the queue and
 // its run together.) The dispatcher checks a task's wait when it hands the

@@ -27,7 +27,7 @@ const (
 // or the dispatcher.
 var parts = []string{
 	"admission", "barriers", "crew", "flows", "retryInbox", "sizing", "slots", "timers", "tokens", "waitQueue",
-	"workerSide", "signals", "observer",
+	"workerSide", "signals", "observer", "autoSizer",
 }
 
 // The longest a file may be, in lines; doc.go, the package's contract, has

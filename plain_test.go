@@ -65,7 +65,7 @@ func TestLostPlainTasksWithOptionsGoToTheDeadLetterHandlerOnce(t *testing.T) {
 			do(TaskOption{Priority: 5})
 			do(TaskOption{Delay: time.Second}) // due at 1s, expires at 2s
 			time.Sleep(2 * time.Second)
-		}, []error{ErrExpired, ErrExpired}},
+		}, []error{errExpired, errExpired}},
 		{"too heavy after a Resize", nil, func(p *WorkerPool, do func(...TaskOption)) {
 			do(TaskOption{Weight: 2})
 			do(TaskOption{Weight: 2, Delay: time.Second})

@@ -62,7 +62,7 @@ func (q *waitQueue) dropSettledFront() {
 // tidyLevel0 is tidyFronts for level 0.
 func (q *waitQueue) tidyLevel0(now int64) {
 	for q.dropSettledFront(); q.expiredAt(level0, now); q.dropSettledFront() {
-		q.giveUpFront(level0, jobExpired, ErrExpired)
+		q.giveUpFront(level0, jobExpired, errExpired)
 	}
 }
 
@@ -90,7 +90,7 @@ func (q *waitQueue) tidyEntry(src source, now int64) bool {
 	case j.settled() || j.settleIfCanceled():
 		q.dropFront(src)
 	case q.expiredAt(src, now):
-		q.giveUpFront(src, jobExpired, ErrExpired)
+		q.giveUpFront(src, jobExpired, errExpired)
 	default:
 		return false
 	}

@@ -259,7 +259,7 @@ func outcome(err error) string {
 		return "dropped"
 	case errors.Is(err, ErrQueueFull):
 		return "queue full"
-	case errors.Is(err, ErrExpired):
+	case errors.Is(err, errExpired):
 		return "expired"
 	case errors.Is(err, ErrStopped):
 		return "stopped"

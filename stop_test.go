@@ -1460,7 +1460,7 @@ func (m *mixedLoad) checkTasks(letters []letter) (n mixedTally) {
 			n.stopped++
 		case errors.Is(l.reason, errDropped) && m.dropsOldest:
 			n.dropped++
-		case errors.Is(l.reason, ErrExpired) && m.expires:
+		case errors.Is(l.reason, errExpired) && m.expires:
 			n.expired++
 		default:
 			assert.Fail(t, "a dead letter's reason", "%v, for %v (DropOldest %v, WithQueueTimeout %v)", l.reason, tk, m.dropsOldest, m.expires)
@@ -1531,7 +1531,7 @@ func (m *mixedLoad) checkStatus(s Status, n mixedTally) {
 	assert.LessOrEqual(t, s.Submitted, n.acceptedMost, "Submitted: at most the tasks given, but those Do refused")
 	assert.GreaterOrEqual(t, s.Abandoned, n.stopped, "Abandoned: at least the dead letters for ErrStopped")
 	assert.GreaterOrEqual(t, s.Dropped, n.dropped, "Dropped: at least the dead letters for errDropped")
-	assert.GreaterOrEqual(t, s.Expired, n.expired, "Expired: at least the dead letters for ErrExpired")
+	assert.GreaterOrEqual(t, s.Expired, n.expired, "Expired: at least the dead letters for errExpired")
 	assert.GreaterOrEqual(t, s.Rejected, n.refusedFull, "Rejected: at least the Do and DoWait calls refused with ErrQueueFull")
 }
 

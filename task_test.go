@@ -756,7 +756,7 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 			blocker := blockOneWorker(t, p) // due at 1s, the next run waits in the queue
 			v, err := f.Wait()
 			assert.Equal(t, 2*time.Second, time.Since(t0), "Wait returned when it expired")
-			assert.ErrorIs(t, err, ErrExpired)
+			assert.ErrorIs(t, err, errExpired)
 			assert.Zero(t, v, "value")
 			blocker.open()
 		})

@@ -267,7 +267,7 @@ func TestTaskDroppedKnowsWhichTask(t *testing.T) {
 			}
 		}
 		assert.Equal(t, TaskInfo{Label: "dropped", Priority: 1, Weight: 1, Attempt: 1, Err: errDropped}, byLabel["dropped"])
-		assert.Equal(t, TaskInfo{Label: "expired", Weight: 1, Attempt: 1, Err: ErrExpired}, byLabel["expired"])
+		assert.Equal(t, TaskInfo{Label: "expired", Weight: 1, Attempt: 1, Err: errExpired}, byLabel["expired"])
 		assert.Equal(t, TaskInfo{Label: "abandoned", Priority: -1, Weight: 1, Attempt: 1, Err: ErrStopped}, byLabel["abandoned"])
 		assert.Equal(t, TaskInfo{Label: "queued", Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["queued"], "a queued group task")
 		assert.Equal(t, TaskInfo{Label: "held", Priority: 3, Weight: 1, Attempt: 1, Err: context.Canceled}, byLabel["held"], "a group task the limit held")

@@ -118,7 +118,12 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 	d.crew.startFloor()
 	p.goroutines.Go(d.run)
 	if p.cfg.adaptive.max > 0 {
-		p.goroutines.Go(p.adaptSize)
+		a := &autoSizer{
+			sizer:  newSizer(p.cfg.adaptive.min, int(p.size.chosen.Load()), 0),
+			status: p.Status, sizes: &p.size, stopping: p.sig.stopping, clock: p.clock, obs: &p.obs,
+			resize: func() error { return sendControl(p, message{req: &resizeTick}) },
+		}
+		p.goroutines.Go(a.run)
 	}
 	p.obs.logDebug("pool started", "max_workers", p.Size())
 	return p, d
@@ -297,7 +302,7 @@ func (p *WorkerPool) SubmitWait(task func()) {
 		panic(errSubmitWaitQueueFull)
 	case errDropped:
 		panic(errSubmitWaitDropped)
-	case ErrExpired:
+	case errExpired:
 		panic(errSubmitWaitExpired)
 	default:
 		panic(errSubmitWaitStopped)

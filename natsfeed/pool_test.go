@@ -53,7 +53,7 @@ func TestFeedTakesFewMessagesForAPoolThatRefusesThemAll(t *testing.T) {
 
 // TestFeedNaksAndReportsAMessageThatExpiresInThePoolsQueue: a message that
 // waits in the pool's queue longer than WithQueueTimeout is nak'd and
-// reported (ErrExpired), each time; it is handled on a later delivery
+// reported (context.DeadlineExceeded), each time; it is handled on a later delivery
 // once the pool has room, and the server holds nothing unacknowledged.
 func TestFeedNaksAndReportsAMessageThatExpiresInThePoolsQueue(t *testing.T) {
 	_, cons := setup(t, 30*time.Second, 1)
@@ -75,7 +75,7 @@ func TestFeedNaksAndReportsAMessageThatExpiresInThePoolsQueue(t *testing.T) {
 	assertSettled(t, c, "Feed")
 	assert.Equal(t, c.Nacked, int64(errs.count("not run")), "each expiry reported")
 	for _, err := range errs.all() {
-		assert.ErrorIs(t, err, workerpool.ErrExpired, "reported")
+		assert.ErrorIs(t, err, context.DeadlineExceeded, "reported")
 	}
 	assert.Equal(t, 0, info(t, cons).NumAckPending, "unacked on the server")
 }

@@ -201,7 +201,7 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 		}
 		time.Sleep(time.Minute + time.Second)
 		for _, task := range behind {
-			assert.ErrorIs(t, task.Wait(), workerpool.ErrExpired, "a task that waited a minute")
+			assert.ErrorIs(t, task.Wait(), context.DeadlineExceeded, "a task that waited a minute")
 		}
 
 		// Completed 7: the two held tasks end. Abandoned 6: the delayed
