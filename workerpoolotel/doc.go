@@ -93,10 +93,11 @@
 //	instrument                            kind                unit      attributes           Prometheus name                               from
 //	workerpool.workers                    observable Gauge    {worker}  pool                 workerpool_workers                            Status.Workers: live workers, busy or idle
 //	workerpool.busy_workers               observable Gauge    {worker}  pool                 workerpool_busy_workers                       Status.Busy
-//	workerpool.max_workers                observable Gauge    {worker}  pool                 workerpool_max_workers                        Status.MaxWorkers: the pool's size
+//	workerpool.max_workers                observable Gauge    {worker}  pool                 workerpool_max_workers                        Status.MaxWorkers: the pool's size (chosen, under WithAdaptiveSize)
 //	workerpool.waiting_tasks              observable Gauge    {task}    pool                 workerpool_waiting_tasks                      Status.Waiting
 //	workerpool.scheduled_tasks            observable Gauge    {task}    pool                 workerpool_scheduled_tasks                    Status.Scheduled: delayed, or waiting for a retry
 //	workerpool.active_keys                observable Gauge    {key}     pool                 workerpool_active_keys                        Status.Keys: keys with tasks waiting, scheduled or running
+//	workerpool.size_reason                observable Gauge    {pool}    pool, reason         workerpool_size_reason                        Status.SizeReason: 1, under WithAdaptiveSize only
 //	workerpool.tasks_submitted            observable Counter  {task}    pool                 workerpool_tasks_submitted_total              Status.Submitted
 //	workerpool.tasks_completed            observable Counter  {task}    pool                 workerpool_tasks_completed_total              Status.Completed
 //	workerpool.tasks_panicked             observable Counter  {task}    pool                 workerpool_tasks_panicked_total               Status.Panicked
@@ -113,7 +114,7 @@
 //	workerpool.unfinished_work            observable Gauge    s         pool                 workerpool_unfinished_work_seconds            the runs under way: the sum of the times they have run so far
 //	workerpool.longest_running_processor  observable Gauge    s         pool                 workerpool_longest_running_processor_seconds  the runs under way: the longest time one has run so far, 0 if none
 //
-// RegisterStatus makes the first fifteen; NewHooks the last six. The
+// RegisterStatus makes the first sixteen; NewHooks the last six. The
 // package natsfeedotel, in this module, reports the counts of a natsfeed
 // feed (natsfeed.Stats) the same way, as workerpool.feed.* instruments
 // with the attribute feed; it is a package of its own so that a program
@@ -130,6 +131,15 @@
 //   - outcome: "panic" for a run whose error is, or wraps, a
 //     *workerpool.PanicError; "error" for any other failure: a returned
 //     error, or runtime.Goexit (workerpool.ErrGoexit).
+//   - reason, on workerpool.size_reason only: why a pool made with
+//     workerpool.WithAdaptiveSize, which chooses its own size, has the
+//     size workerpool.max_workers reports: its last decision
+//     (Status.SizeReason), "start" from New until the first, then "climb",
+//     "backoff", "probe", "fit" or "hold" (see Sizing itself in the
+//     workerpool package documentation). Each such pool has one data
+//     point, of value 1, with the reason of its last decision (so a sum
+//     by reason counts the pools whose last decision it was); a pool
+//     without the option has none.
 //
 // The Status counters count tasks, whatever their retries; the hooks'
 // instruments count runs, so a task retried twice is three runs, two

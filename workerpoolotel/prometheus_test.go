@@ -20,7 +20,9 @@ import (
 // and NewHooks with the OpenTelemetry Prometheus exporter (its default
 // translation; no scope labels, no target_info) to a registry of its own,
 // and checks that the families are workerpoolprom's, by name, type and
-// label names, as the shared vocabulary lists them.
+// label names, as the shared vocabulary lists them. A second pool, made
+// with WithAdaptiveSize, gives workerpool_size_reason its one series, as
+// workerpoolprom's Collector does; the first, without, gives it none.
 func TestPrometheusExporterNames(t *testing.T) {
 	registry := prometheus.NewRegistry()
 	exporter, err := otelprom.New(otelprom.WithRegisterer(registry), otelprom.WithoutScopeInfo(), otelprom.WithoutTargetInfo())
@@ -34,6 +36,11 @@ func TestPrometheusExporterNames(t *testing.T) {
 	reg, err := RegisterStatus(p, "names", WithMeterProvider(mp))
 	require.NoError(t, err, "RegisterStatus")
 	defer func() { assert.NoError(t, reg.Unregister(), "Unregister") }()
+	adaptive := workerpool.New(2, workerpool.WithAdaptiveSize(1, 4))
+	defer adaptive.Stop()
+	regA, err := RegisterStatus(adaptive, "adaptive", WithMeterProvider(mp))
+	require.NoError(t, err, "RegisterStatus(adaptive)")
+	defer func() { assert.NoError(t, regA.Unregister(), "Unregister(adaptive)") }()
 
 	// A run that fails, one retried, and one that panics: every
 	// instrument gets a data point.
@@ -48,6 +55,7 @@ func TestPrometheusExporterNames(t *testing.T) {
 	var pe *workerpool.PanicError
 	require.ErrorAs(t, p.Go(ctx, func(context.Context) error { panic("boom") }).Wait(), &pe, "the task that panics")
 	p.StopWait()
+	adaptive.StopWait() // its last decision, read below, is final
 
 	families, err := registry.Gather()
 	require.NoError(t, err, "Gather")
@@ -76,6 +84,7 @@ func TestPrometheusExporterNames(t *testing.T) {
 		{"workerpool_waiting_tasks", "GAUGE", pool},
 		{"workerpool_scheduled_tasks", "GAUGE", pool},
 		{"workerpool_active_keys", "GAUGE", pool},
+		{"workerpool_size_reason", "GAUGE", []string{"pool", "reason"}},
 		{"workerpool_tasks_submitted_total", "COUNTER", pool},
 		{"workerpool_tasks_completed_total", "COUNTER", pool},
 		{"workerpool_tasks_panicked_total", "COUNTER", pool},
@@ -93,6 +102,18 @@ func TestPrometheusExporterNames(t *testing.T) {
 		{"workerpool_longest_running_processor_seconds", "GAUGE", pool},
 	}, got, "the families the exporter makes")
 
+	for _, f := range families {
+		if f.GetName() != "workerpool_size_reason" {
+			continue
+		}
+		require.Len(t, f.GetMetric(), 1, "series of %s: the adaptive pool's only", f.GetName())
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName()+"="+l.GetValue())
+		}
+		assert.Equal(t, []string{"pool=adaptive", "reason=" + adaptive.Status().SizeReason}, labels, "labels of %s", f.GetName())
+		assert.Equal(t, 1.0, f.GetMetric()[0].GetGauge().GetValue(), "value of %s", f.GetName())
+	}
 	for _, f := range families {
 		if f.GetName() != "workerpool_task_run_seconds" {
 			continue

@@ -16,6 +16,7 @@ const (
 	poolKey    = "pool"    // the pool's name, given to NewHooks and RegisterStatus
 	taskKey    = "task"    // the task's label, or noLabel, or otherLabel
 	outcomeKey = "outcome" // how a failed run failed: "error" or "panic"
+	reasonKey  = "reason"  // why a pool made with WithAdaptiveSize has its size: Status.SizeReason
 )
 
 // The task attribute's values that are no task's own label.

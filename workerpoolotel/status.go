@@ -33,7 +33,7 @@ var statusGauges = []statusGauge{
 		func(s workerpool.Status) int { return s.Workers }},
 	{"workerpool.busy_workers", "{worker}", "Workers of the pool running a task.",
 		func(s workerpool.Status) int { return s.Busy }},
-	{"workerpool.max_workers", "{worker}", "The most workers the pool may run: its size.",
+	{"workerpool.max_workers", "{worker}", "The most workers the pool may run: its size, which the pool chose under WithAdaptiveSize (see workerpool.size_reason).",
 		func(s workerpool.Status) int { return s.MaxWorkers }},
 	{"workerpool.waiting_tasks", "{task}", "Accepted tasks waiting for a worker, including those a Pause holds.",
 		func(s workerpool.Status) int { return s.Waiting }},
@@ -41,6 +41,18 @@ var statusGauges = []statusGauge{
 		func(s workerpool.Status) int { return s.Scheduled }},
 	{"workerpool.active_keys", "{key}", "Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.",
 		func(s workerpool.Status) int { return s.Keys }},
+}
+
+// sizeReason is Status.SizeReason, reported as an observable Gauge: 1,
+// with the attributes pool and reason (the pool's last decision), for a
+// pool made with WithAdaptiveSize only; a pool without the option, whose
+// SizeReason is "", gets no data point, as workerpoolprom's
+// workerpool_size_reason has no series then. Its unit says what the 1
+// counts: a sum by reason is the number of pools whose last decision it
+// was.
+var sizeReason = struct{ name, unit, description string }{
+	"workerpool.size_reason", "{pool}",
+	"Why the pool chose the size workerpool.max_workers reports, under WithAdaptiveSize: 1, with its last decision as the attribute reason (start until the first); no data point without WithAdaptiveSize.",
 }
 
 var statusCounters = []statusCounter{
@@ -67,10 +79,12 @@ var statusCounters = []statusCounter{
 // RegisterStatus creates observable instruments that report
 // pool.Status() (see the package documentation for their names and
 // units), each with the attribute pool set to name, the pool's name (a
-// workerpool.WorkerPool has none of its own; give NewHooks the same), and
-// registers one callback for all of them: the pool is read once per
-// collection, when the MeterProvider collects, and never per task. Use
-// WithMeterProvider to choose the provider.
+// workerpool.WorkerPool has none of its own; give NewHooks the same);
+// workerpool.size_reason, observed only for a pool made with
+// WithAdaptiveSize, also has the attribute reason. It registers one
+// callback for all of them: the pool is read once per collection, when
+// the MeterProvider collects, and never per task. Use WithMeterProvider to
+// choose the provider.
 //
 // It never blocks, and never waits for the pool. The callback goes on
 // reporting after the pool has stopped (the final, exact counts) until
@@ -91,7 +105,7 @@ func RegisterStatus(pool *workerpool.WorkerPool, name string, opts ...Option) (m
 	meter := c.meter()
 	gauges := make([]metric.Int64ObservableGauge, len(statusGauges))
 	counters := make([]metric.Int64ObservableCounter, len(statusCounters))
-	observables := make([]metric.Observable, 0, len(gauges)+len(counters))
+	observables := make([]metric.Observable, 0, len(gauges)+1+len(counters))
 	var errs []error
 	for i, g := range statusGauges {
 		inst, err := meter.Int64ObservableGauge(g.name, metric.WithUnit(g.unit), metric.WithDescription(g.description))
@@ -99,6 +113,9 @@ func RegisterStatus(pool *workerpool.WorkerPool, name string, opts ...Option) (m
 		gauges[i] = inst
 		observables = append(observables, inst)
 	}
+	reason, err := meter.Int64ObservableGauge(sizeReason.name, metric.WithUnit(sizeReason.unit), metric.WithDescription(sizeReason.description))
+	errs = append(errs, err)
+	observables = append(observables, reason)
 	for i, ct := range statusCounters {
 		inst, err := meter.Int64ObservableCounter(ct.name, metric.WithUnit(ct.unit), metric.WithDescription(ct.description))
 		errs = append(errs, err)
@@ -108,11 +125,15 @@ func RegisterStatus(pool *workerpool.WorkerPool, name string, opts ...Option) (m
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("workerpoolotel: RegisterStatus: %w", err)
 	}
-	attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String(poolKey, name)))
+	poolAttr := attribute.String(poolKey, name)
+	attrs := metric.WithAttributeSet(attribute.NewSet(poolAttr))
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		s := pool.Status()
 		for i, g := range statusGauges {
 			o.ObserveInt64(gauges[i], int64(g.field(s)), attrs)
+		}
+		if s.SizeReason != "" {
+			o.ObserveInt64(reason, 1, metric.WithAttributeSet(attribute.NewSet(poolAttr, attribute.String(reasonKey, s.SizeReason))))
 		}
 		for i, ct := range statusCounters {
 			o.ObserveInt64(counters[i], int64(min(ct.field(s), math.MaxInt64)), attrs)

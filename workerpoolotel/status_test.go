@@ -27,6 +27,7 @@ var statusInstruments = map[string]struct {
 	"workerpool.waiting_tasks":   {"{task}", false},
 	"workerpool.scheduled_tasks": {"{task}", false},
 	"workerpool.active_keys":     {"{key}", false},
+	"workerpool.size_reason":     {"{pool}", false},
 	"workerpool.tasks_submitted": {"{task}", true},
 	"workerpool.tasks_completed": {"{task}", true},
 	"workerpool.tasks_panicked":  {"{task}", true},
@@ -38,9 +39,11 @@ var statusInstruments = map[string]struct {
 	"workerpool.task_retries":    {"{task}", true},
 }
 
-// statusValues is what the instruments should report for s.
+// statusValues is what the instruments should report for s, as
+// collectStatus writes it: workerpool.size_reason as
+// workerpool.size_reason{reason=...}, and only under WithAdaptiveSize.
 func statusValues(s workerpool.Status) map[string]int64 {
-	return map[string]int64{
+	values := map[string]int64{
 		"workerpool.workers":         int64(s.Workers),
 		"workerpool.busy_workers":    int64(s.Busy),
 		"workerpool.max_workers":     int64(s.MaxWorkers),
@@ -57,11 +60,17 @@ func statusValues(s workerpool.Status) map[string]int64 {
 		"workerpool.tasks_expired":   int64(s.Expired),
 		"workerpool.task_retries":    int64(s.Retried),
 	}
+	if s.SizeReason != "" {
+		values["workerpool.size_reason{reason="+s.SizeReason+"}"] = 1
+	}
+	return values
 }
 
 // collectStatus collects from reader and returns the value of each status
-// instrument per pool name (its pool attribute). It checks the scope, and
-// each instrument's unit, kind and description, as it goes.
+// instrument per pool name (its pool attribute); workerpool.size_reason's
+// under its name and its reason attribute, as
+// workerpool.size_reason{reason=start}. It checks the scope, and each
+// instrument's unit, kind, description and attributes, as it goes.
 func collectStatus(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[string]int64 {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
@@ -88,13 +97,21 @@ func collectStatus(t *testing.T, reader *sdkmetric.ManualReader) map[string]map[
 				points = gauge.DataPoints
 			}
 			for _, dp := range points {
-				assert.Equal(t, 1, dp.Attributes.Len(), "attributes of %s: %v", m.Name, dp.Attributes)
+				key := m.Name
+				if m.Name == "workerpool.size_reason" {
+					assert.Equal(t, 2, dp.Attributes.Len(), "attributes of %s: %v", m.Name, dp.Attributes)
+					reason, ok := dp.Attributes.Value("reason")
+					require.True(t, ok, "%s has no reason", m.Name)
+					key += "{reason=" + reason.AsString() + "}"
+				} else {
+					assert.Equal(t, 1, dp.Attributes.Len(), "attributes of %s: %v", m.Name, dp.Attributes)
+				}
 				name, ok := dp.Attributes.Value("pool")
 				require.True(t, ok, "%s has no pool", m.Name)
 				if pools[name.AsString()] == nil {
 					pools[name.AsString()] = make(map[string]int64)
 				}
-				pools[name.AsString()][m.Name] = dp.Value
+				pools[name.AsString()][key] = dp.Value
 			}
 		}
 	}
@@ -222,6 +239,45 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 			collectStatus(t, reader), "instruments after Unregister(reject)")
 		require.NoError(t, regQ.Unregister(), "Unregister(drop)")
 		assert.Empty(t, collectStatus(t, reader), "instruments after both Unregister")
+	})
+}
+
+// TestRegisterStatusSizeReason reads a pool made with WithAdaptiveSize
+// and one without: the first reports workerpool.size_reason, 1 with
+// reason "start" from New until its first decision, and the size it
+// started at, New's maxWorkers, as workerpool.max_workers; the second
+// reports no size_reason at all. After a stop the first reports its last
+// decision, until Unregister.
+func TestRegisterStatusSizeReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mp, reader := newMetered(t)
+		adaptive := workerpool.New(3, workerpool.WithAdaptiveSize(1, 8))
+		defer adaptive.Stop()
+		fixed := workerpool.New(2)
+		defer fixed.Stop()
+		regA, err := RegisterStatus(adaptive, "adaptive", WithMeterProvider(mp))
+		require.NoError(t, err, "RegisterStatus(adaptive)")
+		regF, err := RegisterStatus(fixed, "fixed", WithMeterProvider(mp))
+		require.NoError(t, err, "RegisterStatus(fixed)")
+
+		// No time passes on the bubble's clock between New and the
+		// collection: the pool has made no decision yet.
+		got := collectStatus(t, reader)
+		assert.Equal(t, int64(1), got["adaptive"]["workerpool.size_reason{reason=start}"], "size_reason of adaptive after New")
+		assert.Equal(t, int64(3), got["adaptive"]["workerpool.max_workers"], "max_workers of adaptive after New")
+		assert.Equal(t, int64(2), got["fixed"]["workerpool.max_workers"], "max_workers of fixed")
+		assert.Equal(t, map[string]map[string]int64{"adaptive": statusValues(adaptive.Status()), "fixed": statusValues(fixed.Status())},
+			got, "instruments after New")
+
+		adaptive.StopWait()
+		fixed.StopWait()
+		require.NotEmpty(t, adaptive.Status().SizeReason, "the adaptive pool's SizeReason once stopped")
+		assert.Equal(t, map[string]map[string]int64{"adaptive": statusValues(adaptive.Status()), "fixed": statusValues(fixed.Status())},
+			collectStatus(t, reader), "instruments once stopped")
+		require.NoError(t, regA.Unregister(), "Unregister(adaptive)")
+		assert.Equal(t, map[string]map[string]int64{"fixed": statusValues(fixed.Status())},
+			collectStatus(t, reader), "instruments after Unregister(adaptive)")
+		require.NoError(t, regF.Unregister(), "Unregister(fixed)")
 	})
 }
 

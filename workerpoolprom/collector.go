@@ -8,9 +8,9 @@ import (
 )
 
 // A Collector is a prometheus.Collector that exports a pool's Status: six
-// gauges and nine counters, each with the const label pool, the name given
-// to NewCollector. It
-// calls pool.Status once per scrape, when the registry calls Collect, and
+// gauges and nine counters, and for a pool made with WithAdaptiveSize a
+// seventh gauge, workerpool_size_reason, each with the const label pool,
+// the name given to NewCollector. It calls pool.Status once per scrape, when the registry calls Collect, and
 // costs nothing per task. It is safe for concurrent use: a registry may
 // collect it for several scrapes at once.
 //
@@ -29,6 +29,7 @@ type Collector struct {
 	pool     *workerpool.WorkerPool
 	gauges   [len(gaugeSpecs)]*prometheus.Desc
 	counters [len(counterSpecs)]*prometheus.Desc
+	reason   *prometheus.Desc // workerpool_size_reason, with the variable label reason
 
 	mu      sync.Mutex                 // protects highest
 	highest [len(counterSpecs)]float64 // the value last exported for each counter
@@ -51,7 +52,7 @@ var gaugeSpecs = [...]gaugeSpec{
 		func(s *workerpool.Status) int { return s.Workers }},
 	{"workerpool_busy_workers", "Workers of the pool running a task (or being handed one).",
 		func(s *workerpool.Status) int { return s.Busy }},
-	{"workerpool_max_workers", "The most workers the pool may run: New's maxWorkers, or the last Resize's.",
+	{"workerpool_max_workers", "The most workers the pool may run: New's maxWorkers, or the last Resize's; under WithAdaptiveSize, the size the pool chose (see workerpool_size_reason).",
 		func(s *workerpool.Status) int { return s.MaxWorkers }},
 	{"workerpool_waiting_tasks", "Accepted tasks waiting for a worker, including those a Pause holds.",
 		func(s *workerpool.Status) int { return s.Waiting }},
@@ -59,6 +60,15 @@ var gaugeSpecs = [...]gaugeSpec{
 		func(s *workerpool.Status) int { return s.Scheduled }},
 	{"workerpool_active_keys", "Keys (see Key) with tasks waiting, scheduled or running; each key counts once, however many tasks it has.",
 		func(s *workerpool.Status) int { return s.Keys }},
+}
+
+// reasonSpec is the gauge of Status.SizeReason: 1, with the reason as a
+// label, for a pool made with WithAdaptiveSize; no series for any other
+// pool (its SizeReason is "").
+var reasonSpec = struct{ name, help, label string }{
+	"workerpool_size_reason",
+	"Why the pool chose the size workerpool_max_workers reports, under WithAdaptiveSize: always 1, with its last decision as the label reason (start until the first); no series without WithAdaptiveSize.",
+	"reason",
 }
 
 var counterSpecs = [...]counterSpec{
@@ -105,27 +115,33 @@ func NewCollector(pool *workerpool.WorkerPool, name string) *Collector {
 	for i, s := range counterSpecs {
 		c.counters[i] = prometheus.NewDesc(s.name, s.help, nil, labels)
 	}
+	c.reason = prometheus.NewDesc(reasonSpec.name, reasonSpec.help, []string{reasonSpec.label}, labels)
 	return c
 }
 
-// Describe sends the descriptions of all fifteen metrics to ch. It
-// implements prometheus.Collector.
+// Describe sends the descriptions of all sixteen metrics to ch,
+// workerpool_size_reason's included. It implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.gauges {
 		ch <- d
 	}
+	ch <- c.reason
 	for _, d := range c.counters {
 		ch <- d
 	}
 }
 
 // Collect reads the pool's Status once and sends its fifteen metrics to
-// ch. It never waits for the pool (Status never blocks), also once the
-// pool has stopped. It implements prometheus.Collector.
+// ch, and workerpool_size_reason if the pool was made with
+// WithAdaptiveSize. It never waits for the pool (Status never blocks),
+// also once the pool has stopped. It implements prometheus.Collector.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.pool.Status()
 	for i, spec := range gaugeSpecs {
 		ch <- constMetric(c.gauges[i], prometheus.GaugeValue, float64(spec.value(&s)))
+	}
+	if s.SizeReason != "" {
+		ch <- constMetric(c.reason, prometheus.GaugeValue, 1, s.SizeReason)
 	}
 	counts := c.monotonic(&s)
 	for i, v := range counts {
@@ -147,8 +163,8 @@ func (c *Collector) monotonic(s *workerpool.Status) [len(counterSpecs)]float64 {
 // constMetric is prometheus.MustNewConstMetric, but a desc that cannot make
 // a metric (a pool name that is not valid UTF-8) yields an invalid metric,
 // which fails the scrape, rather than a panic.
-func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64) prometheus.Metric {
-	m, err := prometheus.NewConstMetric(d, t, v)
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labelValues ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labelValues...)
 	if err != nil {
 		return prometheus.NewInvalidMetric(d, err)
 	}

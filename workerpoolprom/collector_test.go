@@ -38,6 +38,10 @@ var gaugeNames = []string{
 	"workerpool_active_keys",
 }
 
+// reasonName is the gauge of Status.SizeReason, which only a pool made
+// with WithAdaptiveSize has; every pool has the gauges of gaugeNames.
+const reasonName = "workerpool_size_reason"
+
 // The counters of two pools after a workload on the fake clock that gives
 // every counter a known value. Pool "jobs" rejects when its queue is full,
 // pool "drop" drops the oldest.
@@ -166,7 +170,7 @@ workerpool_active_keys{pool="jobs"} 3
 # HELP workerpool_busy_workers Workers of the pool running a task (or being handed one).
 # TYPE workerpool_busy_workers gauge
 workerpool_busy_workers{pool="jobs"} 3
-# HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's.
+# HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's; under WithAdaptiveSize, the size the pool chose (see workerpool_size_reason).
 # TYPE workerpool_max_workers gauge
 workerpool_max_workers{pool="jobs"} 3
 # HELP workerpool_scheduled_tasks Accepted tasks not due yet (a Delay, or waiting for a retry); they join the waiting tasks when due.
@@ -198,7 +202,7 @@ workerpool_active_keys{pool="jobs"} 0
 # HELP workerpool_busy_workers Workers of the pool running a task (or being handed one).
 # TYPE workerpool_busy_workers gauge
 workerpool_busy_workers{pool="jobs"} 0
-# HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's.
+# HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's; under WithAdaptiveSize, the size the pool chose (see workerpool_size_reason).
 # TYPE workerpool_max_workers gauge
 workerpool_max_workers{pool="jobs"} 3
 # HELP workerpool_scheduled_tasks Accepted tasks not due yet (a Delay, or waiting for a retry); they join the waiting tasks when due.
@@ -216,13 +220,55 @@ workerpool_workers{pool="jobs"} 0
 	})
 }
 
+// A pool made with WithAdaptiveSize has one series of
+// workerpool_size_reason, its last decision as the label reason: "start"
+// from New until the pool's first decision; a pool without the option has
+// none. workerpool_max_workers is the size each pool has: New's
+// maxWorkers, the size an adaptive pool starts at. After a stop the
+// series stays, with the pool's last decision.
+func TestCollectorSizeReason(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		adaptive := workerpool.New(3, workerpool.WithAdaptiveSize(1, 8))
+		defer adaptive.Stop()
+		fixed := workerpool.New(2)
+		defer fixed.Stop()
+		reg := prometheus.NewPedanticRegistry()
+		require.NoError(t, reg.Register(workerpoolprom.NewCollector(adaptive, "adaptive")), "register adaptive")
+		require.NoError(t, reg.Register(workerpoolprom.NewCollector(fixed, "fixed")), "register fixed")
+
+		// No time passes on the bubble's clock between New and the
+		// gathering: the pool has made no decision yet.
+		expected := `
+# HELP workerpool_max_workers The most workers the pool may run: New's maxWorkers, or the last Resize's; under WithAdaptiveSize, the size the pool chose (see workerpool_size_reason).
+# TYPE workerpool_max_workers gauge
+workerpool_max_workers{pool="adaptive"} 3
+workerpool_max_workers{pool="fixed"} 2
+# HELP workerpool_size_reason Why the pool chose the size workerpool_max_workers reports, under WithAdaptiveSize: always 1, with its last decision as the label reason (start until the first); no series without WithAdaptiveSize.
+# TYPE workerpool_size_reason gauge
+workerpool_size_reason{pool="adaptive",reason="start"} 1
+`
+		assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(expected), "workerpool_max_workers", reasonName), "size and reason after New")
+
+		adaptive.StopWait()
+		fixed.StopWait()
+		last := adaptive.Status().SizeReason
+		require.NotEmpty(t, last, "the adaptive pool's SizeReason once stopped")
+		assert.Equal(t, map[string]float64{`{pool="adaptive",reason="` + last + `"}`: 1}, values(t, workerpoolprom.NewCollector(adaptive, "adaptive"), reasonName), "reason once stopped")
+		assert.Nil(t, values(t, workerpoolprom.NewCollector(fixed, "fixed"), reasonName), "reason of the pool without WithAdaptiveSize, once stopped")
+	})
+}
+
 func TestCollectorLintsClean(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := workerpool.New(1)
 		defer p.Stop()
-		problems, err := testutil.CollectAndLint(workerpoolprom.NewCollector(p, "lint"))
-		require.NoError(t, err, "CollectAndLint")
-		assert.Empty(t, problems, "lint problems")
+		adaptive := workerpool.New(1, workerpool.WithAdaptiveSize(1, 4))
+		defer adaptive.Stop()
+		for _, c := range []*workerpoolprom.Collector{workerpoolprom.NewCollector(p, "lint"), workerpoolprom.NewCollector(adaptive, "adaptive")} {
+			problems, err := testutil.CollectAndLint(c)
+			require.NoError(t, err, "CollectAndLint")
+			assert.Empty(t, problems, "lint problems")
+		}
 	})
 }
 

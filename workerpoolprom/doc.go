@@ -35,6 +35,16 @@
 //     workerpool_scheduled_tasks and workerpool_active_keys (keys, see
 //     TaskOption.Key, with tasks waiting, scheduled or running; a count,
 //     never a label: a key is an id);
+//   - for a pool made with WithAdaptiveSize, which chooses its own size,
+//     the gauge workerpool_size_reason{pool,reason}: one series, always 1,
+//     whose label reason is the pool's last decision (Status.SizeReason):
+//     "start" from New until the first, then "climb", "backoff", "probe",
+//     "fit" or "hold" (see Sizing itself in the workerpool package
+//     documentation). workerpool_max_workers is then the size the pool
+//     chose. A pool without the option has no series of it, so
+//     workerpool_size_reason * ignoring (reason) group_left
+//     workerpool_max_workers is the chosen size of each adaptive pool,
+//     labelled with the reason;
 //   - counters: workerpool_tasks_{submitted,completed,panicked,abandoned,
 //     canceled,rejected,dropped,expired}_total and
 //     workerpool_task_retries_total.

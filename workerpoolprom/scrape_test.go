@@ -209,3 +209,39 @@ func TestScrapeProtobufCarriesNativeHistograms(t *testing.T) {
 		assert.NotEmpty(t, m.GetHistogram().GetPositiveSpan(), "positive spans of the run histogram%s", labelsOf(m))
 	}
 }
+
+// A real scrape of two pools, in text and in protobuf: the one made with
+// WithAdaptiveSize has one series of workerpool_size_reason, reason
+// "start" (it has made no decision: it has run nothing), and the one
+// without has none; workerpool_max_workers is the size each started at.
+// A scrape of the pool without the option alone has no such family.
+func TestScrapeShowsSizeReason(t *testing.T) {
+	adaptive := workerpool.New(3, workerpool.WithAdaptiveSize(1, 8))
+	defer adaptive.Stop()
+	fixed := workerpool.New(2)
+	defer fixed.Stop()
+	both := serve(t, registryOf(t, workerpoolprom.NewCollector(adaptive, "adaptive"), workerpoolprom.NewCollector(fixed, "fixed")))
+	alone := serve(t, registryOf(t, workerpoolprom.NewCollector(fixed, "fixed")))
+	for _, f := range []struct {
+		accept string
+		format expfmt.FormatType
+	}{{"", expfmt.TypeTextPlain}, {protoAccept, expfmt.TypeProtoDelim}} {
+		families := scrape(t, both, f.accept, f.format)
+		require.Contains(t, families, reasonName, "metric families scraped in %s", f.format)
+		reason := families[reasonName]
+		assert.Equal(t, dto.MetricType_GAUGE, reason.GetType(), "type of %s in %s", reasonName, f.format)
+		require.Len(t, reason.GetMetric(), 1, "series of %s in %s: the adaptive pool's only", reasonName, f.format)
+		m := reason.GetMetric()[0]
+		assert.Equal(t, `{pool="adaptive",reason="start"}`, labelsOf(m), "labels of %s in %s", reasonName, f.format)
+		assert.Equal(t, 1.0, m.GetGauge().GetValue(), "value of %s in %s", reasonName, f.format)
+		sizes := map[string]float64{}
+		for _, m := range families["workerpool_max_workers"].GetMetric() {
+			sizes[poolOf(m)] = m.GetGauge().GetValue()
+		}
+		assert.Equal(t, map[string]float64{"adaptive": 3, "fixed": 2}, sizes, "workerpool_max_workers in %s", f.format)
+
+		families = scrape(t, alone, f.accept, f.format)
+		assert.Contains(t, families, "workerpool_max_workers", "metric families of the pool without WithAdaptiveSize, in %s", f.format)
+		assert.NotContains(t, families, reasonName, "metric families of the pool without WithAdaptiveSize, in %s", f.format)
+	}
+}

@@ -98,6 +98,7 @@ var panelTitles = []string{
 	"Wait time p50 / p99",
 	"Run time p50 / p99 by task",
 	"Busy workers against size",
+	"Chosen size by reason",
 	"Lost tasks by reason",
 	"Refusals",
 	"Retries",
@@ -346,7 +347,9 @@ func scrapeInto(t *testing.T, srv *httptest.Server, accept string, keepClassic b
 // A workload is two pools, "dash" and "spare", with one Histograms and a
 // Collector each, and a feed, "workers", that takes jobs from a JetStream
 // server embedded in the test and runs them on spare, with natsfeedprom's
-// Collector, all served on /metrics by srv.
+// Collector, all served on /metrics by srv. dash is made with
+// WithAdaptiveSize, pinned to its size, 2, so that it reports why it has
+// that size; spare is not.
 type workload struct {
 	srv      *httptest.Server
 	dash     *workerpool.WorkerPool
@@ -364,6 +367,7 @@ func startWorkload(t *testing.T) *workload {
 	h := workerpoolprom.NewHistograms()
 	w := &workload{
 		dash: workerpool.New(2,
+			workerpool.WithAdaptiveSize(2, 2),
 			workerpool.WithHooks(h.Hooks("dash")),
 			workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}),
 		),
@@ -517,6 +521,17 @@ func TestDashboardSeesTheWorkload(t *testing.T) {
 	assert.Equal(t, 3.0, value(`workerpool_waiting_tasks{pool="dash"}`), "waiting tasks while held")
 	assert.Equal(t, 3.0, value(`workerpool_active_keys{pool="dash"}`), "active keys while held")
 	assert.Equal(t, 0.0, value(`workerpool_active_keys{pool="dash"} offset 30s`), "active keys while idle")
+	// dash, made with WithAdaptiveSize(2, 2), has one reason for its size,
+	// 2, whichever decision it last made; spare, without, has none. (The
+	// test storage has no staleness markers, so the reason of the second
+	// scrape is read alone: an earlier one would still be in the lookback.)
+	const reason = `last_over_time(workerpool_size_reason{pool="dash"}[10s])`
+	reasons := eval(t, engine, db, reason, at)
+	require.Len(t, reasons, 1, "reasons of dash's size")
+	assert.Equal(t, 1.0, reasons[0].F, "value of dash's reason")
+	assert.Contains(t, []string{"start", "climb", "backoff", "probe", "fit", "hold"}, reasons[0].Metric.Get("reason"), "dash's reason")
+	assert.Equal(t, 2.0, value(reason+` * ignoring (reason) group_left workerpool_max_workers{pool="dash"}`), "dash's size by reason")
+	assert.Empty(t, eval(t, engine, db, `workerpool_size_reason{pool="spare"}`, at), "reasons of spare's size")
 	assert.Positive(t, value(`workerpool_unfinished_work_seconds{pool="dash"}`), "unfinished work while held")
 	assert.Positive(t, value(`workerpool_longest_running_processor_seconds{pool="dash"}`), "longest run while held")
 	// Between the scrapes, one round: 3 errors and the retried task's first
