@@ -482,6 +482,7 @@ func (r *run) writeTargets(p *printer) {
 	}
 	allocs := func(x float64) string { return fmt.Sprintf("%.4f", x) }
 	bytes := func(s summary) float64 { return s.bytes }
+	check("a: ours+adaptive vs ours: what WithAdaptiveSize(1, 4) costs New(4)", 1.02, q.ratio("a", "ours+adaptive", "ours"), fmtRatio, "")
 	check("a: allocs per Submit", 0.01, of("a", func(s summary) float64 { return s.allocs }), allocs, "")
 	check("f: allocs per SubmitWait", 1, of("f", func(s summary) float64 { return s.allocs }), allocs, "")
 	check("g: live heap bytes per queued task", 8.5, of("g", func(s summary) float64 { return s.queued }), func(x float64) string { return fmt.Sprintf("%.2f B", x) }, "")

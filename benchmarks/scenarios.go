@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,9 @@ func findScenario(id string) (scenario, error) {
 
 // applies reports whether lib can run s, and why not.
 func (s scenario) applies(lib library) (bool, string) {
+	if lib.only != nil && !slices.Contains(lib.only, s.id) {
+		return false, "n/a: runs " + strings.Join(lib.only, ", ") + " only"
+	}
 	if s.needs == "order" || s.needs == "fair" {
 		switch {
 		case lib.keyed != nil:
