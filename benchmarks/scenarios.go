@@ -201,6 +201,8 @@ type result struct {
 
 	Goroutines float64 `json:"goroutines"` // n: goroutines alive once the last task was submitted, less those before the pool opened
 	Stacks     float64 `json:"stacks_b"`   // n: goroutine stack bytes in use then, less those before the run
+
+	Load *loadResult `json:"load,omitempty"` // p: what a run of scenario p measured (Tasks: the tasks finished in its measured span)
 }
 
 // config is what every child gets from the parent.
