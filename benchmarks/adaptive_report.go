@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"slices"
@@ -10,15 +9,17 @@ import (
 	"time"
 )
 
-// runLoadPlan runs scenario p: each run of its plan once, quiet, in a child
-// process of its own, one after another. The plan has the fixed sizes if
-// the run has the pool ours, the adaptive runs if it has ours+adaptive.
-func (r *run) runLoadPlan(exe string) {
+// runLoadPlan runs scenario p: each run of its plan once, one after
+// another, by runOne, which the parent gives a child process per run (see
+// loadChild), quiet, and which gives up after timeout. The plan has the
+// fixed sizes if the run has the pool ours, the adaptive runs if it has
+// ours+adaptive.
+func (r *run) runLoadPlan(runOne func(l loadRun, timeout time.Duration) (result, error)) {
 	r.loads = map[loadRun]result{}
 	for _, l := range loadPlan(r.has("ours"), r.has("ours+adaptive")) {
 		t := l.times(r.scale)
 		timeout := max(r.timeout, 2*(t.warmUp+t.span+t.grace)+time.Minute)
-		res, err := r.childSpec(exe, l.spec(), false, timeout)
+		res, err := runOne(l, timeout)
 		if err == nil && res.Load == nil {
 			err = fmt.Errorf("%s: no measurement in the child's output", l.spec())
 		}
@@ -29,6 +30,13 @@ func (r *run) runLoadPlan(exe string) {
 		}
 		r.loads[l] = res
 		fmt.Fprintf(os.Stderr, "p   %-30s %8.0f tasks/s over %s\n", l.spec(), float64(res.Tasks)/t.span.Seconds(), fmtSec(t.span))
+	}
+}
+
+// loadChild runs l in a child process of exe, quiet.
+func (r *run) loadChild(exe string) func(loadRun, time.Duration) (result, error) {
+	return func(l loadRun, timeout time.Duration) (result, error) {
+		return r.childSpec(exe, l.spec(), false, timeout)
 	}
 }
 
@@ -417,14 +425,4 @@ func (r *run) writeOpen(p *printer) {
 	if res, ok := r.loads[loadRun{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true}]; ok {
 		p.f("SizeReason of the adaptive pool's %d samples: %s.\n\n", len(res.Load.Reasons), res.Load.reasons(0, openSpan))
 	}
-}
-
-// loadSpecs lists the runs of scenario p that ran, in spec order (tests).
-func (r *run) loadSpecs() []string {
-	var specs []string
-	for l := range maps.Keys(r.loads) {
-		specs = append(specs, l.spec())
-	}
-	slices.Sort(specs)
-	return specs
 }

@@ -290,7 +290,7 @@ func runParent(o options) error {
 		}
 	}
 	if o.load {
-		r.runLoadPlan(exe)
+		r.runLoadPlan(r.loadChild(exe))
 	}
 	r.elapsed = time.Since(r.started)
 	r.loadAfter = loadAverage()
