@@ -205,12 +205,12 @@ func (r *run) writeLoad(p *printer) {
 	w := loadRun{part: partHalve}.times(r.scale).window
 	capacity := float64(loadSlots) / loadServe.Seconds()
 	p.f("## p: the pool finds its own size (WithAdaptiveSize)\n\n")
-	p.f("A synthetic downstream ([service.go](service.go)) serves calls in C = %d slots for S = %s each, first come first served beyond C; "+
+	p.f("A synthetic downstream ([service.go](service.go)) serves calls in C = %d slots for S = %d ms each, first come first served beyond C; "+
 		"while more than 2C calls are in it (waiting and served), a call that gets a slot is served for S × (1 + (inflight − 2C)/C). "+
 		"Its capacity, C/S = %.0f calls/s, is reached by every fixed size from C to 2C; beyond 2C throughput falls (at 128 workers to 1/7 of it). "+
 		"The adaptive pool, `ours+adaptive`, starts at one worker: `New(%d, WithAdaptiveSize(%d, %d))`; the fixed sizes are `ours`, `New(size)`. "+
 		"Each run ran once, quiet, in a process of its own; throughput is counted in windows of %s, and the adaptive size (`Status().MaxWorkers`, with `SizeReason`) sampled every %s.",
-		loadSlots, loadServe, capacity, adaptiveMin, adaptiveMin, adaptiveMax, fmtSec(w), fmtSec(w/samplesPerWindow))
+		loadSlots, loadServe.Milliseconds(), capacity, adaptiveMin, adaptiveMin, adaptiveMax, fmtSec(w), fmtSec(w/samplesPerWindow))
 	if r.scale != 1 {
 		p.f(" **Scale %g**: every duration here is %g times its full length (the targets' too); S and the pool's own clock are not scaled, so the adaptive numbers say little below scale 1.", r.scale, r.scale)
 	}
@@ -403,7 +403,8 @@ func (r *run) writeOpen(p *printer) {
 	p.f("%s of arrivals; a task's latency runs from its submit until it finished and counts in the window in which it arrived. "+
 		"After the last arrival the pool has %s to finish, then stops: a task still unfinished counts until then, and its span's p99 reads ≥. "+
 		"Steady state is %s to %s. The submitter sleeps until each arrival is due; its lag is how late it submitted (a late submitter gives the arrivals due meanwhile in a burst). "+
-		"Beyond about 2.4C calls in the service its throughput falls below the arrivals', so a pool that lets that many in can tip into overload after a burst and not come back: the fixed size 128 shows it.\n\n",
+		"Beyond about 2.4C calls in the service its throughput falls below the arrivals', so a pool that lets that many in can tip into overload after a burst and not come back: "+
+		"the fixed size 128 can, 32 cannot, and whether 128 does in a run depends on that run's bursts.\n\n",
 		fmtSec(t.span), fmtSec(t.grace), fmtSec(t.steady[0][0]), fmtSec(t.steady[0][1]))
 	runs := r.openRuns()
 	if len(runs) == 0 {
