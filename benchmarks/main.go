@@ -10,6 +10,12 @@
 // CPU hog (one other process spinning on one CPU); -hog off runs it quiet
 // only, -hog on beside the hog only.
 //
+// Scenario p, the adaptive size against a downstream whose best concurrency
+// is known, runs only when named (it takes minutes, on the clock), once and
+// quiet, and writes its own section of the report:
+//
+//	cd benchmarks && go run . -scenarios p -o ADAPTIVE.md
+//
 // See README.md for the method and how to read the results.
 package main
 
@@ -39,6 +45,7 @@ type options struct {
 	reps      int
 	timeout   time.Duration
 	hog       string // hogOff, hogOn or hogBoth
+	load      bool   // scenario p was asked for (it is not in scenarios: see adaptive.go)
 	config
 }
 
@@ -50,10 +57,10 @@ func main() {
 	var (
 		out       = flag.String("o", "", "write the Markdown report to this `file` (default: print it on stdout)")
 		chart     = flag.String("chart", "", "write the chart to this SVG `file` (default: chart.svg beside -o; none without -o)")
-		scenarioF = flag.String("scenarios", ids(scenarios), "comma-separated `list` of scenarios")
+		scenarioF = flag.String("scenarios", ids(scenarios), "comma-separated `list` of scenarios; p (the adaptive size, minutes long) runs only when named")
 		poolF     = flag.String("pools", names(libraries), "comma-separated `list` of pools")
 		reps      = flag.Int("reps", 5, "measured repetitions of each scenario and pool, after one warm-up")
-		scale     = flag.Float64("scale", 1, "multiply every scenario's task count by this `factor`")
+		scale     = flag.Float64("scale", 1, "multiply every scenario's task count, and scenario p's durations, by this `factor`")
 		timeout   = flag.Duration("timeout", 5*time.Minute, "give up on a child process after this long")
 		hogF      = flag.String("hog", hogBoth, "run each scenario and pool quiet (off), beside a CPU hog (on), or both in turn (both)")
 		hogChild  = flag.Bool(strings.TrimPrefix(hogFlag, "-"), false, "internal: spin on one CPU until killed")
@@ -80,8 +87,11 @@ func main() {
 		log(err)
 	}
 	var err error
-	if o.scenarios, err = pick(*scenarioF, findScenario); err != nil {
+	if o.scenarios, o.load, err = pickScenarios(*scenarioF); err != nil {
 		log(err)
+	}
+	if len(o.scenarios) == 0 {
+		o.chart = "" // p alone: nothing to chart
 	}
 	if o.libraries, err = pick(*poolF, findLibrary); err != nil {
 		log(err)
@@ -101,6 +111,24 @@ func pick[T any](list string, find func(string) (T, error)) ([]T, error) {
 		picked = append(picked, v)
 	}
 	return picked, nil
+}
+
+// pickScenarios reads -scenarios: the scenarios of the matrices, and
+// whether scenario p is asked for.
+func pickScenarios(list string) (ss []scenario, load bool, err error) {
+	var rest []string
+	for id := range strings.SplitSeq(list, ",") {
+		if id = strings.TrimSpace(id); id == "p" {
+			load = true
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	if len(rest) == 0 {
+		return nil, load, nil
+	}
+	ss, err = pick(strings.Join(rest, ","), findScenario)
+	return ss, load, err
 }
 
 func ids(ss []scenario) string {
@@ -125,6 +153,13 @@ func runChild(spec string, c config) error {
 	sid, lname, ok := strings.Cut(spec, "/")
 	if !ok {
 		return fmt.Errorf("-child wants scenario/pool, got %q", spec)
+	}
+	if sid == "p" || strings.HasPrefix(sid, "p:") {
+		r, err := runLoadChild(sid, lname, c)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(os.Stdout).Encode(r)
 	}
 	s, err := findScenario(sid)
 	if err != nil {
@@ -199,6 +234,7 @@ type run struct {
 	loadAfter  string
 	samples    map[string]map[string][]result // quiet runs: scenario id -> library name -> results
 	hogSamples map[string]map[string][]result // the same beside the CPU hog
+	loads      map[loadRun]result             // scenario p's runs
 	hogNote    string                         // what the hog said of its pinning
 	failures   []string
 }
@@ -253,6 +289,9 @@ func runParent(o options) error {
 			}
 		}
 	}
+	if o.load {
+		r.runLoadPlan(r.loadChild(exe))
+	}
 	r.elapsed = time.Since(r.started)
 	r.loadAfter = loadAverage()
 	if err := r.emit(os.Stdout); err != nil {
@@ -299,7 +338,14 @@ func (r *run) emit(stdout io.Writer) error {
 // hogged, beside a CPU hog that it starts first and kills (and waits for)
 // once the child has returned, failed or timed out.
 func (r *run) child(exe string, s scenario, lib library, hogged bool) (result, error) {
-	spec := s.id + "/" + lib.name
+	return r.childSpec(exe, s.id+"/"+lib.name, hogged, r.timeout)
+}
+
+// childSpec runs the child of spec (scenario/pool, as -child takes it) and
+// returns its result, giving up after timeout; hogged, beside a CPU hog, as
+// child says.
+func (r *run) childSpec(exe, spec string, hogged bool, timeout time.Duration) (result, error) {
+	child := spec
 	if hogged {
 		h, err := startHog(exe)
 		if err != nil {
@@ -311,10 +357,10 @@ func (r *run) child(exe string, s scenario, lib library, hogged bool) (result, e
 		}
 		spec += " beside the CPU hog"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, exe,
-		"-child", s.id+"/"+lib.name,
+		"-child", child,
 		"-scale", fmt.Sprint(r.scale),
 		"-spin", fmt.Sprint(r.spin))
 	var stdout, stderr bytes.Buffer

@@ -187,7 +187,7 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 			t.Run(s.id+"/"+lib.name, func(t *testing.T) {
 				ok, why := s.applies(lib)
 				if !ok {
-					if lib.open != nil { // a library that runs only the delayed scenarios skips the others
+					if lib.open != nil && lib.only == nil { // a library that runs only the delayed scenarios skips the others
 						assert.NotEmpty(t, s.needs, "only scenarios that need something are skipped")
 					}
 					assert.NotEmpty(t, why)
@@ -262,6 +262,7 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	assert.Equal(t, []string{"ours", "ours+key", "gammazero", "pond", "ants"}, runners["n"])
 	assert.Equal(t, []string{"ours", "ours+key", "gammazero", "pond"}, runners["o"])
 	assert.Equal(t, []string{"n", "o"}, ran["ours+key"])
+	assert.Equal(t, []string{"a"}, ran["ours+adaptive"], "the cost of the adaptive size: a only")
 }
 
 // The order check of scenario n fails a run whose tasks of one key
@@ -389,6 +390,31 @@ func TestResizeAdaptersChangeTheSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The cost of the adaptive size in scenario a is a target of the full
+// report.
+func TestAdaptiveCostTarget(t *testing.T) {
+	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
+	sc, err := findScenario("a")
+	require.NoError(t, err)
+	r := &run{
+		options: options{reps: 1, scenarios: []scenario{sc}, libraries: []library{lib("ours"), lib("ours+adaptive")}, config: config{scale: 1}},
+		samples: map[string]map[string][]result{"a": {
+			"ours":          {{Tasks: 100, Wall: 30000}},
+			"ours+adaptive": {{Tasks: 100, Wall: 31200}},
+		}},
+	}
+	var report bytes.Buffer
+	require.NoError(t, r.writeReport(&report))
+	assert.Contains(t, report.String(), "| a: ours+adaptive vs ours: what WithAdaptiveSize(1, 4) costs New(4) | ≤ 1.02x | 1.04x | **no** |\n")
+	ok, why := sc.applies(lib("ours+adaptive"))
+	assert.True(t, ok)
+	b, err := findScenario("b")
+	require.NoError(t, err)
+	ok, why = b.applies(lib("ours+adaptive"))
+	assert.False(t, ok)
+	assert.Equal(t, "n/a: runs a only", why)
 }
 
 func TestScenarioSizeNeverZero(t *testing.T) {

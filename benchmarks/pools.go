@@ -89,6 +89,9 @@ type library struct {
 	batches bool   // its pool is a batchPool
 	note    string // how its contract differs, shown in the report
 	open    func(workers int) pool
+	// only, if set, are the scenarios the library runs (of those it can):
+	// a variant measured where it says something.
+	only []string
 
 	// bounded opens the pool so that a submitter blocks once bound tasks
 	// wait for a worker (or, for a library without a queue, once every
@@ -132,6 +135,9 @@ var libraries = []library{
 	{name: "ours+key",
 		note:  "this library with keys: New(8, WithKeys(1, nil)) and DoContext(ctx, task, TaskOption{Key: k}) in n, New(8) and DoContext(ctx, task, TaskOption{Key: tenant}) in o; run in the keyed scenarios only",
 		keyed: openOursKeyed},
+	{name: "ours+adaptive", queues: true, only: []string{"a"},
+		note: "this library choosing its own size: New(n, WithAdaptiveSize(1, n)), in a New(4, WithAdaptiveSize(1, 4)), what measuring and deciding cost the plain path; run in a, and as scenario p's adaptive pool (New(1, WithAdaptiveSize(1, 128)))",
+		open: openOursAdaptive},
 	{name: floor, queues: true, batches: true,
 		note: "reference: the bare relay of this design's shape (two hand-offs per task, one for a batched task, nothing else), not a usable pool; queues; SubmitWait by adapter; a heap and one timer in the delayed scenarios", open: openRelay,
 		delayed: func(workers int) pool { return openDelayRelay(workers) }},
@@ -204,6 +210,12 @@ func openOursHooked(workers int) pool {
 
 func openOursBounded(workers, bound int) pool {
 	return oursPool{workerpool.New(workers, workerpool.WithMaxWaiting(bound, workerpool.Block))}
+}
+
+// openOursAdaptive lets the pool choose its size between 1 and workers,
+// starting at workers.
+func openOursAdaptive(workers int) pool {
+	return oursPool{workerpool.New(workers, workerpool.WithAdaptiveSize(1, workers))}
 }
 
 func (a oursPool) Submit(t *task)     { a.wp.Submit(t.fn) }

@@ -291,6 +291,12 @@ func (r *run) writeReport(w io.Writer) error {
 	p.f("| Go | %s %s |\n", m.goVersion, m.platform)
 	p.f("| CPU | %s, %d logical CPUs, GOMAXPROCS %d |\n", m.cpu, m.numCPU, m.gomaxprocs)
 	p.f("| Load average (1, 5, 15 min) | before: %s; after: %s (the suite's own runs keep up to GOMAXPROCS CPUs busy) |\n", m.loadBefore, r.loadAfter)
+	if len(r.scenarios) == 0 { // scenario p alone: its section says how it ran
+		p.f("| Method | scenario p: each run once, quiet, in a fresh process; scale %g; %s in all |\n\n", r.scale, r.elapsed.Round(time.Second))
+		r.writeLoad(p)
+		r.writeFailures(p)
+		return p.err
+	}
 	each := "each in a fresh process"
 	if r.hog == hogBoth {
 		each = "each quiet and beside a CPU hog in turn, in a fresh process"
@@ -355,6 +361,14 @@ func (r *run) writeReport(w io.Writer) error {
 	for _, s := range r.scenarios {
 		q.writeScenario(p, s)
 	}
+	if r.load {
+		r.writeLoad(p)
+	}
+	r.writeFailures(p)
+	return p.err
+}
+
+func (r *run) writeFailures(p *printer) {
 	if len(r.failures) > 0 {
 		p.f("## Failed runs\n\n")
 		for _, f := range r.failures {
@@ -362,7 +376,6 @@ func (r *run) writeReport(w io.Writer) error {
 		}
 		p.f("\n")
 	}
-	return p.err
 }
 
 // caption adds to a matrix's caption what the hog half is.
@@ -482,6 +495,7 @@ func (r *run) writeTargets(p *printer) {
 	}
 	allocs := func(x float64) string { return fmt.Sprintf("%.4f", x) }
 	bytes := func(s summary) float64 { return s.bytes }
+	check("a: ours+adaptive vs ours: what WithAdaptiveSize(1, 4) costs New(4)", 1.02, q.ratio("a", "ours+adaptive", "ours"), fmtRatio, "")
 	check("a: allocs per Submit", 0.01, of("a", func(s summary) float64 { return s.allocs }), allocs, "")
 	check("f: allocs per SubmitWait", 1, of("f", func(s summary) float64 { return s.allocs }), allocs, "")
 	check("g: live heap bytes per queued task", 8.5, of("g", func(s summary) float64 { return s.queued }), func(x float64) string { return fmt.Sprintf("%.2f B", x) }, "")

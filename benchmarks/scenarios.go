@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,6 +113,9 @@ func findScenario(id string) (scenario, error) {
 
 // applies reports whether lib can run s, and why not.
 func (s scenario) applies(lib library) (bool, string) {
+	if lib.only != nil && !slices.Contains(lib.only, s.id) {
+		return false, "n/a: runs " + strings.Join(lib.only, ", ") + " only"
+	}
 	if s.needs == "order" || s.needs == "fair" {
 		switch {
 		case lib.keyed != nil:
@@ -197,6 +201,8 @@ type result struct {
 
 	Goroutines float64 `json:"goroutines"` // n: goroutines alive once the last task was submitted, less those before the pool opened
 	Stacks     float64 `json:"stacks_b"`   // n: goroutine stack bytes in use then, less those before the run
+
+	Load *loadResult `json:"load,omitempty"` // p: what a run of scenario p measured (Tasks: the tasks finished in its measured span)
 }
 
 // config is what every child gets from the parent.
