@@ -343,7 +343,9 @@ func TestSizerDecisions(t *testing.T) {
 
 // In real time, on a downstream of 4 slots: once settled, the size stays
 // between the slots and twice them, past which calls would only queue in
-// the downstream. (Windows of 100 ms, so that it converges in seconds.)
+// the downstream: in at least 27 of 30 windows, so that a window the
+// machine's load disturbs (the race detector, other tests) does not fail
+// it. (Windows of 100 ms, so that it converges in seconds.)
 func TestAdaptiveSizeConvergesInRealTime(t *testing.T) {
 	defer func(w time.Duration) { adaptWindow = w }(adaptWindow)
 	adaptWindow = 100 * time.Millisecond
@@ -353,13 +355,16 @@ func TestAdaptiveSizeConvergesInRealTime(t *testing.T) {
 	stop := backlog(p, 128, func() { service.call(5 * time.Millisecond) })
 	defer stop()
 	time.Sleep(20 * adaptWindow)
-	reasons := map[string]int{}
+	reasons, sizes, within := map[string]int{}, []int{}, 0
 	for range 30 {
 		time.Sleep(adaptWindow)
 		s := p.Status()
-		assert.GreaterOrEqual(t, s.MaxWorkers, 4, "below the downstream's slots")
-		assert.LessOrEqual(t, s.MaxWorkers, 8, "calls beyond 8 only queue in the downstream")
+		if s.MaxWorkers >= 4 && s.MaxWorkers <= 8 {
+			within++
+		}
+		sizes = append(sizes, s.MaxWorkers)
 		reasons[s.SizeReason]++
 	}
-	t.Logf("reasons over the last 30 windows: %v", reasons)
+	assert.GreaterOrEqual(t, within, 27, "sizes %v: below the downstream's 4 slots, or above 8, where calls only queue in it", sizes)
+	t.Logf("sizes over the last 30 windows: %v; reasons: %v", sizes, reasons)
 }
