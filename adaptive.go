@@ -164,7 +164,9 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 		return 2 * c, &reasonClimb
 	}
 	s.starting = false
-	target := int(math.Round(float64(c)*gradient)) + headroom(c)
+	// At most halved in a window: one disturbed window (a stall of the
+	// machine, a pause of the downstream) costs half the size, not all.
+	target := max(int(math.Round(float64(c)*gradient))+headroom(c), (c+1)/2)
 	if s.sinceProbe++; s.sinceProbe >= probeEvery && target > s.min {
 		s.sinceProbe = 0
 		s.probeFrom = target

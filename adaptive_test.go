@@ -368,3 +368,19 @@ func TestAdaptiveSizeConvergesInRealTime(t *testing.T) {
 	assert.GreaterOrEqual(t, within, 27, "sizes %v: below the downstream's 4 slots, or above 8, where calls only queue in it", sizes)
 	t.Logf("sizes over the last 30 windows: %v; reasons: %v", sizes, reasons)
 }
+
+// One disturbed window costs at most half the size: a stall of the
+// machine reads as a run time forty times longer.
+func TestSizerBacksOffAtMostByHalfAWindow(t *testing.T) {
+	s := newSizer(1, 40, 0)
+	s.starting = false
+	var sizes []int
+	for _, done := range []uint64{4000, 100, 100} {
+		for range samplesPerWindow {
+			s.add(sample{busy: s.size, waiting: 100, completed: s.last + done/samplesPerWindow})
+		}
+		size, _ := s.decide(time.Second, 100)
+		sizes = append(sizes, size)
+	}
+	assert.Equal(t, []int{40 + 6, 46 / 2, (23 + 1) / 2}, sizes, "a climb by √40, then halved twice")
+}

@@ -307,7 +307,7 @@
 //	reason   when                                                      the size
 //	start    no window has ended yet                                   New's maxWorkers, within [min, max]
 //	climb    tasks wait, every worker is busy, the run time holds      doubles until the run time first rises; then grows by √size
-//	backoff  tasks wait, and the run time rose without a gain          size·(best run time/run time) + √size: where the best would give the throughput of now, plus headroom
+//	backoff  tasks wait, and the run time rose without a gain          size·(best run time/run time) + √size: where the best would give the throughput of now, plus headroom; at most halved
 //	probe    every 15 windows of backlog                               one window √size lower, below the knee, to measure the best again; then back
 //	fit      workers stood idle (fewer than 90% busy, or none waiting) down by half the gap to the busy workers plus room for bursts (busy + 3√busy + 1), never up
 //	hold     a Pause, an idle pool, or the size is where it should be  unchanged
