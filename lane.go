@@ -36,8 +36,8 @@ type lane struct {
 	mu sync.Mutex
 	// tasks holds the tasks appended and not taken yet, oldest first, and
 	// readyAt when each became ready, if tasks carry it (timed).
-	tasks   deque.Deque[func()] // guarded by mu
-	readyAt deque.Deque[int64]  // guarded by mu
+	tasks   chunks[func()] // guarded by mu
+	readyAt chunks[int64]  // guarded by mu
 	shut    bool                // guarded by mu: a stop closed the lane for good
 	// parked holds, in arrival order, the tickets of Block submitters that
 	// found no place while the lane was open: a worker that takes a task
@@ -102,10 +102,6 @@ func (l *lane) init(timed bool, c clock, r *room, sig *signals, counted *atomic.
 	if r != nil {
 		l.counted = counted
 	}
-	// As the queue's (see queueBaseCap): bursts that come and go do not
-	// allocate once the buffers exist.
-	l.tasks.SetBaseCap(queueBaseCap)
-	l.readyAt.SetBaseCap(queueBaseCap)
 }
 
 // append puts task at the back of the lane and wakes a worker for it, and
