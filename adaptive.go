@@ -227,23 +227,27 @@ func (a *autoSizer) run() {
 		if a.sizer.samples == 0 { // the window ended
 			began = now
 		}
-		a.choose(size, reason)
-		if size != from {
+		if a.choose(size, reason) && size != from {
 			a.obs.logDebug("pool size chosen", "from", from, "to", size, "reason", *reason)
 		}
 	}
 }
 
-// choose makes size the pool's chosen size, for the reason given, and
-// tells dispatch if it changed. Once stopping has begun dispatch no longer
-// takes the change, and the stop runs on the size it began with.
-func (a *autoSizer) choose(size int, reason *string) {
+// choose makes size the pool's chosen size, for the reason given, tells
+// dispatch if it changed, and reports whether the pool took it. Once
+// stopping has begun dispatch no longer takes a change: the size and the
+// reason stay as the stop found them, and the stop runs on the size it
+// began with.
+func (a *autoSizer) choose(size int, reason *string) bool {
 	a.sizes.mu.Lock()
 	defer a.sizes.mu.Unlock()
-	a.sizes.reason.Store(reason)
-	if a.sizes.chosen.Load() == int64(size) {
-		return
+	if isClosed(a.stopping) {
+		return false
 	}
-	a.sizes.chosen.Store(int64(size))
-	_ = a.resize() // refused once stopping began: the goroutine returns at its next tick
+	if from := a.sizes.chosen.Swap(int64(size)); from != int64(size) && a.resize() != nil {
+		a.sizes.chosen.Store(from) // refused: stopping began meanwhile; the goroutine returns at its next tick
+		return false
+	}
+	a.sizes.reason.Store(reason)
+	return true
 }

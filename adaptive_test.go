@@ -363,3 +363,21 @@ func TestAdaptiveSizeConvergesInRealTime(t *testing.T) {
 	}
 	t.Logf("reasons over the last 30 windows: %v", reasons)
 }
+
+// A decision the sizer made just as stopping began reaches no dispatcher:
+// the size and the reason stay as the stop found them.
+func TestAdaptiveSizeChangesNothingOnceStoppingBegan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithAdaptiveSize(1, 8))
+		p.Stop()
+		// The sizer as it is when it took its tick a moment before the
+		// stop began: it has not seen stopping yet, and dispatch refuses
+		// its change.
+		a := &autoSizer{sizes: &p.size, resize: func() error { return sendControl(p, message{req: &resizeTick}) }}
+		a.choose(4, &reasonClimb)
+		s := p.Status()
+		assert.Equal(t, 2, s.MaxWorkers, "the size the stop ran on")
+		assert.Equal(t, 2, p.Size())
+		assert.Equal(t, "start", s.SizeReason)
+	})
+}
