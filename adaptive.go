@@ -222,7 +222,7 @@ func (a *autoSizer) run() {
 			continue
 		}
 		now := a.clock.now()
-		from := int(a.sizes.chosen.Load())
+		from := int(a.sizes.size()) // as the pool has it: a lower ceiling may hold it below the chosen size
 		size, reason := a.sizer.decide(time.Duration(now-began), int(a.sizes.max.Load()))
 		if a.sizer.samples == 0 { // the window ended
 			began = now

@@ -381,3 +381,32 @@ func TestAdaptiveSizeChangesNothingOnceStoppingBegan(t *testing.T) {
 		assert.Equal(t, "start", s.SizeReason)
 	})
 }
+
+// A Resize that lowers the ceiling below the chosen size changes the size
+// at once; the sizer's next decision, which keeps it there, is no change
+// to log.
+func TestAdaptiveSizeLogsNoChangeALowerCeilingMadeAlready(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		var logs logBuffer
+		p := New(1, WithAdaptiveSize(1, 8), WithLogger(logs.logger(slog.LevelDebug)))
+		stop := backlog(p, 64, sleeper(taskTime))
+		decisions(p, 3) // 2, 4, 8
+		p.Resize(3)
+		sizes, reasons := decisions(p, 2)
+		assert.Equal(t, []int{3, 3}, sizes)
+		assert.Equal(t, []string{"hold", "hold"}, reasons)
+		stop()
+		p.StopWait()
+		var got []map[string]any
+		for _, r := range logs.records(t, slog.LevelDebug) {
+			if r["msg"] == "pool size chosen" {
+				got = append(got, pick(r, "from", "to", "reason"))
+			}
+		}
+		assert.Equal(t, []map[string]any{
+			{"from": 1.0, "to": 2.0, "reason": "climb"},
+			{"from": 2.0, "to": 4.0, "reason": "climb"},
+			{"from": 4.0, "to": 8.0, "reason": "climb"},
+		}, got)
+	})
+}
