@@ -128,13 +128,13 @@ func (s *sizer) decide(elapsed time.Duration, ceiling int) (size int, reason *st
 	s.completed = s.last
 	s.size = min(max(target, lo), ceiling)
 	switch {
+	case s.size == c:
+		reason = &reasonHold // whatever led to it (a fit min holds back, a probe the ceiling does), the size stays
 	case reason != &reasonClimb && reason != &reasonBackoff:
 	case s.size > c:
 		reason = &reasonClimb
-	case s.size < c:
-		reason = &reasonBackoff
 	default:
-		reason = &reasonHold
+		reason = &reasonBackoff
 	}
 	return s.size, reason
 }

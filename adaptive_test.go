@@ -410,3 +410,59 @@ func TestAdaptiveSizeLogsNoChangeALowerCeilingMadeAlready(t *testing.T) {
 		}, got)
 	})
 }
+
+// A decision that leaves the size as it was says hold, whatever led to it:
+// here a fit that min holds back.
+func TestAdaptiveSizeSaysHoldWhenAFitAtMinChangesNothing(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		p := New(6, WithAdaptiveSize(6, 8))
+		// One task of 13 ms every 10 ms, as in
+		// TestAdaptiveSizeFitsAnIdlePoolToItsBusyWorkers: room for 5, but
+		// min is 6.
+		time.Sleep(5 * time.Millisecond)
+		arrivals := time.NewTicker(10 * time.Millisecond)
+		quit := make(chan struct{})
+		var feeding sync.WaitGroup
+		feeding.Go(func() {
+			for {
+				select {
+				case <-quit:
+					arrivals.Stop()
+					return
+				case <-arrivals.C:
+					p.Submit(sleeper(taskTime))
+				}
+			}
+		})
+		sizes, reasons := decisions(p, 3)
+		assert.Equal(t, []int{6, 6, 6}, sizes)
+		assert.Equal(t, []string{"hold", "hold", "hold"}, reasons)
+		close(quit)
+		feeding.Wait()
+		p.StopWait()
+	})
+}
+
+// A probe that the ceiling keeps at the size changes nothing either: its
+// two windows say hold.
+func TestSizerSaysHoldWhenAProbeAtTheCeilingChangesNothing(t *testing.T) {
+	window := func(s *sizer, busy int, done uint64) {
+		for range samplesPerWindow {
+			s.add(sample{busy: busy, waiting: 50, completed: s.last + done/samplesPerWindow})
+		}
+	}
+	s := newSizer(1, 8, 0)
+	window(&s, 8, 1000)
+	s.decide(time.Second, 8)
+	window(&s, 8, 500) // the run time doubled: the start is over
+	size, _ := s.decide(time.Second, 8)
+	for i := range 2 * probeEvery {
+		window(&s, size, uint64(125*size)) // the run time back at its best: the ceiling holds the size
+		from := size
+		var reason *string
+		size, reason = s.decide(time.Second, 8)
+		if size == from {
+			assert.Equal(t, "hold", *reason, "window %d at %d", i+1, size)
+		}
+	}
+}

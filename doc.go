@@ -312,6 +312,9 @@
 //	fit      workers stood idle (fewer than 90% busy, or none waiting) down by half the gap to the busy workers plus room for bursts (busy + 3√busy + 1), never up
 //	hold     a Pause, an idle pool, or the size is where it should be  unchanged
 //
+// A decision that leaves the size as it was (min or the ceiling holding
+// it there) reads hold, whatever led to it.
+//
 // So on a downstream that takes C calls at a time and queues the rest, the
 // size settles a little above C, where throughput is at its best and the
 // run time is not yet longer than it must be; work that contends for
