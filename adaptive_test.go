@@ -12,9 +12,13 @@ import (
 )
 
 // The tests of WithAdaptiveSize run in bubbles, where the sizer's windows
-// end at exact whole seconds (adaptWindow). Task times are 13 ms, so that
-// a task's end falls on a sample's instant once in 13 samples at most.
-const taskTime = 13 * time.Millisecond
+// end at exact whole seconds (adaptWindow). Task times are 13 ms and a
+// microsecond, so that no task ends at a sample's instant in the first
+// 1300 s: a sample taken as goroutines run reads Status a moment apart,
+// and may count a worker more or less busy than it is (with 13 ms, one
+// in 13 samples did, and a test failed about once in a hundred runs
+// under -race).
+const taskTime = 13*time.Millisecond + time.Microsecond
 
 // downstream is a service of slots parallel slots: a call beyond them
 // waits for one, so that a pool larger than slots gains nothing and its
@@ -31,19 +35,20 @@ func (s downstream) call(d time.Duration) {
 }
 
 // backlog keeps at least n tasks of task waiting in p, looking every
-// millisecond, until its stop is called; stop returns once it has.
+// millisecond, half a millisecond off the sizer's samples (see
+// taskTime), until its stop is called; stop returns once it has.
 func backlog(p *WorkerPool, n int, task func()) (stop func()) {
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
+		for look := time.Millisecond / 2; ; look = time.Millisecond {
 			for p.WaitingQueueSize() < n {
 				p.Submit(task)
 			}
 			select {
 			case <-quit:
 				return
-			case <-time.After(time.Millisecond):
+			case <-time.After(look):
 			}
 		}
 	}()
