@@ -32,13 +32,13 @@ const (
 	// longer windows.
 	minCompleted = 20
 	maxWindows   = 30
-	// bestDecay is how much of the best throughput per worker a window
-	// keeps: a best that the work no longer reaches fades (by half in
-	// about 140 windows), and a probe measures it again.
-	bestDecay = 0.995
 	// probeEvery is how many windows of backlog pass between probes: the
 	// size steps down by its headroom for one window, below the knee where
-	// the run time began to rise, to measure the best again.
+	// the run time began to rise (at min, it stays), and the best is what
+	// that window measures: it follows work that became slower or faster.
+	// (A best that faded between probes instead let the knee it implies
+	// creep up past the probe's step, from where no probe measured it
+	// again, and the size climbed to the ceiling.)
 	probeEvery = 15
 	// slowStartGain is the least gradient at which the size doubles while
 	// it starts: until the run time first rises, it climbs fast.
@@ -75,7 +75,7 @@ func sampleOf(s Status) sample {
 type sizer struct {
 	min  int     // WithAdaptiveSize's min
 	size int     // the size decided last (or New's), before the ceiling
-	best float64 // the most completions per busy worker per second seen, fading (bestDecay); 0: none yet
+	best float64 // the most completions per busy worker per second seen since the last probe, which measured it; 0: none yet
 
 	starting   bool // no rise of the run time seen yet: the size doubles while tasks wait
 	sinceProbe int  // windows of backlog since the last probe
@@ -149,13 +149,13 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 	case done == 0 || busy < 0.5:
 		return c, &reasonHold // idle: nothing to learn
 	case s.probeFrom > 0:
-		s.best = max(s.best, rate/busy)
+		s.best = rate / busy // measured below the knee: the best as the work is now, higher or lower
 		from := s.probeFrom
 		s.probeFrom = 0
 		return from, &reasonProbe
 	}
 	perWorker := rate / busy
-	s.best = max(s.best*bestDecay, perWorker)
+	s.best = max(s.best, perWorker)
 	gradient := perWorker / s.best
 	if busy < 0.9*float64(c) || waiting < 1 {
 		return s.fit(c, busy)
@@ -165,7 +165,7 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 	}
 	s.starting = false
 	target := int(math.Round(float64(c)*gradient)) + headroom(c)
-	if s.sinceProbe++; s.sinceProbe >= probeEvery && target > s.min {
+	if s.sinceProbe++; s.sinceProbe >= probeEvery {
 		s.sinceProbe = 0
 		s.probeFrom = target
 		return target - headroom(target), &reasonProbe

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -470,4 +471,50 @@ func TestSizerSaysHoldWhenAProbeAtTheCeilingChangesNothing(t *testing.T) {
 			assert.Equal(t, "hold", *reason, "window %d at %d", i+1, size)
 		}
 	}
+}
+
+// On a downstream of more slots than a probe's step below its knee, the
+// size settles a little above the slots and stays there: a best that
+// faded between probes let the size creep up, past where a probe
+// measured the best again, to the ceiling.
+func TestAdaptiveSizeSettlesAboveADownstreamOfEightSlots(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		service := newDownstream(8)
+		p := New(1, WithAdaptiveSize(1, 64))
+		stop := backlog(p, 128, func() { service.call(10 * taskTime) })
+		sizes, _ := decisions(p, 300)
+		for i, size := range sizes[20:] {
+			assert.GreaterOrEqual(t, size, 8-3, "window %d: below a probe's step under the slots", 21+i)
+			assert.LessOrEqual(t, size, 8+2*3, "window %d: far above the slots", 21+i)
+		}
+		stop()
+		p.StopWait()
+	})
+}
+
+// Work that contends for nothing and turns ten times slower lowers the
+// throughput per busy worker as contention would: the size backs off, down
+// to min, and the next probe (at min, in place) measures the best again,
+// from which it climbs back to max. (A probe only ever raised the best,
+// and none ran at min: the size stayed at 1 for some 16 minutes.)
+func TestAdaptiveSizeClimbsBackWhenTheWorkTurnsSlower(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		p := New(1, WithAdaptiveSize(1, 8))
+		var slow atomic.Bool
+		stop := backlog(p, 64, func() {
+			if slow.Load() {
+				time.Sleep(10 * taskTime)
+			} else {
+				time.Sleep(taskTime)
+			}
+		})
+		sizes, _ := decisions(p, 4)
+		assert.Equal(t, []int{2, 4, 8, 8}, sizes)
+		slow.Store(true)
+		sizes, _ = decisions(p, 60)
+		assert.Equal(t, 1, sizes[3], "backed off to min")
+		assert.Equal(t, 8, sizes[59], "back at max within a minute")
+		stop()
+		p.StopWait()
+	})
 }

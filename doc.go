@@ -301,7 +301,9 @@
 // completed per second), its busy workers and its waiting tasks. The run
 // time follows from Little's law (busy workers over throughput), so the
 // throughput per busy worker is one over it; the pool keeps the best it
-// has seen (fading by 0.5% a window) and compares each window's with it.
+// has seen since the last probe and compares each window's with it. A
+// probe measures the best again (at min, where the size cannot step down,
+// at min), so the size follows work that became slower or faster.
 // Each decision is one of these, in Status.SizeReason:
 //
 //	reason   when                                                      the size
