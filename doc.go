@@ -423,7 +423,8 @@
 // a task heavier than Size is refused at once with [ErrTooHeavy] (counted
 // in Rejected, not Submitted), and a Resize below the weight of a waiting
 // or scheduled task drops it with ErrTooHeavy (counted in Dropped), as it
-// does a task a Group holds back, once the group releases it.
+// does a task a Group holds back, once the group releases it. Under
+// WithAdaptiveSize both check the ceiling, not Size (Sizing itself).
 //
 // Rate limit. With WithRateLimit(perSecond, burst), tasks start at most
 // perSecond per second on average, with bursts of up to burst: a token
