@@ -32,13 +32,13 @@ const (
 	// longer windows.
 	minCompleted = 20
 	maxWindows   = 30
-	// bestDecay is how much of the best throughput per worker a window
-	// keeps: a best that the work no longer reaches fades (by half in
-	// about 140 windows), and a probe measures it again.
-	bestDecay = 0.995
 	// probeEvery is how many windows of backlog pass between probes: the
 	// size steps down by its headroom for one window, below the knee where
-	// the run time began to rise, to measure the best again.
+	// the run time began to rise (at min, it stays), and the best is what
+	// that window measures: it follows work that became slower or faster.
+	// (A best that faded between probes instead let the knee it implies
+	// creep up past the probe's step, from where no probe measured it
+	// again, and the size climbed to the ceiling.)
 	probeEvery = 15
 	// slowStartGain is the least gradient at which the size doubles while
 	// it starts: until the run time first rises, it climbs fast.
@@ -75,7 +75,7 @@ func sampleOf(s Status) sample {
 type sizer struct {
 	min  int     // WithAdaptiveSize's min
 	size int     // the size decided last (or New's), before the ceiling
-	best float64 // the most completions per busy worker per second seen, fading (bestDecay); 0: none yet
+	best float64 // the most completions per busy worker per second seen since the last probe, which measured it; 0: none yet
 
 	starting   bool // no rise of the run time seen yet: the size doubles while tasks wait
 	sinceProbe int  // windows of backlog since the last probe
@@ -128,13 +128,13 @@ func (s *sizer) decide(elapsed time.Duration, ceiling int) (size int, reason *st
 	s.completed = s.last
 	s.size = min(max(target, lo), ceiling)
 	switch {
+	case s.size == c:
+		reason = &reasonHold // whatever led to it (a fit min holds back, a probe the ceiling does), the size stays
 	case reason != &reasonClimb && reason != &reasonBackoff:
 	case s.size > c:
 		reason = &reasonClimb
-	case s.size < c:
-		reason = &reasonBackoff
 	default:
-		reason = &reasonHold
+		reason = &reasonBackoff
 	}
 	return s.size, reason
 }
@@ -149,13 +149,13 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 	case done == 0 || busy < 0.5:
 		return c, &reasonHold // idle: nothing to learn
 	case s.probeFrom > 0:
-		s.best = max(s.best, rate/busy)
+		s.best = rate / busy // measured below the knee: the best as the work is now, higher or lower
 		from := s.probeFrom
 		s.probeFrom = 0
 		return from, &reasonProbe
 	}
 	perWorker := rate / busy
-	s.best = max(s.best*bestDecay, perWorker)
+	s.best = max(s.best, perWorker)
 	gradient := perWorker / s.best
 	if busy < 0.9*float64(c) || waiting < 1 {
 		return s.fit(c, busy)
@@ -167,7 +167,7 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 	// At most halved in a window: one disturbed window (a stall of the
 	// machine, a pause of the downstream) costs half the size, not all.
 	target := max(int(math.Round(float64(c)*gradient))+headroom(c), (c+1)/2)
-	if s.sinceProbe++; s.sinceProbe >= probeEvery && target > s.min {
+	if s.sinceProbe++; s.sinceProbe >= probeEvery {
 		s.sinceProbe = 0
 		s.probeFrom = target
 		return target - headroom(target), &reasonProbe
@@ -224,28 +224,32 @@ func (a *autoSizer) run() {
 			continue
 		}
 		now := a.clock.now()
-		from := int(a.sizes.chosen.Load())
+		from := int(a.sizes.size()) // as the pool has it: a lower ceiling may hold it below the chosen size
 		size, reason := a.sizer.decide(time.Duration(now-began), int(a.sizes.max.Load()))
 		if a.sizer.samples == 0 { // the window ended
 			began = now
 		}
-		a.choose(size, reason)
-		if size != from {
+		if a.choose(size, reason) && size != from {
 			a.obs.logDebug("pool size chosen", "from", from, "to", size, "reason", *reason)
 		}
 	}
 }
 
-// choose makes size the pool's chosen size, for the reason given, and
-// tells dispatch if it changed. Once stopping has begun dispatch no longer
-// takes the change, and the stop runs on the size it began with.
-func (a *autoSizer) choose(size int, reason *string) {
+// choose makes size the pool's chosen size, for the reason given, tells
+// dispatch if it changed, and reports whether the pool took it. Once
+// stopping has begun dispatch no longer takes a change: the size and the
+// reason stay as the stop found them, and the stop runs on the size it
+// began with.
+func (a *autoSizer) choose(size int, reason *string) bool {
 	a.sizes.mu.Lock()
 	defer a.sizes.mu.Unlock()
-	a.sizes.reason.Store(reason)
-	if a.sizes.chosen.Load() == int64(size) {
-		return
+	if isClosed(a.stopping) {
+		return false
 	}
-	a.sizes.chosen.Store(int64(size))
-	_ = a.resize() // refused once stopping began: the goroutine returns at its next tick
+	if from := a.sizes.chosen.Swap(int64(size)); from != int64(size) && a.resize() != nil {
+		a.sizes.chosen.Store(from) // refused: stopping began meanwhile; the goroutine returns at its next tick
+		return false
+	}
+	a.sizes.reason.Store(reason)
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,9 +13,13 @@ import (
 )
 
 // The tests of WithAdaptiveSize run in bubbles, where the sizer's windows
-// end at exact whole seconds (adaptWindow). Task times are 13 ms, so that
-// a task's end falls on a sample's instant once in 13 samples at most.
-const taskTime = 13 * time.Millisecond
+// end at exact whole seconds (adaptWindow). Task times are 13 ms and a
+// microsecond, so that no task ends at a sample's instant in the first
+// 1300 s: a sample taken as goroutines run reads Status a moment apart,
+// and may count a worker more or less busy than it is (with 13 ms, one
+// in 13 samples did, and a test failed about once in a hundred runs
+// under -race).
+const taskTime = 13*time.Millisecond + time.Microsecond
 
 // downstream is a service of slots parallel slots: a call beyond them
 // waits for one, so that a pool larger than slots gains nothing and its
@@ -31,19 +36,20 @@ func (s downstream) call(d time.Duration) {
 }
 
 // backlog keeps at least n tasks of task waiting in p, looking every
-// millisecond, until its stop is called; stop returns once it has.
+// millisecond, half a millisecond off the sizer's samples (see
+// taskTime), until its stop is called; stop returns once it has.
 func backlog(p *WorkerPool, n int, task func()) (stop func()) {
 	done, quit := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
-		for {
+		for look := time.Millisecond / 2; ; look = time.Millisecond {
 			for p.WaitingQueueSize() < n {
 				p.Submit(task)
 			}
 			select {
 			case <-quit:
 				return
-			case <-time.After(time.Millisecond):
+			case <-time.After(look):
 			}
 		}
 	}()
@@ -383,4 +389,153 @@ func TestSizerBacksOffAtMostByHalfAWindow(t *testing.T) {
 		sizes = append(sizes, size)
 	}
 	assert.Equal(t, []int{40 + 6, 46 / 2, (23 + 1) / 2}, sizes, "a climb by √40, then halved twice")
+}
+
+// A decision the sizer made just as stopping began reaches no dispatcher:
+// the size and the reason stay as the stop found them.
+func TestAdaptiveSizeChangesNothingOnceStoppingBegan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2, WithAdaptiveSize(1, 8))
+		p.Stop()
+		// The sizer as it is when it took its tick a moment before the
+		// stop began: it has not seen stopping yet, and dispatch refuses
+		// its change.
+		a := &autoSizer{sizes: &p.size, resize: func() error { return sendControl(p, message{req: &resizeTick}) }}
+		a.choose(4, &reasonClimb)
+		s := p.Status()
+		assert.Equal(t, 2, s.MaxWorkers, "the size the stop ran on")
+		assert.Equal(t, 2, p.Size())
+		assert.Equal(t, "start", s.SizeReason)
+	})
+}
+
+// A Resize that lowers the ceiling below the chosen size changes the size
+// at once; the sizer's next decision, which keeps it there, is no change
+// to log.
+func TestAdaptiveSizeLogsNoChangeALowerCeilingMadeAlready(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		var logs logBuffer
+		p := New(1, WithAdaptiveSize(1, 8), WithLogger(logs.logger(slog.LevelDebug)))
+		stop := backlog(p, 64, sleeper(taskTime))
+		decisions(p, 3) // 2, 4, 8
+		p.Resize(3)
+		sizes, reasons := decisions(p, 2)
+		assert.Equal(t, []int{3, 3}, sizes)
+		assert.Equal(t, []string{"hold", "hold"}, reasons)
+		stop()
+		p.StopWait()
+		var got []map[string]any
+		for _, r := range logs.records(t, slog.LevelDebug) {
+			if r["msg"] == "pool size chosen" {
+				got = append(got, pick(r, "from", "to", "reason"))
+			}
+		}
+		assert.Equal(t, []map[string]any{
+			{"from": 1.0, "to": 2.0, "reason": "climb"},
+			{"from": 2.0, "to": 4.0, "reason": "climb"},
+			{"from": 4.0, "to": 8.0, "reason": "climb"},
+		}, got)
+	})
+}
+
+// A decision that leaves the size as it was says hold, whatever led to it:
+// here a fit that min holds back.
+func TestAdaptiveSizeSaysHoldWhenAFitAtMinChangesNothing(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		p := New(6, WithAdaptiveSize(6, 8))
+		// One task of 13 ms every 10 ms, as in
+		// TestAdaptiveSizeFitsAnIdlePoolToItsBusyWorkers: room for 5, but
+		// min is 6.
+		time.Sleep(5 * time.Millisecond)
+		arrivals := time.NewTicker(10 * time.Millisecond)
+		quit := make(chan struct{})
+		var feeding sync.WaitGroup
+		feeding.Go(func() {
+			for {
+				select {
+				case <-quit:
+					arrivals.Stop()
+					return
+				case <-arrivals.C:
+					p.Submit(sleeper(taskTime))
+				}
+			}
+		})
+		sizes, reasons := decisions(p, 3)
+		assert.Equal(t, []int{6, 6, 6}, sizes)
+		assert.Equal(t, []string{"hold", "hold", "hold"}, reasons)
+		close(quit)
+		feeding.Wait()
+		p.StopWait()
+	})
+}
+
+// A probe that the ceiling keeps at the size changes nothing either: its
+// two windows say hold.
+func TestSizerSaysHoldWhenAProbeAtTheCeilingChangesNothing(t *testing.T) {
+	window := func(s *sizer, busy int, done uint64) {
+		for range samplesPerWindow {
+			s.add(sample{busy: busy, waiting: 50, completed: s.last + done/samplesPerWindow})
+		}
+	}
+	s := newSizer(1, 8, 0)
+	window(&s, 8, 1000)
+	s.decide(time.Second, 8)
+	window(&s, 8, 500) // the run time doubled: the start is over
+	size, _ := s.decide(time.Second, 8)
+	for i := range 2 * probeEvery {
+		window(&s, size, uint64(125*size)) // the run time back at its best: the ceiling holds the size
+		from := size
+		var reason *string
+		size, reason = s.decide(time.Second, 8)
+		if size == from {
+			assert.Equal(t, "hold", *reason, "window %d at %d", i+1, size)
+		}
+	}
+}
+
+// On a downstream of more slots than a probe's step below its knee, the
+// size settles a little above the slots and stays there: a best that
+// faded between probes let the size creep up, past where a probe
+// measured the best again, to the ceiling.
+func TestAdaptiveSizeSettlesAboveADownstreamOfEightSlots(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		service := newDownstream(8)
+		p := New(1, WithAdaptiveSize(1, 64))
+		stop := backlog(p, 128, func() { service.call(10 * taskTime) })
+		sizes, _ := decisions(p, 300)
+		for i, size := range sizes[20:] {
+			assert.GreaterOrEqual(t, size, 8-3, "window %d: below a probe's step under the slots", 21+i)
+			assert.LessOrEqual(t, size, 8+2*3, "window %d: far above the slots", 21+i)
+		}
+		stop()
+		p.StopWait()
+	})
+}
+
+// Work that contends for nothing and turns ten times slower lowers the
+// throughput per busy worker as contention would: the size backs off, down
+// to min, and the next probe (at min, in place) measures the best again,
+// from which it climbs back to max. (A probe only ever raised the best,
+// and none ran at min: the size stayed at 1 for some 16 minutes.)
+func TestAdaptiveSizeClimbsBackWhenTheWorkTurnsSlower(t *testing.T) {
+	inWindows(t, func(t *testing.T) {
+		p := New(1, WithAdaptiveSize(1, 8))
+		var slow atomic.Bool
+		stop := backlog(p, 64, func() {
+			if slow.Load() {
+				time.Sleep(10 * taskTime)
+			} else {
+				time.Sleep(taskTime)
+			}
+		})
+		sizes, _ := decisions(p, 4)
+		assert.Equal(t, []int{2, 4, 8, 8}, sizes)
+		slow.Store(true)
+		sizes, _ = decisions(p, 60)
+		assert.Equal(t, 1, sizes[3], "backed off to min")
+		assert.Equal(t, 8, sizes[59], "back at max within a minute")
+		stop()
+		p.StopWait()
+	})
 }

@@ -301,7 +301,9 @@
 // completed per second), its busy workers and its waiting tasks. The run
 // time follows from Little's law (busy workers over throughput), so the
 // throughput per busy worker is one over it; the pool keeps the best it
-// has seen (fading by 0.5% a window) and compares each window's with it.
+// has seen since the last probe and compares each window's with it. A
+// probe measures the best again (at min, where the size cannot step down,
+// at min), so the size follows work that became slower or faster.
 // Each decision is one of these, in Status.SizeReason:
 //
 //	reason   when                                                      the size
@@ -311,6 +313,9 @@
 //	probe    every 15 windows of backlog                               one window √size lower, below the knee, to measure the best again; then back
 //	fit      workers stood idle (fewer than 90% busy, or none waiting) down by half the gap to the busy workers plus room for bursts (busy + 3√busy + 1), never up
 //	hold     a Pause, an idle pool, or the size is where it should be  unchanged
+//
+// A decision that leaves the size as it was (min or the ceiling holding
+// it there) reads hold, whatever led to it.
 //
 // So on a downstream that takes C calls at a time and queues the rest, the
 // size settles a little above C, where throughput is at its best and the
@@ -418,7 +423,8 @@
 // a task heavier than Size is refused at once with [ErrTooHeavy] (counted
 // in Rejected, not Submitted), and a Resize below the weight of a waiting
 // or scheduled task drops it with ErrTooHeavy (counted in Dropped), as it
-// does a task a Group holds back, once the group releases it.
+// does a task a Group holds back, once the group releases it. Under
+// WithAdaptiveSize both check the ceiling, not Size (Sizing itself).
 //
 // Rate limit. With WithRateLimit(perSecond, burst), tasks start at most
 // perSecond per second on average, with bursts of up to burst: a token

@@ -19,8 +19,9 @@ var (
 	// refused, or, under DropOldest, dropped to make room for a newer one.
 	ErrQueueFull = errors.New("workerpool: waiting queue full")
 
-	// ErrTooHeavy: the task's weight is more than the pool's size: it was
-	// refused at once, or dropped by a Resize that made the pool smaller.
+	// ErrTooHeavy: the task's weight is more than the pool's size (under
+	// WithAdaptiveSize, its ceiling): it was refused at once, or dropped by
+	// a Resize that made the pool smaller.
 	ErrTooHeavy = errors.New("workerpool: task heavier than the pool")
 
 	// ErrGoexit: the task's func, or its TaskStarted hook, called

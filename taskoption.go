@@ -28,6 +28,9 @@ type TaskOption struct {
 	// runs, so that the weights of the running tasks never exceed Size; a
 	// heavy task next in order is not overtaken by lighter ones behind it.
 	// A task heavier than Size is refused with ErrTooHeavy. Below 1: 1.
+	// Under WithAdaptiveSize, the weight is checked against the ceiling
+	// instead, and a task heavier than Size starts alone and holds every
+	// slot (see Sizing itself in the package documentation).
 	Weight int
 	// Key makes the task belong to a key (an account, a tenant, a
 	// document): the tasks of one key start in the order they became
