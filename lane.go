@@ -38,7 +38,7 @@ type lane struct {
 	// readyAt when each became ready, if tasks carry it (timed).
 	tasks   chunks[func()] // guarded by mu
 	readyAt chunks[int64]  // guarded by mu
-	shut    bool                // guarded by mu: a stop closed the lane for good
+	shut    bool           // guarded by mu: a stop closed the lane for good
 	// parked holds, in arrival order, the tickets of Block submitters that
 	// found no place while the lane was open: a worker that takes a task
 	// gives its place to the first (see admitLocked), and dispatch takes
