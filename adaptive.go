@@ -34,11 +34,13 @@ const (
 	maxWindows   = 30
 	// probeEvery is how many windows of backlog pass between probes: the
 	// size steps down by its headroom for one window, below the knee where
-	// the run time began to rise (at min, it stays), and the best is what
-	// that window measures: it follows work that became slower or faster.
-	// (A best that faded between probes instead let the knee it implies
-	// creep up past the probe's step, from where no probe measured it
-	// again, and the size climbed to the ceiling.)
+	// the run time began to rise (at min, it stays), and the best is the
+	// higher of what the last two probes measured: it follows work that
+	// became slower or faster, and one probe that a noisy window read low
+	// does not move it. (A best that faded between probes instead let the
+	// knee it implies creep up past the probe's step, from where no probe
+	// measured it again, and the size climbed to the ceiling; so did one
+	// probe read low.)
 	probeEvery = 15
 	// slowStartGain is the least gradient at which the size doubles while
 	// it starts: until the run time first rises, it climbs fast.
@@ -75,7 +77,9 @@ func sampleOf(s Status) sample {
 type sizer struct {
 	min  int     // WithAdaptiveSize's min
 	size int     // the size decided last (or New's), before the ceiling
-	best float64 // the most completions per busy worker per second seen since the last probe, which measured it; 0: none yet
+	best float64 // the most completions per busy worker per second: the higher of the last two probes', or more seen since; 0: none yet
+	// probed is what the last probe measured (see probeEvery).
+	probed float64
 
 	starting   bool // no rise of the run time seen yet: the size doubles while tasks wait
 	sinceProbe int  // windows of backlog since the last probe
@@ -149,7 +153,10 @@ func (s *sizer) plan(c int, done uint64, rate, busy, waiting float64) (int, *str
 	case done == 0 || busy < 0.5:
 		return c, &reasonHold // idle: nothing to learn
 	case s.probeFrom > 0:
-		s.best = rate / busy // measured below the knee: the best as the work is now, higher or lower
+		// Measured below the knee: the best as the work is now, higher or
+		// lower, but for one probe read low.
+		s.best = max(s.probed, rate/busy)
+		s.probed = rate / busy
 		from := s.probeFrom
 		s.probeFrom = 0
 		return from, &reasonProbe

@@ -301,9 +301,11 @@
 // completed per second), its busy workers and its waiting tasks. The run
 // time follows from Little's law (busy workers over throughput), so the
 // throughput per busy worker is one over it; the pool keeps the best it
-// has seen since the last probe and compares each window's with it. A
-// probe measures the best again (at min, where the size cannot step down,
-// at min), so the size follows work that became slower or faster.
+// has seen and compares each window's with it. Each probe measures the
+// best again (at min, where the size cannot step down, at min), and the
+// best becomes the higher of the last two probes' measures, so the size
+// follows work that became slower or faster, and one noisy probe does
+// not move it.
 // Each decision is one of these, in Status.SizeReason:
 //
 //	reason   when                                                      the size
