@@ -145,7 +145,7 @@ func (d *dispatcher) admitDue(j *job) {
 // more than the pool's size: a Resize made the pool smaller after j's
 // submitter checked.
 func (d *dispatcher) dropIfTooHeavy(j *job) bool {
-	if !j.dropIfHeavierThan(int(d.p.size.max.Load())) { // under WithAdaptiveSize, the ceiling
+	if !j.dropIfHeavierThan(d.heaviest) {
 		return false
 	}
 	d.discard(j)

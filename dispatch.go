@@ -101,6 +101,9 @@ type dispatcher struct {
 	sizes     sizing     // the sizes by the time of day, and the next boundary (sizeschedule.go)
 
 	offered   offer // what offerFront last offered
+	// heaviest is the most a task may weigh: the size as of the last
+	// resize, or under WithAdaptiveSize the ceiling it chooses below.
+	heaviest int
 	plainFast bool  // no DropOldest: a plain task on an empty queue is handled inline in step
 
 	// The lane (quiet.go): laneWanted says plain tasks came to dispatch
@@ -152,6 +155,7 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 	}
 	ws := &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines, lane: &p.lane}
 	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(p.size.size()), int(p.size.floor.Load()))
+	d.heaviest = int(p.size.max.Load())
 	return d
 }
 
@@ -533,10 +537,10 @@ func (d *dispatcher) handle(req *request) {
 // the waiting tasks at once.
 func (d *dispatcher) resize() {
 	d.crew.resize(int(d.p.size.size()), int(d.p.size.floor.Load()))
-	ceiling := int(d.p.size.max.Load()) // the size, or under WithAdaptiveSize the most it may choose
-	d.queue.dropTooHeavy(ceiling)
-	d.timers.dropTooHeavy(ceiling)
-	d.admission.refuseTooHeavy(ceiling)
+	d.heaviest = int(d.p.size.max.Load())
+	d.queue.dropTooHeavy(d.heaviest)
+	d.timers.dropTooHeavy(d.heaviest)
+	d.admission.refuseTooHeavy(d.heaviest)
 	for d.queue.len() > 0 && d.handOutFront() {
 	}
 }
