@@ -33,6 +33,12 @@ const (
 	loadSeed     = 38                    // the open loop's arrivals: the same for every pool
 	adaptiveMin  = 1                     // the adaptive pool: New(adaptiveMin, WithAdaptiveSize(adaptiveMin, adaptiveMax))
 	adaptiveMax  = 128
+	// openAdaptiveStart is where the adaptive pool starts in the open loop:
+	// at max, since the question there is whether it finds a size far
+	// below max; started at 1, its first seconds of climbing would queue
+	// arrivals (as the backlogged run shows), and their drain would fill
+	// the steady state's tail.
+	openAdaptiveStart = adaptiveMax
 )
 
 var (
@@ -91,7 +97,7 @@ func loadPlan(fixed, adaptive bool) []loadRun {
 		}
 	}
 	if adaptive {
-		plan = append(plan, loadRun{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true})
+		plan = append(plan, loadRun{part: partOpen, slots: loadSlots, workers: openAdaptiveStart, adaptive: true})
 	}
 	return plan
 }

@@ -168,7 +168,7 @@ func (r *run) openRuns() []loadRun {
 	for _, w := range openSizes {
 		runs = append(runs, loadRun{part: partOpen, slots: loadSlots, workers: w})
 	}
-	runs = append(runs, loadRun{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true})
+	runs = append(runs, loadRun{part: partOpen, slots: loadSlots, workers: openAdaptiveStart, adaptive: true})
 	return slices.DeleteFunc(runs, func(l loadRun) bool { _, ok := r.loads[l]; return !ok })
 }
 
@@ -208,7 +208,7 @@ func (r *run) writeLoad(p *printer) {
 	p.f("A synthetic downstream ([service.go](service.go)) serves calls in C = %d slots for S = %d ms each, first come first served beyond C; "+
 		"while more than 2C calls are in it (waiting and served), a call that gets a slot is served for S × (1 + (inflight − 2C)/C). "+
 		"Its capacity, C/S = %.0f calls/s, is reached by every fixed size from C to 2C; beyond 2C throughput falls (at 128 workers to 1/7 of it). "+
-		"The adaptive pool, `ours+adaptive`, starts at one worker: `New(%d, WithAdaptiveSize(%d, %d))`; the fixed sizes are `ours`, `New(size)`. "+
+		"The adaptive pool, `ours+adaptive`, starts at one worker: `New(%d, WithAdaptiveSize(%d, %d))` (in the open loop at max, see there); the fixed sizes are `ours`, `New(size)`. "+
 		"Each run ran once, quiet, in a process of its own; throughput is counted in windows of %s, and the adaptive size (`Status().MaxWorkers`, with `SizeReason`) sampled every %s.",
 		loadSlots, loadServe.Milliseconds(), capacity, adaptiveMin, adaptiveMin, adaptiveMax, fmtSec(w), fmtSec(w/samplesPerWindow))
 	if r.scale != 1 {
@@ -271,7 +271,7 @@ func (r *run) writeLoadTargets(p *printer, w time.Duration) {
 			row(back, "within "+fmtSec(within), fmtSec(time.Duration(at)*w), at <= reachWithin)
 		}
 	}
-	open, okO := r.loads[loadRun{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true}]
+	open, okO := r.loads[loadRun{part: partOpen, slots: loadSlots, workers: openAdaptiveStart, adaptive: true}]
 	bestOpen, bestLat, okF := r.bestOpen()
 	const openP99 = "open loop at 70%: p99 latency vs the best fixed size's"
 	if okO && okF {
@@ -404,7 +404,9 @@ func (r *run) writeOpen(p *printer) {
 		"After the last arrival the pool has %s to finish, then stops: a task still unfinished counts until then, and its span's p99 reads ≥. "+
 		"Steady state is %s to %s. The submitter sleeps until each arrival is due; its lag is how late it submitted (a late submitter gives the arrivals due meanwhile in a burst). "+
 		"Beyond about 2.4C calls in the service its throughput falls below the arrivals', so a pool that lets that many in can tip into overload after a burst and not come back: "+
-		"the fixed size 128 can, 32 cannot, and whether 128 does in a run depends on that run's bursts.\n\n",
+		"the fixed size 128 can, 32 cannot, and whether 128 does in a run depends on that run's bursts. "+
+		"The adaptive pool starts at max here: the question is whether it finds a size far below max. Started at 1 it would climb as in the backlogged run, "+
+		"and the arrivals queued meanwhile (some 2,700 in its first 5 s) would take seconds to drain, into the steady state's tail.\n\n",
 		fmtSec(t.span), fmtSec(t.grace), fmtSec(t.steady[0][0]), fmtSec(t.steady[0][1]))
 	runs := r.openRuns()
 	if len(runs) == 0 {
@@ -416,14 +418,14 @@ func (r *run) writeOpen(p *printer) {
 		res := r.loads[l].Load
 		name := fmt.Sprintf("ours, %d", l.workers)
 		if l.adaptive {
-			name = fmt.Sprintf("ours+adaptive, New(%d, WithAdaptiveSize(%d, %d))", adaptiveMin, adaptiveMin, adaptiveMax)
+			name = fmt.Sprintf("ours+adaptive, New(%d, WithAdaptiveSize(%d, %d))", l.workers, adaptiveMin, adaptiveMax)
 		}
 		mean, _ := res.sizeStats(openSpan-steadySpan, openSpan)
 		steady, all := res.Latency[0], res.Latency[1]
 		p.f("| %s | %.1f | %s | %s | %s | %d | %s / %s |\n", name, mean, fmtMs(steady.P50), fmtP99(steady), fmtP99(all), all.Unfinished, fmtMs(res.LagP99), fmtMs(res.LagMax))
 	}
 	p.f("\n")
-	if res, ok := r.loads[loadRun{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true}]; ok {
+	if res, ok := r.loads[loadRun{part: partOpen, slots: loadSlots, workers: openAdaptiveStart, adaptive: true}]; ok {
 		p.f("SizeReason of the adaptive pool's %d samples: %s.\n\n", len(res.Load.Reasons), res.Load.reasons(0, openSpan))
 	}
 }

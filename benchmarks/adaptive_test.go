@@ -36,7 +36,7 @@ func TestScenarioPIsNamedAndItsRunsReadBack(t *testing.T) {
 	assert.Len(t, loadPlan(true, false), 2*len(loadSweep)+len(openSizes))
 	assert.Equal(t, []loadRun{
 		{part: partHalve, slots: loadSlots, workers: adaptiveMin, adaptive: true},
-		{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true},
+		{part: partOpen, slots: loadSlots, workers: openAdaptiveStart, adaptive: true},
 	}, loadPlan(false, true))
 	for _, l := range plan {
 		sid, pool, _ := strings.Cut(l.spec(), "/")
@@ -136,7 +136,7 @@ func TestLoadReport(t *testing.T) {
 	open(16, false, 16*ms, 0, 16)
 	open(24, false, 15*ms, 0, 24)
 	open(128, false, 900*ms, 300, 128)
-	open(1, true, 19*ms, 0, 70)
+	open(openAdaptiveStart, true, 19*ms, 0, 70)
 
 	var report bytes.Buffer
 	require.NoError(t, r.writeReport(&report))
@@ -159,7 +159,7 @@ func TestLoadReport(t *testing.T) {
 		"| 12 s | 16 | 1400 | 0.88x | 24.0 | 23–25 | hold 10 |\n",
 		"| 40 s | 8 | 400 | 0.50x | 24.0 | 23–25 | hold 10 |\n",
 		"| ours, 128 | 128.0 | 11.0 | ≥ 900.0 | ≥ 900.0 | 300 | 0.1 / 2.0 |\n",
-		"| ours+adaptive, New(1, WithAdaptiveSize(1, 128)) | 70.0 | 11.0 | 19.0 | 19.0 | 0 | 0.1 / 2.0 |\n",
+		"| ours+adaptive, New(128, WithAdaptiveSize(1, 128)) | 70.0 | 11.0 | 19.0 | 19.0 | 0 | 0.1 / 2.0 |\n",
 	} {
 		assert.Contains(t, md, row)
 	}
@@ -188,7 +188,7 @@ func TestScenarioPAtATinyScale(t *testing.T) {
 	require.NoError(t, err)
 	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
 	r := &run{options: options{load: true, timeout: time.Minute, libraries: []library{lib("ours"), lib("ours+adaptive")}, config: config{scale: 0.01}}}
-	inChild := loadRun{part: partOpen, slots: loadSlots, workers: adaptiveMin, adaptive: true}
+	inChild := loadRun{part: partOpen, slots: loadSlots, workers: openAdaptiveStart, adaptive: true}
 	children := 0
 	r.runLoadPlan(func(l loadRun, timeout time.Duration) (result, error) {
 		if l == inChild {
