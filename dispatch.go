@@ -100,11 +100,11 @@ type dispatcher struct {
 	crew      crew       // the workers, the size, the floor and the idle clock (worker.go)
 	sizes     sizing     // the sizes by the time of day, and the next boundary (sizeschedule.go)
 
-	offered   offer // what offerFront last offered
+	offered offer // what offerFront last offered
 	// heaviest is the most a task may weigh: the size as of the last
 	// resize, or under WithAdaptiveSize the ceiling it chooses below.
-	heaviest int
-	plainFast bool  // no DropOldest: a plain task on an empty queue is handled inline in step
+	heaviest  int
+	plainFast bool // no DropOldest: a plain task on an empty queue is handled inline in step
 
 	// The lane (quiet.go): laneWanted says plain tasks came to dispatch
 	// lately, so that it opens the lane when quiet; laneSeen is
