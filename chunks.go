@@ -9,16 +9,21 @@ const chunkLen = 1022
 // chunks is a FIFO queue of linked chunks of chunkLen values: it grows by
 // a chunk without copying what it holds (as a doubling buffer does, and a
 // submitter that outruns the workers would pay for at each doubling), and
-// keeps one spare chunk, so that a queue that fills and drains allocates
-// nothing once warm. The lane holds its tasks in one (see lane). Its zero
+// keeps up to maxSpareChunks drained chunks, so that a backlog that comes and
+// goes, up to that many chunks, allocates nothing once warm. The lane holds its tasks in one (see lane). Its zero
 // value is an empty queue; it is not safe for concurrent use.
 type chunks[T any] struct {
 	head, tail *chunk[T]
 	first      int // the index of the front value in head
 	next       int // the index the next value goes to in tail
 	n          int
-	spare      *chunk[T] // a drained chunk kept for the next that is needed
+	spare      *chunk[T] // drained chunks kept for the next that are needed, linked by next
+	spares     int       // how many
 }
+
+// maxSpareChunks is the most drained chunks a chunks queue keeps: 64 KiB of
+// funcs.
+const maxSpareChunks = 8
 
 type chunk[T any] struct {
 	values [chunkLen]T
@@ -32,8 +37,10 @@ func (q *chunks[T]) Len() int { return q.n }
 func (q *chunks[T]) PushBack(v T) {
 	if q.tail == nil || q.next == chunkLen {
 		c := q.spare
-		q.spare = nil
-		if c == nil {
+		if c != nil {
+			q.spare, c.next = c.next, nil
+			q.spares--
+		} else {
 			c = new(chunk[T])
 		}
 		if q.tail == nil {
@@ -64,7 +71,10 @@ func (q *chunks[T]) PopFront() T {
 	case q.first == chunkLen: // head drained, and more chunks follow
 		q.head, c.next = c.next, nil
 		q.first = 0
-		q.spare = c
+		if q.spares < maxSpareChunks {
+			c.next, q.spare = q.spare, c
+			q.spares++
+		}
 	}
 	return v
 }

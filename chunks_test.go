@@ -48,8 +48,10 @@ func TestChunksKeepNothingPopped(t *testing.T) {
 			assert.Equal(t, live, v != nil, "slot %d", i)
 		}
 	}
-	for _, v := range q.spare.values {
-		assert.Nil(t, v, "the spare chunk")
+	for c := q.spare; c != nil; c = c.next {
+		for _, v := range c.values {
+			assert.Nil(t, v, "a spare chunk")
+		}
 	}
 }
 
@@ -57,7 +59,7 @@ func TestChunksFillAndDrainWithoutAllocatingOnceWarm(t *testing.T) {
 	var q chunks[func()]
 	f := func() {}
 	cycle := func() {
-		for range 2*chunkLen - 5 {
+		for range (maxSpareChunks+1)*chunkLen - 5 {
 			q.PushBack(f)
 		}
 		for q.Len() > 0 {
