@@ -3,7 +3,6 @@ package workerpool
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -50,6 +49,26 @@ func backlog(p *WorkerPool, n int, task func()) (stop func()) {
 			case <-quit:
 				return
 			case <-time.After(look):
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
+// arrivals submits task to p every period, until its stop is called; stop
+// returns once it has.
+func arrivals(p *WorkerPool, period time.Duration, task func()) (stop func()) {
+	tick := time.NewTicker(period)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				p.Submit(task)
 			}
 		}
 	}()
@@ -138,20 +157,7 @@ func TestAdaptiveSizeFitsAnIdlePoolToItsBusyWorkers(t *testing.T) {
 		// One task of 13 ms every 10 ms, 5 ms past each sample: each sample
 		// finds one task running, and none waiting.
 		time.Sleep(5 * time.Millisecond)
-		arrivals := time.NewTicker(10 * time.Millisecond)
-		quit := make(chan struct{})
-		var feeding sync.WaitGroup
-		feeding.Go(func() {
-			for {
-				select {
-				case <-quit:
-					arrivals.Stop()
-					return
-				case <-arrivals.C:
-					p.Submit(sleeper(taskTime))
-				}
-			}
-		})
+		stop := arrivals(p, 10*time.Millisecond, sleeper(taskTime))
 		time.Sleep(adaptWindow - 6*time.Millisecond) // a millisecond before the first window ends
 		synctest.Wait()
 		assert.Equal(t, "start", p.Status().SizeReason, "the first window is still running")
@@ -160,8 +166,7 @@ func TestAdaptiveSizeFitsAnIdlePoolToItsBusyWorkers(t *testing.T) {
 		// comes down by half the gap each window.
 		assert.Equal(t, []int{6, 5, 5}, sizes)
 		assert.Equal(t, []string{"fit", "fit", "hold"}, reasons)
-		close(quit)
-		feeding.Wait()
+		stop()
 		p.StopWait()
 	})
 }
@@ -447,25 +452,11 @@ func TestAdaptiveSizeSaysHoldWhenAFitAtMinChangesNothing(t *testing.T) {
 		// TestAdaptiveSizeFitsAnIdlePoolToItsBusyWorkers: room for 5, but
 		// min is 6.
 		time.Sleep(5 * time.Millisecond)
-		arrivals := time.NewTicker(10 * time.Millisecond)
-		quit := make(chan struct{})
-		var feeding sync.WaitGroup
-		feeding.Go(func() {
-			for {
-				select {
-				case <-quit:
-					arrivals.Stop()
-					return
-				case <-arrivals.C:
-					p.Submit(sleeper(taskTime))
-				}
-			}
-		})
+		stop := arrivals(p, 10*time.Millisecond, sleeper(taskTime))
 		sizes, reasons := decisions(p, 3)
 		assert.Equal(t, []int{6, 6, 6}, sizes)
 		assert.Equal(t, []string{"hold", "hold", "hold"}, reasons)
-		close(quit)
-		feeding.Wait()
+		stop()
 		p.StopWait()
 	})
 }
