@@ -408,11 +408,11 @@ func TestAdaptiveCostTarget(t *testing.T) {
 	var report bytes.Buffer
 	require.NoError(t, r.writeReport(&report))
 	assert.Contains(t, report.String(), "| a: ours+adaptive vs ours: what WithAdaptiveSize(1, 4) costs New(4) | ≤ 1.02x | 1.04x | **no** |\n")
-	ok, why := sc.applies(lib("ours+adaptive"))
+	ok, _ := sc.applies(lib("ours+adaptive"))
 	assert.True(t, ok)
 	b, err := findScenario("b")
 	require.NoError(t, err)
-	ok, why = b.applies(lib("ours+adaptive"))
+	ok, why := b.applies(lib("ours+adaptive"))
 	assert.False(t, ok)
 	assert.Equal(t, "n/a: runs a only", why)
 }
