@@ -248,14 +248,13 @@ func (a *autoSizer) run() {
 // reason stay as the stop found them, and the stop runs on the size it
 // began with.
 func (a *autoSizer) choose(size int, reason *string) bool {
-	a.sizes.mu.Lock()
-	defer a.sizes.mu.Unlock()
 	if isClosed(a.stopping) {
 		return false
 	}
-	if from := a.sizes.chosen.Swap(int64(size)); from != int64(size) && a.resize() != nil {
-		a.sizes.chosen.Store(from) // refused: stopping began meanwhile; the goroutine returns at its next tick
-		return false
+	if a.sizes.chosen.Load() != int64(size) { // only this goroutine writes it
+		if _, ok := a.sizes.change(&a.sizes.chosen, int64(size), a.resize); !ok {
+			return false // refused: stopping began meanwhile; the goroutine returns at its next tick
+		}
 	}
 	a.sizes.reason.Store(reason)
 	return true

@@ -405,7 +405,7 @@ func TestAdaptiveSizeChangesNothingOnceStoppingBegan(t *testing.T) {
 		// The sizer as it is when it took its tick a moment before the
 		// stop began: it has not seen stopping yet, and dispatch refuses
 		// its change.
-		a := &autoSizer{sizes: &p.size, resize: func() error { return sendControl(p, message{req: &resizeTick}) }}
+		a := &autoSizer{sizes: &p.size, resize: p.tellResize}
 		a.choose(4, &reasonClimb)
 		s := p.Status()
 		assert.Equal(t, 2, s.MaxWorkers, "the size the stop ran on")

@@ -90,9 +90,9 @@ func TestZeroWorkerPoolSizeIsZero(t *testing.T) {
 func TestAChangeTheStopRefusedKeepsTheSettings(t *testing.T) {
 	p := New(3, WithMinWorkers(2))
 	p.Stop()
-	_, ok := p.change(&p.size.max, 9)
+	_, ok := p.size.change(&p.size.max, 9, p.tellResize)
 	assert.False(t, ok, "change of the size after stop")
-	_, ok = p.change(&p.size.floor, 1)
+	_, ok = p.size.change(&p.size.floor, 1, p.tellResize)
 	assert.False(t, ok, "change of the floor after stop")
 	assert.Equal(t, int64(3), p.size.max.Load(), "size")
 	assert.Equal(t, int64(2), p.size.floor.Load(), "floor")

@@ -55,19 +55,24 @@ func (s *sizeSettings) size() int64 {
 	return min(max(s.chosen.Load(), min(s.lowest, ceiling)), ceiling)
 }
 
-// change writes v to s and tells dispatch to re-read its settings. It
-// returns the value it replaced, or false if stopping had begun: then the
-// pool refused the change, and s holds what it held before, unless a
-// size boundary wrote to it meanwhile. It blocks until dispatch takes the
-// message, as Resize does.
-func (p *WorkerPool) change(s *setting, v int64) (from int64, ok bool) {
-	p.size.mu.Lock()
-	defer p.size.mu.Unlock()
+// change writes v to s, one of these settings, and tells dispatch to
+// re-read them with tell (which sends it the resize message). It returns
+// the value it replaced, or false if tell failed because stopping had
+// begun: then the pool refused the change, and s holds what it held
+// before, unless a size boundary wrote to it meanwhile. It blocks until
+// dispatch takes the message, as Resize does.
+func (ss *sizeSettings) change(s *setting, v int64, tell func() error) (from int64, ok bool) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	to := &v
 	old := s.cur.Swap(to)
-	if sendControl(p, message{req: &resizeTick}) != nil {
+	if tell() != nil {
 		s.cur.CompareAndSwap(to, old)
 		return 0, false
 	}
 	return *old, true
 }
+
+// tellResize tells dispatch to re-read the size settings, as Resize does:
+// ErrStopped once stopping has begun.
+func (p *WorkerPool) tellResize() error { return sendControl(p, message{req: &resizeTick}) }

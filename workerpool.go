@@ -121,7 +121,7 @@ func start(maxWorkers int, options []Option) (*WorkerPool, *dispatcher) {
 		a := &autoSizer{
 			sizer:  newSizer(p.cfg.adaptive.min, int(p.size.chosen.Load()), 0),
 			status: p.Status, sizes: &p.size, stopping: p.sig.stopping, clock: p.clock, obs: &p.obs,
-			resize: func() error { return sendControl(p, message{req: &resizeTick}) },
+			resize: p.tellResize,
 		}
 		p.goroutines.Go(a.run)
 	}
@@ -435,7 +435,7 @@ func (p *WorkerPool) Resize(maxWorkers int) {
 		return
 	}
 	to := int64(max(maxWorkers, 1))
-	if from, ok := p.change(&p.size.max, to); ok {
+	if from, ok := p.size.change(&p.size.max, to, p.tellResize); ok {
 		p.obs.logResized(from, to)
 	}
 }
