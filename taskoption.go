@@ -54,6 +54,11 @@ type TaskOption struct {
 	// plain func(), which fails only by panicking, takes no Retry: its
 	// calls panic when given one. nil: no retry.
 	Retry func(attempt int, err error) (delay time.Duration, retry bool)
+	// Window bounds a Map or MapUnordered loop: the most items it takes
+	// from its input ahead of what it has yielded. 0: twice the pool's
+	// size as the loop starts; negative: no limit. The other calls, which
+	// take one task, ignore it.
+	Window int
 }
 
 // taskOptions is what a task's TaskOptions say, as its job keeps it.
