@@ -98,6 +98,10 @@ func FuzzPool(f *testing.F) {
 	f.Add([]byte{0x12, 4, 64, 19, 19, 19, 250, 3, 251, 186, 186, 4, 17, 0, 19, 210, 0}) // Block, bound 1, size 3, 2 workers from 1s: a pause across the boundary, then Stop
 	// Runs with the policy byte (see above):
 	f.Add([]byte{0x01, 31, 7, 20, 20, 26, 149, 19, 19, 19, 19, 19, 19, 5, 26, 5, 1}) // size 2, rate limit, aging, queue timeout, resubmits: a panic, two workers, a group of three limited to one, six Submits, then StopWait
+	// Map loops (op 10 with arg%3 == 2):
+	f.Add([]byte{0x01, 50, 110, 170, 50, 110, 26, 170, 13, 50, 1})   // size 2: Map and MapUnordered loops, some breaking, a Stop from another goroutine, then StopWait
+	f.Add([]byte{0x21, 19, 50, 3, 110, 170, 4, 50, 6, 50, 110, 2})   // Reject, bound 1: loops refused in part, a pause, then Shutdown
+	f.Add([]byte{0x11, 50, 50, 110, 3, 170, 50, 4, 17, 110, 170, 0}) // Block, bound 1: loops wait for room, a pause, a Resize, then Stop
 	// Runs where the pool chooses its size (lengths 16 to 23 and 40 to 47):
 	f.Add([]byte{0x01, 180, 180, 180, 180, 180, 180, 46, 37, 180, 180, 46, 57, 180, 13, 180, 46, 1})        // size 2 to start: 9 ms tasks, windows pass, Resize to 2 and 3, a Stop from another goroutine
 	f.Add([]byte{0x11, 180, 19, 180, 46, 3, 180, 180, 46, 4, 180, 180, 17, 66, 180, 180, 26, 0})            // Block, bound 1: bursts, a pause across windows, Resize to 1, then Stop as they decide
@@ -191,18 +195,19 @@ type fuzzRun struct {
 	running       atomic.Int64 // task funcs running (see track): in a quiet moment, Status.Busy
 	resubmits     atomic.Int64 // dead letters the handler may still resubmit (see deadLetter); 0 unless the policy byte asks for it
 
-	cancels  []context.CancelFunc // of the pauses in effect, oldest first
-	handles  []interface{ Cancel() }
-	shared   *Group         // made by the first op 12
-	pending  sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
-	anyStop  atomic.Bool    // a stop began: sends may be refused
-	delayed  atomic.Bool    // a delayed handle, or one that retries, was made: under DropOldest, scheduled tasks may fill the bound
-	expires  bool           // the pool has WithQueueTimeout
-	tooHeavy atomic.Int64   // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
-	canceled atomic.Int64   // handle Cancels called
-	retrying atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
-	unrerun  atomic.Int64   // tasks whose last run was posted for a retry that never ran: it counts in Ran, not in Completed or Retried
-	dropping atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
+	cancels   []context.CancelFunc // of the pauses in effect, oldest first
+	handles   []interface{ Cancel() }
+	shared    *Group         // made by the first op 12
+	pending   sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
+	anyStop   atomic.Bool    // a stop began: sends may be refused
+	delayed   atomic.Bool    // a delayed handle, or one that retries, was made: under DropOldest, scheduled tasks may fill the bound
+	expires   bool           // the pool has WithQueueTimeout
+	tooHeavy  atomic.Int64   // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
+	mapUnseen atomic.Int64   // items of Map loops whose outcome the loop did not yield (it broke): refused or dropped as they may be
+	canceled  atomic.Int64   // handle Cancels called
+	retrying  atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
+	unrerun   atomic.Int64   // tasks whose last run was posted for a retry that never ran: it counts in Ran, not in Completed or Retried
+	dropping  atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
 
 	hooked bool        // the pool has every hook and a logger (see observe)
 	hooks  fuzzHooks   // what the hooks saw
@@ -218,6 +223,7 @@ type fuzzRun struct {
 	weightPanics   bool
 	keysUsed       map[string]bool // the keys given to tasks so far
 	keyedCalls     atomic.Int64    // calls made with a key: each can make its key active once
+	maps           int             // Map loops begun (see mapItems)
 	weightCalls    atomic.Int64    // keyWeight calls
 	weightPanicked atomic.Int64    // of weightCalls, those that panicked
 	weightOff      atomic.Int64    // of weightCalls, those not on the dispatcher goroutine
@@ -756,7 +762,12 @@ func (r *fuzzRun) do(op byte, arg int) {
 		r.goTask(arg)
 	case 9: // a Group of arg%5+1 tasks, maybe limited, maybe failing
 		r.group(arg)
-	case 10: // a GoResult whose value is checked
+	case 10: // a GoResult whose value is checked, or with arg%3 == 2 a Map loop (see mapItems)
+		if arg%3 == 2 {
+			r.mapItems(arg/3 + 3*r.maps) // arg/3 is at most 3: the loops before it vary the rest
+			r.maps++
+			return
+		}
 		r.call(arg)
 	case 11: // cancel a handle made earlier
 		if n := len(r.handles); n > 0 {
@@ -1180,6 +1191,56 @@ func (r *fuzzRun) call(arg int) {
 	})
 }
 
+// mapItems ranges, from another goroutine, over a Map (an even arg) or a
+// MapUnordered of arg%4+2 items that take arg ms each, with a window of
+// arg%3 (0: the default), breaking after arg%5 outcomes (0: never). It
+// checks each outcome as a handle's, the order of Map's results, and that
+// none of the loop's tasks runs once the loop returned.
+func (r *fuzzRun) mapItems(arg int) {
+	n, window, breakAt := arg%4+2, arg%3, arg%5
+	mapper := Map[int, int]
+	if arg%2 == 1 {
+		mapper = MapUnordered[int, int]
+	}
+	tasks := make([]fuzzTask, n)
+	for i := range tasks {
+		tasks[i] = r.newTask(0, 1, false) // submitted from the loop's goroutine: not ordered
+	}
+	r.maybe.Add(int64(n))
+	var running atomic.Int64 // the loop's fns running
+	fn := func(ctx context.Context, item int) (v int, err error) {
+		running.Add(1)
+		defer running.Add(-1)
+		r.track(r.keyRun(tasks[item], func() {
+			r.body(func() {})()
+			v, err = item, sleepOrCause(ctx, arg)
+		}))()
+		return v, err
+	}
+	opts := append(r.keyOptions(tasks[0], true), TaskOption{Window: window})
+	r.pending.Go(func() {
+		seen := map[int]bool{}
+		k := 0
+		for v, err := range mapper(context.Background(), r.p, slices.Values(seq(n)), fn, opts...) {
+			if err == nil {
+				assert.False(r.t, seen[v], "Map yielded item %d twice", v)
+				seen[v] = true
+				if arg%2 == 0 {
+					assert.Equal(r.t, k, v, "Map's result %d", k)
+				}
+			}
+			r.checkHandleErr(err, false, "Map item")
+			if k++; k == breakAt {
+				break
+			}
+		}
+		assert.LessOrEqual(r.t, k, n, "outcomes of a Map loop")
+		r.mapUnseen.Add(int64(n - k))
+		assert.Zero(r.t, running.Load(), "items of a Map loop running once it returned")
+	})
+	synctest.Wait()
+}
+
 // checkHandleErr checks what a handle's Wait (or DoWait) returned, and
 // counts its refusals and drops. ctxErrs says whether the task's context
 // may have ended.
@@ -1561,10 +1622,10 @@ func (r *fuzzRun) check(stopWaitOnly bool) {
 	assert.LessOrEqual(t, s.Canceled, maybe, "only Tasks, Futures and group tasks are canceled")
 	dropped := droppedLetters + uint64(r.droppedSure.Load())
 	assert.GreaterOrEqual(t, s.Dropped, dropped, "dropped")
-	assert.LessOrEqual(t, s.Dropped, dropped+uint64(r.groupTasks.Load()+r.tooHeavy.Load()), "dropped")
+	assert.LessOrEqual(t, s.Dropped, dropped+uint64(r.groupTasks.Load()+r.tooHeavy.Load()+r.mapUnseen.Load()), "dropped")
 	rejected := rejectedLetters + uint64(r.rejectedSure.Load())
 	assert.GreaterOrEqual(t, s.Rejected, rejected, "rejected")
-	assert.LessOrEqual(t, s.Rejected, rejected+uint64(r.rejectedMaybe.Load()+r.groupTasks.Load()+r.tooHeavy.Load()), "rejected")
+	assert.LessOrEqual(t, s.Rejected, rejected+uint64(r.rejectedMaybe.Load()+r.groupTasks.Load()+r.tooHeavy.Load()+r.mapUnseen.Load()), "rejected")
 	if !r.bounded || r.policy != DropOldest || r.bound == 0 {
 		assert.LessOrEqual(t, s.Dropped, uint64(r.tooHeavy.Load()), "dropped without DropOldest, but for tasks too heavy")
 	}
