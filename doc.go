@@ -66,7 +66,7 @@
 // # Options
 //
 // The pool's options, each set once at [New] (the last one given wins; for
-// WithHooks, each hook):
+// WithHooks, each hook and the Logger):
 //
 //	Option               default                 zero and negative values
 //	WithMaxWaiting       no bound                n < 0: no bound; 0: a queue with no room; above math.MaxInt32: math.MaxInt32
@@ -77,8 +77,7 @@
 //	WithRateLimit        no limit                perSecond <= 0, NaN or +Inf: no limit; burst < 1: 1
 //	WithPriorityAging    no aging                d <= 0: no aging
 //	WithQueueTimeout     no expiry               d <= 0: no expiry
-//	WithHooks            no hooks                a nil hook: none (a later nil changes nothing)
-//	WithLogger           no logging              nil: no logging
+//	WithHooks            no hooks, no logging    a nil hook or Logger: none (a later nil changes nothing)
 //
 // Limits follow one rule: a negative limit means no limit, and n >= 0
 // means at most n. A concurrency limit of 0, which would let no task start
@@ -647,10 +646,10 @@
 // # Observability
 //
 // Operators ask how long tasks wait, how long they run, and what was lost.
-// [WorkerPool.Status] answers the counts at any moment; [WithHooks] and
-// [WithLogger] answer the rest, and cost nothing when not set: without
-// TaskStarted and TaskFinished the pool reads no clock for a task, and the
-// submit and run paths allocate nothing either way.
+// [WorkerPool.Status] answers the counts at any moment; [WithHooks], with
+// its hooks and its Logger, answers the rest, and costs nothing when not
+// set: without TaskStarted and TaskFinished the pool reads no clock for a
+// task, and the submit and run paths allocate nothing either way.
 //
 // Each hook learns which task it is about in a [TaskInfo], passed by value
 // (no allocation): the task's label, key, priority, weight and attempt (1
@@ -706,7 +705,7 @@
 // TaskFinished, every DoContext task rides such a carrier, with its ctx's
 // values (one allocation, context.WithoutCancel's).
 //
-// The logger gets, at Info and above, exactly one Error record with the
+// [Hooks].Logger gets, at Info and above, exactly one Error record with the
 // stack per recovered panic (a task's, a handle's, a hook's, a retry
 // policy's, the dead-letter handler's), one Info record per Resize on a
 // pool that has not begun to stop (the same size included), and one Info

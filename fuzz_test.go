@@ -577,7 +577,7 @@ func runOps(t *testing.T, data []byte) {
 	if len(data)/4%2 == 1 { // hooks and a logger, picked by the input's length
 		r.hooked = true
 		r.logs.holdStopping = 100
-		options = append(options, WithHooks(r.hooks.hooks()), WithLogger(slog.New(&r.logs)))
+		options = append(options, WithHooks(r.hooks.hooks()), WithHooks(Hooks{Logger: slog.New(&r.logs)}))
 	}
 	switch len(data) % 4 { // the queue policies of issue 12, picked by the input's length
 	case 1:

@@ -912,10 +912,9 @@ func TestObserveHooksUnderStopRaces(t *testing.T) {
 
 // --- options, and hooks that panic or call runtime.Goexit ---
 
-// Several WithHooks combine: each non-nil hook replaces the one set
-// before it, and nil ones change nothing; WithHooks(Hooks{}) alone is no
-// hooks. A nil logger logs nothing and WithLogger(nil) after a logger
-// removes it.
+// Several WithHooks combine: each non-nil hook, and a non-nil Logger,
+// replaces the one set before it, and nil ones change nothing;
+// WithHooks(Hooks{}) alone is no hooks.
 func TestObserveOptionsCombineHooksAndLastLoggerWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var first, replaced, finished atomic.Int64
@@ -933,12 +932,15 @@ func TestObserveOptionsCombineHooksAndLastLoggerWins(t *testing.T) {
 		assert.False(t, p.cfg.timed, "WithHooks(Hooks{}) reads no clock")
 		p.StopWait()
 
-		var b logBuffer
-		p = New(1, WithLogger(b.logger(slog.LevelDebug)), WithLogger(nil), WithHooks(Hooks{Panic: func(any) {}}))
+		var replacedLog, keptLog logBuffer
+		p = New(1, WithHooks(Hooks{Logger: replacedLog.logger(slog.LevelDebug)}),
+			WithHooks(Hooks{Logger: keptLog.logger(slog.LevelDebug)}),
+			WithHooks(Hooks{Panic: func(any) {}}))
 		p.Submit(func() { panic("x") })
 		p.Resize(2)
 		p.StopWait()
-		assert.Empty(t, b.records(t, slog.LevelDebug), "WithLogger(nil) last: no records")
+		assert.Empty(t, replacedLog.records(t, slog.LevelDebug), "a Logger that a later one replaced")
+		assert.NotEmpty(t, keptLog.records(t, slog.LevelDebug), "the later Logger, kept past a WithHooks without one")
 	})
 }
 

@@ -638,7 +638,7 @@ func TestRetriedTaskIsNotKeptReachableOnceItFinished(t *testing.T) {
 func TestRetryPolicyPanicIsLoggedWithTheFailedAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
+		p := New(1, WithHooks(Hooks{Logger: slog.New(logs), Panic: func(any) {}}))
 		defer p.Stop()
 		asked := make(chan int, 1)
 		task := p.Go(t.Context(), func(context.Context) error { return errFlaky }, TaskOption{Label: "x"},

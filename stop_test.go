@@ -742,7 +742,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				hold := newStallingHandler("pool stopping")
 				letters := new(letterBox)
-				p := New(1, WithLogger(slog.New(hold)), WithHooks(Hooks{DeadLetter: letters.handle}))
+				p := New(1, WithHooks(Hooks{Logger: slog.New(hold), DeadLetter: letters.handle}))
 				running := newGate()
 				defer running.release()
 				p.Submit(running.task())
@@ -777,7 +777,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 func TestParkedSubmitterIsNotAdmittedOnceStopIsCalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hold := newStallingHandler("pool stopping")
-		p := New(1, WithMaxWaiting(1, Block), WithLogger(slog.New(hold)))
+		p := New(1, WithMaxWaiting(1, Block), WithHooks(Hooks{Logger: slog.New(hold)}))
 		running := newGate()
 		defer running.release()
 		p.Submit(running.task())

@@ -334,7 +334,7 @@ func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
+		p := New(1, WithHooks(Hooks{Logger: slog.New(logs), Panic: func(any) {}}))
 		defer p.Stop()
 		runs := 0
 		task := p.Go(t.Context(), func(context.Context) error {
