@@ -260,7 +260,7 @@ func TestATaskHeavierThanTheAdaptiveSizeStartsAloneAndHoldsThePool(t *testing.T)
 func TestAdaptiveSizeLogsEachChangeAtDebug(t *testing.T) {
 	inWindows(t, func(t *testing.T) {
 		var logs logBuffer
-		p := New(1, WithAdaptiveSize(1, 4), WithLogger(logs.logger(slog.LevelDebug)))
+		p := New(1, WithAdaptiveSize(1, 4), WithHooks(Hooks{Logger: logs.logger(slog.LevelDebug)}))
 		stop := backlog(p, 32, sleeper(taskTime))
 		decisions(p, 3) // 2, 4, then 4 held: two changes
 		stop()
@@ -420,7 +420,7 @@ func TestAdaptiveSizeChangesNothingOnceStoppingBegan(t *testing.T) {
 func TestAdaptiveSizeLogsNoChangeALowerCeilingMadeAlready(t *testing.T) {
 	inWindows(t, func(t *testing.T) {
 		var logs logBuffer
-		p := New(1, WithAdaptiveSize(1, 8), WithLogger(logs.logger(slog.LevelDebug)))
+		p := New(1, WithAdaptiveSize(1, 8), WithHooks(Hooks{Logger: logs.logger(slog.LevelDebug)}))
 		stop := backlog(p, 64, sleeper(taskTime))
 		decisions(p, 3) // 2, 4, 8
 		p.Resize(3)

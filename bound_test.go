@@ -404,7 +404,8 @@ func TestUnderDropOldestATaskThatCanStartAtOnceNeedsNoPlace(t *testing.T) {
 				letters := new(letterBox)
 				p := New(1, WithMaxWaiting(1, DropOldest), WithHooks(Hooks{DeadLetter: letters.handle}))
 				defer p.Stop()
-				scheduled := p.Go(t.Context(), noopFn, TaskOption{Delay: time.Hour})
+				ctx, cancel := context.WithCancel(t.Context())
+				p.Go(ctx, noopFn, TaskOption{Delay: time.Hour})
 				synctest.Wait()
 				require.Equal(t, 1, p.Status().Scheduled, "the bound is full of a scheduled task")
 				ran := make(chan struct{}, 2)
@@ -425,7 +426,7 @@ func TestUnderDropOldestATaskThatCanStartAtOnceNeedsNoPlace(t *testing.T) {
 				}
 				assert.Equal(t, uint64(1), p.Status().Rejected, "rejected")
 				running.open()
-				scheduled.Cancel()
+				cancel() // the scheduled task
 				p.StopWait()
 				assert.Len(t, ran, 1, "the refused task ran")
 			})
@@ -870,13 +871,15 @@ func TestUnderDropOldestADelayedTaskHoldsItsPlaceOnceGoReturns(t *testing.T) {
 		synctest.Wait()
 		const rounds = 100
 		for round := range rounds {
-			delayed := p.Go(t.Context(), noopFn, TaskOption{Delay: time.Hour})
+			ctx, cancel := context.WithCancel(t.Context())
+			delayed := p.Go(ctx, noopFn, TaskOption{Delay: time.Hour})
 			p.Submit(func() {})
 			synctest.Wait()
 			s := p.Status()
 			require.Equal(t, 1, s.Scheduled, "round %d: scheduled", round)
 			require.Zero(t, s.Waiting, "round %d: waiting past the bound", round)
-			delayed.Cancel()
+			cancel()
+			require.ErrorIs(t, delayed.Wait(), context.Canceled, "round %d: the delayed task", round) // it has left Scheduled
 		}
 		s := p.Status()
 		assert.Equal(t, uint64(rounds), s.Rejected, "rejected: every Submit")

@@ -15,7 +15,7 @@ import (
 var errShutdownCut = fmt.Errorf("%w: Shutdown gave up waiting", ErrStopped)
 
 // taskContext is the context a Task's fn receives: the caller's ctx, also
-// canceled by Task.Cancel, by a Shutdown that gives up waiting, and once fn
+// canceled by Task.cancel, by a Shutdown that gives up waiting, and once fn
 // has returned (or will never run).
 //
 // Behind it is an ordinary cancelable context, made from the caller's ctx
@@ -39,7 +39,7 @@ type taskContext struct {
 
 // A causeCode stands for the cause of a task's cancellation before its
 // inner context was made, in a byte rather than an error value: the only
-// two are Cancel's (and the task's end's) and a Shutdown that gave up.
+// two are Task.cancel's (and the task's end's) and a Shutdown that gave up.
 type causeCode uint8
 
 const (

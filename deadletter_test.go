@@ -440,9 +440,10 @@ func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) 
 	do := func(name string, opts ...TaskOption) {
 		require.NoError(t, p.DoContext(bg, say(name), opts...))
 	}
-	goTask := func(name string, opts ...TaskOption) *Task {
-		return p.Go(bg, fnOf(say(name)), append(opts, TaskOption{Label: name})...)
+	goTaskWith := func(ctx context.Context, name string, opts ...TaskOption) {
+		p.Go(ctx, fnOf(say(name)), append(opts, TaskOption{Label: name})...)
 	}
+	goTask := func(name string, opts ...TaskOption) { goTaskWith(bg, name, opts...) }
 	do("a")
 	do("b", TaskOption{Priority: 1})
 	do("c", TaskOption{Priority: -1})
@@ -456,7 +457,9 @@ func queueOrderTasks(t *testing.T, p *WorkerPool, say func(name string) func()) 
 			do(name, TaskOption{Key: k})
 		}
 		if i == 5 {
-			goTask("k1-canceled", TaskOption{Key: "k1"}).Cancel()
+			ctx, cancel := context.WithCancel(bg)
+			goTaskWith(ctx, "k1-canceled", TaskOption{Key: "k1"})
+			cancel()
 		}
 	}
 	goTask("g1", TaskOption{Key: "k1", Priority: 1})

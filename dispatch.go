@@ -325,7 +325,7 @@ func (d *dispatcher) makeDue(j *job) {
 	d.admitDue(j)
 }
 
-// dropSettledKeyed lets go at once of the keyed jobs settled (a Cancel,
+// dropSettledKeyed lets go at once of the keyed jobs settled (a Task.cancel,
 // their ctx, a Resize) while they waited under a key limit (WithKeys), so that their
 // keys' next tasks may start now, as a canceled task leaves its key at
 // once: the retries that held their keys' slots (see flows.holdsSlots), in

@@ -48,7 +48,7 @@
 // a [TaskOption] each (several combine field by field):
 //
 //	Call                   blocks on                         reports                          the task's ctx
-//	WorkerPool.Go          room, under Block, until ctx      *Task: Wait, Done, Cancel        ctx (canceled by Cancel, by a Shutdown that gives up)
+//	WorkerPool.Go          room, under Block, until ctx      *Task: Wait, Done                ctx (canceled by the caller, by a Shutdown that gives up)
 //	GoResult               as Go                             *Future[T]: a Task with a value  as Go
 //	Group.Go               as Go, with the group's ctx       the group's Wait                 the group's ctx
 //	WorkerPool.DoContext   room, under Block, until ctx      error at the call; DeadLetter    ctx's values, without its cancellation
@@ -66,7 +66,7 @@
 // # Options
 //
 // The pool's options, each set once at [New] (the last one given wins; for
-// WithHooks, each hook):
+// WithHooks, each hook and the Logger):
 //
 //	Option               default                 zero and negative values
 //	WithMaxWaiting       no bound                n < 0: no bound; 0: a queue with no room; above math.MaxInt32: math.MaxInt32
@@ -77,8 +77,7 @@
 //	WithRateLimit        no limit                perSecond <= 0, NaN or +Inf: no limit; burst < 1: 1
 //	WithPriorityAging    no aging                d <= 0: no aging
 //	WithQueueTimeout     no expiry               d <= 0: no expiry
-//	WithHooks            no hooks                a nil hook: none (a later nil changes nothing)
-//	WithLogger           no logging              nil: no logging
+//	WithHooks            no hooks, no logging    a nil hook or Logger: none (a later nil changes nothing)
 //
 // Limits follow one rule: a negative limit means no limit, and n >= 0
 // means at most n. A concurrency limit of 0, which would let no task start
@@ -103,7 +102,7 @@
 // deadline it had to start passed, as a ctx deadline does. Status counts
 // it in Expired.
 //
-// A task canceled before it started (its ctx, Cancel) reports its ctx's
+// A task canceled before it started (its ctx ended) reports its ctx's
 // error and counts in Canceled. A task a stop abandoned while it waited for
 // a retry reports ErrStopped joined with its last run's error. TaskDropped
 // hears of every task counted in Rejected, Dropped, Abandoned, Canceled or
@@ -151,13 +150,14 @@
 // # Tasks, results and groups
 //
 // [WorkerPool.Go] queues a func(ctx) error like Submit and returns a [Task]:
-// Wait returns the func's error, Done is closed when Wait would return, and
-// Cancel cancels the task if it has not started or cancels its context if it
-// has. A context that is done before the task starts cancels it too, so a
-// deadline covers the time in the queue as well as the run. A handle always
-// recovers its func's panic and returns it as a [*PanicError] carrying the
-// stack; runtime.Goexit is reported as [ErrGoexit]. [GoResult] does the same
-// for a func that returns a value, with a typed [Future].
+// Wait returns the func's error, and Done is closed when Wait would return.
+// The ctx given to Go is the one way to cancel the task: done before the
+// task starts, it cancels the task, so a deadline covers the time in the
+// queue as well as the run; canceled while it runs, it cancels the func's
+// context. A handle always recovers its func's panic and returns it as a
+// [*PanicError] carrying the stack; runtime.Goexit is reported as
+// [ErrGoexit]. [GoResult] does the same for a func that returns a value,
+// with a typed [Future].
 //
 // [WorkerPool.Group] gives errgroup semantics on the shared pool: the first
 // error cancels the group's context, so its queued tasks are canceled and
@@ -220,8 +220,8 @@
 // ErrStopped, as after any stop, and the other calls return or report
 // ErrStopped. A call on a stopping pool is refused as stopped before any
 // check of the bound or of its weight, so it is never counted in Rejected.
-// While the queue is full the dispatcher still serves Pause, Cancel,
-// Resize, WaitIdle, idle retirement and stops.
+// While the queue is full the dispatcher still serves Pause, canceled
+// tasks, Resize, WaitIdle, idle retirement and stops.
 //
 // WithMaxWaiting(0, overflow) is a queue with no room: "run now on a free
 // worker, or meet the overflow". Block waits for a free worker; Reject
@@ -385,8 +385,8 @@
 // Status.Scheduled, not Waiting. When it comes due it is handled as a task
 // accepted then: it starts on a free worker or joins the back of its
 // level. Tasks due at the same moment keep their submission order. A
-// handle's Cancel, or its context ending, removes a scheduled task at once:
-// it leaves Scheduled and joins Canceled before Wait returns. A plain task
+// handle's context ending removes a scheduled task at once: it leaves
+// Scheduled and joins Canceled before Wait returns. A plain task
 // of DoContext has no context: once accepted it runs when due, or a stop
 // abandons it.
 //
@@ -395,7 +395,7 @@
 // retry, the task goes back through the timer heap for the delay it gave,
 // holding no worker, and runs again. The policy is not asked, and the task
 // ends, when the error wraps a [Permanent] one, when the run called
-// runtime.Goexit, or when the task's context is done (Cancel, its ctx, the
+// runtime.Goexit, or when the task's context is done (its ctx, the
 // group's context, or a Shutdown that gave up); Wait then returns the last
 // run's error. A policy that panics ends the retries: the task ends with a
 // *PanicError carrying the panic value, joined with the run's error.
@@ -477,10 +477,9 @@
 // the lighter tasks of other keys do not overtake it. The held-back tasks
 // are waiting tasks in every respect: they count in Status.Waiting and in
 // the bound (DropOldest drops the oldest waiting task of the whole pool,
-// which may be one), they expire, Cancel and their ctx remove them at
-// once (the next task of the key may then start), a Pause holds them,
-// StopWait runs them in order and Stop abandons them. WaitIdle waits for
-// them.
+// which may be one), they expire, their ctx removes them at once (the
+// next task of the key may then start), a Pause holds them, StopWait runs
+// them in order and Stop abandons them. WaitIdle waits for them.
 //
 // The pool keeps a key's state only while the key has tasks waiting,
 // scheduled or running (Status.Keys counts those keys): a pool that has
@@ -529,11 +528,10 @@
 //     in Status.Waiting), or handed to a worker that has not called it.
 //   - started: a worker called the func. finished: the func returned,
 //     panicked or called runtime.Goexit; Wait returns its outcome.
-//   - canceled: the task's context ended, or Cancel was called, before it
-//     started. Cancel, Wait, Done, the dispatcher or the worker that took
-//     it, whichever sees it first, settles it; Wait returns the context's
-//     error (context.Canceled after Cancel), at once, even while the task
-//     is still in the queue. A task canceled while it waits in the queue
+//   - canceled: the task's context ended before it started. Wait, Done,
+//     the dispatcher or the worker that took it, whichever sees it first,
+//     settles it; Wait returns the context's error at once, even while the
+//     task is still in the queue. A task canceled while it waits in the queue
 //     never takes a worker; one canceled while the dispatcher is handing it
 //     out may still reach a worker, which skips it.
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started,
@@ -648,10 +646,10 @@
 // # Observability
 //
 // Operators ask how long tasks wait, how long they run, and what was lost.
-// [WorkerPool.Status] answers the counts at any moment; [WithHooks] and
-// [WithLogger] answer the rest, and cost nothing when not set: without
-// TaskStarted and TaskFinished the pool reads no clock for a task, and the
-// submit and run paths allocate nothing either way.
+// [WorkerPool.Status] answers the counts at any moment; [WithHooks], with
+// its hooks and its Logger, answers the rest, and costs nothing when not
+// set: without TaskStarted and TaskFinished the pool reads no clock for a
+// task, and the submit and run paths allocate nothing either way.
 //
 // Each hook learns which task it is about in a [TaskInfo], passed by value
 // (no allocation): the task's label, key, priority, weight and attempt (1
@@ -668,9 +666,9 @@
 // TaskStarted gets a context and returns the one the task runs with, which
 // TaskFinished gets too (nil means unchanged): the task's ctx of the table
 // of calls, and context.Background() for gammazero's calls and DoBatch. A
-// Go task's ctx is the caller's (or the group's), which Cancel and a
-// Shutdown that gives up still cancel through whatever TaskStarted derived
-// from it; DoContext's is its ctx's values without its cancellation
+// Go task's ctx is the caller's (or the group's): its cancellation, and a
+// Shutdown that gives up, still cancel whatever TaskStarted derived from
+// it; DoContext's is its ctx's values without its cancellation
 // (context.WithoutCancel: the task may run after ctx is done). So a span
 // started in TaskStarted is a child of the submitter's span and the parent
 // of everything the task does (a plain func() cannot see it, but its span
@@ -707,7 +705,7 @@
 // TaskFinished, every DoContext task rides such a carrier, with its ctx's
 // values (one allocation, context.WithoutCancel's).
 //
-// The logger gets, at Info and above, exactly one Error record with the
+// [Hooks].Logger gets, at Info and above, exactly one Error record with the
 // stack per recovered panic (a task's, a handle's, a hook's, a retry
 // policy's, the dead-letter handler's), one Info record per Resize on a
 // pool that has not begun to stop (the same size included), and one Info

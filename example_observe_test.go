@@ -63,9 +63,9 @@ func ExampleWithHooks() {
 	// [thumbnail: workerpool: waiting queue full index: workerpool: pool stopped]
 }
 
-// The logger gets one record per Resize and a summary when the pool stops,
+// Hooks.Logger gets one record per Resize and a summary when the pool stops,
 // never a record per task. Each record carries the logger's attributes.
-func ExampleWithLogger() {
+func ExampleHooks_logger() {
 	noTime := func(_ []string, a slog.Attr) slog.Attr {
 		if a.Key == slog.TimeKey {
 			return slog.Attr{}
@@ -73,7 +73,7 @@ func ExampleWithLogger() {
 		return a
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{ReplaceAttr: noTime}))
-	p := workerpool.New(2, workerpool.WithLogger(logger.With("pool", "thumbnails")))
+	p := workerpool.New(2, workerpool.WithHooks(workerpool.Hooks{Logger: logger.With("pool", "thumbnails")}))
 	for range 100 {
 		p.Submit(func() {})
 	}

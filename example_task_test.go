@@ -53,28 +53,30 @@ func ExampleGoResult() {
 	// deque 5 <nil>
 }
 
-// Cancel skips a task that has not started: its Wait returns
-// context.Canceled at once, and it never takes a worker. A running task
-// sees its context canceled and returns what it returns.
-func ExampleTask_Cancel() {
+// A task is canceled through the ctx given to Go. Canceled before the
+// task started, it skips the task: its Wait returns context.Canceled at
+// once, and it never takes a worker. A running task sees its context
+// canceled and returns what it returns.
+func ExampleWorkerPool_Go_cancel() {
 	p := workerpool.New(1)
 	defer p.StopWait()
-	ctx := context.Background()
+	runningCtx, cancelRunning := context.WithCancel(context.Background())
 	started := make(chan struct{})
-	running := p.Go(ctx, func(ctx context.Context) error {
+	running := p.Go(runningCtx, func(ctx context.Context) error {
 		close(started)
 		<-ctx.Done() // a long job that watches its context
 		return fmt.Errorf("gave up: %w", ctx.Err())
 	})
 	<-started
-	queued := p.Go(ctx, func(context.Context) error {
+	queuedCtx, cancelQueued := context.WithCancel(context.Background())
+	queued := p.Go(queuedCtx, func(context.Context) error {
 		fmt.Println("never runs")
 		return nil
 	})
 
-	queued.Cancel()
+	cancelQueued()
 	fmt.Println("queued:", queued.Wait())
-	running.Cancel()
+	cancelRunning()
 	fmt.Println("running:", running.Wait())
 	fmt.Println("canceled before they started:", p.Status().Canceled)
 	// Output:
@@ -124,19 +126,20 @@ func ExampleTask_Wait() {
 	// true
 }
 
-// A Future's Cancel works as a Task's: the value is T's zero value and the
-// error says why.
-func ExampleFuture_Cancel() {
+// A Future is canceled as a Task is, through the ctx given to GoResult:
+// the value is T's zero value and the error says why.
+func ExampleGoResult_cancel() {
 	p := workerpool.New(1)
 	defer p.StopWait()
+	ctx, cancel := context.WithCancel(context.Background())
 	started := make(chan struct{})
-	slow := workerpool.GoResult(context.Background(), p, func(ctx context.Context) (string, error) {
+	slow := workerpool.GoResult(ctx, p, func(ctx context.Context) (string, error) {
 		close(started)
 		<-ctx.Done() // a lookup that gives up when canceled
 		return "", ctx.Err()
 	})
 	<-started
-	slow.Cancel()
+	cancel()
 	v, err := slow.Wait()
 	fmt.Printf("%q %v\n", v, err)
 	// Output: "" context canceled
@@ -148,7 +151,9 @@ func ExampleFuture_Done() {
 	p := workerpool.New(2)
 	defer p.StopWait()
 	ctx := context.Background()
-	primary := workerpool.GoResult(ctx, p, func(ctx context.Context) (string, error) {
+	primaryCtx, cancelPrimary := context.WithCancel(ctx)
+	defer cancelPrimary()
+	primary := workerpool.GoResult(primaryCtx, p, func(ctx context.Context) (string, error) {
 		<-ctx.Done() // a replica that does not answer
 		return "", ctx.Err()
 	})
@@ -162,7 +167,7 @@ func ExampleFuture_Done() {
 		answer, _ = primary.Wait()
 	case <-fallback.Done():
 		answer, _ = fallback.Wait()
-		primary.Cancel()
+		cancelPrimary()
 	}
 	fmt.Println(answer)
 	_, err := primary.Wait()

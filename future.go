@@ -3,12 +3,13 @@ package workerpool
 import "context"
 
 // A Future is the handle of one fn queued by [GoResult]: a [Task] that also
-// produces a value of type T. Cancel and Done are its Task's; Wait also
-// returns the value. Its methods are safe for concurrent use and may be
-// called any number of times. Only GoResult makes a usable Future: the
-// methods of a zero Future panic, saying so, and so does Wait on a nil
-// *Future; Cancel and Done, its Task's, reach that Task through the
-// pointer, so on a nil *Future they panic as a nil dereference.
+// produces a value of type T. Done is its Task's; Wait also returns the
+// value. To cancel it, cancel the ctx given to GoResult. Its methods are
+// safe for concurrent use and may be called any number of times. Only
+// GoResult makes a usable Future: the methods of a zero Future panic,
+// saying so, and so does Wait on a nil *Future; Done, its Task's, reaches
+// that Task through the pointer, so on a nil *Future it panics as a nil
+// dereference.
 type Future[T any] struct {
 	Task
 	fn    func(ctx context.Context) (T, error)

@@ -22,7 +22,7 @@ import (
 // (Submit, Do, DoContext with a live ctx or with one already done (a try,
 // tryDo), with options or without, bursts of them from other goroutines,
 // DoBatch, DoWait, Go, GoResult,
-// Group.Go, Cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
+// Group.Go, Task.cancel, Pause, Resize, WaitIdle, and Stop, StopWait or Shutdown from
 // another goroutine while the operations go on), runs them in a synctest
 // bubble, ends with a stop, and checks the contract: bounded concurrency,
 // FIFO starts, a bounded queue, Status.Busy equal to the tasks running in
@@ -195,19 +195,19 @@ type fuzzRun struct {
 	running       atomic.Int64 // task funcs running (see track): in a quiet moment, Status.Busy
 	resubmits     atomic.Int64 // dead letters the handler may still resubmit (see deadLetter); 0 unless the policy byte asks for it
 
-	cancels   []context.CancelFunc // of the pauses in effect, oldest first
-	handles   []interface{ Cancel() }
-	shared    *Group         // made by the first op 12
-	pending   sync.WaitGroup // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
-	anyStop   atomic.Bool    // a stop began: sends may be refused
-	delayed   atomic.Bool    // a delayed handle, or one that retries, was made: under DropOldest, scheduled tasks may fill the bound
-	expires   bool           // the pool has WithQueueTimeout
-	tooHeavy  atomic.Int64   // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
-	mapUnseen atomic.Int64   // items of Map loops whose outcome the loop did not yield (it broke): refused or dropped as they may be
-	canceled  atomic.Int64   // handle Cancels called
-	retrying  atomic.Bool    // a task that retries was made: retries join the queue over the bound when it is full
-	unrerun   atomic.Int64   // tasks whose last run was posted for a retry that never ran: it counts in Ran, not in Completed or Retried
-	dropping  atomic.Bool    // Stop or Shutdown was called: queued tasks may be abandoned
+	cancels   []context.CancelFunc    // of the pauses in effect, oldest first
+	handles   []interface{ cancel() } // canceled as the pool cancels its own (Task.cancel)
+	shared    *Group                  // made by the first op 12
+	pending   sync.WaitGroup          // DoWait, Pause, WaitIdle and Wait callers, and stops from other goroutines
+	anyStop   atomic.Bool             // a stop began: sends may be refused
+	delayed   atomic.Bool             // a delayed handle, or one that retries, was made: under DropOldest, scheduled tasks may fill the bound
+	expires   bool                    // the pool has WithQueueTimeout
+	tooHeavy  atomic.Int64            // handles that reported ErrTooHeavy: refused (Rejected) or dropped by a Resize (Dropped)
+	mapUnseen atomic.Int64            // items of Map loops whose outcome the loop did not yield (it broke): refused or dropped as they may be
+	canceled  atomic.Int64            // handle cancels called
+	retrying  atomic.Bool             // a task that retries was made: retries join the queue over the bound when it is full
+	unrerun   atomic.Int64            // tasks whose last run was posted for a retry that never ran: it counts in Ran, not in Completed or Retried
+	dropping  atomic.Bool             // Stop or Shutdown was called: queued tasks may be abandoned
 
 	hooked bool        // the pool has every hook and a logger (see observe)
 	hooks  fuzzHooks   // what the hooks saw
@@ -293,7 +293,7 @@ type keyHold struct {
 	running bool // a run of the task is under way
 	// done is the handle's, once its call returned, for a task that may
 	// retry: closed once it ended for good, which it may do between runs
-	// (a Cancel, a stop), before the pool lets go of its slots.
+	// (a Task.cancel, a stop), before the pool lets go of its slots.
 	done <-chan struct{}
 }
 
@@ -583,7 +583,7 @@ func runOps(t *testing.T, data []byte) {
 	if len(data)/4%2 == 1 { // hooks and a logger, picked by the input's length
 		r.hooked = true
 		r.logs.holdStopping = 100
-		options = append(options, WithHooks(r.hooks.hooks()), WithLogger(slog.New(&r.logs)))
+		options = append(options, WithHooks(r.hooks.hooks()), WithHooks(Hooks{Logger: slog.New(&r.logs)}))
 	}
 	switch len(data) % 4 { // the queue policies of issue 12, picked by the input's length
 	case 1:
@@ -772,7 +772,7 @@ func (r *fuzzRun) do(op byte, arg int) {
 	case 11: // cancel a handle made earlier
 		if n := len(r.handles); n > 0 {
 			r.canceled.Add(1)
-			r.handles[n-1-arg%n].Cancel()
+			r.handles[n-1-arg%n].cancel()
 		}
 	case 12: // a task of the run's one long-lived group
 		r.sharedGo(arg)
@@ -1015,7 +1015,8 @@ func sleepOrCause(ctx context.Context, ms int) error {
 }
 
 // goTask makes a Task whose fn sleeps arg ms and watches its context;
-// arg%4 picks a plain ctx, a deadline, a Cancel, or a ctx canceled at once.
+// arg%4 picks a plain ctx, a deadline, a Task.cancel, or a ctx canceled at
+// once.
 // A goroutine waits for it and checks what Wait says.
 func (r *fuzzRun) goTask(arg int) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -1038,7 +1039,7 @@ func (r *fuzzRun) goTask(arg int) {
 	r.handles = append(r.handles, task)
 	switch arg % 4 {
 	case 2:
-		task.Cancel()
+		task.cancel()
 	case 3:
 		cancel()
 	}
@@ -1160,7 +1161,7 @@ func (r *fuzzRun) optionTask(arg int) {
 			assert.Greater(r.t, weight, 1, "a task of weight 1 was too heavy")
 			r.tooHeavy.Add(1)
 		case err == errTask || isPermanent(err): // a run's own error, not why a retry never came
-			// Retries end early only when the task's context ends: a Cancel
+			// Retries end early only when the task's context ends: a Task.cancel
 			// or a Shutdown that gave up, while it ran.
 			ended := permanent && runs.Load() == 1 || !permanent && (r.anyStop.Load() || r.canceled.Load() > 0)
 			assert.True(r.t, ended, "a task ended with its run's error after %d runs (permanent %v): %v", runs.Load(), permanent, err)

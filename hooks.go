@@ -2,14 +2,16 @@ package workerpool
 
 import (
 	"context"
+	"log/slog"
 	"time"
 )
 
 // Hooks are funcs the pool calls at the moments of a task's life: as it
 // starts and finishes (for metrics and tracing), as it is given up
 // (TaskDropped, and DeadLetter for a plain task no one waits for), and as
-// it panics (Panic). Each may be nil; a nil hook costs nothing. No hook
-// runs on the dispatcher goroutine. Several may run at once: each must be
+// it panics (Panic); and the Logger the pool logs to. Each may be nil; a
+// nil one costs nothing. No hook runs on the dispatcher goroutine (of the
+// Logger's records, only the stop summary does). Several may run at once: each must be
 // safe for concurrent use, and quick, as it delays the task or the next
 // one. A hook must not call Stop, StopWait or Shutdown, nor wait for
 // anything that needs the pool to go on: a stop waits for the hooks that
@@ -62,6 +64,27 @@ type Hooks struct {
 	// handle always recover theirs into a *PanicError. A panic inside Panic
 	// crashes the program.
 	Panic func(recovered any)
+	// Logger is where the pool logs. At Info and above it logs exactly:
+	//   - one Error record for each panic it recovers, with the panic value
+	//     and the stack: a task's (plain tasks under a Panic hook, and
+	//     handles, which always recover), a hook's, a retry policy's, and
+	//     the dead-letter handler's;
+	//   - one Info record per Resize on a pool that has not begun to stop
+	//     (a Resize to the same size included), with the old and the new
+	//     size;
+	//   - one Info record per pool when it has stopped, with the final
+	//     counts of Status, logged before Stop, StopWait and Shutdown
+	//     return.
+	//
+	// Never one record per task. Everything else it logs (the pool's
+	// start, the start of a stop, a Shutdown that gives up, each size
+	// WithAdaptiveSize chooses) is at Debug. Every record carries the
+	// Logger's own attributes (give it the pool's name with
+	// slog.Logger.With), and further slog key/value pairs. Records are
+	// logged on the goroutine where the event happens, never while the
+	// dispatcher waits for them, but the stop summary, which the
+	// dispatcher logs as its last act. A nil Logger logs nothing.
+	Logger *slog.Logger
 }
 
 // TaskInfo tells a hook which task, and which run of it, a call is about
@@ -93,6 +116,9 @@ func (h *Hooks) merge(with Hooks) {
 	}
 	if with.Panic != nil {
 		h.Panic = with.Panic
+	}
+	if with.Logger != nil {
+		h.Logger = with.Logger
 	}
 }
 

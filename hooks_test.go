@@ -340,7 +340,7 @@ func TestObserveTaskFinishedBeforeWaitReturnsUnderRaces(t *testing.T) {
 						check("DoWait", err)
 					case 1:
 						task := p.Go(ctx, func(context.Context) error { body(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(200)) * time.Microsecond})
-						// (no Cancel here: under DropOldest it can crash the pool, see
+						// (no cancel here: under DropOldest it can crash the pool, see
 						// TestObserveDropOldestRefusalRacingCancelDoesNotCrash)
 						check("Task.Wait", task.Wait())
 					case 2:
@@ -472,18 +472,20 @@ func TestHooksTaskDroppedReasons(t *testing.T) {
 		p.Submit(func() {})                                            // dropped by the third
 		first := p.Go(ctx, func(context.Context) error { return nil }) // dropped by the fourth
 		third := p.Go(ctx, func(context.Context) error { return nil }) // expires
-		fourth := p.Go(ctx, func(context.Context) error { return nil })
+		fourthCtx, cancelFourth := context.WithCancel(ctx)
+		fourth := p.Go(fourthCtx, func(context.Context) error { return nil })
 		assert.ErrorIs(t, first.Wait(), errDropped, "first")
-		fourth.Cancel()
+		cancelFourth()
 		assert.ErrorIs(t, fourth.Wait(), context.Canceled, "fourth")
 		time.Sleep(10 * time.Second)
 		assert.ErrorIs(t, third.Wait(), errExpired, "third")
 		g.open()
 
-		retried := p.Go(ctx, func(context.Context) error { return errFlaky },
+		retriedCtx, cancelRetried := context.WithCancel(ctx)
+		retried := p.Go(retriedCtx, func(context.Context) error { return errFlaky },
 			TaskOption{Retry: func(int, error) (time.Duration, bool) { return time.Hour, true }})
 		synctest.Wait() // the first run failed: the task waits an hour for the next
-		retried.Cancel()
+		cancelRetried()
 		err := retried.Wait()
 		p.StopWait()
 		s := requireStoppedClean(t, p)
@@ -702,7 +704,7 @@ func TestObserveDeadlinesGroupCancelAndShutdown(t *testing.T) {
 
 // Under DropOldest, dispatch refuses a job that finds the bound filled by
 // scheduled tasks (refuseJob) only if its owner has not settled it
-// meanwhile: a Task canceled (Cancel, or its ctx) between acceptJob's
+// meanwhile: a Task canceled (Task.cancel, or its ctx) between acceptJob's
 // settled check and refuseJob is settled once, counted once and told
 // once. Settled twice, Task.settled would close its done channel twice (or
 // drive its WaitGroup negative) on the dispatcher goroutine, which crashes
@@ -723,7 +725,7 @@ func TestObserveDropOldestRefusalRacingCancelDoesNotCrash(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			p.Go(ctx, fn, TaskOption{Delay: time.Hour}) // fills the bound once dispatch has scheduled it
 			task := p.Go(ctx, fn)                       // passes scheduledFill before that, then is refused by dispatch
-			task.Cancel()
+			task.cancel()
 			_ = task.Wait()
 			cancel()
 			g.open()
@@ -776,7 +778,7 @@ func obsStopRace(t *testing.T, seed int) {
 		},
 	}
 	opts := []Option{WithHooks(hooks), WithHooks(Hooks{Panic: func(any) {}})}
-	dropOldest := false // no Cancel nor ctx deadline then: see TestObserveDropOldestRefusalRacingCancelDoesNotCrash
+	dropOldest := false // no Task.cancel nor ctx deadline then: see TestObserveDropOldestRefusalRacingCancelDoesNotCrash
 	switch r.IntN(4) {
 	case 1:
 		dropOldest = true
@@ -836,7 +838,7 @@ func obsStopRace(t *testing.T, seed int) {
 					defer cc()
 				case 8:
 					if len(tasks) > 0 && !dropOldest {
-						tasks[sr.IntN(len(tasks))].Cancel()
+						tasks[sr.IntN(len(tasks))].cancel()
 					}
 				case 9:
 					g.Go(func(context.Context) error { fn(); return nil }, TaskOption{Delay: time.Duration(sr.IntN(100)) * time.Microsecond})
@@ -910,10 +912,9 @@ func TestObserveHooksUnderStopRaces(t *testing.T) {
 
 // --- options, and hooks that panic or call runtime.Goexit ---
 
-// Several WithHooks combine: each non-nil hook replaces the one set
-// before it, and nil ones change nothing; WithHooks(Hooks{}) alone is no
-// hooks. A nil logger logs nothing and WithLogger(nil) after a logger
-// removes it.
+// Several WithHooks combine: each non-nil hook, and a non-nil Logger,
+// replaces the one set before it, and nil ones change nothing;
+// WithHooks(Hooks{}) alone is no hooks.
 func TestObserveOptionsCombineHooksAndLastLoggerWins(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var first, replaced, finished atomic.Int64
@@ -931,12 +932,15 @@ func TestObserveOptionsCombineHooksAndLastLoggerWins(t *testing.T) {
 		assert.False(t, p.cfg.timed, "WithHooks(Hooks{}) reads no clock")
 		p.StopWait()
 
-		var b logBuffer
-		p = New(1, WithLogger(b.logger(slog.LevelDebug)), WithLogger(nil), WithHooks(Hooks{Panic: func(any) {}}))
+		var replacedLog, keptLog logBuffer
+		p = New(1, WithHooks(Hooks{Logger: replacedLog.logger(slog.LevelDebug)}),
+			WithHooks(Hooks{Logger: keptLog.logger(slog.LevelDebug)}),
+			WithHooks(Hooks{Panic: func(any) {}}))
 		p.Submit(func() { panic("x") })
 		p.Resize(2)
 		p.StopWait()
-		assert.Empty(t, b.records(t, slog.LevelDebug), "WithLogger(nil) last: no records")
+		assert.Empty(t, replacedLog.records(t, slog.LevelDebug), "a Logger that a later one replaced")
+		assert.NotEmpty(t, keptLog.records(t, slog.LevelDebug), "the later Logger, kept past a WithHooks without one")
 	})
 }
 

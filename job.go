@@ -31,8 +31,8 @@ import (
 //     dispatch (see signals.retries).
 //   - started: the worker that took it called its func. finished: the func
 //     returned, panicked or called runtime.Goexit.
-//   - canceled: its context was done, or Cancel was called, before it
-//     started. The first to see that settles it: Cancel, the owner's Wait,
+//   - canceled: its context was done, or Task.cancel was called, before it
+//     started. The first to see that settles it: cancel, the owner's Wait,
 //     dispatch, or the worker that took it.
 //   - abandoned: Stop, or a Shutdown that gave up, came before it started.
 //     Dispatch settles the queued jobs, a worker the one it took.
@@ -111,7 +111,7 @@ type jobOwner interface {
 	// dropped it from the queue, is done with it.
 	released()
 	// ctxDone reports whether the context the task runs with is done
-	// (Cancel included), which ends its retries.
+	// (Task.cancel included), which ends its retries.
 	ctxDone() bool
 }
 
@@ -436,7 +436,7 @@ func (j *job) abandon() {
 
 // refuse settles a job that the pool refused with err: its send failed,
 // or dispatch refused its ticket. It reports false, and
-// does nothing, if the job was settled meanwhile (a Cancel that came after
+// does nothing, if the job was settled meanwhile (a cancel that came after
 // the send). Whoever refuses the job counts it.
 func (j *job) refuse(err error) bool {
 	if !j.state.CompareAndSwap(jobPending, jobAbandoned) {
@@ -486,7 +486,7 @@ func (j *job) finish(err error, e *ending) {
 
 // postForRetry moves a started job whose run is to be retried to
 // scheduled and counts it in Status.Scheduled, on the worker that ran it;
-// then it posts the job to dispatch (see signals.retries). A Cancel, or the end of
+// then it posts the job to dispatch (see signals.retries). A Task.cancel, or the end of
 // the group's context, that came while the policy decided found the job
 // started and only canceled its context: it ends the retries now.
 func (j *job) postForRetry() {

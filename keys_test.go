@@ -109,7 +109,7 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 	cases := []struct {
 		name   string
 		opts   []TaskOption // every task's
-		heavy  bool         // q1's task weighs 2, and a Resize(1) drops it; else Cancel does
+		heavy  bool         // q1's task weighs 2, and a Resize(1) drops it; else its ctx's cancel does
 		settle error
 	}{
 		{"canceled while queued", nil, false, context.Canceled},
@@ -128,13 +128,19 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 					p.Submit(blockers.wait)
 					p.Submit(blockers.wait)
 					ctx := context.Background()
+					q1ctx, cancelQ1 := context.WithCancel(ctx)
+					defer cancelQ1()
 					var tasks []*Task
 					for i := range 3 {
 						opts := append([]TaskOption{{Key: "q" + strconv.Itoa(i)}}, c.opts...)
-						if i == 1 && c.heavy {
-							opts = append(opts, TaskOption{Weight: 2})
+						taskCtx := ctx
+						if i == 1 {
+							taskCtx = q1ctx
+							if c.heavy {
+								opts = append(opts, TaskOption{Weight: 2})
+							}
 						}
-						tasks = append(tasks, p.Go(ctx, noopFn, opts...))
+						tasks = append(tasks, p.Go(taskCtx, noopFn, opts...))
 					}
 					synctest.Wait()
 					require.Equal(t, 3, p.Status().Keys, "keys before")
@@ -142,7 +148,7 @@ func TestStatusKeysDropsAKeyWithItsLastTask(t *testing.T) {
 					if c.heavy {
 						p.Resize(1)
 					} else {
-						tasks[1].Cancel()
+						cancelQ1()
 					}
 					require.ErrorIs(t, tasks[1].Wait(), c.settle, "q1's task")
 					s := p.Status()
@@ -381,7 +387,7 @@ func TestKeyLimitPriorityOrdersAKeysTasks(t *testing.T) {
 // limit is looked at again as its front leaves, not only when the key
 // gives back slots (a2 would then wait until a1 ended, or expire).
 func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
-	for _, leave := range []string{"Cancel", "expiry"} {
+	for _, leave := range []string{"cancel", "expiry"} {
 		t.Run(leave, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				opts := []Option{WithKeys(2, nil), WithIdleTimeout(-1)}
@@ -392,13 +398,15 @@ func TestKeyLimitHeldBackFrontThatLeavesLetsTheNextStart(t *testing.T) {
 				defer p.Stop()
 				r, ctx := newStartTrace(), context.Background()
 				p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
-				aH := p.Go(ctx, r.fn("aH", time.Second), keyOpts("a", TaskOption{Weight: 3})...)
+				aHctx, cancelAH := context.WithCancel(ctx)
+				defer cancelAH()
+				aH := p.Go(aHctx, r.fn("aH", time.Second), keyOpts("a", TaskOption{Weight: 3})...)
 				done := r.watch(aH)
 				r.sleepUntil(time.Second / 2)
 				p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 				r.sleepUntil(time.Second)
-				if leave == "Cancel" {
-					aH.Cancel()
+				if leave == "cancel" {
+					cancelAH()
 				}
 				got := requireSettled(t, done, "aH")
 				assert.Equal(t, time.Second, got.at, "aH left at 1s")
@@ -420,14 +428,15 @@ func TestKeyLimitCanceledHeldBackTaskLeavesAtOnce(t *testing.T) {
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
 		p.Go(ctx, r.fn("a1", 3*time.Second), TaskOption{Key: "a"})
-		a2 := p.Go(ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
+		a2ctx, cancelA2 := context.WithCancel(ctx)
+		a2 := p.Go(a2ctx, r.fn("a2", time.Second), TaskOption{Key: "a"})
 		p.Go(ctx, r.fn("a3", time.Second), TaskOption{Key: "a"})
 		done := r.watch(a2)
 		synctest.Wait()
 		require.Equal(t, 2, p.Status().Waiting, "waiting: a2 and a3")
 
 		r.sleepUntil(time.Second + time.Second/2)
-		a2.Cancel()
+		cancelA2()
 		got := requireSettled(t, done, "a2")
 		assert.ErrorIs(t, got.err, context.Canceled, "a2")
 		assert.Equal(t, 1500*time.Millisecond, got.at, "a2's Wait returned at the cancel")
@@ -585,7 +594,7 @@ func TestKeyLimitDelayedTaskHoldsNothingUntilDue(t *testing.T) {
 }
 
 // A task that waits for a retry, holding its key's slot, gives it back at
-// its Cancel, not when its next run would have been due: the next task of
+// its ctx's cancel, not when its next run would have been due: the next task of
 // its key starts at once, though other tasks wait in the timer heap (so
 // that dispatch has no reason to sweep it for room).
 func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
@@ -593,7 +602,8 @@ func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		a1 := p.Go(ctx, func(ctx context.Context) error {
+		a1ctx, cancelA1 := context.WithCancel(ctx)
+		a1 := p.Go(a1ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
 		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Hour)})...)
@@ -605,7 +615,7 @@ func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 
 		r.sleepUntil(2 * time.Second) // a1 waits for its run at 1h1s, a2 for a's slot
 		require.Equal(t, 1, p.Status().Waiting, "waiting at 2s: a2")
-		a1.Cancel()
+		cancelA1()
 		got := requireSettled(t, done, "a1")
 		assert.ErrorIs(t, got.err, context.Canceled, "a1")
 		r.sleepUntil(4 * time.Second)
@@ -621,7 +631,7 @@ func TestKeyLimitCanceledRetryGivesBackItsSlotAtOnce(t *testing.T) {
 
 // The same for a retry that came due and waits in the queue, at the front
 // of its key's queue at a low priority level, while tasks of a higher
-// level keep dispatch busy there: its Cancel gives back its key's slot at
+// level keep dispatch busy there: its ctx's cancel gives back its key's slot at
 // once, so that a task of its key at the higher level takes its fair turn
 // among them, rather than wait until the level has no other task.
 func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
@@ -629,7 +639,8 @@ func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
 		p := New(1, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		a1 := p.Go(ctx, func(ctx context.Context) error {
+		a1ctx, cancelA1 := context.WithCancel(ctx)
+		p.Go(a1ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
 		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Second)})...)
@@ -641,7 +652,7 @@ func TestKeyLimitCanceledQueuedRetryGivesBackItsSlotAtOnce(t *testing.T) {
 			p.Go(ctx, r.fn(name, time.Second), TaskOption{Priority: 5})
 		}
 		r.sleepUntil(4 * time.Second)
-		a1.Cancel()
+		cancelA1()
 		synctest.Wait()
 		assert.Equal(t, 1, p.Status().Keys, "keys after the cancel: a, for a2")
 
@@ -979,7 +990,8 @@ func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
 		p := New(2, WithKeys(1, nil), WithIdleTimeout(-1))
 		defer p.Stop()
 		r, ctx := newStartTrace(), context.Background()
-		a1 := p.Go(ctx, func(ctx context.Context) error {
+		a1ctx, cancelA1 := context.WithCancel(ctx)
+		p.Go(a1ctx, func(ctx context.Context) error {
 			_ = r.fn("a1", time.Second)(ctx)
 			return errFlaky
 		}, keyOpts("a", TaskOption{Retry: fixedRetries(time.Hour)})...)
@@ -990,7 +1002,7 @@ func TestKeyLimitStopWaitDoesNotWaitForACanceledRetry(t *testing.T) {
 		r.sleepUntil(time.Second * 5 / 4) // a1 waits for its run at 1h1s, a2 for a's slot
 		go func() {
 			time.Sleep(time.Second)
-			a1.Cancel()
+			cancelA1()
 		}()
 		p.StopWait()
 		assert.Equal(t, 3250*time.Millisecond, r.since(), "StopWait returned as a2 ended")

@@ -41,7 +41,7 @@ func TestLoggerRecordsAtInfo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs logBuffer
 		hookPanicked := false
-		p := New(1, WithLogger(logs.logger(slog.LevelDebug).With("pool", "images")),
+		p := New(1, WithHooks(Hooks{Logger: logs.logger(slog.LevelDebug).With("pool", "images")}),
 			WithHooks(Hooks{Panic: func(any) {}}), WithMaxWaiting(1, Reject),
 			WithHooks(Hooks{DeadLetter: func(func(), error) { panic("letter") }}),
 			WithHooks(Hooks{TaskStarted: func(ctx context.Context, _ TaskInfo) context.Context {
@@ -114,7 +114,7 @@ func TestLoggerLevels(t *testing.T) {
 			if b == &debug {
 				level = slog.LevelDebug
 			}
-			p := New(1, WithLogger(b.logger(level)))
+			p := New(1, WithHooks(Hooks{Logger: b.logger(level)}))
 			g := newGate()
 			p.Submit(g.task())
 			ctx, cancel := context.WithTimeout(t.Context(), time.Second)
@@ -135,7 +135,7 @@ func TestLoggerLevels(t *testing.T) {
 func TestObserveResizeLogsOncePerResizeOnRunningPool(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var b logBuffer
-		p := New(3, WithLogger(b.logger(slog.LevelInfo).With("pool", "rz")))
+		p := New(3, WithHooks(Hooks{Logger: b.logger(slog.LevelInfo).With("pool", "rz")}))
 		p.Resize(3)
 		p.Resize(0)  // 1
 		p.Resize(-5) // still 1

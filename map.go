@@ -273,7 +273,7 @@ func (s *stream[T, R]) cancelAll() {
 	}
 	for m := s.first; m != nil; m = m.next {
 		if !m.done {
-			m.Task.Cancel()
+			m.Task.cancel()
 		}
 	}
 	for s.running > 0 {

@@ -76,8 +76,8 @@ func TestZeroWorkerPoolReadsAsEmpty(t *testing.T) {
 
 // A handle that Go, GoResult or WorkerPool.Group did not make, or a nil
 // one, panics with a message naming the method, not with a nil
-// dereference: all but Cancel and Done on a nil *Future, which are its
-// embedded Task's, reached through the nil pointer (see Future).
+// dereference: all but Done on a nil *Future, which is its embedded
+// Task's, reached through the nil pointer (see Future).
 func TestHandlesNotMadeByThePoolPanicSayingSo(t *testing.T) {
 	var nilTask *Task
 	var nilFuture *Future[int]
@@ -86,11 +86,9 @@ func TestHandlesNotMadeByThePoolPanicSayingSo(t *testing.T) {
 		"Task.Wait on a nil Task":     func() { _ = nilTask.Wait() },
 		"Task.Done on a zero Task":    func() { (&Task{}).Done() },
 		"Task.Wait on a zero Task":    func() { _ = (&Task{}).Wait() },
-		"Task.Cancel on a zero Task":  func() { (&Task{}).Cancel() },
 		"Future.Wait on a nil Future": func() { _, _ = nilFuture.Wait() },
 		"Future.Wait on a zero one":   func() { _, _ = (&Future[int]{}).Wait() },
 		"Future.Done on a zero one":   func() { (&Future[int]{}).Done() },
-		"Future.Cancel on a zero one": func() { (&Future[int]{}).Cancel() },
 		"Future.Task.Wait on a zero":  func() { _ = (&Future[int]{}).Task.Wait() },
 		"Group.Wait on a nil Group":   func() { _ = nilGroup.Wait() },
 		"Group.Go on a zero Group":    func() { (&Group{}).Go(noopFn) },

@@ -18,7 +18,7 @@ import (
 // it sees no part of the pool but the goroutine group that a deliverer
 // joins, so that a stop waits for it.
 type observer struct {
-	log        *slog.Logger    // WithLogger's; nil: no logging
+	log        *slog.Logger    // hooks.Logger; nil: no logging
 	hooks      Hooks           // WithHooks's, merged
 	clock      clock           // the pool's, for wait and run times
 	goroutines *sync.WaitGroup // the pool's goroutines: a deliverer joins them
@@ -26,7 +26,7 @@ type observer struct {
 }
 
 func newObserver(cfg *config, c clock, goroutines *sync.WaitGroup) observer {
-	return observer{log: cfg.log, hooks: cfg.hooks, clock: c, goroutines: goroutines}
+	return observer{log: cfg.hooks.Logger, hooks: cfg.hooks, clock: c, goroutines: goroutines}
 }
 
 // --- the hooks around a run ---

@@ -2,7 +2,6 @@ package workerpool
 
 import (
 	"fmt"
-	"log/slog"
 	"math"
 	"time"
 )
@@ -31,8 +30,7 @@ type config struct {
 	keyWeight    func(key string) int // WithKeys's share; nil: 1 each
 	sizes        *sizeTable           // WithMinWorkers's schedule, checked; nil: no schedule
 	adaptive     sizeRange            // WithAdaptiveSize's; max 0: the size is set, not chosen
-	hooks        Hooks                // WithHooks's, merged; Panic nil: a task's panic crashes the program; DeadLetter nil: counted only
-	log          *slog.Logger         // WithLogger's; nil: no logging
+	hooks        Hooks                // WithHooks's, merged; Panic nil: a task's panic crashes the program; DeadLetter nil: counted only; Logger nil: no logging
 
 	// Derived by newConfig:
 	bounded bool // bound >= 0: the waiting queue has a bound
@@ -231,36 +229,10 @@ func WithRateLimit(perSecond float64, burst int) Option {
 	}
 }
 
-// WithLogger makes the pool log to l. At Info and above it logs exactly:
-//   - one Error record for each panic it recovers, with the panic value and
-//     the stack: a task's (plain tasks under a Panic hook, and handles,
-//     which always recover), a hook's, a retry policy's, and the dead-letter
-//     handler's;
-//   - one Info record per Resize on a pool that has not begun to stop (a
-//     Resize to the same size included), with the old and the new size;
-//   - one Info record per pool when it has stopped, with the final counts
-//     of Status, logged before Stop, StopWait and Shutdown return.
-//
-// Never one record per task. Everything else it logs (the pool's start,
-// the start of a stop, a Shutdown that gives up, each size WithAdaptiveSize
-// chooses) is at Debug. Every record
-// carries l's own attributes (give it the pool's name with l.With), and
-// further slog key/value pairs. Records are logged
-// on the goroutine where the event happens, never while the dispatcher
-// waits for them, but the stop summary, which the dispatcher logs as its
-// last act. A nil l logs nothing.
-//
-// Default: no logger.
-func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		c.log = l
-	}
-}
-
-// WithHooks makes the pool call h's hooks (see Hooks). Each non-nil hook
-// of h replaces the one an earlier WithHooks set, and nil ones change
-// nothing, so that several parts of a program (a metrics module, a dead-
-// letter store) each add theirs. With TaskStarted or TaskFinished set, the
+// WithHooks makes the pool call h's hooks and log to h.Logger (see
+// Hooks). Each non-nil field of h replaces the one an earlier WithHooks
+// set, and nil ones change nothing, so that several parts of a program (a
+// metrics module, a dead-letter store, a logger) each add theirs. With TaskStarted or TaskFinished set, the
 // pool reads its clock as each task starts and ends, and as it joins the
 // waiting queue if it must wait there; without them it reads no clock for
 // a task.

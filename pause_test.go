@@ -64,9 +64,10 @@ func TestPauseWaitsForRunningTasksNotJustQueued(t *testing.T) {
 }
 
 // A Pause whose barrier is reached only as dispatch drops a canceled task
-// from the front of the queue still returns when the running task ends: the
-// drop happens just before dispatch waits, and it must then watch for the
-// running task to come back.
+// from the front of the queue (settled at once by Task.cancel, which wakes
+// dispatch) still returns when the running task ends: the drop happens
+// just before dispatch waits, and it must then watch for the running task
+// to come back.
 func TestPauseReturnsWhenADroppedCanceledTaskWasTheLastBeforeItsBarrier(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
@@ -79,7 +80,7 @@ func TestPauseReturnsWhenADroppedCanceledTaskWasTheLastBeforeItsBarrier(t *testi
 		returned := make(chan struct{})
 		go func() { p.Pause(context.Background()); close(returned) }()
 		synctest.Wait()
-		tk.Cancel()
+		tk.cancel()
 		synctest.Wait()
 		assert.False(t, isClosed(returned), "the running task has not ended")
 		g.open()
@@ -242,14 +243,15 @@ func TestPauseCancelAndIdleRetirementTogether(t *testing.T) {
 		p.Pause(ctx)
 		var ran atomic.Int64
 		p.Submit(func() { ran.Add(1) })
-		task := p.Go(context.Background(), func(context.Context) error { ran.Add(10); return nil })
+		taskCtx, cancelTask := context.WithCancel(context.Background())
+		task := p.Go(taskCtx, func(context.Context) error { ran.Add(10); return nil })
 		p.Submit(func() { ran.Add(1) })
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		s := p.Status()
 		assert.Equal(t, 0, s.Workers, "workers retired while paused")
 		assert.Equal(t, 3, s.Waiting)
-		task.Cancel()
+		cancelTask()
 		assert.Same(t, context.Canceled, task.Wait())
 		assert.Equal(t, 2, p.WaitingQueueSize())
 		end()

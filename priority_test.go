@@ -184,10 +184,11 @@ func TestCancelARankedTask(t *testing.T) {
 		g := newGate()
 		p.Submit(g.task())
 		l, ctx := newStartLog(), t.Context()
-		a := p.Go(ctx, l.fn("a"), TaskOption{Priority: 3})
+		aCtx, cancelA := context.WithCancel(ctx)
+		a := p.Go(aCtx, l.fn("a"), TaskOption{Priority: 3})
 		p.Go(ctx, l.fn("b"), TaskOption{Priority: 3})
 		synctest.Wait()
-		a.Cancel()
+		cancelA()
 		assert.ErrorIs(t, a.Wait(), context.Canceled)
 		assert.Equal(t, 1, p.Status().Waiting)
 		assert.Equal(t, uint64(1), p.Status().Canceled)
@@ -240,7 +241,7 @@ func TestPriorityAgingSaturates(t *testing.T) {
 // canceledOnceTidied is a context whose Err reports context.Canceled only
 // when asked while the dispatcher picks the next task under aging, after
 // it tidied every front (agedHead), or by the worker that takes its task:
-// a job with it is canceled right after the tidy, as a Cancel from another
+// a job with it is canceled right after the tidy, as a cancel from another
 // goroutine can be.
 type canceledOnceTidied struct{ context.Context }
 

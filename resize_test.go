@@ -315,7 +315,7 @@ func TestResizeThatRacesAStopIsAppliedOrNotSeen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newStallingHandler("pool resized")
 		defer h.resume()
-		p := New(2, WithIdleTimeout(-1), WithLogger(slog.New(h)))
+		p := New(2, WithIdleTimeout(-1), WithHooks(Hooks{Logger: slog.New(h)}))
 		var running atomic.Int64
 		gates := []gate{newGate(), newGate(), newGate(), newGate()}
 		for _, g := range gates {

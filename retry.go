@@ -140,7 +140,7 @@ func (j *job) askPolicy(err error, e *ending) (delay time.Duration, again bool, 
 }
 
 // cancelRetry settles a job waiting for its next run whose context is
-// done: as settleIfBlocked does, or, after its handle's Cancel, canceled.
+// done: as settleIfBlocked does, or, after its Task.cancel, canceled.
 func (j *job) cancelRetry() {
 	if !j.settleIfBlocked() {
 		j.settle(jobCanceled, context.Canceled)

@@ -220,31 +220,33 @@ func TestRetryEndsWhenCtxEnds(t *testing.T) {
 	})
 }
 
-// Cancel during a run ends the retries: Wait returns that run's error.
-// Cancel while the task waits for its next run removes it at once.
+// Canceling the task's ctx during a run ends the retries: Wait returns
+// that run's error. Canceling it while the task waits for its next run
+// removes the task at once.
 func TestRetryEndsOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		always := func(int, error) (time.Duration, bool) { return time.Second, true }
-		var task *Task
 		runs := 0
 		started := make(chan struct{})
-		task = p.Go(t.Context(), func(ctx context.Context) error {
+		ctx, cancel := context.WithCancel(t.Context())
+		task := p.Go(ctx, func(ctx context.Context) error {
 			runs++
 			close(started)
 			<-ctx.Done()
 			return errFlaky
 		}, TaskOption{Retry: always})
 		<-started
-		task.Cancel()
+		cancel()
 		assert.Equal(t, errFlaky, task.Wait())
 		assert.Equal(t, 1, runs)
 
 		l := newRunLog()
-		task = p.Go(t.Context(), l.failing(-1), TaskOption{Retry: always})
+		ctx, cancel = context.WithCancel(t.Context())
+		task = p.Go(ctx, l.failing(-1), TaskOption{Retry: always})
 		synctest.Wait()
-		task.Cancel()
+		cancel()
 		err := task.Wait()
 		assert.ErrorIs(t, err, context.Canceled)
 		assert.ErrorIs(t, err, errFlaky)
@@ -256,11 +258,11 @@ func TestRetryEndsOnCancel(t *testing.T) {
 	})
 }
 
-// "Cancel or the task's ctx removes a scheduled task at once"; "a done ctx
-// (Cancel included) end the retries": a Cancel while the policy decides
-// (made from inside the policy, standing for a Cancel from another
-// goroutine at that moment) finds the job started and only cancels its
-// context; the worker sees it once the job is scheduled, and settles it.
+// A Task.cancel (the pool's own, as the task's ctx ending is the caller's)
+// removes a scheduled task at once and ends the retries: one made while
+// the policy decides (from inside the policy, standing for a cancel from
+// another goroutine at that moment) finds the job started and only cancels
+// its context; the worker sees it once the job is scheduled, and settles it.
 func TestCancelWhileRetryIsDecidedEndsRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
@@ -268,7 +270,7 @@ func TestCancelWhileRetryIsDecidedEndsRetries(t *testing.T) {
 		var task *Task
 		var runs atomic.Int32
 		policy := func(int, error) (time.Duration, bool) {
-			task.Cancel() // a concurrent Cancel, landing while the worker decides
+			task.cancel() // a concurrent cancel, landing while the worker decides
 			return time.Hour, true
 		}
 		ready := make(chan struct{})
@@ -287,13 +289,13 @@ func TestCancelWhileRetryIsDecidedEndsRetries(t *testing.T) {
 			assert.ErrorIs(t, err, errFlaky)
 		default:
 			s := p.Status()
-			t.Errorf("Wait still blocked 1s after Cancel: Scheduled %d, Canceled %d; it waits for the 1h retry delay", s.Scheduled, s.Canceled)
+			t.Errorf("Wait still blocked 1s after cancel: Scheduled %d, Canceled %d; it waits for the 1h retry delay", s.Scheduled, s.Canceled)
 		}
 		assert.Equal(t, int32(1), runs.Load())
 	})
 }
 
-// The same race without calling Cancel from the policy: a Cancel from
+// The same race without calling cancel from the policy: a Task.cancel from
 // another goroutine as the failing run returns. Real scheduling, ≤1s.
 func TestCancelRacesARetryStress(t *testing.T) {
 	p := New(2)
@@ -312,17 +314,17 @@ func TestCancelRacesARetryStress(t *testing.T) {
 		for range n % 64 {
 			runtime.Gosched()
 		}
-		task.Cancel()
+		task.cancel()
 		select {
 		case <-task.Done():
 		case <-time.After(time.Second):
-			t.Fatalf("round %d: Wait blocked 1s after Cancel (retry due in 1h): %+v", n, p.Status())
+			t.Fatalf("round %d: Wait blocked 1s after cancel (retry due in 1h): %+v", n, p.Status())
 		}
 	}
 	t.Logf("%d rounds", n)
 }
 
-// After that race the Cancel is not forgotten: the task never runs again,
+// After that race the cancel is not forgotten: the task never runs again,
 // and Wait reports context.Canceled.
 func TestCanceledTaskIsNotRerun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -332,7 +334,7 @@ func TestCanceledTaskIsNotRerun(t *testing.T) {
 		var runs atomic.Int32
 		policy := func(attempt int, _ error) (time.Duration, bool) {
 			if attempt == 1 {
-				task.Cancel() // a concurrent Cancel, landing while the worker decides
+				task.cancel() // a concurrent cancel, landing while the worker decides
 			}
 			return time.Hour, true
 		}
@@ -346,9 +348,9 @@ func TestCanceledTaskIsNotRerun(t *testing.T) {
 		}, TaskOption{Retry: policy})
 		close(ready)
 		time.Sleep(2 * time.Hour)
-		assert.Equal(t, int32(1), runs.Load(), "runs after Cancel")
+		assert.Equal(t, int32(1), runs.Load(), "runs after cancel")
 		err := task.Wait()
-		assert.ErrorIs(t, err, context.Canceled, "Wait after Cancel")
+		assert.ErrorIs(t, err, context.Canceled, "Wait after cancel")
 	})
 }
 
@@ -636,7 +638,7 @@ func TestRetriedTaskIsNotKeptReachableOnceItFinished(t *testing.T) {
 func TestRetryPolicyPanicIsLoggedWithTheFailedAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
+		p := New(1, WithHooks(Hooks{Logger: slog.New(logs), Panic: func(any) {}}))
 		defer p.Stop()
 		asked := make(chan int, 1)
 		task := p.Go(t.Context(), func(context.Context) error { return errFlaky }, TaskOption{Label: "x"},

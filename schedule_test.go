@@ -111,14 +111,15 @@ func TestScheduledTasksHoldNoGoroutine(t *testing.T) {
 	})
 }
 
-// Cancel and the task's ctx remove a scheduled task at once: Wait returns,
-// and it has left Scheduled and joined Canceled, long before it was due.
+// The task's ctx, and the pool's own cancel (Task.cancel), remove a
+// scheduled task at once: Wait returns, and it has left Scheduled and
+// joined Canceled, long before it was due.
 func TestCancelRemovesAScheduledTaskAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
 		ran := false
-		byCancel := p.Go(t.Context(), func(context.Context) error { ran = true; return nil }, TaskOption{Delay: time.Hour})
+		byPool := p.Go(t.Context(), func(context.Context) error { ran = true; return nil }, TaskOption{Delay: time.Hour})
 		ctx, cancel := context.WithCancel(t.Context())
 		byCtx := p.Go(ctx, func(context.Context) error { ran = true; return nil }, TaskOption{Delay: time.Hour})
 		g := p.Group(t.Context())
@@ -126,8 +127,8 @@ func TestCancelRemovesAScheduledTaskAtOnce(t *testing.T) {
 		synctest.Wait()
 		require.Equal(t, 3, p.Status().Scheduled)
 		t0 := time.Now()
-		byCancel.Cancel()
-		assert.ErrorIs(t, byCancel.Wait(), context.Canceled)
+		byPool.cancel()
+		assert.ErrorIs(t, byPool.Wait(), context.Canceled)
 		cancel()
 		assert.ErrorIs(t, byCtx.Wait(), context.Canceled)
 		synctest.Wait()
@@ -323,9 +324,13 @@ func TestScheduledTasksAccounting(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, time.Duration(i)*100*time.Millisecond)
 				defer cancel()
 			}
-			task := p.Go(ctx, func(context.Context) error { time.Sleep(50 * time.Millisecond); return nil }, TaskOption{Delay: time.Duration(i) * 200 * time.Millisecond})
+			var cancelNow context.CancelFunc
 			if i%7 == 0 {
-				task.Cancel()
+				ctx, cancelNow = context.WithCancel(ctx)
+			}
+			p.Go(ctx, func(context.Context) error { time.Sleep(50 * time.Millisecond); return nil }, TaskOption{Delay: time.Duration(i) * 200 * time.Millisecond})
+			if cancelNow != nil {
+				cancelNow()
 			}
 		}
 		time.Sleep(3 * time.Second)
@@ -340,7 +345,7 @@ func TestScheduledTasksAccounting(t *testing.T) {
 
 // Under DropOldest a delayed Go reserves its place in Status.Scheduled
 // before its send, and dispatch takes the reservation over once it takes
-// the job. A Cancel that lands in between settles the job, and its Wait
+// the job. A Task.cancel that lands in between settles the job, and its Wait
 // returns context.Canceled, but the reservation stays until dispatch gets
 // to the job: Status still shows it scheduled (doc.go: a settled task has
 // left Scheduled by the time its Wait reports it), and a TryDo that
@@ -355,7 +360,7 @@ func TestUnderDropOldestACanceledDelayedTaskLeavesScheduledByTheTimeWaitReturns(
 		defer busy.resume()
 		delayed := p.Go(busy, noopFn, TaskOption{Delay: time.Hour})
 		<-busy.stalled // dispatch took the job and has not looked at it yet
-		delayed.Cancel()
+		delayed.cancel()
 		require.ErrorIs(t, delayed.Wait(), context.Canceled, "the delayed task")
 		assert.Zero(t, p.Status().Scheduled, "scheduled once Wait reported the cancel")
 

@@ -410,7 +410,7 @@ func TestQueuedChildOfCutTaskIsGivenUpInQueueOrder(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				hold := newStallingHandler("pool stopping")
 				var told names
-				p := New(1, WithLogger(slog.New(hold)), WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
+				p := New(1, WithHooks(Hooks{Logger: slog.New(hold)}), WithHooks(Hooks{TaskDropped: func(ti TaskInfo) {
 					told.say(ti.Label)()
 				}}))
 				give := make(chan struct{})

@@ -41,7 +41,7 @@ type Status struct {
 	Completed uint64 // accepted tasks whose func was called and ended for good: returned, panicked or called runtime.Goexit, and was not retried; and those whose run a TaskStarted hook ended with runtime.Goexit before their func was called
 	Panicked  uint64 // of Completed, the tasks whose last run panicked (recovered by the Panic hook, or into a *PanicError), never more than Completed; earlier runs of a retried task that panicked are not counted
 	Abandoned uint64 // accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up; any stop for group tasks held back by SetLimit)
-	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended or Cancel was called
+	Canceled  uint64 // Tasks, Futures and group tasks that never started because their context ended
 	Dropped   uint64 // accepted tasks dropped from a full queue to make room for newer ones (DropOldest), or heavier than the pool after a Resize (ErrTooHeavy); only those: TaskDropped hears of every task that never runs
 	Expired   uint64 // accepted tasks that waited in the queue longer than WithQueueTimeout and never ran
 	Retried   uint64 // runs of a task after its first, under TaskOption.Retry; not a bucket of Submitted

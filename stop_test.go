@@ -447,8 +447,8 @@ func TestDoWaitAbandonedAsItIsQueuedIsCountedOnce(t *testing.T) {
 	assert.Zero(t, bad, "rounds with Submitted != Completed+Abandoned+Canceled after Stop; first: %s", first)
 }
 
-// Handles racing every kind of stop, with Cancel calls and context
-// cancellations in flight: every Wait returns, and what the handles report
+// Handles racing every kind of stop, with Task.cancel calls (the pool's
+// own) and context cancellations in flight: every Wait returns, and what the handles report
 // matches Status once the stop returned.
 func TestHandleOutcomesMatchStatusUnderStopRaces(t *testing.T) {
 	deadline := time.Now().Add(1500 * time.Millisecond)
@@ -469,7 +469,7 @@ func TestHandleOutcomesMatchStatusUnderStopRaces(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			for i := 0; i < n; i += 3 {
-				tasks[i].Cancel()
+				tasks[i].cancel()
 			}
 		})
 		wg.Go(func() {
@@ -742,7 +742,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				hold := newStallingHandler("pool stopping")
 				letters := new(letterBox)
-				p := New(1, WithLogger(slog.New(hold)), WithHooks(Hooks{DeadLetter: letters.handle}))
+				p := New(1, WithHooks(Hooks{Logger: slog.New(hold), DeadLetter: letters.handle}))
 				running := newGate()
 				defer running.release()
 				p.Submit(running.task())
@@ -777,7 +777,7 @@ func TestNoQueuedTaskStartsOnceAbandoningStopIsCalled(t *testing.T) {
 func TestParkedSubmitterIsNotAdmittedOnceStopIsCalled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		hold := newStallingHandler("pool stopping")
-		p := New(1, WithMaxWaiting(1, Block), WithLogger(slog.New(hold)))
+		p := New(1, WithMaxWaiting(1, Block), WithHooks(Hooks{Logger: slog.New(hold)}))
 		running := newGate()
 		defer running.release()
 		p.Submit(running.task())
@@ -1184,7 +1184,7 @@ func checkStopUnderMixedLoad(t *testing.T, seed uint64, round int) {
 			tk := m.newTask(mixedGo, w, rng.IntN(2) == 0, retries)
 			task := p.Go(ctx, m.fn(tk, time.Duration(rng.IntN(500))*time.Microsecond), topts...)
 			if rng.IntN(4) == 0 {
-				task.Cancel()
+				task.cancel()
 			}
 			m.await(&tk.err, func() error { defer cancel(); return task.Wait() })
 		case 3:

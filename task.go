@@ -28,7 +28,8 @@ func (e *PanicError) Unwrap() error {
 }
 
 // A Task is the handle of one fn queued by [WorkerPool.Go]: wait for its
-// error, watch for its end, or cancel it. Its methods are safe for
+// error, or watch for its end. To cancel it, cancel the ctx given to Go
+// (see Go). Its methods are safe for
 // concurrent use and may be called any number of times. Only Go makes a
 // usable Task: the methods of a zero or nil Task panic, saying so.
 type Task struct {
@@ -49,19 +50,19 @@ type Task struct {
 // Go queues fn to run on a worker, like Submit, and returns its handle,
 // whose Wait reports fn's error, or why fn never ran. Under Block it waits
 // for room until ctx is done; otherwise it never blocks. fn receives a
-// context that is canceled when ctx is, when the handle's Cancel is
-// called, when a Shutdown gives up waiting, and once fn has returned. opts
-// schedule the task (see TaskOption).
+// context that is canceled when ctx is, when a Shutdown gives up waiting,
+// and once fn has returned. opts schedule the task (see TaskOption).
 //
-// If ctx is done before fn starts (a deadline covers the time in the queue
-// as well as the run), or Cancel is called first, fn never runs: the task
-// is counted in Status.Canceled, and no longer in Status.Waiting, as soon
-// as Wait or Done reports it (with a bound, as soon as ctx is done, so that
-// its room frees at once). Canceled while it waits, it never takes a
-// worker; canceled while the dispatcher is handing it out, it may still
-// reach a worker, which skips it. A panic in fn is recovered and reported
-// as a *PanicError; the Panic hook is not called. If the pool stops before
-// fn starts, fn never runs and Wait reports ErrStopped.
+// Canceling ctx is how to cancel the task. If ctx is done before fn
+// starts (a deadline covers the time in the queue as well as the run), fn
+// never runs: the task is counted in Status.Canceled, and no longer in
+// Status.Waiting, as soon as Wait or Done reports it (with a bound, as soon
+// as ctx is done, so that its room frees at once). Canceled while it
+// waits, it never takes a worker; canceled while the dispatcher is handing
+// it out, it may still reach a worker, which skips it. A panic in fn is
+// recovered and reported as a *PanicError; the Panic hook is not called.
+// If the pool stops before fn starts, fn never runs and Wait reports
+// ErrStopped.
 //
 // So that a Shutdown drains a task rather than cancels it, give it a ctx
 // that lives as long as the work should (context.Background(), or
@@ -137,9 +138,8 @@ func (t *Task) submit() {
 // never run, and returns:
 //   - fn's error, once fn returned;
 //   - a *PanicError if fn panicked, ErrGoexit if it called runtime.Goexit;
-//   - ctx's error if ctx was done before fn started, context.Canceled if
-//     Cancel was called before fn started; Wait returns as soon as that
-//     happens, even while the task is still queued;
+//   - ctx's error if ctx was done before fn started; Wait returns as soon
+//     as that happens, even while the task is still queued;
 //   - ErrStopped if the pool stopped before fn started: Go was called on a
 //     stopped pool, or Stop or a Shutdown that gave up abandoned the task,
 //     wherever it was.
@@ -198,15 +198,15 @@ func (t *Task) doneChan(watch bool) <-chan struct{} {
 	return t.done
 }
 
-// Cancel skips fn if it has not started yet: Wait then returns
+// cancel skips fn if it has not started yet: Wait then returns
 // context.Canceled at once, and the queued task never takes a worker. If fn
-// is running, Cancel cancels its context and Wait returns what fn returns
+// is running, cancel cancels its context and Wait returns what fn returns
 // (a Retry policy does not run it again). If fn waits for its next run
-// under a retry, Cancel removes it at once: Wait returns context.Canceled
-// joined with the last run's error.
-// Once fn has finished, Cancel does nothing. It never blocks.
-func (t *Task) Cancel() {
-	t.mustBeMade("Cancel")
+// under a retry, cancel removes it at once: Wait returns context.Canceled
+// joined with the last run's error. Once fn has finished, cancel does
+// nothing. It never blocks. It is how the pool cancels a task it made for
+// itself; a caller cancels a task through the ctx given to Go.
+func (t *Task) cancel() {
 	if !t.job.settle(jobCanceled, context.Canceled) {
 		t.ctx.cancel(context.Canceled)
 		// A run that is ending may have been posted for a retry meanwhile:
@@ -271,7 +271,7 @@ func (t *Task) conclude(err error, _ bool) {
 // released does nothing: a Task is never reused.
 func (t *Task) released() {}
 
-// ctxDone reports whether fn's context is done: the caller's ctx, Cancel,
+// ctxDone reports whether fn's context is done: the caller's ctx, cancel,
 // or a Shutdown that gave up.
 func (t *Task) ctxDone() bool { return t.ctx.Err() != nil }
 

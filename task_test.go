@@ -15,7 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Tests for the handles: Go and Task, Call and Future, Cancel, and the
+// Tests for the handles: Go and Task, Call and Future, their cancellation
+// (by the caller's ctx, and by the pool's own Task.cancel), and the
 // context a handle's fn gets. Group has its own file, group_test.go, and
 // Shutdown shutdown_test.go.
 
@@ -35,20 +36,23 @@ func TestGoReturnsFnError(t *testing.T) {
 }
 
 // A Task's Wait gives its outcome to any number of goroutines at once, and
-// a Cancel once the task has ended changes nothing: Wait still reports the
-// outcome fn returned.
+// a cancel once the task has ended, of its ctx or by the pool (Task.cancel),
+// changes nothing: Wait still reports the outcome fn returned.
 func TestTaskWaitFromManyGoroutinesAndCancelAfterItEndedReportItsOutcome(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
-		task := p.Go(context.Background(), func(context.Context) error { return errTask })
+		ctx, cancel := context.WithCancel(context.Background())
+		task := p.Go(ctx, func(context.Context) error { return errTask })
 		var waits sync.WaitGroup
 		for range 8 {
 			waits.Go(func() { assert.Same(t, errTask, task.Wait()) })
 		}
 		waits.Wait()
-		task.Cancel()
-		assert.Same(t, errTask, task.Wait(), "Cancel after finish")
+		cancel()
+		assert.Same(t, errTask, task.Wait(), "ctx canceled after finish")
+		task.cancel()
+		assert.Same(t, errTask, task.Wait(), "Task.cancel after finish")
 	})
 }
 
@@ -135,13 +139,14 @@ func TestCancelOnQueuedTaskSkipsItWithoutAWorker(t *testing.T) {
 		blocker := blockOneWorker(t, p)
 		p.Submit(func() {}) // ahead in the queue: dispatch is offering it to workers
 		var ran atomic.Bool
-		task := p.Go(t.Context(), func(context.Context) error { ran.Store(true); return nil })
+		ctx, cancel := context.WithCancel(t.Context())
+		task := p.Go(ctx, func(context.Context) error { ran.Store(true); return nil })
 		synctest.Wait()
 		require.Equal(t, 2, p.WaitingQueueSize(), "queued")
-		task.Cancel()
+		cancel()
 		assert.Same(t, context.Canceled, task.Wait(), "Wait returns at once, the worker still busy")
 		assert.True(t, isDone(task.Done()), "Done")
-		task.Cancel() // a second Cancel does nothing
+		task.cancel() // the pool's own cancel, once the task is canceled, does nothing
 		blocker.open()
 		p.StopWait()
 		assert.False(t, ran.Load(), "fn ran")
@@ -213,7 +218,10 @@ func TestCallerCancelWhileRunningCancelsFnContext(t *testing.T) {
 	})
 }
 
-func TestCancelWhileRunningCancelsFnContextAndWaitsForFn(t *testing.T) {
+// The pool's own cancel (Task.cancel) of a running task cancels fn's
+// context, with context.Canceled as its cause, and Wait returns what fn
+// returns.
+func TestTaskCancelWhileRunningCancelsFnContextAndWaitsForFn(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		defer p.Stop()
@@ -228,7 +236,7 @@ func TestCancelWhileRunningCancelsFnContextAndWaitsForFn(t *testing.T) {
 			return errTask
 		})
 		started.wait()
-		task.Cancel()
+		task.cancel()
 		assert.Same(t, errTask, task.Wait(), "Wait returns what fn returned")
 		assert.Same(t, context.Canceled, context.Cause(child), "cause seen by a context derived inside fn")
 	})
@@ -253,7 +261,7 @@ func TestTaskContextIsCanceledOnceFnReturned(t *testing.T) {
 }
 
 // TestTaskCanceledAfterHandOffIsSkippedByTheWorker drives the worker side of
-// the race between Cancel and the hand-off directly: a worker that takes a
+// the race between Task.cancel and the hand-off directly: a worker that takes a
 // task canceled after dispatch checked it skips it and counts it.
 func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -263,7 +271,7 @@ func TestTaskCanceledAfterHandOffIsSkippedByTheWorker(t *testing.T) {
 		fn := func(context.Context) error { ran.Store(true); return nil }
 		canceled := &Task{fn: fn}
 		canceled.init(p, t.Context(), canceled)
-		canceled.Cancel()
+		canceled.cancel()
 		count := workAsWorker(&canceled.job) // as the worker would
 		assert.Same(t, &p.counts.skipped, count, "the canceled task's return counts as")
 		ctx, cancel := context.WithCancel(t.Context())
@@ -291,7 +299,7 @@ func TestTaskCanceledWhileDispatchTakesItNeverRuns(t *testing.T) {
 		var ran atomic.Bool
 		task := p.Go(ctx, func(context.Context) error { ran.Store(true); return nil })
 		<-ctx.entered // dispatch received the job and is in acceptJob's first check
-		task.Cancel()
+		task.cancel()
 		assert.Same(t, context.Canceled, task.Wait(), "Wait")
 		close(ctx.release)
 		synctest.Wait()
@@ -303,7 +311,7 @@ func TestTaskCanceledWhileDispatchTakesItNeverRuns(t *testing.T) {
 	})
 }
 
-// With one P, a Cancel right after Go returns races the dispatcher taking
+// With one P, a Task.cancel right after Go returns races the dispatcher taking
 // the task and the worker starting it. Each round's outcome is truthful:
 // either fn ran and Wait returned its result, or fn never ran, Wait
 // returned context.Canceled, the task counts as canceled, and a worker that
@@ -314,7 +322,7 @@ func TestCancelRightAfterGoIsTruthful(t *testing.T) {
 		p := New(1)
 		var ran atomic.Bool
 		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil })
-		task.Cancel()
+		task.cancel()
 		err := task.Wait()
 		p.StopWait()
 		s := requireStoppedClean(t, p)
@@ -338,10 +346,11 @@ func TestCanceledFrontTaskTakesNoWorker(t *testing.T) {
 		defer p.Stop()
 		blocker := blockOneWorker(t, p)
 		var ran atomic.Bool
-		task := p.Go(context.Background(), func(context.Context) error { ran.Store(true); return nil })
+		ctx, cancel := context.WithCancel(context.Background())
+		task := p.Go(ctx, func(context.Context) error { ran.Store(true); return nil })
 		synctest.Wait()
 		require.Equal(t, 1, p.WaitingQueueSize(), "queued at the front")
-		task.Cancel()
+		cancel()
 		assert.Same(t, context.Canceled, task.Wait(), "Wait")
 		time.Sleep(time.Hour) // long after the cancel
 		blocker.open()
@@ -382,19 +391,19 @@ func TestCanceledQueuedTaskLeavesWaitingAtOnce(t *testing.T) {
 		// canceled and the gate that blocks the second worker.
 		cancelAndWait func(t *testing.T, p *WorkerPool) (canceled uint64, second gate)
 	}{
-		{"Task.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+		{"Task.cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
 			second := blockSecondWorker(t, p)
 			task := p.Go(t.Context(), fn)
 			requireQueued(t, p, 2)
-			task.Cancel()
+			task.cancel()
 			assert.Same(t, context.Canceled, task.Wait(), "Task.Wait")
 			return 1, second
 		}},
-		{"Future.Cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
+		{"Future.cancel", func(t *testing.T, p *WorkerPool) (uint64, gate) {
 			second := blockSecondWorker(t, p)
 			f := GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
 			requireQueued(t, p, 2)
-			f.Cancel()
+			f.cancel()
 			_, err := f.Wait()
 			assert.Same(t, context.Canceled, err, "Future.Wait")
 			return 1, second
@@ -538,7 +547,7 @@ func TestStopCountsCanceledQueuedTasksAsCanceled(t *testing.T) {
 		waited := p.Go(ctx, func(context.Context) error { return nil })
 		unwatched := p.Go(ctx, func(context.Context) error { return nil })
 		canceled := p.Go(t.Context(), func(context.Context) error { return nil })
-		canceled.Cancel()
+		canceled.cancel() // by the pool, as its own
 		cancel()
 		assert.Same(t, context.Canceled, waited.Wait())
 		go blocker.open()
@@ -565,7 +574,7 @@ func TestHandlesRacingStopAllReturn(t *testing.T) {
 					task := p.Go(ctx, func(context.Context) error { ran.Add(1); return nil })
 					switch (i + j) % 4 {
 					case 1:
-						task.Cancel()
+						task.cancel()
 					case 2:
 						cancel()
 					case 3:
@@ -611,9 +620,9 @@ func TestCallReturnsTypedValue(t *testing.T) {
 	})
 }
 
-// Cancel races a Future's runs, with a stop racing both: whatever wins,
-// Wait's value is that of the run whose outcome it reports (2 with nil
-// from the second run, 1 with errFlaky from a first run that Cancel kept
+// Future.cancel races a Future's runs, with a stop racing both: whatever
+// wins, Wait's value is that of the run whose outcome it reports (2 with nil
+// from the second run, 1 with errFlaky from a first run that cancel kept
 // from a retry), T's zero value with an error that says why the task
 // never ran again, and the Future's Task, used as a *Task, reports the
 // same error, as Done does.
@@ -630,7 +639,7 @@ func TestFutureCancelRacingItsRunsKeepsTheValueOfTheRunItReports(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() {
 			time.Sleep(time.Duration(round%4) * time.Millisecond)
-			f.Cancel()
+			f.cancel()
 		})
 		if round%5 == 0 {
 			wg.Go(p.Stop)
@@ -658,8 +667,9 @@ func TestCanceledFutureHasZeroValue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(1)
 		blocker := blockOneWorker(t, p)
-		f := GoResult(t.Context(), p, func(context.Context) (int, error) { return 1, nil })
-		f.Cancel()
+		ctx, cancel := context.WithCancel(t.Context())
+		f := GoResult(ctx, p, func(context.Context) (int, error) { return 1, nil })
+		cancel()
 		n, err := f.Wait()
 		assert.Same(t, context.Canceled, err)
 		assert.Zero(t, n, "value")
@@ -732,14 +742,14 @@ func TestFutureValueUnderRetryIsTheLastRuns(t *testing.T) {
 			requireStoppedClean(t, p)
 		})
 	})
-	t.Run("canceled while waiting for its next run", func(t *testing.T) {
+	t.Run("canceled (Future.cancel) while waiting for its next run", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			p := New(1)
 			defer p.Stop()
 			f := GoResult(t.Context(), p, runs(func() (int, error) { return 2, nil }), TaskOption{Retry: every})
 			synctest.Wait()
 			require.Equal(t, 1, p.Status().Scheduled, "waiting for its next run")
-			f.Cancel()
+			f.cancel()
 			v, err := f.Wait()
 			assert.ErrorIs(t, err, context.Canceled)
 			assert.ErrorIs(t, err, errFlaky)
@@ -800,7 +810,9 @@ func TestAccountingBalancesWithHandles(t *testing.T) {
 			case 0:
 				p.Go(ctx, func(context.Context) error { return nil })
 			case 1:
-				p.Go(t.Context(), func(context.Context) error { return nil }).Cancel()
+				own, cancelOwn := context.WithCancel(t.Context())
+				p.Go(own, func(context.Context) error { return nil })
+				cancelOwn()
 			case 2:
 				p.Submit(func() {})
 			case 3:
@@ -812,7 +824,7 @@ func TestAccountingBalancesWithHandles(t *testing.T) {
 		p.Stop()
 		s := requireStoppedClean(t, p)
 		assert.Equal(t, uint64(14), s.Submitted, "submitted")
-		assert.Equal(t, uint64(6), s.Canceled, "canceled: the ctx ones and the Cancel ones")
+		assert.Equal(t, uint64(6), s.Canceled, "canceled: those of the shared ctx and those of their own")
 	})
 }
 

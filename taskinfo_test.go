@@ -94,8 +94,8 @@ func (l *hookLog) callsNow() []hookCall {
 
 // TaskStarted gets the context the task's call says, and the one it
 // returns is the one the task runs with and TaskFinished gets: a Go task
-// sees both the submitter's values and the hook's, and Cancel still
-// reaches it; a group task runs with the group's context; DoContext's
+// sees both the submitter's values and the hook's, and the cancel of its
+// ctx still reaches it; a group task runs with the group's context; DoContext's
 // task gets its ctx's values but not its cancellation; the other plain
 // calls start from context.Background().
 func TestTaskStartedContextIsTheTasksAndTheOneItRunsWith(t *testing.T) {
@@ -113,7 +113,8 @@ func TestTaskStartedContextIsTheTasksAndTheOneItRunsWith(t *testing.T) {
 
 		inside := make(chan context.Context, 1)
 		running := newGate()
-		task := p.Go(parent, func(ctx context.Context) error {
+		taskCtx, cancelTask := context.WithCancel(parent)
+		task := p.Go(taskCtx, func(ctx context.Context) error {
 			inside <- ctx
 			running.open()
 			<-ctx.Done()
@@ -125,8 +126,8 @@ func TestTaskStartedContextIsTheTasksAndTheOneItRunsWith(t *testing.T) {
 		assert.Nil(t, started.Value(infoKey("span")))
 		assert.Equal(t, "r1", ran.Value(infoKey("request")), "the task sees the submitter's values")
 		assert.Equal(t, "run", ran.Value(infoKey("span")), "and the hook's")
-		task.Cancel()
-		require.ErrorIs(t, task.Wait(), context.Canceled, "Cancel reaches the ctx the hook returned")
+		cancelTask()
+		require.ErrorIs(t, task.Wait(), context.Canceled, "the cancel of the task's ctx reaches the ctx the hook returned")
 		assert.Equal(t, "run", (<-got).Value(infoKey("span")), "TaskFinished gets the ctx TaskStarted returned")
 
 		g := p.Group(parent)
@@ -333,7 +334,7 @@ func TestTaskDroppedKnowsTheKeyOfATaskNeverQueued(t *testing.T) {
 func TestTaskPanicLogCarriesLabelAndAttempt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		logs := new(recordingLog)
-		p := New(1, WithLogger(slog.New(logs)), WithHooks(Hooks{Panic: func(any) {}}))
+		p := New(1, WithHooks(Hooks{Logger: slog.New(logs), Panic: func(any) {}}))
 		defer p.Stop()
 		runs := 0
 		task := p.Go(t.Context(), func(context.Context) error {

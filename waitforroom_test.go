@@ -375,9 +375,9 @@ func TestReusedTicketKeepsNothingOfItsLastWait(t *testing.T) {
 
 // --- a canceled queued task frees its room at once ---
 
-// A queued task that is canceled (Task.Cancel, Future.Cancel, its context
-// ending while its caller waits, its group's context ending while Wait
-// watches) gives its place back at once, even behind another waiting task:
+// A queued task that is canceled (by the pool, Task.cancel; a Future's ctx
+// canceled; its context ending while its caller waits; its group's context
+// ending while Wait watches) gives its place back at once, even behind another waiting task:
 // a waiting submitter is admitted at that moment, and no task starts.
 func TestUnderBlockACanceledQueuedTaskFreesItsRoomAtOnce(t *testing.T) {
 	type queuedTask struct {
@@ -390,13 +390,14 @@ func TestUnderBlockACanceledQueuedTaskFreesItsRoomAtOnce(t *testing.T) {
 		name  string
 		queue func(p *WorkerPool, fn func(context.Context) error) queuedTask
 	}{
-		{"Task.Cancel", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
+		{"Task.cancel", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
 			tk := p.Go(context.Background(), fn)
-			return queuedTask{cancel: tk.Cancel, wait: tk.Wait, wantErr: context.Canceled}
+			return queuedTask{cancel: tk.cancel, wait: tk.Wait, wantErr: context.Canceled}
 		}},
-		{"Future.Cancel", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
-			f := GoResult(context.Background(), p, func(ctx context.Context) (int, error) { return 1, fn(ctx) })
-			return queuedTask{cancel: f.Cancel, wait: func() error { _, err := f.Wait(); return err }, wantErr: context.Canceled}
+		{"Future's ctx canceled", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
+			ctx, cancel := context.WithCancel(context.Background())
+			f := GoResult(ctx, p, func(ctx context.Context) (int, error) { return 1, fn(ctx) })
+			return queuedTask{cancel: cancel, wait: func() error { _, err := f.Wait(); return err }, wantErr: context.Canceled}
 		}},
 		{"ctx deadline with Wait", func(p *WorkerPool, fn func(context.Context) error) queuedTask {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
@@ -606,7 +607,7 @@ func TestStopWaitAdmitsNoSubmitterThatWaitsForRoom(t *testing.T) {
 		}()
 		synctest.Wait()
 		require.False(t, isClosed(submitted), "Submit waits: no room")
-		queued.Cancel() // frees a place
+		queued.cancel() // frees a place, at once
 		stopped := make(chan struct{})
 		go func() { defer close(stopped); p.StopWait() }()
 		synctest.Wait()

@@ -410,7 +410,7 @@ func TestWaitIdleUnderConcurrentSubmitsReturnsOnlyAtIdleMoments(t *testing.T) {
 // goes down and the running task ends. Dispatch, run while the count has
 // not gone down yet, must still watch the running work, not wait on
 // taskQueue alone, or WaitIdle would hang until some unrelated message
-// came. The test plays the canceling goroutine's part of Task.Cancel
+// came. The test plays the canceling goroutine's part of Task.cancel
 // statement by statement, as settleFrom does, with dispatch running in the
 // gap.
 func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
@@ -424,7 +424,7 @@ func TestWaitIdleSeesTheIdleMomentAfterACancelThatRacesDispatch(t *testing.T) {
 		synctest.Wait()
 		require.False(t, c.returned())
 
-		// tk.Cancel() -> settle -> settleFrom(jobQueued, jobCanceled), first half:
+		// tk.cancel() -> settle -> settleFrom(jobQueued, jobCanceled), first half:
 		p.sig.beginSettle()
 		require.True(t, tk.job.state.CompareAndSwap(jobQueued, jobCanceled))
 		// ... the canceling goroutine is preempted; dispatch runs.

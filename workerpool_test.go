@@ -79,7 +79,7 @@ func TestFIFOAcrossEveryKindOfTask(t *testing.T) {
 		defer p.Stop()
 		blocker := blockOneWorker(t, p)
 		var rec recorder
-		var handles []*Task
+		var cancels []context.CancelFunc
 		g := p.Group(context.Background())
 		for i := range 40 {
 			switch i % 5 {
@@ -89,17 +89,18 @@ func TestFIFOAcrossEveryKindOfTask(t *testing.T) {
 				go func() { _ = p.DoWait(rec.task(i, nil)) }()
 				synctest.Wait()
 			case 2:
-				tk := p.Go(context.Background(), func(context.Context) error { rec.task(i, nil)(); return nil })
-				handles = append(handles, tk)
+				ctx, cancel := context.WithCancel(context.Background())
+				p.Go(ctx, func(context.Context) error { rec.task(i, nil)(); return nil })
+				cancels = append(cancels, cancel)
 			case 3:
 				GoResult(context.Background(), p, func(context.Context) (int, error) { rec.task(i, nil)(); return i, nil })
 			case 4:
 				g.Go(func(context.Context) error { rec.task(i, nil)(); return nil })
 			}
 		}
-		for i, h := range handles {
+		for i, cancel := range cancels {
 			if i%2 == 1 {
-				h.Cancel()
+				cancel()
 			}
 		}
 		blocker.open()

@@ -191,8 +191,11 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 		}
 		heavy := p.Go(ctx, noop, workerpool.TaskOption{Weight: 3})
 		var delayed []*workerpool.Task
+		var cancelDelayed []context.CancelFunc
 		for i := range 5 {
-			delayed = append(delayed, p.Go(ctx, noop, workerpool.TaskOption{Delay: time.Hour, Key: fmt.Sprint("delayed-", i)}))
+			delayedCtx, cancel := context.WithCancel(ctx)
+			cancelDelayed = append(cancelDelayed, cancel)
+			delayed = append(delayed, p.Go(delayedCtx, noop, workerpool.TaskOption{Delay: time.Hour, Key: fmt.Sprint("delayed-", i)}))
 		}
 		synctest.Wait()
 		done, cancel := context.WithCancel(ctx)
@@ -208,8 +211,8 @@ func TestRegisterStatusReportsEveryField(t *testing.T) {
 
 		// Canceled 4: four of the delayed tasks. Expired 5: the heavy task
 		// and four behind it, which may not overtake it.
-		for _, task := range delayed[:4] {
-			task.Cancel()
+		for i, task := range delayed[:4] {
+			cancelDelayed[i]()
 			assert.ErrorIs(t, task.Wait(), context.Canceled, "a canceled delayed task")
 		}
 		behind := []*workerpool.Task{heavy}

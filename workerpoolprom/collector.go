@@ -80,7 +80,7 @@ var counterSpecs = [...]counterSpec{
 		func(s *workerpool.Status) uint64 { return s.Panicked }},
 	{"workerpool_tasks_abandoned_total", "Accepted tasks that never started because the pool stopped first (Stop, or a Shutdown that gave up).",
 		func(s *workerpool.Status) uint64 { return s.Abandoned }},
-	{"workerpool_tasks_canceled_total", "Tasks, Futures and group tasks that never started because their context ended or Cancel was called.",
+	{"workerpool_tasks_canceled_total", "Tasks, Futures and group tasks that never started because their context ended.",
 		func(s *workerpool.Status) uint64 { return s.Canceled }},
 	{"workerpool_tasks_rejected_total", "Tasks refused because the queue was full or they were heavier than the pool; never accepted, so not counted as submitted.",
 		func(s *workerpool.Status) uint64 { return s.Rejected }},

@@ -87,9 +87,10 @@ func TestCollectorCountsEveryOutcome(t *testing.T) {
 		// a plain task queued behind it expires at t=7s.
 		jobs.Submit(func() { time.Sleep(10 * time.Second) })
 		synctest.Wait()
-		canceled := jobs.Go(t.Context(), func(context.Context) error { return nil })
+		canceledCtx, cancelTask := context.WithCancel(t.Context())
+		canceled := jobs.Go(canceledCtx, func(context.Context) error { return nil })
 		synctest.Wait()
-		canceled.Cancel()
+		cancelTask()
 		require.ErrorIs(t, canceled.Wait(), context.Canceled, "canceled task")
 		jobs.Submit(func() {})
 		jobs.StopWait() // t=12s
@@ -112,7 +113,7 @@ workerpool_task_retries_total{pool="jobs"} 1
 # TYPE workerpool_tasks_abandoned_total counter
 workerpool_tasks_abandoned_total{pool="drop"} 1
 workerpool_tasks_abandoned_total{pool="jobs"} 0
-# HELP workerpool_tasks_canceled_total Tasks, Futures and group tasks that never started because their context ended or Cancel was called.
+# HELP workerpool_tasks_canceled_total Tasks, Futures and group tasks that never started because their context ended.
 # TYPE workerpool_tasks_canceled_total counter
 workerpool_tasks_canceled_total{pool="drop"} 0
 workerpool_tasks_canceled_total{pool="jobs"} 1

@@ -16,7 +16,7 @@ import (
 func TestQuietDemoPanicsShortensOnlyTheDemosPanics(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(quietDemoPanics{slog.NewTextHandler(&buf, nil)})
-	p := workerpool.New(1, workerpool.WithLogger(logger.With("pool", "demo")), workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}))
+	p := workerpool.New(1, workerpool.WithHooks(workerpool.Hooks{Logger: logger.With("pool", "demo"), Panic: func(any) {}}))
 	_ = p.DoWait(func() { panic(demoPanic("demo task 1 panics on purpose")) })
 	_ = p.DoWait(func() { panic(errors.New("a real bug")) })
 	p.StopWait()

@@ -61,10 +61,12 @@ func run(addr string) error {
 	// from here.
 	hists := workerpoolprom.NewHistograms()
 	pool := workerpool.New(4,
-		workerpool.WithLogger(logger.With("pool", poolName)),
+		workerpool.WithHooks(workerpool.Hooks{
+			Logger: logger.With("pool", poolName),
+			Panic:  func(any) {}, // the logger records each panic
+		}),
 		workerpool.WithMaxWaiting(20, workerpool.DropOldest),
 		workerpool.WithHooks(hists.Hooks(poolName)),
-		workerpool.WithHooks(workerpool.Hooks{Panic: func(any) {}}), // the logger records each panic
 	)
 
 	reg := prometheus.NewRegistry()
