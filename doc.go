@@ -23,12 +23,12 @@
 // time and by the time of day, a scheduler (priorities with aging, delays,
 // retries with backoff, expiry, weights, keys with fair shares and limits,
 // a rate limit; none of which holds a goroutine while it waits),
-// [WorkerPool.Status], hooks and a logger.
+// Map over Go iterators, [WorkerPool.Status], hooks and a logger.
 //
 // This comment is the full contract. The tables below say which call does
 // what, with which options, and which errors mean what; the headings after
-// them give the rules: the dispatcher; tasks, results and groups; the
-// bounded queue; dead letters; sizing; scheduling and keys; task states;
+// them give the rules: the dispatcher; tasks, results and groups; mapping a
+// sequence; the bounded queue; dead letters; sizing; scheduling and keys; task states;
 // stopping; Status; observability; idle workers; pausing; panics; and the
 // calls that deadlock by design. A method's own documentation says what it
 // does, what it blocks on and what it returns, and links here.
@@ -52,6 +52,9 @@
 //	GoResult               as Go                             *Future[T]: a Task with a value  as Go
 //	Group.Go               as Go, with the group's ctx       the group's Wait                 the group's ctx
 //	WorkerPool.DoContext   room, under Block, until ctx      error at the call; DeadLetter    ctx's values, without its cancellation
+//	Map                    as Go for each item, and the      iter.Seq2: each item's result    ctx (canceled by a break)
+//	                       next result, within a window      and error, in the input's order
+//	MapUnordered           as Map                            as Map, as the tasks end         as Map
 //
 // DoContext with a ctx that is already done never waits: it takes the task
 // if it can start or find room at once, and else returns [ErrQueueFull].
@@ -166,6 +169,55 @@
 // of the workers; the tasks it holds back wait in the group, never in the
 // pool, so a group never delays other users of the pool. Once its tasks have
 // finished, the pool keeps no reference to a group, waited for or not.
+//
+// # Mapping a sequence
+//
+// [Map] runs fn on each item of an iter.Seq as a task of the pool and
+// yields each item's result and error, as an iter.Seq2, in the order of
+// the input; [MapUnordered] yields them in the order their tasks end:
+//
+//	for thumb, err := range workerpool.Map(ctx, p, slices.Values(paths), makeThumbnail) {
+//		if err != nil {
+//			return err // a break: the items in flight are canceled
+//		}
+//		save(thumb)
+//	}
+//
+// The rules:
+//   - Window. A loop takes an item from the input only while fewer than its
+//     window of items are in flight (taken and not yet yielded: waiting,
+//     running, or ended and waiting for their turn to be yielded):
+//     TaskOption.Window, 0 for twice the pool's Size as the loop starts,
+//     negative for no limit. So a slow item holds Map at the window, and
+//     MapUnordered only in its own place, never the whole input in memory.
+//   - Goroutines. The loop is the caller's goroutine: it ranges over the
+//     input there, one item at a time, gives each item to the pool as Go
+//     does (under Block, waiting for room until ctx is done), and yields
+//     there; fn runs on workers only. The loop starts no goroutine and
+//     allocates one carrier per item.
+//   - Tasks. Each item is a task like one of Go, with the options given
+//     (priority, key, weight, label, retry...): it counts in Status, the
+//     hooks see it, its ctx is canceled when ctx is, and a panic in fn is
+//     its *PanicError.
+//   - Outcomes. Each item's error is yielded in its place, with the value fn
+//     returned with it (R's zero value if fn did not run), and the loop goes
+//     on; an item the pool refused or dropped yields why (the table of
+//     errors).
+//   - Break. Once the loop body breaks (or panics), no item is taken and
+//     nothing more is yielded: the items in flight are canceled (the waiting
+//     ones at once, even under a Pause; the running ones through their ctx)
+//     and the loop returns once every one has ended. None of its tasks is
+//     then left in the pool's counts.
+//   - ctx. Once ctx is done, no item is taken: the items in flight are
+//     canceled as on a break and, once every one has ended, ctx's error is
+//     yielded, once, last. A ctx that ends after the last outcome changes
+//     nothing; one done at the start yields its error and takes no item.
+//   - Stop. Once the pool is stopping, no item is taken: the items in flight
+//     yield their outcomes (ErrStopped for those the stop abandoned, as a
+//     Stop does with waiting tasks and StopWait does not), and the loop ends.
+//     An item taken as the stop begins, or on a stopped pool, yields
+//     ErrStopped.
+//   - Ranging again over the iter.Seq2 is a new loop, over the input again.
 //
 // # Bounded queue and back-pressure
 //
@@ -767,6 +819,9 @@
 //     (always, with one worker). An external Stop or Shutdown still ends
 //     it: DoWait returns ErrStopped, SubmitWait panics with it, Pause
 //     returns.
+//   - Map or MapUnordered ranged over inside a task waits for items that
+//     need other workers, so forever when every worker does so; a break,
+//     ctx ending or a stop still ends it.
 //   - WaitIdle called from inside a task waits for that task, so until its
 //     context is done or a stop begins (then it returns ErrStopped).
 //   - Stop, StopWait or Shutdown called from inside a task waits for that
