@@ -110,7 +110,6 @@ type mapItem[T, R any] struct {
 	prev, next *mapItem[T, R] // in flight, in the order taken (the loop's)
 	nextEnded  *mapItem[T, R] // ended, in the order they ended (under stream.mu, then the loop's)
 	done       bool           // its outcome reached the loop (the loop's)
-	opts       jobOptions     // the job's options, if any: one allocation for all
 }
 
 // run streams in through the pool until in ends, the loop body breaks, ctx
@@ -168,7 +167,7 @@ func (s *stream[T, R]) take(item T) {
 	s.inFlight++
 	s.running++
 	m.Task.init(s.p, s.ctx, m)
-	m.Task.job.apply(s.p.parseOptions(s.opts), &m.opts)
+	m.Task.job.apply(s.p.parseOptions(s.opts), nil) // options, if any, in an allocation of their own
 	m.Task.submit()
 }
 

@@ -553,3 +553,70 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// BenchmarkMap streams no-op items through a pool of 4 (window 8, twice
+// its size), against the loop a caller would write by hand: GoResult for
+// each item, Wait on the oldest handle once a window of them is out.
+func BenchmarkMap(b *testing.B) {
+	const items, window = 1000, 8
+	in := slices.Values(seq(items))
+	fn := func(_ context.Context, i int) (int, error) { return i, nil }
+	ctx := context.Background()
+	bench := func(b *testing.B, loop func(p *WorkerPool) int) {
+		p := New(window / 2)
+		defer p.StopWait()
+		b.ReportAllocs()
+		for b.Loop() {
+			if sum := loop(p); sum != items*(items-1)/2 {
+				b.Fatalf("sum %d", sum)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), "ns/item")
+	}
+	b.Run("Map", func(b *testing.B) {
+		bench(b, func(p *WorkerPool) (sum int) {
+			for v, err := range Map(ctx, p, in, fn) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += v
+			}
+			return sum
+		})
+	})
+	b.Run("MapUnordered", func(b *testing.B) {
+		bench(b, func(p *WorkerPool) (sum int) {
+			for v, err := range MapUnordered(ctx, p, in, fn) {
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += v
+			}
+			return sum
+		})
+	})
+	b.Run("GoResult+Wait", func(b *testing.B) {
+		var ring [window]*Future[int]
+		bench(b, func(p *WorkerPool) (sum int) {
+			wait := func(f *Future[int]) {
+				v, err := f.Wait()
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum += v
+			}
+			n := 0
+			for item := range in {
+				if n >= window {
+					wait(ring[n%window])
+				}
+				ring[n%window] = GoResult(ctx, p, func(ctx context.Context) (int, error) { return fn(ctx, item) })
+				n++
+			}
+			for i := max(n-window, 0); i < n; i++ {
+				wait(ring[i%window])
+			}
+			return sum
+		})
+	})
+}
