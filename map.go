@@ -149,8 +149,8 @@ func (s *stream[T, R]) pull(in iter.Seq[T]) {
 				return
 			}
 		}
-		if s.p.sig.stopBegun.Load() {
-			return // what it would take now, the pool would refuse
+		if s.p.sig.stopBegun.Load() || s.p.sig.abandonBegun.Load() {
+			return // what it would take now, the pool would refuse or abandon
 		}
 	}
 }
