@@ -225,6 +225,23 @@ var stopModes = []stopMode{
 	{"ShutdownGivingUp", true, func(p *WorkerPool) { _ = p.Shutdown(canceledContext()) }},
 }
 
+// raceEachStop runs round under each way to stop (a subtest each), rounds
+// times, a sixth of them with -short, until a round reports failure.
+func raceEachStop(t *testing.T, rounds int, round func(t *testing.T, mode stopMode, round int) bool) {
+	if testing.Short() {
+		rounds /= 6
+	}
+	for _, mode := range stopModes {
+		t.Run(mode.name, func(t *testing.T) {
+			for i := range rounds {
+				if !round(t, mode, i) {
+					return
+				}
+			}
+		})
+	}
+}
+
 // requireStoppedClean checks the accounting and emptiness guarantees that
 // hold once Stop or StopWait has returned; under Block and Reject, every
 // place of the bound is free again (none leaked, none given twice).

@@ -19,19 +19,7 @@ import (
 // Shutdown that gives up, after abandoning began for a task no worker had
 // taken), and the counts balance.
 func TestLaneSubmitsRacingStops(t *testing.T) {
-	rounds := 60
-	if testing.Short() {
-		rounds = 10
-	}
-	for _, mode := range stopModes {
-		t.Run(mode.name, func(t *testing.T) {
-			for round := range rounds {
-				if !laneSubmitsRaceStop(t, mode, round) {
-					return
-				}
-			}
-		})
-	}
+	raceEachStop(t, 60, laneSubmitsRaceStop)
 }
 
 func laneSubmitsRaceStop(t *testing.T, mode stopMode, round int) bool {

@@ -19,19 +19,7 @@ import (
 // in flight (fewer than its window), every loop returns, none of its items runs once it returned,
 // and the counts balance.
 func TestMapLoopsRacingStops(t *testing.T) {
-	rounds := 30
-	if testing.Short() {
-		rounds = 5
-	}
-	for _, mode := range stopModes {
-		t.Run(mode.name, func(t *testing.T) {
-			for round := range rounds {
-				if !mapLoopsRaceStop(t, mode, round) {
-					return
-				}
-			}
-		})
-	}
+	raceEachStop(t, 30, mapLoopsRaceStop)
 }
 
 func mapLoopsRaceStop(t *testing.T, mode stopMode, round int) bool {

@@ -16,6 +16,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// mappers are Map and MapUnordered, for the tests that run both.
+var mappers = []struct {
+	name string
+	m    func(context.Context, *WorkerPool, iter.Seq[int], func(context.Context, int) (int, error), ...TaskOption) iter.Seq2[int, error]
+}{{"Map", Map[int, int]}, {"MapUnordered", MapUnordered[int, int]}}
+
 // A pair is what a Map loop yielded once.
 type pair struct {
 	value int
@@ -155,8 +161,8 @@ func TestMapTakesAtMostAWindowAheadOfWhatItYielded(t *testing.T) {
 // never run, the running ones see their ctx canceled, and the loop returns
 // once every one has ended; the input is not pulled again.
 func TestMapBreakCancelsTheItemsInFlightAndReturnsOnceTheyEnded(t *testing.T) {
-	for _, mapper := range []string{"Map", "MapUnordered"} {
-		t.Run(mapper, func(t *testing.T) {
+	for _, mapper := range mappers {
+		t.Run(mapper.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(2)
 				defer p.Stop()
@@ -177,10 +183,7 @@ func TestMapBreakCancelsTheItemsInFlightAndReturnsOnceTheyEnded(t *testing.T) {
 					endedAfterBreak.Add(1)
 					return i, ctx.Err()
 				}
-				m := Map[int, int]
-				if mapper == "MapUnordered" {
-					m = MapUnordered[int, int]
-				}
+				m := mapper.m
 				t0 := time.Now()
 				for v, err := range m(t.Context(), p, in.seq, fn, TaskOption{Window: 4}) {
 					require.NoError(t, err)
@@ -265,18 +268,15 @@ func TestMapYieldsAnItemsErrorInItsPlaceAndGoesOn(t *testing.T) {
 // items in flight are canceled and waited for, and ctx's error is yielded
 // once, last.
 func TestMapYieldsCtxsErrorOnceWhenCtxEnds(t *testing.T) {
-	for _, mapper := range []string{"Map", "MapUnordered"} {
-		t.Run(mapper, func(t *testing.T) {
+	for _, mapper := range mappers {
+		t.Run(mapper.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1)
 				defer p.Stop()
 				ctx, cancel := context.WithTimeout(t.Context(), 25*time.Millisecond)
 				defer cancel()
 				in := &countedInput{n: 100}
-				m := Map[int, int]
-				if mapper == "MapUnordered" {
-					m = MapUnordered[int, int]
-				}
+				m := mapper.m
 				t0 := time.Now()
 				var got []pair
 				var at []time.Duration
@@ -334,25 +334,21 @@ func TestMapCtxEndingAfterTheLastItemYieldsNoError(t *testing.T) {
 // yield their yieldeds: a result for the one that ran, ErrStopped for those
 // the stop abandoned.
 func TestMapStopsTakingItemsOnceThePoolStops(t *testing.T) {
-	for _, c := range []struct {
-		mapper string
-		want   []pair
-		at     []time.Duration
+	for i, c := range []struct {
+		want []pair
+		at   []time.Duration
 	}{
-		{"Map", []pair{{0, nil}, {0, ErrStopped}, {0, ErrStopped}, {0, ErrStopped}},
+		{[]pair{{0, nil}, {0, ErrStopped}, {0, ErrStopped}, {0, ErrStopped}},
 			[]time.Duration{time.Hour, time.Hour, time.Hour, time.Hour}},
-		{"MapUnordered", []pair{{0, ErrStopped}, {0, ErrStopped}, {0, ErrStopped}, {0, nil}},
+		{[]pair{{0, ErrStopped}, {0, ErrStopped}, {0, ErrStopped}, {0, nil}},
 			[]time.Duration{30 * time.Minute, 30 * time.Minute, 30 * time.Minute, time.Hour}},
 	} {
-		t.Run(c.mapper, func(t *testing.T) {
+		t.Run(mappers[i].name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				p := New(1)
 				defer p.Stop()
 				in := &countedInput{n: 100}
-				m := Map[int, int]
-				if c.mapper == "MapUnordered" {
-					m = MapUnordered[int, int]
-				}
+				m := mappers[i].m
 				go func() {
 					time.Sleep(30 * time.Minute)
 					p.Stop()
