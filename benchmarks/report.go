@@ -245,7 +245,8 @@ func (r *run) peerRatio(sid string, f func(summary) float64) (x float64, peer, n
 }
 
 // noPeerRuns says why no peer of the suite can run scenario sid, as
-// "n/a: no peer runs l (has no batch submit)", or "" if one can.
+// "n/a: no peer runs l (has no batch submit)", or "" if one can. A peer
+// that runs only a few scenarios (rill: q) gives no reason for the others.
 func noPeerRuns(sid string) string {
 	s, err := findScenario(sid)
 	if err != nil {
@@ -253,8 +254,8 @@ func noPeerRuns(sid string) string {
 	}
 	var whys []string
 	for _, l := range libraries {
-		if !isPeer(l.name) {
-			continue
+		if !isPeer(l.name) || (l.only != nil && !slices.Contains(l.only, sid)) {
+			continue // a library run in a few scenarios says nothing of the others
 		}
 		ok, why := s.applies(l)
 		if ok {
