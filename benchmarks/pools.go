@@ -129,8 +129,8 @@ type library struct {
 	byHand string
 
 	// mapNote replaces note in the map scenario (needs "map"): how the
-	// library maps, ordered and unordered.
-	mapNote string
+	// library maps in order; mapUnordered, how it maps in any order.
+	mapNote, mapUnordered string
 }
 
 // blocksAtWorkers opens a library without a queue for the bound scenario:
@@ -144,7 +144,8 @@ var libraries = []library{
 		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, TaskOption{Delay: d}) in the delayed scenarios", open: openOurs,
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
 		delayed: openOurs, byHand: "SubmitWait",
-		mapNote: "Map(ctx, New(8), items, f), ranged; the default window (16 items in flight); unordered: MapUnordered"},
+		mapNote:      "Map(ctx, New(8), items, f), ranged; the default window (16 items in flight)",
+		mapUnordered: "MapUnordered(ctx, New(8), items, f), ranged; the default window"},
 	{name: "ours+afterfunc",
 		note:    "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without TaskOption.Delay; run in the delayed scenarios only",
 		delayed: openOursAfterFunc},
@@ -178,10 +179,11 @@ var libraries = []library{
 	{name: "conc", groups: true,
 		note: "Go blocks while every goroutine is busy; SubmitWait by adapter; a ContextPool per group", open: openConc,
 		bounded: blocksAtWorkers(openConc), boundNote: "no queue: Go blocks while every goroutine is busy, so the bound is the workers",
-		maps: true, mapNote: "stream.New().WithMaxGoroutines(8): each Go returns a callback, which conc runs in order on its own goroutine; Go blocks while every goroutine is busy; unordered: pool.NewWithResults[int]().WithMaxGoroutines(8), its results used after Wait"},
+		maps: true, mapNote: "stream.New().WithMaxGoroutines(8): each Go returns a callback, which conc runs in order on its own goroutine; Go blocks while every goroutine is busy",
+		mapUnordered: "pool.NewWithResults[int]().WithMaxGoroutines(8): Go blocks while every goroutine is busy; the results used after Wait"},
 	{name: "rill", maps: true, only: []string{"q"},
 		note:    "github.com/destel/rill: channel pipelines, no pool to submit to; run in q only",
-		mapNote: "OrderedMap(FromSeq(items, nil), 8, f), ranged with ToSeq2; unordered: Map", open: openRill},
+		mapNote: "OrderedMap(FromSeq(items, nil), 8, f), ranged with ToSeq2", mapUnordered: "Map(FromSeq(items, nil), 8, f), ranged with ToSeq2", open: openRill},
 	{name: "errgroup", groups: true,
 		note: "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", open: openErrgroup,
 		bounded: blocksAtWorkers(openErrgroup), boundNote: "no queue: Go blocks at SetLimit, so the bound is the workers; a goroutine per task"},
