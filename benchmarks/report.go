@@ -360,7 +360,7 @@ func (r *run) writeReport(w io.Writer) error {
 		func(sid, lib string) string { return q.ratioCell(sid, lib, "gammazero") })
 	relayNA := ""
 	if ids := r.cannotRun(floor); ids != "" {
-		relayNA = fmt.Sprintf(" It is n/a in %s, which the relay cannot run (it has no task handles, groups, bound, resize or batch submit; each scenario's table says which).", ids)
+		relayNA = fmt.Sprintf(" It is n/a in %s, which the relay cannot run (it has no task handles, groups, bound, resize, batch submit or ordered map; each scenario's table says which).", ids)
 	}
 	q.writeMatrix(p, "Ratio to the relay floor", "Median ns/task divided by the relay's in the same run: how far each pool is from the bare relay of this library's shape (two hand-offs per task, nothing else)."+relayNA+inHog,
 		func(sid, lib string) string { return q.ratioCell(sid, lib, floor) })
