@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/alitto/pond/v2 v2.7.1
+	github.com/destel/rill v0.9.0
 	github.com/e86d9661/workerpool v0.2.0
 	github.com/gammazero/deque v1.2.2
 	github.com/gammazero/workerpool v1.3.0

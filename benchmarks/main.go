@@ -16,6 +16,11 @@
 //
 //	cd benchmarks && go run . -scenarios p -o ADAPTIVE.md
 //
+// Scenario q, an ordered map of tasks that sleep 10 ms, also runs only
+// when named (each of its runs lasts about 25 s at scale 1):
+//
+//	cd benchmarks && go run . -scenarios q -pools ours,conc,rill -hog off
+//
 // See README.md for the method and how to read the results.
 package main
 
@@ -57,7 +62,7 @@ func main() {
 	var (
 		out       = flag.String("o", "", "write the Markdown report to this `file` (default: print it on stdout)")
 		chart     = flag.String("chart", "", "write the chart to this SVG `file` (default: chart.svg beside -o; none without -o)")
-		scenarioF = flag.String("scenarios", ids(scenarios), "comma-separated `list` of scenarios; p (the adaptive size, minutes long) runs only when named")
+		scenarioF = flag.String("scenarios", ids(defaultScenarios()), "comma-separated `list` of scenarios; p (the adaptive size, minutes long) and q (the ordered map, on the clock) run only when named")
 		poolF     = flag.String("pools", names(libraries), "comma-separated `list` of pools")
 		reps      = flag.Int("reps", 5, "measured repetitions of each scenario and pool, after one warm-up")
 		scale     = flag.Float64("scale", 1, "multiply every scenario's task count, and scenario p's durations, by this `factor`")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -210,6 +211,8 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 					n = 20*orderPerKey + 7 // 20 keys, the first seven with a task more
 				case "o":
 					n = 1099 // the flood's 1,000 tasks and one for each trickling tenant
+				case "q":
+					n = 3*mapWorkers + 5 // four rounds of 10 ms, the last one part full
 				}
 				r := s.run(c, p, n)
 				p.Close()
@@ -234,6 +237,13 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 				case "o":
 					assert.Positive(t, r.P50, "the trickling tenants waited")
 					assert.GreaterOrEqual(t, r.P99, r.P50)
+				case "q":
+					// At most mapWorkers items at once: no faster than the ideal.
+					assert.GreaterOrEqual(t, r.Wall, float64(mapIdeal(n)), "ordered")
+					if assert.NotNil(t, r.Unordered, "the unordered run") {
+						assert.Equal(t, n, r.Unordered.Tasks)
+						assert.GreaterOrEqual(t, r.Unordered.Wall, float64(mapIdeal(n)), "unordered")
+					}
 				}
 			})
 		}
@@ -263,6 +273,57 @@ func TestEveryScenarioWithEveryLibrary(t *testing.T) {
 	assert.Equal(t, []string{"ours", "ours+key", "gammazero", "pond"}, runners["o"])
 	assert.Equal(t, []string{"n", "o"}, ran["ours+key"])
 	assert.Equal(t, []string{"a"}, ran["ours+adaptive"], "the cost of the adaptive size: a only")
+	// q: the pools with an ordered map; rill runs nothing else.
+	assert.Equal(t, []string{"ours", "conc", "rill"}, runners["q"])
+	assert.Equal(t, []string{"q"}, ran["rill"])
+}
+
+// Scenario q runs only when named, at 10,000 items (scaled) whose ideal
+// is 12.5 s at scale 1.
+func TestScenarioQIsNamed(t *testing.T) {
+	assert.NotContains(t, strings.Split(ids(defaultScenarios()), ","), "q", "not in the default list")
+	assert.Equal(t, len(scenarios)-1, len(defaultScenarios()))
+	ss, _, err := pickScenarios("q")
+	require.NoError(t, err)
+	require.Len(t, ss, 1)
+	assert.Equal(t, "q", ss[0].id)
+	assert.Equal(t, 10_000, ss[0].size(1))
+	assert.Equal(t, 100, ss[0].size(0.01))
+	assert.Equal(t, 12500*time.Millisecond, mapIdeal(ss[0].size(1)))
+	assert.Equal(t, 20*time.Millisecond, mapIdeal(9), "a last round part full takes a round")
+}
+
+// fakeMap hands out the results it is given, in that order, without
+// calling fn: a map that may break scenario q's rules.
+type fakeMap struct {
+	pool
+	ordered, unordered []int
+}
+
+func (f fakeMap) MapOrdered(_ iter.Seq[int], _ func(int) int, use func(int)) {
+	for _, v := range f.ordered {
+		use(v)
+	}
+}
+
+func (f fakeMap) MapUnordered(_ iter.Seq[int], _ func(int) int, use func(int)) {
+	for _, v := range f.unordered {
+		use(v)
+	}
+}
+
+// Scenario q fails a run whose ordered results come out of order or not
+// all, or whose unordered results repeat one.
+func TestMapScenarioChecksTheResults(t *testing.T) {
+	run := func(ordered, unordered []int) func() {
+		return func() { runMap(nil, fakeMap{ordered: ordered, unordered: unordered}, 3) }
+	}
+	assert.PanicsWithValue(t, "ordered map: result 2 came when 1 was next", run([]int{0, 2, 1}, nil))
+	assert.PanicsWithValue(t, "ordered map: 2 of 3 results came", run([]int{0, 1}, nil))
+	assert.PanicsWithValue(t, "unordered map: result 1 came twice or was never given", run([]int{0, 1, 2}, []int{2, 1, 1}))
+	assert.PanicsWithValue(t, "unordered map: result 3 came twice or was never given", run([]int{0, 1, 2}, []int{2, 3}))
+	assert.PanicsWithValue(t, "unordered map: 2 of 3 results came", run([]int{0, 1, 2}, []int{2, 0}))
+	assert.NotPanics(t, run([]int{0, 1, 2}, []int{2, 0, 1}))
 }
 
 // The order check of scenario n fails a run whose tasks of one key
@@ -610,4 +671,48 @@ func TestWritesFilesOnlyWhenAsked(t *testing.T) {
 	require.NoError(t, newRun("", "only.svg").emit(&stdout))
 	assert.Contains(t, stdout.String(), "# Benchmark results")
 	assert.Equal(t, []string{"only.svg"}, files(dir))
+}
+
+// Scenario q's report: items per second and the ratio to the ideal,
+// Map's throughput against conc's stream and rill's OrderedMap (a target
+// each), the unordered rows below the ordered ones, and n/a for the pools
+// without an ordered map.
+func TestMapReport(t *testing.T) {
+	lib := func(name string) library { l, err := findLibrary(name); require.NoError(t, err); return l }
+	sc, err := findScenario("q")
+	require.NoError(t, err)
+	const n = 10_000
+	sample := func(ordered, unordered float64) result { // wall times in seconds
+		u := result{Tasks: n, Wall: unordered * 1e9}
+		return result{Tasks: n, Wall: ordered * 1e9, Unordered: &u}
+	}
+	r := &run{
+		options: options{reps: 3, scenarios: []scenario{sc},
+			libraries: []library{lib("ours"), lib("conc"), lib("rill"), lib("gammazero")}, config: config{scale: 1}},
+		samples: map[string]map[string][]result{"q": {
+			"ours": {sample(14, 13.3), sample(13.6, 13.5), sample(15, 13.4)}, // medians 14 and 13.4
+			"conc": {sample(13, 13.4), sample(13, 13.4), sample(13, 13.4)},
+			"rill": {sample(14.7, 14.74), sample(14.7, 14.74), sample(14.7, 14.74)},
+		}},
+	}
+	var report bytes.Buffer
+	require.NoError(t, r.writeReport(&report))
+	md := report.String()
+	assert.Contains(t, md, "| q: Map throughput vs conc's stream | ≥ 0.95x | 0.93x | **no** |\n"+
+		"| q: Map throughput vs rill's OrderedMap | ≥ 0.95x | 1.05x | yes |\n")
+	assert.Contains(t, md, "**Map, this library:** 1.40 ms per item, 714 items/s, 1.12x the ideal. "+
+		"Throughput against conc's stream: **0.93x** (wall time 1.08x; target ≥ 0.95x). "+
+		"Throughput against rill's OrderedMap: **1.05x** (wall time 0.95x; target ≥ 0.95x). "+
+		"MapUnordered: 1.34 ms per item, 1.07x the ideal; throughput against conc's unordered map 1.00x; throughput against rill's unordered map 1.10x.\n")
+	assert.Contains(t, md, "| pool | contract | ns/task median (min–max) | vs ours | vs gammazero | vs relay | CPU ns/task | allocs/task | B/task | items/s | vs ideal |\n")
+	assert.Contains(t, md, "| ours | "+lib("ours").mapNote+" | 1400000 (1360000–1500000) | 1.00x | n/a | n/a | 0.00 | 0.00 | 0.0 | 714 | 1.12x |\n"+
+		"| conc | "+lib("conc").mapNote+" | 1300000 (1300000–1300000) | 0.93x | n/a | n/a | 0.00 | 0.00 | 0.0 | 769 | 1.04x |\n"+
+		"| rill | "+lib("rill").mapNote+" | 1470000 (1470000–1470000) | 1.05x | n/a | n/a | 0.00 | 0.00 | 0.0 | 680 | 1.18x |\n"+
+		"| gammazero | "+lib("gammazero").note+" | n/a: has no ordered map (a stream of results in input order from a bounded pool) |")
+	assert.Contains(t, md, "| ours, unordered | "+lib("ours").mapUnordered+" | 1340000 (1330000–1350000) | 1.00x | n/a | n/a | 0.00 | 0.00 | 0.0 | 746 | 1.07x |\n"+
+		"| conc, unordered | "+lib("conc").mapUnordered+" | 1340000 (1340000–1340000) | 1.00x | n/a | n/a | 0.00 | 0.00 | 0.0 | 746 | 1.07x |\n"+
+		"| rill, unordered | "+lib("rill").mapUnordered+" | 1474000 (1474000–1474000) | 1.10x | n/a | n/a | 0.00 | 0.00 | 0.0 | 678 | 1.18x |\n\n")
+	assert.Contains(t, md, "| q | 1.08x (conc) | – |\n", "the fastest peer, from the ordered runs")
+	assert.Contains(t, md, "| q | 1400000 | 1300000 | 1470000 | – |\n", "the matrices show the ordered runs")
+	assert.Contains(t, md, "It is n/a in q, which the relay cannot run (it has no task handles, groups, bound, resize, batch submit or ordered map;")
 }

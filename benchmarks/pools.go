@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
 	"github.com/alitto/pond/v2"
+	"github.com/destel/rill"
 	"github.com/e86d9661/workerpool"
 	gammazero "github.com/gammazero/workerpool"
 	"github.com/panjf2000/ants/v2"
 	conc "github.com/sourcegraph/conc/pool"
+	"github.com/sourcegraph/conc/stream"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -79,6 +82,16 @@ type keyPool interface {
 	SubmitKey(key string, t *task)
 }
 
+// A mapPool maps a stream of items through fn, at most its workers at
+// once, and hands each result to use (scenario q). MapOrdered calls use
+// with the results in the order of in, one call at a time; MapUnordered
+// calls use once per item in any order, one call at a time. Both return
+// once every result has been used. fn does not fail.
+type mapPool interface {
+	MapOrdered(in iter.Seq[int], fn func(int) int, use func(int))
+	MapUnordered(in iter.Seq[int], fn func(int) int, use func(int))
+}
+
 // A library is one contestant of the suite.
 type library struct {
 	name    string
@@ -87,6 +100,7 @@ type library struct {
 	groups  bool   // its pool is a groupPool
 	resizes bool   // its pool is a resizePool
 	batches bool   // its pool is a batchPool
+	maps    bool   // its pool is a mapPool
 	note    string // how its contract differs, shown in the report
 	open    func(workers int) pool
 	// only, if set, are the scenarios the library runs (of those it can):
@@ -113,6 +127,10 @@ type library struct {
 	// in the hand-written answer of scenario n, "" for a library not run
 	// there; scenario o runs these libraries, if they queue, without keys.
 	byHand string
+
+	// mapNote replaces note in the map scenario (needs "map"): how the
+	// library maps in order; mapUnordered, how it maps in any order.
+	mapNote, mapUnordered string
 }
 
 // blocksAtWorkers opens a library without a queue for the bound scenario:
@@ -122,10 +140,12 @@ func blocksAtWorkers(open func(int) pool) func(workers, bound int) pool {
 }
 
 var libraries = []library{
-	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true,
+	{name: "ours", queues: true, handles: true, groups: true, resizes: true, batches: true, maps: true,
 		note: "queues; Submit never blocks; Go returns a Task; Group on the pool; DoContext(ctx, task, TaskOption{Delay: d}) in the delayed scenarios", open: openOurs,
 		bounded: openOursBounded, boundNote: fmt.Sprintf("WithMaxWaiting(%d, Block): Submit waits for room while %[1]d tasks wait", waitingBound),
-		delayed: openOurs, byHand: "SubmitWait"},
+		delayed: openOurs, byHand: "SubmitWait",
+		mapNote:      "Map(ctx, New(8), items, f), ranged; the default window (16 items in flight)",
+		mapUnordered: "MapUnordered(ctx, New(8), items, f), ranged; the default window"},
 	{name: "ours+afterfunc",
 		note:    "this library driven by time.AfterFunc(d, func() { Submit(task) }), as users delay tasks without TaskOption.Delay; run in the delayed scenarios only",
 		delayed: openOursAfterFunc},
@@ -158,7 +178,12 @@ var libraries = []library{
 		byHand: "Submit of a wrapper that signals the key's own channel"},
 	{name: "conc", groups: true,
 		note: "Go blocks while every goroutine is busy; SubmitWait by adapter; a ContextPool per group", open: openConc,
-		bounded: blocksAtWorkers(openConc), boundNote: "no queue: Go blocks while every goroutine is busy, so the bound is the workers"},
+		bounded: blocksAtWorkers(openConc), boundNote: "no queue: Go blocks while every goroutine is busy, so the bound is the workers",
+		maps: true, mapNote: "stream.New().WithMaxGoroutines(8): each Go returns a callback, which conc runs in order on its own goroutine; Go blocks while every goroutine is busy",
+		mapUnordered: "pool.NewWithResults[int]().WithMaxGoroutines(8): Go blocks while every goroutine is busy; the results used after Wait"},
+	{name: "rill", maps: true, only: []string{"q"},
+		note:    "github.com/destel/rill: channel pipelines, no pool to submit to; run in q only",
+		mapNote: "OrderedMap(FromSeq(items, nil), 8, f), ranged with ToSeq2", mapUnordered: "Map(FromSeq(items, nil), 8, f), ranged with ToSeq2", open: openRill},
 	{name: "errgroup", groups: true,
 		note: "Go blocks at SetLimit; a goroutine per task; SubmitWait by adapter", open: openErrgroup,
 		bounded: blocksAtWorkers(openErrgroup), boundNote: "no queue: Go blocks at SetLimit, so the bound is the workers; a goroutine per task"},
@@ -457,3 +482,74 @@ func (a goroutinePool) Submit(t *task) {
 }
 func (a goroutinePool) SubmitWait(t *task) { a.roundTrip(t, a.Submit) }
 func (a goroutinePool) Close()             { a.running.Wait() }
+
+func (a oursPool) MapOrdered(in iter.Seq[int], fn func(int) int, use func(int)) {
+	a.mapWith(workerpool.Map[int, int], in, fn, use)
+}
+
+func (a oursPool) MapUnordered(in iter.Seq[int], fn func(int) int, use func(int)) {
+	a.mapWith(workerpool.MapUnordered[int, int], in, fn, use)
+}
+
+// mapWith ranges over what mapper (Map or MapUnordered) yields for in.
+func (a oursPool) mapWith(mapper func(context.Context, *workerpool.WorkerPool, iter.Seq[int], func(context.Context, int) (int, error), ...workerpool.TaskOption) iter.Seq2[int, error],
+	in iter.Seq[int], fn func(int) int, use func(int)) {
+	f := func(_ context.Context, i int) (int, error) { return fn(i), nil }
+	for v, err := range mapper(context.Background(), a.wp, in, f) {
+		if err != nil {
+			panic(err)
+		}
+		use(v)
+	}
+}
+
+func (a concPool) MapOrdered(in iter.Seq[int], fn func(int) int, use func(int)) {
+	s := stream.New().WithMaxGoroutines(a.workers)
+	for i := range in {
+		s.Go(func() stream.Callback {
+			v := fn(i)
+			return func() { use(v) }
+		})
+	}
+	s.Wait()
+}
+
+func (a concPool) MapUnordered(in iter.Seq[int], fn func(int) int, use func(int)) {
+	p := conc.NewWithResults[int]().WithMaxGoroutines(a.workers)
+	for i := range in {
+		p.Go(func() int { return fn(i) })
+	}
+	for _, v := range p.Wait() {
+		use(v)
+	}
+}
+
+// rillMapper is rill, a library of channel pipelines: it maps with
+// workers goroutines per stage, and has no pool to submit to.
+type rillMapper struct{ workers int }
+
+func openRill(workers int) pool { return rillMapper{workers} }
+
+func (m rillMapper) Submit(*task)     { panic("rill has no pool to submit to: it runs q only") }
+func (m rillMapper) SubmitWait(*task) { panic("rill has no pool to submit to: it runs q only") }
+func (m rillMapper) Close()           {} // each map's goroutines end with its stream, drained to the end
+
+func (m rillMapper) MapOrdered(in iter.Seq[int], fn func(int) int, use func(int)) {
+	m.mapWith(rill.OrderedMap[int, int], in, fn, use)
+}
+
+func (m rillMapper) MapUnordered(in iter.Seq[int], fn func(int) int, use func(int)) {
+	m.mapWith(rill.Map[int, int], in, fn, use)
+}
+
+// mapWith ranges over the stream that mapper (OrderedMap or Map) makes of in.
+func (m rillMapper) mapWith(mapper func(<-chan rill.Try[int], int, func(int) (int, error)) <-chan rill.Try[int],
+	in iter.Seq[int], fn func(int) int, use func(int)) {
+	f := func(i int) (int, error) { return fn(i), nil }
+	for v, err := range rill.ToSeq2(mapper(rill.FromSeq(in, nil), m.workers, f)) {
+		if err != nil {
+			panic(err)
+		}
+		use(v)
+	}
+}

@@ -15,6 +15,7 @@ import (
 // over the repetitions, per task.
 type summary struct {
 	runs          int
+	tasks         int     // of the first run (every run of a scenario has as many)
 	ns            float64 // wall time per task
 	nsMin, nsMax  float64
 	cpu           float64 // process CPU time per task
@@ -39,6 +40,7 @@ func summarize(rs []result) (summary, bool) {
 	ns := per(func(r result) float64 { return r.Wall })
 	return summary{
 		runs:       len(rs),
+		tasks:      rs[0].Tasks,
 		ns:         median(ns),
 		nsMin:      slices.Min(ns),
 		nsMax:      slices.Max(ns),
@@ -78,6 +80,18 @@ func (r *run) has(name string) bool {
 
 func (r *run) summary(sid, lib string) (summary, bool) {
 	return summarize(r.samples[sid][lib])
+}
+
+// unordered is the summary of lib's unordered runs in scenario sid (q:
+// each run's Unordered), if it has any.
+func (r *run) unordered(sid, lib string) (summary, bool) {
+	var rs []result
+	for _, res := range r.samples[sid][lib] {
+		if res.Unordered != nil {
+			rs = append(rs, *res.Unordered)
+		}
+	}
+	return summarize(rs)
 }
 
 // ratio is lib's median ns/task over base's, or NaN when either is missing.
@@ -245,7 +259,8 @@ func (r *run) peerRatio(sid string, f func(summary) float64) (x float64, peer, n
 }
 
 // noPeerRuns says why no peer of the suite can run scenario sid, as
-// "n/a: no peer runs l (has no batch submit)", or "" if one can.
+// "n/a: no peer runs l (has no batch submit)", or "" if one can. A peer
+// that runs only a few scenarios (rill: q) gives no reason for the others.
 func noPeerRuns(sid string) string {
 	s, err := findScenario(sid)
 	if err != nil {
@@ -253,8 +268,8 @@ func noPeerRuns(sid string) string {
 	}
 	var whys []string
 	for _, l := range libraries {
-		if !isPeer(l.name) {
-			continue
+		if !isPeer(l.name) || (l.only != nil && !slices.Contains(l.only, sid)) {
+			continue // a library run in a few scenarios says nothing of the others
 		}
 		ok, why := s.applies(l)
 		if ok {
@@ -345,7 +360,7 @@ func (r *run) writeReport(w io.Writer) error {
 		func(sid, lib string) string { return q.ratioCell(sid, lib, "gammazero") })
 	relayNA := ""
 	if ids := r.cannotRun(floor); ids != "" {
-		relayNA = fmt.Sprintf(" It is n/a in %s, which the relay cannot run (it has no task handles, groups, bound, resize or batch submit; each scenario's table says which).", ids)
+		relayNA = fmt.Sprintf(" It is n/a in %s, which the relay cannot run (it has no task handles, groups, bound, resize, batch submit or ordered map; each scenario's table says which).", ids)
 	}
 	q.writeMatrix(p, "Ratio to the relay floor", "Median ns/task divided by the relay's in the same run: how far each pool is from the bare relay of this library's shape (two hand-offs per task, nothing else)."+relayNA+inHog,
 		func(sid, lib string) string { return q.ratioCell(sid, lib, floor) })
@@ -505,7 +520,40 @@ func (r *run) writeTargets(p *printer) {
 	check("m2: DoContext with Delay, CPU per task vs AfterFunc+Submit", 0.5, ofBoth("m2", "ours+afterfunc", cpuNs), fmtRatio, "")
 	check("m2: DoContext with Delay, bytes per task vs AfterFunc+Submit", 0.7, ofBoth("m2", "ours+afterfunc", bytes), fmtRatio, "")
 	check("m1: DoContext with Delay, CPU per task vs relay floor (heap and timer)", 1.1, ofBoth("m1", floor, cpuNs), fmtRatio, "")
+	for _, peer := range mapPeers {
+		atLeast(p, fmt.Sprintf("q: Map throughput vs %s", peer.what), mapTarget, q.throughputRatio("q", peer.name))
+	}
 	p.f("\n\"Fastest peer\" is the peer with the lowest median in that scenario and measure (see [Ratio to the fastest peer](#ratio-to-the-fastest-peer)), named in brackets. Allocation counts include the run's fixed costs (pool start, queue growth) spread over its tasks, so 0 reads as < 0.01.\n\n")
+}
+
+// mapPeers are the peers Map is held to in scenario q, and mapTarget the
+// least throughput it must have against each, as a fraction of theirs.
+var mapPeers = []struct{ name, what string }{{"conc", "conc's stream"}, {"rill", "rill's OrderedMap"}}
+
+const mapTarget = 0.95
+
+// throughputRatio is this library's throughput in scenario sid (its
+// ordered runs) over peer's: peer's median ns per task over ours, or NaN
+// when either is missing.
+func (r *run) throughputRatio(sid, peer string) float64 {
+	x := r.ratio(sid, "ours", peer)
+	if math.IsNaN(x) || x == 0 {
+		return math.NaN()
+	}
+	return 1 / x
+}
+
+// atLeast writes a row of the targets table whose measure must be at least
+// limit (a ratio), unless v is NaN.
+func atLeast(p *printer, what string, limit, v float64) {
+	if math.IsNaN(v) {
+		return
+	}
+	met := "yes"
+	if v < limit {
+		met = "**no**"
+	}
+	p.f("| %s | ≥ %s | %s | %s |\n", what, fmtRatio(limit), fmtRatio(v), met)
 }
 
 // canRun reports whether the suite's library called name can run scenario sid.
@@ -547,6 +595,8 @@ func (r *run) writeScenario(p *printer, s scenario) {
 		r.writeKeyVsByHand(p)
 	case "o":
 		r.writeFairShare(p)
+	case "q":
+		r.writeMapVsPeers(p)
 	}
 	extra := ""
 	switch s.id {
@@ -558,6 +608,8 @@ func (r *run) writeScenario(p *printer, s scenario) {
 		extra = " goroutines | stacks KiB |"
 	case "o":
 		extra = " trickling tenants' wait p50 µs | p99 µs |"
+	case "q":
+		extra = " items/s | vs ideal |"
 	}
 	p.f("| pool | contract | ns/task median (min–max) | vs ours | vs gammazero | vs relay | CPU ns/task | allocs/task | B/task |%s\n", extra)
 	p.f("|---|---|---:|---:|---:|---:|---:|---:|---:|%s\n", strings.Repeat("---:|", strings.Count(extra, "|")))
@@ -584,10 +636,66 @@ func (r *run) writeScenario(p *printer, s scenario) {
 			p.f(" %.0f | %.0f |", sm.goroutines, sm.stacks/1024)
 		case "o":
 			p.f(" %s | %s |", fmtNs(sm.p50/1e3), fmtNs(sm.p99/1e3))
+		case "q":
+			p.f(" %.0f | %s |", 1e9/sm.ns, fmtRatio(sm.ns/mapIdealPerItem(sm.tasks)))
 		}
 		p.f("\n")
 	}
+	if s.id == "q" {
+		r.writeUnorderedRows(p, s)
+	}
 	p.f("\n")
+}
+
+// mapIdealPerItem is scenario q's ideal time per item, in ns, for n items.
+func mapIdealPerItem(n int) float64 {
+	return float64(mapIdeal(n)) / float64(max(n, 1))
+}
+
+// writeUnorderedRows writes scenario q's unordered rows, one per library
+// with unordered runs, below the ordered ones: vs ours divides by this
+// library's unordered median.
+func (r *run) writeUnorderedRows(p *printer, s scenario) {
+	ours, okOurs := r.unordered(s.id, "ours")
+	for _, l := range r.libraries {
+		sm, ok := r.unordered(s.id, l.name)
+		if !ok {
+			continue
+		}
+		vsOurs := "–"
+		if okOurs && ours.ns > 0 {
+			vsOurs = fmtRatio(sm.ns / ours.ns)
+		}
+		p.f("| %s, unordered | %s | %s (%s–%s) | %s | n/a | n/a | %s | %.2f | %.1f | %.0f | %s |\n", l.name, l.mapUnordered,
+			fmtNs(sm.ns), fmtNs(sm.nsMin), fmtNs(sm.nsMax), vsOurs, fmtNs(sm.cpu), sm.allocs, sm.bytes,
+			1e9/sm.ns, fmtRatio(sm.ns/mapIdealPerItem(sm.tasks)))
+	}
+}
+
+// writeMapVsPeers compares this library's Map with conc's stream and
+// rill's OrderedMap in scenario q, and its MapUnordered with their
+// unordered maps.
+func (r *run) writeMapVsPeers(p *printer) {
+	o, ok := r.summary("q", "ours")
+	if !ok {
+		return
+	}
+	p.f("**Map, this library:** %s ms per item, %.0f items/s, %s the ideal.", fmtNs(o.ns/1e6), 1e9/o.ns, fmtRatio(o.ns/mapIdealPerItem(o.tasks)))
+	for _, peer := range mapPeers {
+		if x := r.throughputRatio("q", peer.name); !math.IsNaN(x) {
+			p.f(" Throughput against %s: **%s** (wall time %s; target ≥ %s).", peer.what, fmtRatio(x), fmtRatio(1/x), fmtRatio(mapTarget))
+		}
+	}
+	if u, ok := r.unordered("q", "ours"); ok {
+		p.f(" MapUnordered: %s ms per item, %s the ideal", fmtNs(u.ns/1e6), fmtRatio(u.ns/mapIdealPerItem(u.tasks)))
+		for _, peer := range mapPeers {
+			if v, ok := r.unordered("q", peer.name); ok && u.ns > 0 {
+				p.f("; throughput against %s's unordered map %s", peer.name, fmtRatio(v.ns/u.ns))
+			}
+		}
+		p.f(".")
+	}
+	p.f("\n\n")
 }
 
 // writeBatchVsSubmit compares this library's DoBatch (l) with its Submit

@@ -20,7 +20,7 @@ type scenario struct {
 	id      string
 	title   string
 	tasks   int    // at scale 1
-	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", "delay", "order", "fair", or "" for nothing
+	needs   string // what the library must have: "queue", "handles", "groups", "bound", "resize", "batch", "delay", "order", "fair", "map", or "" for nothing
 	workers func() int
 	run     func(c *config, p pool, n int) result
 }
@@ -43,6 +43,19 @@ var scenarios = []scenario{
 	{"m2", "1,000,000 no-op tasks, each delayed by a random delay under 1 s, 4 workers", 1_000_000, "delay", fixed(4), runDelayed},
 	{"n", "1,000 keys x 100 tasks of ~1 µs CPU, one at a time and in order per key, interleaved across keys, 8 workers", orderKeys * orderPerKey, "order", fixed(8), runPerKeyOrder},
 	{"o", "one tenant's 100,000 queued tasks of ~1 µs CPU, and 99 tenants' 100 each arriving as they drain, 8 workers", fairFlood + fairTenants*fairPerTenant, "fair", fixed(fairWorkers), runFairShare},
+	{"q", "10 ms tasks, 8 workers, 10,000 items through an ordered map", 10_000, "map", fixed(mapWorkers), runMap},
+}
+
+// namedOnly are the scenarios of the matrices that run only when named in
+// -scenarios: each of their runs lasts seconds on the clock (tasks that
+// sleep), so they would add minutes to the full suite and say nothing of
+// the CPU. (Scenario p, not in scenarios, also runs only when named.)
+var namedOnly = []string{"q"}
+
+// defaultScenarios are the scenarios the suite runs when -scenarios is
+// not given: all but namedOnly.
+func defaultScenarios() []scenario {
+	return slices.DeleteFunc(slices.Clone(scenarios), func(s scenario) bool { return slices.Contains(namedOnly, s.id) })
 }
 
 // scenarioNotes are printed under a scenario's heading in the report.
@@ -66,6 +79,11 @@ var scenarioNotes = map[string]string{
 		"The 99 trickling tenants' 100 tasks each (task i of tenant i mod 99) arrive while the burst drains: about one flooding task in ten, as it starts, gives the next of them, so each tenant gives one task about every thousand of the burst's. " +
 		"Every task spins ~1 µs (c's work). ours+key gives each task with DoContext(ctx, task, TaskOption{Key: tenant}) on New(8), no key limit; ours, gammazero and pond get the same stream without keys (first come, first served). " +
 		"A task's wait runs from just before its submit until it starts; the columns give the trickling tenants' p50 and p99 (ants has no queue: its tasks would wait in the blocked submitter, n/a).",
+	"q": "The items 0 to n-1 (10,000 at scale 1), given as an iter.Seq, each mapped through a function that sleeps 10 ms and returns its item, at most 8 at once; each result is used in input order and checked to be the next index (a run out of order fails). " +
+		"ours: Map on New(8), ranged by the caller, the default window (twice the size: 16 items in flight); conc: stream.New().WithMaxGoroutines(8), each Go returning a callback that uses the result, which conc runs in order on its own goroutine; rill: OrderedMap(FromSeq(items, nil), 8, f), ranged by the caller with ToSeq2. " +
+		"The ideal is 10 ms times the items over 8 (12.5 s at scale 1); \"vs ideal\" divides the wall time by it, and items/s is the throughput. " +
+		"The same process then maps the same items unordered, each result used once (checked): MapUnordered; conc's result pool, pool.NewWithResults[int]().WithMaxGoroutines(8), whose results come after Wait; rill's Map. Those are the rows marked unordered, which the matrices leave out. " +
+		"Pools without an ordered map: n/a. q runs only when named (-scenarios q): at scale 1 each run takes 12.5 s ordered and as long unordered.",
 }
 
 // delayedNote is the note of the delayed-task scenarios.
@@ -89,6 +107,18 @@ const (
 	fairPerTenant = 100
 	fairWorkers   = 8
 )
+
+// Scenario q's map: mapWorkers items at once, each taking mapTaskTime.
+const (
+	mapWorkers  = 8
+	mapTaskTime = 10 * time.Millisecond
+)
+
+// mapIdeal is the least time n items can take through scenario q's map:
+// n/mapWorkers rounds (the last one partly full) of mapTaskTime.
+func mapIdeal(n int) time.Duration {
+	return time.Duration((n+mapWorkers-1)/mapWorkers) * mapTaskTime
+}
 
 // resizeSizes are the sizes scenario k opens its pool with (the first) and
 // then alternates between, one resize every resizeEvery submitted tasks.
@@ -144,6 +174,8 @@ func (s scenario) applies(lib library) (bool, string) {
 		return false, "n/a: has no batch submit"
 	case s.needs == "delay" && lib.delayed == nil:
 		return false, "n/a: has no delayed submit"
+	case s.needs == "map" && !lib.maps:
+		return false, "n/a: has no ordered map (a stream of results in input order from a bounded pool)"
 	case s.needs != "delay" && lib.open == nil:
 		return false, "n/a: runs the delayed scenarios only"
 	}
@@ -180,6 +212,8 @@ func (s scenario) contract(lib library) string {
 		return "by hand: a goroutine and a channel per key; each key's goroutine gives its tasks one at a time, in order, by " + lib.byHand
 	case s.needs == "fair" && lib.byHand != "" && lib.queues:
 		return lib.note + "; no keys: first come, first served"
+	case s.needs == "map" && lib.mapNote != "":
+		return lib.mapNote
 	}
 	return lib.note
 }
@@ -201,6 +235,8 @@ type result struct {
 
 	Goroutines float64 `json:"goroutines"` // n: goroutines alive once the last task was submitted, less those before the pool opened
 	Stacks     float64 `json:"stacks_b"`   // n: goroutine stack bytes in use then, less those before the run
+
+	Unordered *result `json:"unordered,omitempty"` // q: the same items mapped unordered, after the ordered run
 
 	Load *loadResult `json:"load,omitempty"` // p: what a run of scenario p measured (Tasks: the tasks finished in its measured span)
 }
@@ -658,5 +694,52 @@ func runFairShare(c *config, p pool, n int) result {
 		r.P50 = float64(waits[len(waits)*50/100])
 		r.P99 = float64(waits[min(len(waits)-1, len(waits)*99/100)])
 	}
+	return r
+}
+
+// runMap maps items 0 to n-1 through a function that sleeps mapTaskTime
+// and returns its item, at most the pool's mapWorkers at once, and checks
+// each result as it is consumed: in input order, the next index. Then it
+// maps the same items unordered, checking that each result comes once;
+// that run is the result's Unordered.
+func runMap(_ *config, p pool, n int) result {
+	mp := p.(mapPool)
+	items := func(yield func(int) bool) {
+		for i := range n {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	work := func(i int) int {
+		time.Sleep(mapTaskTime)
+		return i
+	}
+	next := 0
+	r := measure(n, func() {
+		mp.MapOrdered(items, work, func(v int) {
+			if v != next {
+				panic(fmt.Sprintf("ordered map: result %d came when %d was next", v, next))
+			}
+			next++
+		})
+	})
+	if next != n {
+		panic(fmt.Sprintf("ordered map: %d of %d results came", next, n))
+	}
+	seen, count := make([]bool, n), 0
+	u := measure(n, func() {
+		mp.MapUnordered(items, work, func(v int) {
+			if v < 0 || v >= n || seen[v] {
+				panic(fmt.Sprintf("unordered map: result %d came twice or was never given", v))
+			}
+			seen[v] = true
+			count++
+		})
+	})
+	if count != n {
+		panic(fmt.Sprintf("unordered map: %d of %d results came", count, n))
+	}
+	r.Unordered = &u
 	return r
 }
