@@ -569,7 +569,7 @@ func BenchmarkMap(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*items), "ns/item")
 	}
-	b.Run("Map", func(b *testing.B) {
+	b.Run("loop=Map", func(b *testing.B) {
 		bench(b, func(p *WorkerPool) (sum int) {
 			for v, err := range Map(ctx, p, in, fn) {
 				if err != nil {
@@ -580,7 +580,7 @@ func BenchmarkMap(b *testing.B) {
 			return sum
 		})
 	})
-	b.Run("MapUnordered", func(b *testing.B) {
+	b.Run("loop=MapUnordered", func(b *testing.B) {
 		bench(b, func(p *WorkerPool) (sum int) {
 			for v, err := range MapUnordered(ctx, p, in, fn) {
 				if err != nil {
@@ -591,7 +591,7 @@ func BenchmarkMap(b *testing.B) {
 			return sum
 		})
 	})
-	b.Run("GoResult+Wait", func(b *testing.B) {
+	b.Run("loop=GoResult+Wait", func(b *testing.B) {
 		var ring [window]*Future[int]
 		bench(b, func(p *WorkerPool) (sum int) {
 			wait := func(f *Future[int]) {
