@@ -6,35 +6,24 @@ import (
 	"sync"
 )
 
-// Map runs fn on each item of in as a task of p, and yields each item's
-// result and error in the order of in. It takes an item from in only
-// while fewer than a window of items are in flight (taken and not yet
-// yielded): by default twice p.Size() when the loop starts, or
-// TaskOption.Window. So a slow item holds at most the window, never the
-// whole input. Each item is a task like one of Go (opts schedule it, it
-// counts in Status, a *PanicError reports its panic), whose ctx is
-// canceled when ctx is. The loop pulls in on its own goroutine, one item
-// at a time, and blocks for room under Block and for the next result
-// in order; fn never runs on it.
-//
-// An item's error is yielded in its place and the stream goes on: the
-// loop body breaks to stop it. Breaking cancels the items in flight and
-// returns once none of them is left on the pool. Once ctx is done, Map
-// takes no item, cancels those in flight, waits for them, yields ctx's
-// error once and ends. Once p is stopping, Map takes no item: each item in
-// flight yields its outcome (ErrStopped for one the stop abandoned or
-// refused) and the stream ends. The package documentation (Map) gives the
-// rules.
-//
-// Each range over the result is a stream of its own, which ranges over in
-// again. Map panics if ctx, p, in or fn is nil. Safe for concurrent use.
+// Map runs fn on each item of in as a task of p, opts scheduling each,
+// and yields each item's result and error in the order of in: an item's
+// error comes in its place, and the loop goes on. It ranges over in on the
+// caller's goroutine, taking an item only while fewer than a window of
+// items are in flight (TaskOption.Window; by default twice p.Size()), and
+// blocks there for room under Block and for the next result; fn runs on
+// workers only. A break cancels the items in flight and returns once they
+// ended; ctx ending does the same, then yields ctx's error once; a stopping
+// pool ends the loop, with ErrStopped for the items that did not run. The
+// package documentation (Mapping a sequence) gives the rules. Map panics if
+// ctx, p, in or fn is nil.
 func Map[T, R any](ctx context.Context, p *WorkerPool, in iter.Seq[T], fn func(ctx context.Context, item T) (R, error), opts ...TaskOption) iter.Seq2[R, error] {
 	return mapOver(ctx, p, in, fn, opts, true, "Map")
 }
 
-// MapUnordered is Map, but it yields each item's result as soon as its
-// task ends, in the order the tasks end. The window bounds the items in
-// flight as Map's does, but a slow item holds only its own place in it.
+// MapUnordered is Map, but it yields each item's outcome as its task
+// ends, in the order the tasks end: a slow item holds only its own place in
+// the window.
 func MapUnordered[T, R any](ctx context.Context, p *WorkerPool, in iter.Seq[T], fn func(ctx context.Context, item T) (R, error), opts ...TaskOption) iter.Seq2[R, error] {
 	return mapOver(ctx, p, in, fn, opts, false, "MapUnordered")
 }
