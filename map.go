@@ -157,7 +157,16 @@ func (s *stream[T, R]) pull(in iter.Seq[T]) {
 
 // take queues item as a task of the pool, last in flight.
 func (s *stream[T, R]) take(item T) {
-	m := &mapItem[T, R]{stream: s, in: item, prev: s.last}
+	o := s.p.parseOptions(s.opts)
+	var m *mapItem[T, R]
+	var store *jobOptions
+	if o.isDefault() {
+		m = new(mapItem[T, R])
+	} else {
+		mo := new(mapItemWithOptions[T, R]) // one allocation for the item and its options
+		m, store = &mo.mapItem, &mo.opts
+	}
+	m.stream, m.in, m.prev = s, item, s.last
 	if s.last != nil {
 		s.last.next = m
 	} else {
@@ -167,8 +176,15 @@ func (s *stream[T, R]) take(item T) {
 	s.inFlight++
 	s.running++
 	m.Task.init(s.p, s.ctx, m)
-	m.Task.job.apply(s.p.parseOptions(s.opts), nil) // options, if any, in an allocation of their own
+	m.Task.job.apply(o, store)
 	m.Task.submit()
+}
+
+// mapItemWithOptions is a mapItem and the options its job keeps, made in
+// one allocation (see take), as taskWithOptions is for Go.
+type mapItemWithOptions[T, R any] struct {
+	mapItem[T, R]
+	opts jobOptions
 }
 
 // deliver yields the outcomes the stream can yield now: for Map, those of
