@@ -32,9 +32,11 @@ func Map[T, R any](ctx context.Context, p *WorkerPool, in iter.Seq[T], fn func(c
 	return mapOver(ctx, p, in, fn, opts, true, "Map")
 }
 
-// MapUnordered is Map, but it yields each item's result as soon as its
-// task ends, in the order the tasks end. The window bounds the items in
-// flight as Map's does, but a slow item holds only its own place in it.
+// MapUnordered is Map, but it yields the items' results in the order
+// their tasks end, each as soon as the loop is free to: at once, unless
+// it waits for the input's next item or for room under Block (it yields
+// between items; see Map). The window bounds the items in flight as Map's
+// does, but a slow item holds only its own place in it.
 func MapUnordered[T, R any](ctx context.Context, p *WorkerPool, in iter.Seq[T], fn func(ctx context.Context, item T) (R, error), opts ...TaskOption) iter.Seq2[R, error] {
 	return mapOver(ctx, p, in, fn, opts, false, "MapUnordered")
 }

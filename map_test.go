@@ -93,10 +93,11 @@ func TestMapUnorderedYieldsEachResultAsItsTaskEnds(t *testing.T) {
 	})
 }
 
-// MapUnordered yields each item's result as soon as its task ends (its
-// doc), also while the loop waits for the input's next item, as a loop
-// over a channel of messages does between two of them.
-func TestMapUnorderedYieldsAnItemAsItsTaskEndsWhileTheInputWaits(t *testing.T) {
+// MapUnordered yields between items, on the loop's goroutine: a result
+// that ends while the loop waits for the input's next item (a loop over a
+// channel of messages, between two of them) is yielded as the input gives
+// that item, before the item runs.
+func TestMapUnorderedYieldsWhatEndedWhileTheInputWaitedOnceItGivesAnItem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2)
 		defer p.Stop()
@@ -120,7 +121,8 @@ func TestMapUnorderedYieldsAnItemAsItsTaskEndsWhileTheInputWaits(t *testing.T) {
 			require.NoError(t, err)
 			at = append(at, time.Since(t0))
 		}
-		assert.Equal(t, []time.Duration{time.Millisecond, time.Hour + time.Millisecond}, at, "when each result was yielded: as its task ended")
+		assert.Equal(t, []time.Duration{time.Hour, time.Hour + time.Millisecond}, at,
+			"when each result was yielded: item 0's (ended at 1ms) as the input gave item 1")
 	})
 }
 
@@ -513,10 +515,11 @@ func TestMapLoopBodyPanicLeavesNoTask(t *testing.T) {
 }
 
 // A Map loop ranged over inside a task, on a pool whose every worker runs
-// such a task, waits forever for its items; "a break, ctx ending or a stop
-// still ends it" (the package documentation, Deadlocks): each way to stop,
-// called from outside, returns.
-func TestMapRangedInsideATaskEndsWithEachStop(t *testing.T) {
+// such a task, waits forever for its items (the package documentation,
+// Deadlocks): a stop that abandons the queue (Stop, a Shutdown that gives
+// up), called from outside, ends it; StopWait, and Shutdown until it gives
+// up, wait for the items, so until a Stop.
+func TestMapRangedInsideATaskEndsWithAStopThatAbandons(t *testing.T) {
 	for _, mode := range stopModes {
 		t.Run(mode.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -530,7 +533,7 @@ func TestMapRangedInsideATaskEndsWithEachStop(t *testing.T) {
 				stopped := make(chan struct{})
 				go func() { defer close(stopped); mode.stop(p) }()
 				synctest.Wait()
-				assert.True(t, isClosed(stopped), "%s returned", mode.name)
+				assert.Equal(t, mode.abandons, isClosed(stopped), "%s returned", mode.name)
 				p.Stop() // ends it, if the stop did not
 				<-stopped
 				got := <-yielded
