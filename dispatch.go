@@ -104,7 +104,8 @@ type dispatcher struct {
 	// heaviest is the most a task may weigh: the size as of the last
 	// resize, or under WithAdaptiveSize the ceiling it chooses below.
 	heaviest  int
-	plainFast bool // no DropOldest: a plain task on an empty queue is handled inline in step
+	ranOn     sizesRead // the size settings as its last resize read them: what the crew and heaviest follow (see sizeSettings.keep)
+	plainFast bool      // no DropOldest: a plain task on an empty queue is handled inline in step
 
 	// The lane (quiet.go): laneWanted says plain tasks came to dispatch
 	// lately, so that it opens the lane when quiet; laneSeen is
@@ -154,8 +155,9 @@ func newDispatcher(p *WorkerPool) *dispatcher {
 		d.timers.wakeAt(later(p.clock.now(), int64(wait)))
 	}
 	ws := &workerSide{queue: p.workerQueue, counts: &p.counts, sig: &p.sig, obs: &p.obs, timed: p.cfg.timed, goroutines: &p.goroutines, lane: &p.lane}
-	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(p.size.size()), int(p.size.floor.Load()))
-	d.heaviest = int(p.size.max.Load())
+	d.ranOn = p.size.read()
+	d.crew.init(ws, p.workerQueue, p.taskQueue, p.cfg.idleTimeout, int(d.ranOn.size(p.size.lowest)), int(d.ranOn.floor))
+	d.heaviest = int(d.ranOn.max)
 	return d
 }
 
@@ -536,8 +538,9 @@ func (d *dispatcher) handle(req *request) {
 // parked submitters of such jobs refused), and, growing, workers start for
 // the waiting tasks at once.
 func (d *dispatcher) resize() {
-	d.crew.resize(int(d.p.size.size()), int(d.p.size.floor.Load()))
-	d.heaviest = int(d.p.size.max.Load())
+	d.ranOn = d.p.size.read() // once: the crew and heaviest follow one reading
+	d.crew.resize(int(d.ranOn.size(d.p.size.lowest)), int(d.ranOn.floor))
+	d.heaviest = int(d.ranOn.max)
 	d.queue.dropTooHeavy(d.heaviest)
 	d.timers.dropTooHeavy(d.heaviest)
 	d.admission.refuseTooHeavy(d.heaviest)

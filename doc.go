@@ -193,8 +193,11 @@
 //   - Goroutines. The loop is the caller's goroutine: it ranges over the
 //     input there, one item at a time, gives each item to the pool as Go
 //     does (under Block, waiting for room until ctx is done), and yields
-//     there; fn runs on workers only. The loop starts no goroutine and
-//     allocates one carrier per item.
+//     there; fn runs on workers only. The loop starts no goroutine of its
+//     own and allocates one carrier per item. So it yields between items: while
+//     it waits for the input's next item, or for room, an outcome that
+//     ends meanwhile waits too, and is yielded once the input gives an
+//     item or ends (or room is found).
 //   - Tasks. Each item is a task like one of Go, with the options given
 //     (priority, key, weight, label, retry...): it counts in Status, the
 //     hooks see it, its ctx is canceled when ctx is, and a panic in fn is
@@ -821,7 +824,8 @@
 //     returns.
 //   - Map or MapUnordered ranged over inside a task waits for items that
 //     need other workers, so forever when every worker does so; a break,
-//     ctx ending or a stop still ends it.
+//     ctx ending, Stop or a Shutdown that gives up still ends it (StopWait,
+//     and Shutdown until it gives up, wait for those items: forever).
 //   - WaitIdle called from inside a task waits for that task, so until its
 //     context is done or a stop begins (then it returns ErrStopped).
 //   - Stop, StopWait or Shutdown called from inside a task waits for that

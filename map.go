@@ -3,6 +3,7 @@ package workerpool
 import (
 	"context"
 	"iter"
+	"math"
 	"sync"
 )
 
@@ -21,9 +22,11 @@ func Map[T, R any](ctx context.Context, p *WorkerPool, in iter.Seq[T], fn func(c
 	return mapOver(ctx, p, in, fn, opts, true, "Map")
 }
 
-// MapUnordered is Map, but it yields each item's outcome as its task
-// ends, in the order the tasks end: a slow item holds only its own place in
-// the window.
+// MapUnordered is Map, but it yields the items' results in the order
+// their tasks end, each as soon as the loop is free to: at once, unless
+// it waits for the input's next item or for room under Block (it yields
+// between items; see Map). The window bounds the items in flight as Map's
+// does, but a slow item holds only its own place in it.
 func MapUnordered[T, R any](ctx context.Context, p *WorkerPool, in iter.Seq[T], fn func(ctx context.Context, item T) (R, error), opts ...TaskOption) iter.Seq2[R, error] {
 	return mapOver(ctx, p, in, fn, opts, false, "MapUnordered")
 }
@@ -54,7 +57,7 @@ func windowOf(p *WorkerPool, opts []TaskOption) int {
 		}
 	}
 	if w == 0 {
-		w = 2 * p.Size()
+		w = 2 * min(p.Size(), math.MaxInt/2) // a size past that means no limit anyway
 	}
 	return w
 }
@@ -146,7 +149,16 @@ func (s *stream[T, R]) pull(in iter.Seq[T]) {
 
 // take queues item as a task of the pool, last in flight.
 func (s *stream[T, R]) take(item T) {
-	m := &mapItem[T, R]{stream: s, in: item, prev: s.last}
+	o := s.p.parseOptions(s.opts)
+	var m *mapItem[T, R]
+	var store *jobOptions
+	if o.isDefault() {
+		m = new(mapItem[T, R])
+	} else {
+		mo := new(mapItemWithOptions[T, R]) // one allocation for the item and its options
+		m, store = &mo.mapItem, &mo.opts
+	}
+	m.stream, m.in, m.prev = s, item, s.last
 	if s.last != nil {
 		s.last.next = m
 	} else {
@@ -156,8 +168,15 @@ func (s *stream[T, R]) take(item T) {
 	s.inFlight++
 	s.running++
 	m.Task.init(s.p, s.ctx, m)
-	m.Task.job.apply(s.p.parseOptions(s.opts), nil) // options, if any, in an allocation of their own
+	m.Task.job.apply(o, store)
 	m.Task.submit()
+}
+
+// mapItemWithOptions is a mapItem and the options its job keeps, made in
+// one allocation (see take), as taskWithOptions is for Go.
+type mapItemWithOptions[T, R any] struct {
+	mapItem[T, R]
+	opts jobOptions
 }
 
 // deliver yields the outcomes the stream can yield now: for Map, those of

@@ -3,6 +3,8 @@ package workerpool
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -102,5 +104,200 @@ func mapLoopsRaceStop(t *testing.T, mode stopMode, round int) bool {
 	wg.Wait()
 	s := p.Status()
 	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "the counts balance once every loop returned")
+	return !t.Failed()
+}
+
+// errMapItem is the error fn returns, with a value, for some items of
+// TestMapLoopsWithOptionsRacingPausesResizesAndStops.
+var errMapItem = errors.New("map item failed")
+
+// Map and MapUnordered loops whose items carry options (a retry, a delay,
+// keys and priorities, weights up to heavier than the pool), on pools
+// bounded each way, with a queue timeout, keys' limits or an adaptive size,
+// while Pause and Resize calls come and go and a stop of each kind races
+// them, on the real clock: every outcome is its item's (by its value, or
+// its panic), each item's at most once and, for Map, in the input's order;
+// a loop never takes an item while a window of them is in flight; a loop
+// that neither broke nor saw ctx end yielded every item it took; no fn
+// runs once its loop returned, ever; and the counts balance with nothing
+// left once the pool stopped.
+func TestMapLoopsWithOptionsRacingPausesResizesAndStops(t *testing.T) {
+	rounds := 100
+	if testing.Short() {
+		rounds = 10
+	}
+	for round := range rounds {
+		if !mapLoopsWithOptionsRace(t, round) {
+			return
+		}
+	}
+}
+
+func mapLoopsWithOptionsRace(t *testing.T, round int) bool {
+	const loops, items = 5, 60
+	r := rand.New(rand.NewPCG(uint64(round), 7))
+	var opts []Option
+	switch r.IntN(7) {
+	case 1:
+		opts = append(opts, WithMaxWaiting(r.IntN(3), Block))
+	case 2:
+		opts = append(opts, WithMaxWaiting(r.IntN(3), Reject))
+	case 3:
+		opts = append(opts, WithMaxWaiting(r.IntN(3), DropOldest))
+	case 4:
+		opts = append(opts, WithQueueTimeout(time.Duration(r.IntN(3)+1)*time.Millisecond))
+	case 5:
+		opts = append(opts, WithAdaptiveSize(1, 4))
+	case 6:
+		opts = append(opts, WithKeys(1+r.IntN(2), nil))
+	}
+	if r.IntN(3) == 0 {
+		opts = append(opts, WithIdleTimeout(time.Microsecond))
+	}
+	p := New(1+r.IntN(4), opts...)
+	name := fmt.Sprintf("round %d (size %d, %d options)", round, p.Size(), len(opts))
+	var loopsDone sync.WaitGroup
+	var lateCalls atomic.Int64
+	for l := range loops {
+		lr := rand.New(rand.NewPCG(uint64(round), uint64(l)))
+		ordered := lr.IntN(2) == 0
+		var topts []TaskOption
+		switch lr.IntN(5) {
+		case 1:
+			topts = append(topts, TaskOption{Retry: func(attempt int, _ error) (time.Duration, bool) { return time.Millisecond, attempt < 2 }})
+		case 2:
+			topts = append(topts, TaskOption{Delay: time.Duration(lr.IntN(2)) * time.Millisecond})
+		case 3:
+			topts = append(topts, TaskOption{Key: fmt.Sprint("k", lr.IntN(2)), Priority: lr.IntN(3)})
+		case 4:
+			topts = append(topts, TaskOption{Weight: 1 + lr.IntN(5)})
+		}
+		window := lr.IntN(5) - 1
+		topts = append(topts, TaskOption{Window: window})
+		breakAt, cancelAt := lr.IntN(2*items), lr.IntN(3*items) // past the items: never
+		loopsDone.Go(func() {
+			mapper := Map[int, int]
+			if !ordered {
+				mapper = MapUnordered[int, int]
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var returned atomic.Bool
+			var running atomic.Int64
+			fn := func(ctx context.Context, i int) (int, error) {
+				if returned.Load() {
+					lateCalls.Add(1)
+				}
+				running.Add(1)
+				defer running.Add(-1)
+				switch i % 7 {
+				case 3:
+					panic(i)
+				case 5:
+					return i + items, errMapItem
+				case 1:
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Duration(i%3) * time.Millisecond):
+					}
+				}
+				return i, nil
+			}
+			taken, yielded := 0, 0
+			in := func(yield func(int) bool) {
+				for i := range items {
+					assert.False(t, window > 0 && taken-yielded >= window, "%s, loop %d: item %d taken with %d in flight, window %d", name, l, i, taken-yielded, window)
+					taken++
+					if !yield(i) {
+						return
+					}
+				}
+			}
+			seen := map[int]bool{}
+			broke, ctxErr := false, false
+			for v, err := range mapper(ctx, p, in, fn, topts...) {
+				assert.False(t, ctxErr, "%s, loop %d: an outcome after ctx's error", name, l)
+				var pe *PanicError
+				item := -1
+				switch {
+				case err == nil:
+					item = v
+				case errors.Is(err, errMapItem):
+					item = v - items
+				case errors.As(err, &pe):
+					item = pe.Value.(int)
+					assert.Zero(t, v, "%s, loop %d: the value of a panic", name, l)
+				case errors.Is(err, ErrStopped), errors.Is(err, ErrQueueFull), errors.Is(err, ErrTooHeavy), errors.Is(err, context.DeadlineExceeded):
+					assert.Zero(t, v, "%s, loop %d: the value of an item that did not run: %v", name, l, err)
+				case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+					ctxErr = true
+					continue
+				default:
+					t.Errorf("%s, loop %d: %v", name, l, err)
+				}
+				if item >= 0 {
+					assert.False(t, seen[item], "%s, loop %d: item %d yielded twice", name, l, item)
+					seen[item] = true
+					assert.False(t, ordered && item != yielded, "%s, loop %d: Map's outcome %d is item %d's", name, l, yielded, item)
+				}
+				if yielded++; yielded == cancelAt {
+					cancel()
+				}
+				if yielded == breakAt {
+					broke = true
+					break
+				}
+			}
+			returned.Store(true)
+			assert.Zero(t, running.Load(), "%s, loop %d: items running once it returned", name, l)
+			if !broke && ctx.Err() == nil {
+				assert.Equal(t, taken, yielded, "%s, loop %d: outcomes of the items taken", name, l)
+			}
+		})
+	}
+	stopAt := time.Duration(r.IntN(6)) * time.Millisecond
+	stopMode := r.IntN(4)
+	calls := make(chan struct{})
+	var caller sync.WaitGroup
+	caller.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-calls:
+				return
+			case <-time.After(time.Duration(r.IntN(500)) * time.Microsecond):
+			}
+			switch i % 3 {
+			case 0:
+				p.Resize(1 + i%4)
+			case 1:
+				ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+				p.Pause(ctx)
+				cancel()
+			}
+		}
+	})
+	time.Sleep(stopAt)
+	switch stopMode {
+	case 0:
+		p.Stop()
+	case 1:
+		p.StopWait()
+	case 2:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+		_ = p.Shutdown(ctx)
+		cancel()
+	case 3:
+		loopsDone.Wait()
+		p.StopWait()
+	}
+	loopsDone.Wait()
+	close(calls)
+	caller.Wait()
+	s := p.Status()
+	assert.Equal(t, "stopped", stateOf(s), "%s: state", name)
+	assert.Zero(t, s.Workers+s.Busy+s.Waiting+s.Scheduled+s.Keys, "%s: left once stopped: %+v", name, s)
+	assert.Equal(t, s.Submitted, s.Completed+s.Abandoned+s.Canceled+s.Dropped+s.Expired, "%s: the counts balance: %+v", name, s)
+	time.Sleep(time.Millisecond)
+	assert.Zero(t, lateCalls.Load(), "%s: fn called after its loop returned", name)
 	return !t.Failed()
 }

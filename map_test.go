@@ -99,6 +99,39 @@ func TestMapUnorderedYieldsEachResultAsItsTaskEnds(t *testing.T) {
 	})
 }
 
+// MapUnordered yields between items, on the loop's goroutine: a result
+// that ends while the loop waits for the input's next item (a loop over a
+// channel of messages, between two of them) is yielded as the input gives
+// that item, before the item runs.
+func TestMapUnorderedYieldsWhatEndedWhileTheInputWaitedOnceItGivesAnItem(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := New(2)
+		defer p.Stop()
+		items := make(chan int)
+		go func() {
+			items <- 0
+			time.Sleep(time.Hour) // the next message comes an hour later
+			items <- 1
+			close(items)
+		}()
+		in := func(yield func(int) bool) {
+			for i := range items {
+				if !yield(i) {
+					return
+				}
+			}
+		}
+		t0 := time.Now()
+		var at []time.Duration
+		for _, err := range MapUnordered(t.Context(), p, in, sleepsFor(func(int) time.Duration { return time.Millisecond })) {
+			require.NoError(t, err)
+			at = append(at, time.Since(t0))
+		}
+		assert.Equal(t, []time.Duration{time.Hour, time.Hour + time.Millisecond}, at,
+			"when each result was yielded: item 0's (ended at 1ms) as the input gave item 1")
+	})
+}
+
 // A first item that does not end holds Map at the window: it takes exactly
 // a window of items and waits; MapUnordered yields the others meanwhile,
 // and takes the whole input.
@@ -475,6 +508,58 @@ func TestMapLoopBodyPanicLeavesNoTask(t *testing.T) {
 		assert.Zero(t, s.Busy+s.Waiting, "tasks left")
 		assert.Equal(t, s.Submitted, s.Completed+s.Canceled, "every item ended")
 	})
+}
+
+// A Map loop ranged over inside a task, on a pool whose every worker runs
+// such a task, waits forever for its items (the package documentation,
+// Deadlocks): a stop that abandons the queue (Stop, a Shutdown that gives
+// up), called from outside, ends it; StopWait, and Shutdown until it gives
+// up, wait for the items, so until a Stop.
+func TestMapRangedInsideATaskEndsWithAStopThatAbandons(t *testing.T) {
+	for _, mode := range stopModes {
+		t.Run(mode.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := New(1)
+				defer p.Stop()
+				yielded := make(chan []pair, 1)
+				p.Submit(func() {
+					yielded <- collect(Map(context.Background(), p, slices.Values(seq(3)), sleepsFor(func(int) time.Duration { return 0 })))
+				})
+				synctest.Wait()
+				stopped := make(chan struct{})
+				go func() { defer close(stopped); mode.stop(p) }()
+				synctest.Wait()
+				assert.Equal(t, mode.abandons, isClosed(stopped), "%s returned", mode.name)
+				p.Stop() // ends it, if the stop did not
+				<-stopped
+				got := <-yielded
+				require.Len(t, got, 2, "outcomes: the window's items, taken before the stop")
+				for _, o := range got {
+					assert.ErrorIs(t, o.err, ErrStopped, "each item: abandoned")
+				}
+			})
+		})
+	}
+}
+
+// The loop allocates one carrier per item (the package documentation,
+// Goroutines), also for items with options.
+func TestMapAllocatesOneCarrierPerItem(t *testing.T) {
+	p := New(4)
+	defer p.Stop()
+	const items = 1000
+	in := slices.Values(seq(items))
+	fn := func(_ context.Context, i int) (int, error) { return i, nil }
+	for _, opts := range [][]TaskOption{nil, {{Priority: 1}}, {{Label: "resize", Retry: func(int, error) (time.Duration, bool) { return 0, false }}}} {
+		allocs := testing.AllocsPerRun(20, func() {
+			for _, err := range Map(context.Background(), p, in, fn, opts...) {
+				if err != nil {
+					panic(err)
+				}
+			}
+		})
+		assert.LessOrEqual(t, allocs, float64(items+20), "allocations per loop of %d items, with options %v", items, opts)
+	}
 }
 
 // Window bounds a Map loop and nothing else: Go ignores it.

@@ -99,6 +99,49 @@ func TestAChangeTheStopRefusedKeepsTheSettings(t *testing.T) {
 	assert.Equal(t, 3, p.Status().MaxWorkers, "Status.MaxWorkers")
 }
 
+// A change the stop refuses takes back its own write, but dispatch may
+// have read that write already: a size window's boundary, or another
+// call's message, made it resize between the change's swap and its
+// refused message (the boundary swaps its window's size in, the Resize
+// swaps its own over it, dispatch resizes on the Resize's; or a Resize's
+// message is taken, its caller lets go of the lock, the next Resize swaps,
+// and dispatch resizes on that). The pool then runs on the refused size,
+// while the take-back makes Size say the size before it, for good: more
+// tasks run than MaxWorkers says, and MaxWorkers when the stop returned
+// is not the size the pool ran on (as TestSizeScheduleBoundaryRacingEachStop
+// saw under load). Here change is called with a tell that first sends the
+// resize message another call would (dispatch reads 3 and starts a third
+// task), then lets a StopWait begin, then is refused.
+func TestAChangeTheStopRefusedAfterDispatchReadItLeavesTheSizeThePoolRanOn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, d := start(2, []Option{WithIdleTimeout(-1)})
+		defer p.Stop()
+		g := newGate()
+		defer g.release()
+		for range 3 {
+			p.Submit(g.task())
+		}
+		synctest.Wait()
+		require.Equal(t, 2, p.Status().Busy, "busy before the change")
+		stopped := make(chan struct{})
+		_, ok := p.size.change(&p.size.max, 3, func() error {
+			require.NoError(t, p.tellResize(), "another call's resize message, taken after the swap")
+			synctest.Wait()
+			go func() { defer close(stopped); p.StopWait() }()
+			synctest.Wait()
+			return p.tellResize() // this change's own message: refused
+		})
+		require.False(t, ok, "the change the stop refused")
+		s := p.Status()
+		assert.Equal(t, 3, s.Busy, "busy while stopping: dispatch ran on the refused size")
+		assert.LessOrEqual(t, s.Busy, s.MaxWorkers, "busy within MaxWorkers while stopping")
+		g.open()
+		<-stopped
+		s = requireStoppedClean(t, p)
+		assert.Equal(t, d.crew.max, s.MaxWorkers, "MaxWorkers when the stop returned: the size the pool ran on")
+	})
+}
+
 func TestResizeUpStartsWaitingTasksAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := New(2, WithIdleTimeout(-1))

@@ -47,20 +47,47 @@ type sizeSettings struct {
 // size is the pool's size: max, or under WithAdaptiveSize the size
 // chosen, kept within [min(lowest, max), max], so that a Resize or a size
 // window that lowers the ceiling takes effect at once.
-func (s *sizeSettings) size() int64 {
-	ceiling := s.max.Load()
-	if s.lowest == 0 {
-		return ceiling
+func (s *sizeSettings) size() int64 { return s.read().size(s.lowest) }
+
+// sizesRead are the size settings as one read found them: what dispatch
+// runs on from its last resize (see dispatcher.ranOn).
+type sizesRead struct{ max, floor, chosen int64 }
+
+// read reads the settings.
+func (s *sizeSettings) read() sizesRead {
+	return sizesRead{max: s.max.Load(), floor: s.floor.Load(), chosen: s.chosen.Load()}
+}
+
+// size is the pool's size by these settings (see sizeSettings.size).
+func (r sizesRead) size(lowest int64) int64 {
+	if lowest == 0 {
+		return r.max
 	}
-	return min(max(s.chosen.Load(), min(s.lowest, ceiling)), ceiling)
+	return min(max(r.chosen, min(lowest, r.max)), r.max)
+}
+
+// keep writes back r, what dispatch read at its last resize, in cells of
+// its own, once no change can reach dispatch any more (the stop has taken
+// every message sent before it): so the settings say what the stop runs
+// on. A change the stop refused takes back only its own write (see
+// change), and dispatch may have read that write already, resizing for
+// another message or a boundary between the change's swap and its refusal;
+// its take-back then finds these cells, and leaves them.
+func (s *sizeSettings) keep(r sizesRead) {
+	s.max.Store(r.max)
+	s.floor.Store(r.floor)
+	if s.lowest > 0 {
+		s.chosen.Store(r.chosen)
+	}
 }
 
 // change writes v to s, one of these settings, and tells dispatch to
 // re-read them with tell (which sends it the resize message). It returns
 // the value it replaced, or false if tell failed because stopping had
 // begun: then the pool refused the change, and s holds what it held
-// before, unless a size boundary wrote to it meanwhile. It blocks until
-// dispatch takes the message, as Resize does.
+// before, unless a size boundary wrote to it meanwhile, or the stop wrote
+// back what it runs on (see keep). It blocks until dispatch takes the
+// message, as Resize does.
 func (ss *sizeSettings) change(s *setting, v int64, tell func() error) (from int64, ok bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()

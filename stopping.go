@@ -12,6 +12,7 @@ func (d *dispatcher) stop() {
 	d.admission.refuseAll()
 	d.barriers.answerIdleWaiters(ErrStopped)
 	d.admitStragglers()
+	d.p.size.keep(d.ranOn) // no resize comes any more: the settings say what the stop runs on
 	d.endPauses()
 	if !d.p.sig.abandonBegun.Load() {
 		d.drain()
