@@ -18,8 +18,8 @@ import (
 // points or when a ctx ends, racing each way to stop, on the real clock:
 // every outcome is the item's result (in order, for Map) or why it did not
 // run, no loop yields after ErrStopped but the outcomes of the items it had
-// in flight (fewer than its window), every loop returns, none of its items runs once it returned,
-// and the counts balance.
+// in flight (fewer than its window), every loop returns, none of its items
+// runs once it returned, and the counts balance.
 func TestMapLoopsRacingStops(t *testing.T) {
 	raceEachStop(t, 30, mapLoopsRaceStop)
 }
