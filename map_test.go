@@ -165,13 +165,18 @@ func TestMapTakesAtMostAWindowAheadOfWhatItYielded(t *testing.T) {
 					if i == 0 {
 						first.wait()
 					}
-					maxAhead.Store(max(maxAhead.Load(), in.taken.Load()-yielded.Load()))
 					return i, nil
+				}
+				input := func(yield func(int) bool) { // measures as each item is taken, on the loop's goroutine
+					in.seq(func(i int) bool {
+						maxAhead.Store(max(maxAhead.Load(), in.taken.Load()-yielded.Load()))
+						return yield(i)
+					})
 				}
 				done := make(chan []int)
 				go func() {
 					var got []int
-					for v, err := range c.mapper(t.Context(), p, in.seq, fn, c.opts...) {
+					for v, err := range c.mapper(t.Context(), p, input, fn, c.opts...) {
 						assert.NoError(t, err)
 						got = append(got, v)
 						yielded.Add(1)
@@ -184,7 +189,11 @@ func TestMapTakesAtMostAWindowAheadOfWhatItYielded(t *testing.T) {
 				first.open()
 				got := <-done
 				assert.Len(t, got, c.inputSize, "items yielded")
-				assert.Equal(t, int64(c.maxAhead), maxAhead.Load(), "the most items taken ahead of what was yielded")
+				if c.yielded == 0 { // the first item held the loop at its window
+					assert.Equal(t, int64(c.maxAhead), maxAhead.Load(), "the most items taken ahead of what was yielded")
+				} else { // as the others ended
+					assert.LessOrEqual(t, maxAhead.Load(), int64(c.maxAhead), "the most items taken ahead of what was yielded")
+				}
 			})
 		})
 	}
